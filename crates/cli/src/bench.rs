@@ -1,0 +1,230 @@
+//! `quiclab bench link`: the emulator's speed and precision, measured against the targets of
+//! docs/link.md (and Mahimahi's figures on the same machine).
+
+use std::time::Duration;
+
+use anyhow::Result;
+use clap::{Args, Subcommand};
+use quiclab_lab::{LinkSpec, RunningLab, SchedulerOptions, Side, probe};
+use quiclab_link::{LossSpec, QueueLimit, RateSpec, units};
+use serde_json::{Value, json};
+
+use crate::calibrate::binomial_interval;
+use crate::link_args::DEFAULT_TUN_COMPENSATION;
+
+#[derive(Subcommand, Debug)]
+pub enum BenchCommand {
+    /// Link emulator: RTT precision, rate accuracy, loss statistics, release lateness, CPU, top rate
+    Link(BenchLinkArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct BenchLinkArgs {
+    /// Print one JSON object
+    #[arg(long)]
+    pub json: bool,
+    /// Shorter runs (for a quick look; the documented figures use the default lengths)
+    #[arg(long)]
+    pub quick: bool,
+    /// Run the scheduler threads without SCHED_FIFO
+    #[arg(long)]
+    pub no_realtime: bool,
+    /// Only these parts (comma-separated): rtt,rate,loss,gbit,max,idle
+    #[arg(long, value_delimiter = ',')]
+    pub only: Vec<String>,
+}
+
+pub fn run(cmd: BenchCommand) -> Result<i32> {
+    match cmd {
+        BenchCommand::Link(args) => bench_link(args),
+    }
+}
+
+fn link(rate: Option<u64>, rtt_ms: f64, loss: f64) -> LinkSpec {
+    let mut spec = LinkSpec {
+        seed: 7,
+        tun_compensation: DEFAULT_TUN_COMPENSATION,
+        ..Default::default()
+    };
+    for d in [&mut spec.uplink, &mut spec.downlink] {
+        if let Some(bps) = rate {
+            d.rate = RateSpec::Constant { bps };
+            d.rate_label = units::format_rate(bps);
+            d.queue = QueueLimit::Bdp(1.0);
+        } else {
+            d.queue = QueueLimit::Unlimited;
+        }
+        d.delay = (rtt_ms * 1e6 / 2.0) as u64;
+        d.loss = if loss > 0.0 {
+            LossSpec::Bernoulli(loss)
+        } else {
+            LossSpec::None
+        };
+    }
+    spec
+}
+
+struct Bench {
+    scheduler: SchedulerOptions,
+    quick: bool,
+    log: bool,
+}
+
+impl Bench {
+    fn start(&self, spec: &LinkSpec) -> Result<RunningLab> {
+        RunningLab::start(spec, &Default::default(), self.scheduler.clone(), None)
+    }
+
+    fn say(&self, s: String) {
+        if self.log {
+            eprintln!("{s}");
+        }
+    }
+
+    fn rtt(&self, rtt_ms: f64, compensation_ns: Option<u64>) -> Result<Value> {
+        let mut spec = link(None, rtt_ms, 0.0);
+        if let Some(c) = compensation_ns {
+            spec.tun_compensation = c;
+        }
+        let mut running = self.start(&spec)?;
+        let n = if self.quick { 300 } else { 2000 };
+        let samples = probe::udp_echo(&running.lab, false, n, Duration::from_millis(5), 64)?;
+        let f = running.stop_emulator()?;
+        let mut s = samples.rtt_ms.clone();
+        s.sort_by(f64::total_cmp);
+        let q = |p: f64| s[((s.len() - 1) as f64 * p).round() as usize];
+        let mean = s.iter().sum::<f64>() / s.len() as f64;
+        let v = json!({
+            "configured_ms": rtt_ms, "compensation_us": spec.tun_compensation as f64 / 1e3,
+            "samples": s.len(), "mean_ms": mean, "median_ms": q(0.5), "p99_ms": q(0.99),
+            "max_ms": q(1.0), "lateness_p99_us": f.lateness_us.p99,
+        });
+        self.say(format!(
+            "rtt {rtt_ms} ms (compensation {:.0} us): median {:.3} ms, mean {:.3}, p99 {:.3}, max {:.3}",
+            spec.tun_compensation as f64 / 1e3,
+            q(0.5),
+            mean,
+            q(0.99),
+            q(1.0)
+        ));
+        Ok(v)
+    }
+
+    fn tcp(&self, rate_bps: u64, rtt_ms: f64) -> Result<Value> {
+        let spec = link(Some(rate_bps), rtt_ms, 0.0);
+        let mut running = self.start(&spec)?;
+        let secs = if self.quick { 4 } else { 10 };
+        let bulk =
+            probe::tcp_bulk_download(&running.lab, false, Duration::from_secs(secs), "cubic")?;
+        let f = running.stop_emulator()?;
+        let measured = f.downlink.backlogged_rate_bps.unwrap_or(0.0);
+        let err = (measured - rate_bps as f64) / rate_bps as f64;
+        let v = json!({
+            "configured_mbps": rate_bps as f64 / 1e6, "rtt_ms": rtt_ms,
+            "delivered_backlogged_mbps": measured / 1e6, "error_frac": err,
+            "tcp_goodput_mbps": bulk.goodput_bps / 1e6,
+            "lateness_us": f.lateness_us, "emulator_cpu_core_fraction": f.cpu_core_fraction,
+            "downlink_cpu_core_fraction": f.downlink.cpu_seconds / f.wall_seconds,
+            "queue_drops": f.downlink.model.counters.dropped_queue_packets,
+            "realtime": f.downlink.realtime,
+        });
+        self.say(format!(
+            "tcp {}: delivered {:.3} Mbit/s ({:+.2}%), goodput {:.3} Mbit/s, lateness p50 {:.1} p99 {:.1} max {:.1} us, emulator CPU {:.1}% of a core",
+            units::format_rate(rate_bps),
+            measured / 1e6,
+            err * 100.0,
+            bulk.goodput_bps / 1e6,
+            f.lateness_us.p50,
+            f.lateness_us.p99,
+            f.lateness_us.max,
+            f.cpu_core_fraction * 100.0
+        ));
+        Ok(v)
+    }
+
+    fn loss(&self) -> Result<Value> {
+        let p = 0.02;
+        let spec = link(Some(100_000_000), 10.0, p);
+        let mut running = self.start(&spec)?;
+        let n = if self.quick { 20_000 } else { 50_000 };
+        let r = probe::paced_udp(&running.lab, Side::Client, false, n, 100, 20e6)?;
+        let f = running.stop_emulator()?;
+        let (lo, hi) = binomial_interval(p, n, 2.576);
+        let v = json!({
+            "configured": p, "sent": r.sent, "received": r.received, "measured": r.loss,
+            "interval_99": [lo, hi], "within": r.loss >= lo && r.loss <= hi,
+            "emulator_counted_random_drops": f.uplink.model.counters.dropped_random_packets,
+        });
+        self.say(format!(
+            "loss 2% over {n} datagrams: measured {:.4}% (99% interval {:.4}–{:.4}%)",
+            r.loss * 100.0,
+            lo * 100.0,
+            hi * 100.0
+        ));
+        Ok(v)
+    }
+
+    fn idle(&self) -> Result<Value> {
+        let spec = link(Some(100_000_000), 50.0, 0.0);
+        let mut running = self.start(&spec)?;
+        std::thread::sleep(Duration::from_secs(if self.quick { 3 } else { 10 }));
+        let f = running.stop_emulator()?;
+        self.say(format!(
+            "idle: emulator CPU {:.3}% of a core",
+            f.cpu_core_fraction * 100.0
+        ));
+        Ok(json!({ "emulator_cpu_core_fraction": f.cpu_core_fraction, "seconds": f.wall_seconds }))
+    }
+}
+
+fn bench_link(args: BenchLinkArgs) -> Result<i32> {
+    let b = Bench {
+        scheduler: SchedulerOptions {
+            realtime: !args.no_realtime,
+            ..Default::default()
+        },
+        quick: args.quick,
+        log: true,
+    };
+    let want = |k: &str| args.only.is_empty() || args.only.iter().any(|o| o == k);
+    let mut out = serde_json::Map::new();
+    if want("rtt") {
+        out.insert("tun_path_rtt_uncompensated".into(), b.rtt(0.0, Some(0))?);
+        out.insert("rtt_50ms_uncompensated".into(), b.rtt(50.0, Some(0))?);
+        out.insert("rtt_50ms".into(), b.rtt(50.0, None)?);
+    }
+    if want("rate") {
+        out.insert("tcp_10mbit".into(), b.tcp(10_000_000, 50.0)?);
+        out.insert("tcp_100mbit".into(), b.tcp(100_000_000, 50.0)?);
+    }
+    if want("loss") {
+        out.insert("loss_2pct".into(), b.loss()?);
+    }
+    if want("gbit") {
+        out.insert("tcp_1gbit".into(), b.tcp(1_000_000_000, 10.0)?);
+    }
+    if want("max") {
+        let mut best = Value::Null;
+        let mut sweep = Vec::new();
+        for gbit in [1.5, 2.0, 2.5, 3.0, 4.0] {
+            let r = b.tcp((gbit * 1e9) as u64, 10.0)?;
+            let ok = r["error_frac"].as_f64().unwrap_or(1.0).abs() <= 0.02
+                && r["lateness_us"]["p99"].as_f64().unwrap_or(1e9) <= 100.0;
+            sweep.push(r);
+            if ok {
+                best = json!(gbit);
+            } else {
+                break;
+            }
+        }
+        out.insert("max_rate_sweep".into(), Value::Array(sweep));
+        out.insert("max_rate_meeting_targets_gbit".into(), best);
+    }
+    if want("idle") {
+        out.insert("idle".into(), b.idle()?);
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&Value::Object(out))?);
+    }
+    Ok(0)
+}

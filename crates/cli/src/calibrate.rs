@@ -1,0 +1,269 @@
+//! `quiclab calibrate`: measure the link quiclab was given, through the emulator, with quiclab's own
+//! probes, and say whether each figure is within its documented tolerance (docs/link.md).
+//!
+//! Phases, in order, on one lab: (1) UDP echo on the idle link → RTT; (2) kernel-TCP bulk download with
+//! CUBIC → the emulator's delivered IP-layer rate while its downlink queue was backlogged (and the TCP
+//! goodput as a cross-check); (3) paced UDP streams in both directions at half the link rate → loss.
+
+use std::time::Duration;
+
+use anyhow::Result;
+use clap::Args;
+use quiclab_lab::{RunningLab, Side, probe};
+use quiclab_link::RateSpec;
+use serde_json::json;
+
+use crate::link_args::LinkArgs;
+use crate::report;
+
+/// Tolerances (documented in docs/link.md; change both together).
+pub const RTT_MEDIAN_TOL_MS: f64 = 0.5;
+pub const RTT_MEDIAN_TOL_FRAC: f64 = 0.01;
+pub const RTT_P99_TOL_MS: f64 = 2.0;
+pub const RTT_P99_TOL_FRAC: f64 = 0.02;
+pub const RATE_TOL_FRAC: f64 = 0.02;
+pub const LATENESS_P99_TOL_US: f64 = 250.0;
+/// z for the two-sided 99 % binomial interval of the measured loss.
+pub const LOSS_Z: f64 = 2.576;
+
+#[derive(Args, Debug)]
+pub struct CalibrateArgs {
+    #[command(flatten)]
+    pub link: LinkArgs,
+    /// Print one JSON object instead of a table
+    #[arg(long)]
+    pub json: bool,
+    /// Probe over IPv6 instead of IPv4
+    #[arg(long)]
+    pub ipv6: bool,
+    /// Number of RTT probes (one every 10 ms)
+    #[arg(long, default_value_t = 200)]
+    pub rtt_probes: usize,
+    /// Length of the TCP bulk transfer
+    #[arg(long, default_value = "5s",
+          value_parser = |s: &str| quiclab_link::units::parse_duration(s).map_err(|e| e.to_string()))]
+    pub bulk_duration: u64,
+    /// Datagrams per direction in the loss probe (default: 20000 when loss is configured, else 3000)
+    #[arg(long)]
+    pub loss_packets: Option<u64>,
+}
+
+/// Two-sided binomial interval for `n` trials of probability `p` (normal approximation plus a
+/// continuity correction, clamped to [0, 1]).
+pub fn binomial_interval(p: f64, n: u64, z: f64) -> (f64, f64) {
+    let n = n.max(1) as f64;
+    let half = z * (p * (1.0 - p) / n).sqrt() + 0.5 / n;
+    ((p - half).max(0.0), (p + half).min(1.0))
+}
+
+fn percentile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let idx = ((sorted.len() - 1) as f64 * q).round() as usize;
+    sorted[idx]
+}
+
+pub fn run(args: CalibrateArgs) -> Result<i32> {
+    let spec = args.link.to_spec()?;
+    let mut running =
+        RunningLab::start(&spec, &args.link.lab_options(), args.link.scheduler(), None)?;
+    let lab = &running.lab;
+
+    // (1) RTT on the idle link. The probe's own serialisation adds to the propagation delay.
+    const PROBE_PAYLOAD: usize = 64;
+    let ip_header = if args.ipv6 { 48 } else { 28 };
+    let ser = |rate: &RateSpec| match rate {
+        RateSpec::Constant { bps } => ((PROBE_PAYLOAD + ip_header) * 8) as f64 / *bps as f64 * 1e3,
+        _ => 0.0,
+    };
+    let configured_rtt_ms = spec.base_rtt() as f64 / 1e6;
+    let expected_rtt_ms = configured_rtt_ms + ser(&spec.uplink.rate) + ser(&spec.downlink.rate);
+    let rtt = probe::udp_echo(
+        lab,
+        args.ipv6,
+        args.rtt_probes,
+        Duration::from_millis(10),
+        PROBE_PAYLOAD,
+    )?;
+    let mut sorted = rtt.rtt_ms.clone();
+    sorted.sort_by(f64::total_cmp);
+    let median = percentile(&sorted, 0.5);
+    let p99 = percentile(&sorted, 0.99);
+    let mean = sorted.iter().sum::<f64>() / sorted.len().max(1) as f64;
+    let time_varying = spec.uplink.is_time_varying() || spec.downlink.is_time_varying();
+    let median_tol = RTT_MEDIAN_TOL_MS + RTT_MEDIAN_TOL_FRAC * expected_rtt_ms;
+    let p99_tol = RTT_P99_TOL_MS + RTT_P99_TOL_FRAC * expected_rtt_ms;
+    let rtt_pass = time_varying
+        || (!sorted.is_empty()
+            && (median - expected_rtt_ms).abs() <= median_tol
+            && p99 <= expected_rtt_ms + p99_tol);
+
+    // (2) Rate: a CUBIC download fills the downlink queue.
+    let bulk = probe::tcp_bulk_download(
+        lab,
+        args.ipv6,
+        Duration::from_nanos(args.bulk_duration),
+        "cubic",
+    )?;
+
+    // (3) Loss: paced UDP in both directions at once, at half the link rate.
+    let pace =
+        |d: &quiclab_lab::DirectionSpec| d.mean_rate_bps().map_or(20e6, |r| (r * 0.5).min(50e6));
+    let loss_configured = spec.uplink.mean_loss().max(spec.downlink.mean_loss());
+    let mut count = args
+        .loss_packets
+        .unwrap_or(if loss_configured > 0.0 { 20_000 } else { 3_000 });
+    if args.loss_packets.is_none() {
+        // Keep the probe under ~20 s on slow links.
+        let slowest = pace(&spec.uplink).min(pace(&spec.downlink));
+        count = count
+            .min((slowest * 20.0 / ((100 + ip_header) * 8) as f64) as u64)
+            .max(500);
+    }
+    let (up_loss, down_loss) = std::thread::scope(|s| {
+        let up = s.spawn(|| {
+            probe::paced_udp(lab, Side::Client, args.ipv6, count, 100, pace(&spec.uplink))
+        });
+        let down = probe::paced_udp(
+            lab,
+            Side::Server,
+            args.ipv6,
+            count,
+            100,
+            pace(&spec.downlink),
+        );
+        (up.join().expect("uplink loss probe"), down)
+    });
+    let (up_loss, down_loss) = (up_loss?, down_loss?);
+
+    let fidelity = running.stop_emulator()?;
+    drop(running);
+
+    // Verdicts.
+    let rate_configured = spec.downlink.mean_rate_bps();
+    let rate_measured = fidelity.downlink.backlogged_rate_bps;
+    let rate_pass = match (rate_configured, rate_measured) {
+        (None, _) => true,
+        (Some(c), Some(m)) => {
+            let tol = if spec.downlink.is_time_varying() {
+                0.05
+            } else {
+                RATE_TOL_FRAC
+            };
+            (m - c).abs() / c <= tol
+        }
+        (Some(_), None) => false,
+    };
+    let loss_dir = |cfg: f64, r: &probe::LossResult, varying: bool| {
+        let (lo, hi) = binomial_interval(cfg, r.sent, LOSS_Z);
+        json!({
+            "configured": cfg, "measured": r.loss, "sent": r.sent, "received": r.received,
+            "interval_99": [lo, hi], "pass": varying || (r.loss >= lo && r.loss <= hi),
+        })
+    };
+    let up_j = loss_dir(
+        spec.uplink.mean_loss(),
+        &up_loss,
+        spec.uplink.is_time_varying(),
+    );
+    let down_j = loss_dir(
+        spec.downlink.mean_loss(),
+        &down_loss,
+        spec.downlink.is_time_varying(),
+    );
+    let loss_pass =
+        up_j["pass"].as_bool().unwrap_or(false) && down_j["pass"].as_bool().unwrap_or(false);
+    let pooled_sent = up_loss.sent + down_loss.sent;
+    let pooled_measured = 1.0 - (up_loss.received + down_loss.received) as f64 / pooled_sent as f64;
+    let pooled_configured = (spec.uplink.mean_loss() + spec.downlink.mean_loss()) / 2.0;
+    let lateness_pass = fidelity.lateness_us.p99 <= LATENESS_P99_TOL_US;
+    let pass = rtt_pass && rate_pass && loss_pass && lateness_pass;
+
+    let doc = json!({
+        "link": spec.describe(),
+        "ip_version": if args.ipv6 { 6 } else { 4 },
+        "rtt_ms": {
+            "configured": configured_rtt_ms, "expected": expected_rtt_ms,
+            "median": median, "mean": mean, "p99": p99,
+            "min": sorted.first(), "max": sorted.last(),
+            "samples": rtt.received, "sent": rtt.sent,
+            "tolerance": { "median_ms": median_tol, "p99_above_ms": p99_tol },
+            "checked": !time_varying, "pass": rtt_pass,
+        },
+        "rate_mbps": {
+            "configured": rate_configured.map(|r| r / 1e6),
+            "measured": rate_measured.map(|r| r / 1e6),
+            "direction": "downlink",
+            "backlogged_seconds": fidelity.downlink.backlogged_seconds,
+            "tcp_goodput": bulk.goodput_bps / 1e6,
+            "tcp_congestion_control": bulk.congestion_control,
+            "tolerance_frac": if spec.downlink.is_time_varying() { 0.05 } else { RATE_TOL_FRAC },
+            "pass": rate_pass,
+        },
+        "loss": {
+            "configured": pooled_configured, "measured": pooled_measured, "sent": pooled_sent,
+            "uplink": up_j, "downlink": down_j, "pass": loss_pass,
+        },
+        "lateness_us": {
+            "p50": fidelity.lateness_us.p50, "p99": fidelity.lateness_us.p99,
+            "max": fidelity.lateness_us.max, "tolerance_p99": LATENESS_P99_TOL_US,
+            "pass": lateness_pass,
+        },
+        "fidelity": fidelity,
+        "pass": pass,
+    });
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else {
+        let ok = |b: bool| if b { "ok" } else { "FAIL" };
+        println!(
+            "quiclab calibrate: {} over IPv{}",
+            "link",
+            if args.ipv6 { 6 } else { 4 }
+        );
+        println!("  uplink   {}", spec.describe().uplink);
+        println!("  downlink {}", spec.describe().downlink);
+        println!(
+            "  {:<10} {:>14} {:>14}   verdict",
+            "figure", "configured", "measured"
+        );
+        println!(
+            "  {:<10} {:>11.3} ms {:>11.3} ms   {} (median; p99 {:.3} ms; expected {:.3} ms incl. probe serialisation)",
+            "rtt",
+            configured_rtt_ms,
+            median,
+            ok(rtt_pass),
+            p99,
+            expected_rtt_ms
+        );
+        println!(
+            "  {:<10} {:>14} {:>14}   {} (backlogged downlink; TCP goodput {:.3} Mbit/s)",
+            "rate",
+            rate_configured.map_or("unlimited".into(), |r| format!("{:.3} Mbit/s", r / 1e6)),
+            rate_measured.map_or("-".into(), |r| format!("{:.3} Mbit/s", r / 1e6)),
+            ok(rate_pass),
+            bulk.goodput_bps / 1e6
+        );
+        println!(
+            "  {:<10} {:>13.4}% {:>13.4}%   {} ({} datagrams per direction)",
+            "loss",
+            pooled_configured * 100.0,
+            pooled_measured * 100.0,
+            ok(loss_pass),
+            count
+        );
+        println!(
+            "  {:<10} {:>14} {:>11.1} us   {} (p99 release lateness; p50 {:.1} us, max {:.1} us)",
+            "lateness",
+            format!("<= {LATENESS_P99_TOL_US} us"),
+            fidelity.lateness_us.p99,
+            ok(lateness_pass),
+            fidelity.lateness_us.p50,
+            fidelity.lateness_us.max
+        );
+        println!("{}", report::fidelity_summary(&spec.describe(), &fidelity));
+        println!("calibration {}", if pass { "PASSED" } else { "FAILED" });
+    }
+    Ok(if pass { 0 } else { 1 })
+}

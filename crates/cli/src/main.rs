@@ -1,0 +1,88 @@
+//! `quiclab`: the command line of the lab.
+
+mod bench;
+mod calibrate;
+mod link_args;
+mod report;
+mod shell;
+mod signals;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "quiclab",
+    version,
+    about = "Measure HTTP/1.1, HTTP/2 and HTTP/3 across an emulated network link",
+    long_about = "quiclab builds a lab of two network namespaces joined by a user-space link emulator \
+                  (rate, delay, loss, tail-drop queue, traces and profiles) and measures real protocol \
+                  stacks across it. Needs root."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run a command in the client namespace of a fresh lab (and optionally a server in the server's)
+    Shell(shell::ShellArgs),
+    /// Measure the emulated link with quiclab's own probes and compare with its configuration
+    Calibrate(calibrate::CalibrateArgs),
+    /// Remove namespaces and processes left behind by labs whose quiclab process died
+    Clean {
+        /// Print what was removed as JSON
+        #[arg(long)]
+        json: bool,
+    },
+    /// Benchmarks (speed and precision targets; see docs/link.md)
+    Bench {
+        #[command(subcommand)]
+        which: bench::BenchCommand,
+    },
+}
+
+fn main() {
+    let cli = Cli::parse();
+    signals::install();
+    let result = match cli.command {
+        Command::Shell(args) => shell::run(args),
+        Command::Calibrate(args) => calibrate::run(args),
+        Command::Clean { json } => clean(json),
+        Command::Bench { which } => bench::run(which),
+    };
+    match result {
+        Ok(code) => std::process::exit(code),
+        Err(e) => {
+            eprintln!("quiclab: error: {e:#}");
+            std::process::exit(2);
+        }
+    }
+}
+
+fn clean(json: bool) -> anyhow::Result<i32> {
+    quiclab_lab::topology::check_privileges()?;
+    let report = quiclab_lab::topology::clean_stale()?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        println!(
+            "removed {} lab(s), {} namespace(s), {} process(es){}",
+            report.labs.len(),
+            report.namespaces.len(),
+            report.processes.len(),
+            if report.skipped_live.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "; left {} belonging to running quiclab processes alone",
+                    report.skipped_live.len()
+                )
+            }
+        );
+        for ns in &report.namespaces {
+            println!("  namespace {ns}");
+        }
+    }
+    Ok(0)
+}

@@ -1,0 +1,57 @@
+//! Human-readable summaries printed on the terminal.
+
+use quiclab_lab::FidelityReport;
+use quiclab_lab::emulator::DirectionFidelity;
+use quiclab_lab::link_spec::LinkDescription;
+
+fn direction_lines(name: &str, d: &DirectionFidelity) -> String {
+    let c = &d.model.counters;
+    let rate = d
+        .backlogged_rate_bps
+        .map(|r| {
+            format!(
+                "{:.3} Mbit/s while backlogged ({:.2} s)",
+                r / 1e6,
+                d.backlogged_seconds
+            )
+        })
+        .unwrap_or_else(|| "never backlogged".into());
+    format!(
+        "  {name:<8} offered {} pkts / {} B; delivered {} pkts / {} B; dropped: queue {} pkts, random loss {} pkts; loss ratio {:.4}\n\
+         {:<10} rate {rate}; sojourn p50 {:.0} us p99 {:.0} us; queue peak {} B; lateness p50 {:.1} us p99 {:.1} us max {:.1} us",
+        c.offered_packets,
+        c.offered_bytes,
+        d.delivered_packets,
+        d.delivered_bytes,
+        c.dropped_queue_packets,
+        c.dropped_random_packets,
+        c.loss_ratio(),
+        "",
+        d.model.sojourn_us.p50,
+        d.model.sojourn_us.p99,
+        c.max_queue_bytes,
+        d.lateness_us.p50,
+        d.lateness_us.p99,
+        d.lateness_us.max,
+    )
+}
+
+pub fn fidelity_summary(link: &LinkDescription, f: &FidelityReport) -> String {
+    format!(
+        "quiclab link summary\n  uplink   {}\n  downlink {}\n{}\n{}\n  emulator CPU {:.1}% of a core over {:.2} s{}",
+        link.uplink,
+        link.downlink,
+        direction_lines("uplink", &f.uplink),
+        direction_lines("downlink", &f.downlink),
+        f.cpu_core_fraction * 100.0,
+        f.wall_seconds,
+        if f.log_events_dropped > 0 {
+            format!(
+                "; WARNING: {} log events dropped (log incomplete)",
+                f.log_events_dropped
+            )
+        } else {
+            String::new()
+        }
+    )
+}

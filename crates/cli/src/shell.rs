@@ -1,0 +1,93 @@
+//! `quiclab shell`: a command in the client namespace of a fresh lab, like Mahimahi's nested shells.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Result, bail};
+use clap::Args;
+use quiclab_lab::{RunningLab, Side};
+
+use crate::link_args::LinkArgs;
+use crate::{report, signals};
+
+#[derive(Args, Debug)]
+pub struct ShellArgs {
+    #[command(flatten)]
+    pub link: LinkArgs,
+
+    /// Shell command to run in the server namespace (started first, stopped after CMD ends)
+    #[arg(long, value_name = "CMD")]
+    pub server_cmd: Option<String>,
+
+    /// How long to give --server-cmd to start listening before CMD starts
+    #[arg(long, default_value = "300ms", value_name = "DURATION",
+          value_parser = |s: &str| quiclab_link::units::parse_duration(s).map_err(|e| e.to_string()))]
+    pub server_wait: u64,
+
+    /// Write the per-packet event log here (format: docs/link.md) and print a summary
+    #[arg(long, value_name = "FILE")]
+    pub log: Option<PathBuf>,
+
+    /// Print the summary even without --log
+    #[arg(long)]
+    pub summary: bool,
+
+    /// Write the emulator's fidelity report (JSON) here
+    #[arg(long, value_name = "FILE")]
+    pub fidelity_json: Option<PathBuf>,
+
+    /// The command to run in the client namespace (QUICLAB_SERVER/QUICLAB_SERVER6 hold the server's addresses)
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+pub fn run(args: ShellArgs) -> Result<i32> {
+    let spec = args.link.to_spec()?;
+    let mut running = RunningLab::start(
+        &spec,
+        &args.link.lab_options(),
+        args.link.scheduler(),
+        args.log.clone(),
+    )?;
+    let lab = &running.lab;
+    if lab.tcp_default_cc != args.link.tcp_cc {
+        eprintln!(
+            "quiclab: note: TCP sockets in this lab default to {} — the kernel lets a namespace choose its default \
+             only among the host's net.ipv4.tcp_allowed_congestion_control, which quiclab does not change; \
+             set it per socket (TCP_CONGESTION) to get {}",
+            lab.tcp_default_cc, args.link.tcp_cc
+        );
+    }
+
+    if let Some(server) = &args.server_cmd {
+        let pid = lab.spawn(lab.shell_command(Side::Server, server))?;
+        std::thread::sleep(Duration::from_nanos(args.server_wait));
+        if let Some(status) = lab.wait_child(pid, Some(Duration::ZERO))? {
+            bail!("--server-cmd exited before the client command started ({status})");
+        }
+    }
+
+    let mut cmd = lab.foreground_command(Side::Client, &args.command[0]);
+    cmd.args(&args.command[1..]);
+    let pid = lab.spawn(cmd)?;
+    signals::set_foreground(Some(pid));
+    let status = lab.wait_child(pid, None)?.expect("no timeout");
+    signals::set_foreground(None);
+
+    let fidelity = running.stop_emulator()?;
+    if args.log.is_some() || args.summary {
+        eprintln!("{}", report::fidelity_summary(&spec.describe(), &fidelity));
+        if let Some(log) = &args.log {
+            eprintln!("packet log: {}", log.display());
+        }
+    }
+    if let Some(path) = &args.fidelity_json {
+        let doc = serde_json::json!({ "link": spec.describe(), "fidelity": fidelity });
+        std::fs::write(path, serde_json::to_string_pretty(&doc)?)?;
+    }
+    drop(running);
+    use std::os::unix::process::ExitStatusExt;
+    Ok(status
+        .code()
+        .unwrap_or_else(|| 128 + status.signal().unwrap_or(0)))
+}

@@ -1,0 +1,71 @@
+//! Ctrl-C, SIGTERM, SIGHUP and panics never leave a lab behind.
+//!
+//! A handler thread (not an async signal handler: it may take locks and spawn `ip`) reacts to the first
+//! signal. If a foreground command runs (`quiclab shell`), it is given the signal and the main thread
+//! tears the lab down normally once it exits; otherwise, or if that takes longer than a grace period,
+//! the handler kills every process of every live lab, deletes their namespaces and exits 128+signal.
+
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::time::Duration;
+
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+
+/// PID of the foreground command of `quiclab shell` (0 = none).
+static FOREGROUND: AtomicI32 = AtomicI32::new(0);
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+pub fn set_foreground(pid: Option<u32>) {
+    FOREGROUND.store(pid.map_or(0, |p| p as i32), Ordering::SeqCst);
+}
+
+pub fn install() {
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        default_hook(info);
+        if std::thread::current().name() == Some("main") {
+            quiclab_lab::registry::emergency_teardown_all();
+        }
+    }));
+    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
+        eprintln!(
+            "quiclab: warning: could not install signal handlers; an interrupted run may leave namespaces (use `quiclab clean`)"
+        );
+        return;
+    };
+    std::thread::Builder::new()
+        .name("ql-signals".into())
+        .spawn(move || {
+            let mut count = 0;
+            for sig in signals.forever() {
+                count += 1;
+                INTERRUPTED.store(true, Ordering::SeqCst);
+                let fg = FOREGROUND.load(Ordering::SeqCst);
+                if fg > 0 && count == 1 {
+                    // The terminal already delivered SIGINT to the command (same process group); pass
+                    // on the others, then give the main thread time to finish and tear down.
+                    if sig != SIGINT {
+                        // SAFETY: signalling the child we started.
+                        unsafe { libc::kill(fg, sig) };
+                    }
+                    std::thread::spawn(move || {
+                        std::thread::sleep(Duration::from_secs(5));
+                        emergency_exit(sig);
+                    });
+                    continue;
+                }
+                emergency_exit(sig);
+            }
+        })
+        .ok();
+}
+
+fn emergency_exit(sig: i32) -> ! {
+    let fg = FOREGROUND.load(Ordering::SeqCst);
+    if fg > 0 {
+        // SAFETY: signalling the child we started.
+        unsafe { libc::kill(fg, libc::SIGKILL) };
+    }
+    quiclab_lab::registry::emergency_teardown_all();
+    eprintln!("quiclab: interrupted; the lab was torn down");
+    std::process::exit(128 + sig);
+}

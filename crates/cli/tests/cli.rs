@@ -1,0 +1,252 @@
+//! The `quiclab` command line as a user meets it: errors, exit codes, teardown on signals, `clean`,
+//! and `calibrate --json`'s contract. Tests that build labs need root and skip (saying so) without it.
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn quiclab() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_quiclab"))
+}
+
+fn root_or_skip(test: &str) -> bool {
+    let root = nix::unistd::geteuid().is_root() && std::path::Path::new("/dev/net/tun").exists();
+    if !root {
+        eprintln!("SKIPPED {test}: needs root and /dev/net/tun (CI runs as root)");
+    }
+    root
+}
+
+fn namespaces_of(pid: u32) -> Vec<String> {
+    std::fs::read_dir("/run/netns")
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| e.file_name().into_string().ok())
+                .filter(|n| n.starts_with(&format!("ql-{pid}-")))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn bad_values_name_the_flag_and_the_accepted_forms() {
+    for (args, must_contain) in [
+        (vec!["--rate", "10mb"], vec!["--rate", "mbit"]),
+        (vec!["--delay", "25"], vec!["--delay", "ms"]),
+        (vec!["--loss", "120%"], vec!["--loss"]),
+        (vec!["--queue", "30kb/s"], vec!["--queue", "bdp"]),
+        (vec!["--up-rate", "fast"], vec!["--up-rate"]),
+    ] {
+        let out = quiclab()
+            .arg("shell")
+            .args(&args)
+            .args(["--", "true"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        for m in must_contain {
+            assert!(err.contains(m), "{args:?}: stderr lacks {m:?}: {err}");
+        }
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}
+
+#[test]
+fn a_malformed_trace_names_the_file_and_line() {
+    let dir = std::env::temp_dir().join(format!("quiclab-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("bad.trace");
+    std::fs::write(&path, "1\n2\nthree\n4\n").unwrap();
+    let out = quiclab()
+        .args(["shell", "--trace"])
+        .arg(&path)
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(err.contains("bad.trace:3"), "{err}");
+    let out = quiclab()
+        .args(["shell", "--profile", "no-such-profile", "--", "true"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("np2b-typical"), "lists built-ins: {err}");
+}
+
+#[test]
+fn shell_runs_in_the_client_namespace_and_returns_the_exit_status() {
+    if !root_or_skip("shell") {
+        return;
+    }
+    let out = quiclab()
+        .args(["shell", "--rtt", "10ms", "--", "sh", "-c"])
+        .arg("ip -o addr show; echo server=$QUICLAB_SERVER server6=$QUICLAB_SERVER6; exit 7")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(7), "{text}");
+    assert!(text.contains("100.64.0.1/24"), "{text}");
+    assert!(
+        text.contains("server=100.64.0.2 server6=fd00:71ab::2"),
+        "{text}"
+    );
+}
+
+#[test]
+fn shell_log_records_every_packet_and_prints_a_summary() {
+    if !root_or_skip("shell --log") {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("quiclab-log-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join("link.log");
+    // Bash's /dev/udp sends one datagram to the server side: 3 of them cross the uplink.
+    let out = quiclab()
+        .args(["shell", "--rate", "10mbit", "--rtt", "20ms", "--log"])
+        .arg(&log)
+        .args(["--", "bash", "-c"])
+        .arg("for i in 1 2 3; do echo hello > /dev/udp/$QUICLAB_SERVER/9; done; sleep 0.1")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("quiclab link summary"), "{err}");
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.starts_with("# quiclab packet log v1"), "{text}");
+    let arrivals = text.lines().filter(|l| l.contains(" up + ")).count();
+    let deliveries = text.lines().filter(|l| l.contains(" up - ")).count();
+    assert_eq!(arrivals, 3, "{text}");
+    assert_eq!(deliveries, 3, "{text}");
+    for l in text.lines().filter(|l| l.contains(" up - ")) {
+        // `t dir - bytes one_way_us late_us`: one-way ≈ 10 ms.
+        let one_way: f64 = l.split_whitespace().nth(4).unwrap().parse().unwrap();
+        assert!((one_way - 10_000.0).abs() < 1_500.0, "{l}");
+    }
+}
+
+#[test]
+fn sigterm_during_shell_tears_the_lab_down() {
+    if !root_or_skip("sigterm") {
+        return;
+    }
+    let mut child = quiclab()
+        .args(["shell", "--server-cmd", "sleep 60", "--", "sleep", "60"])
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let t0 = Instant::now();
+    while namespaces_of(pid).len() < 2 && t0.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(namespaces_of(pid).len(), 2, "lab came up");
+    std::thread::sleep(Duration::from_millis(500));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let status = child.wait().unwrap();
+    assert!(!status.success());
+    assert!(
+        namespaces_of(pid).is_empty(),
+        "namespaces left after SIGTERM"
+    );
+}
+
+#[test]
+fn clean_removes_what_a_killed_lab_left() {
+    if !root_or_skip("clean") {
+        return;
+    }
+    let mut child = quiclab()
+        .args(["shell", "--server-cmd", "sleep 60", "--", "sleep", "60"])
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let t0 = Instant::now();
+    while namespaces_of(pid).len() < 2 && t0.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    child.kill().unwrap(); // SIGKILL: no chance to clean up
+    child.wait().unwrap();
+    assert_eq!(namespaces_of(pid).len(), 2, "SIGKILL left the lab behind");
+    let out = quiclab().args(["clean", "--json"]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(namespaces_of(pid).is_empty(), "clean left namespaces");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // The two `sleep 60` (server and client) were ours and are gone.
+    assert!(
+        report["processes"].as_array().unwrap().len() >= 2,
+        "{report}"
+    );
+}
+
+#[test]
+fn calibrate_json_reports_configured_and_measured_figures() {
+    if !root_or_skip("calibrate") {
+        return;
+    }
+    let out = quiclab()
+        .args([
+            "calibrate",
+            "--rate",
+            "20mbit",
+            "--rtt",
+            "20ms",
+            "--loss",
+            "1%",
+            "--json",
+            "--bulk-duration",
+            "3s",
+            "--rtt-probes",
+            "100",
+            "--loss-packets",
+            "8000",
+        ])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let pass = v["pass"].as_bool().unwrap();
+    assert_eq!(out.status.code(), Some(if pass { 0 } else { 1 }));
+    assert_eq!(v["rtt_ms"]["configured"].as_f64(), Some(20.0));
+    let median = v["rtt_ms"]["median"].as_f64().unwrap();
+    assert!((median - 20.0).abs() < 2.0, "median {median}");
+    assert_eq!(v["rate_mbps"]["configured"].as_f64(), Some(20.0));
+    let rate = v["rate_mbps"]["measured"].as_f64().unwrap();
+    assert!((rate - 20.0).abs() < 1.0, "rate {rate}");
+    assert_eq!(v["loss"]["configured"].as_f64(), Some(0.01));
+    let loss = v["loss"]["measured"].as_f64().unwrap();
+    assert!((loss - 0.01).abs() < 0.005, "loss {loss}");
+    for k in ["p50", "p99", "max"] {
+        assert!(v["lateness_us"][k].as_f64().unwrap() >= 0.0);
+    }
+}
+
+#[test]
+fn not_root_is_explained() {
+    if nix::unistd::geteuid().is_root() {
+        // Drop privileges for the child only when a nobody user exists.
+        let Ok(Some(nobody)) = nix::unistd::User::from_name("nobody") else {
+            eprintln!("SKIPPED not_root: no 'nobody' user");
+            return;
+        };
+        let mut cmd = quiclab();
+        use std::os::unix::process::CommandExt;
+        cmd.uid(nobody.uid.as_raw()).gid(nobody.gid.as_raw());
+        let out = cmd.args(["shell", "--", "true"]).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2));
+        assert!(err.contains("root"), "{err}");
+        let _ = std::io::stderr().flush();
+    }
+}

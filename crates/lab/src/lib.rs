@@ -1,0 +1,24 @@
+//! The I/O shell of quiclab: everything that touches the operating system.
+//!
+//! - [`topology`]: a lab = two network namespaces with a TUN device each (plus crash-proof records);
+//! - [`emulator`]: the per-direction scheduler threads that carry packets between the TUNs through the
+//!   sans-IO [`quiclab_link::LinkModel`];
+//! - [`probe`]: quiclab's own measurement probes (UDP echo, kernel-TCP bulk, paced UDP) used by
+//!   `quiclab calibrate` and the tests;
+//! - [`netns`], [`process`], [`registry`]: namespaces, the processes a lab starts, emergency teardown.
+
+pub mod emulator;
+pub mod link_spec;
+pub mod netns;
+pub mod packet_log;
+pub mod probe;
+pub mod process;
+pub mod registry;
+pub mod running;
+pub mod stats;
+pub mod topology;
+
+pub use emulator::{Emulator, EmulatorConfig, FidelityReport, SchedulerOptions};
+pub use link_spec::{DirectionSpec, LinkSpec};
+pub use running::RunningLab;
+pub use topology::{Lab, LabOptions, Side};

@@ -1,0 +1,338 @@
+//! quiclab's own measurement probes, run across a lab's emulated link: a UDP echo for RTT, a kernel-TCP
+//! bulk transfer (congestion control set per socket) for rate, and a paced UDP stream for loss.
+//!
+//! The sockets are created on short-lived threads inside the namespaces (see [`crate::netns`]) and then
+//! used from ordinary threads of this process: a socket keeps the namespace it was created in.
+
+use std::io::{Read, Write};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use serde::Serialize;
+
+use crate::topology::{Lab, Side};
+
+fn server_addr(lab: &Lab, ipv6: bool, port: u16) -> SocketAddr {
+    if ipv6 {
+        SocketAddr::new(IpAddr::V6(lab.address_v6(Side::Server)), port)
+    } else {
+        SocketAddr::new(IpAddr::V4(lab.address_v4(Side::Server)), port)
+    }
+}
+
+fn client_addr(lab: &Lab, ipv6: bool, port: u16) -> SocketAddr {
+    if ipv6 {
+        SocketAddr::new(IpAddr::V6(lab.address_v6(Side::Client)), port)
+    } else {
+        SocketAddr::new(IpAddr::V4(lab.address_v4(Side::Client)), port)
+    }
+}
+
+fn udp_in(lab: &Lab, side: Side, addr: SocketAddr) -> Result<UdpSocket> {
+    lab.namespace(side)
+        .run(move || UdpSocket::bind(addr))?
+        .with_context(|| format!("binding UDP {addr} in the {side:?} namespace"))
+}
+
+/// Round-trip times measured by the UDP echo probe.
+#[derive(Debug, Clone, Serialize)]
+pub struct RttSamples {
+    pub sent: usize,
+    pub received: usize,
+    /// RTT of each answered probe, in milliseconds, in send order.
+    pub rtt_ms: Vec<f64>,
+}
+
+/// Sends `count` UDP probes of `payload` bytes from client to server, one every `interval`, each echoed
+/// back by the server, and returns the RTTs of those answered.
+pub fn udp_echo(
+    lab: &Lab,
+    ipv6: bool,
+    count: usize,
+    interval: Duration,
+    payload: usize,
+) -> Result<RttSamples> {
+    let payload = payload.max(12);
+    let server = udp_in(lab, Side::Server, server_addr(lab, ipv6, 7))?;
+    let client = udp_in(lab, Side::Client, client_addr(lab, ipv6, 0))?;
+    client.connect(server_addr(lab, ipv6, 7))?;
+    server.set_read_timeout(Some(Duration::from_millis(50)))?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let echo = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 2048];
+            while !stop.load(Ordering::Relaxed) {
+                if let Ok((n, from)) = server.recv_from(&mut buf) {
+                    let _ = server.send_to(&buf[..n], from);
+                }
+            }
+        })
+    };
+    let epoch = Instant::now();
+    let mut sent_at = vec![None::<f64>; count];
+    let mut rtt = vec![None::<f64>; count];
+    let receiver = client.try_clone()?;
+    receiver.set_read_timeout(Some(Duration::from_millis(5)))?;
+    let mut buf = vec![0u8; payload];
+    let mut rbuf = [0u8; 2048];
+    let mut next_send = Instant::now();
+    let mut i = 0;
+    let mut last_activity = Instant::now();
+    loop {
+        if i < count && Instant::now() >= next_send {
+            buf[..8].copy_from_slice(&(i as u64).to_be_bytes());
+            sent_at[i] = Some(epoch.elapsed().as_secs_f64());
+            client.send(&buf)?;
+            i += 1;
+            next_send += interval;
+            last_activity = Instant::now();
+        }
+        let wait = next_send
+            .saturating_duration_since(Instant::now())
+            .clamp(Duration::from_micros(100), Duration::from_millis(5));
+        receiver.set_read_timeout(Some(wait))?;
+        if let Ok(n) = receiver.recv(&mut rbuf)
+            && n >= 8
+        {
+            let now = epoch.elapsed().as_secs_f64();
+            let seq = u64::from_be_bytes(rbuf[..8].try_into().expect("8 bytes")) as usize;
+            if let Some(Some(t)) = sent_at.get(seq)
+                && rtt[seq].is_none()
+            {
+                rtt[seq] = Some((now - t) * 1000.0);
+                last_activity = Instant::now();
+            }
+        }
+        let answered = rtt.iter().filter(|r| r.is_some()).count();
+        if i >= count && (answered == count || last_activity.elapsed() > Duration::from_secs(3)) {
+            break;
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    let _ = echo.join();
+    let rtt_ms: Vec<f64> = rtt.into_iter().flatten().collect();
+    Ok(RttSamples {
+        sent: count,
+        received: rtt_ms.len(),
+        rtt_ms,
+    })
+}
+
+/// Result of a bulk TCP transfer.
+#[derive(Debug, Clone, Serialize)]
+pub struct BulkResult {
+    pub bytes: u64,
+    pub seconds: f64,
+    pub goodput_bps: f64,
+    pub congestion_control: String,
+}
+
+/// Sets the congestion control of a TCP socket (the kernel's default here is BBR: never inherit it).
+pub fn set_tcp_congestion(stream: &impl AsRawFd, cc: &str) -> Result<()> {
+    let name = cc.as_bytes();
+    // SAFETY: setsockopt with a byte buffer of the given length.
+    let rc = unsafe {
+        libc::setsockopt(
+            stream.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_CONGESTION,
+            name.as_ptr() as *const libc::c_void,
+            name.len() as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        bail!(
+            "setting TCP congestion control {cc:?}: {} (available: see net.ipv4.tcp_available_congestion_control)",
+            std::io::Error::last_os_error()
+        );
+    }
+    Ok(())
+}
+
+/// Reads back the congestion control of a TCP socket.
+pub fn tcp_congestion(stream: &impl AsRawFd) -> Result<String> {
+    let mut buf = [0u8; 16];
+    let mut len = buf.len() as libc::socklen_t;
+    // SAFETY: getsockopt into a 16-byte buffer with its length.
+    let rc = unsafe {
+        libc::getsockopt(
+            stream.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_CONGESTION,
+            buf.as_mut_ptr() as *mut libc::c_void,
+            &mut len,
+        )
+    };
+    if rc != 0 {
+        bail!(
+            "reading TCP congestion control: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+    Ok(String::from_utf8_lossy(&buf[..len as usize])
+        .trim_end_matches('\0')
+        .to_string())
+}
+
+/// Server → client (downlink) kernel-TCP transfer for `duration`, with congestion control `cc` on both
+/// sockets. Goodput is measured at the receiver.
+pub fn tcp_bulk_download(
+    lab: &Lab,
+    ipv6: bool,
+    duration: Duration,
+    cc: &str,
+) -> Result<BulkResult> {
+    let addr = server_addr(lab, ipv6, 5201);
+    let listener = lab
+        .namespace(Side::Server)
+        .run(move || TcpListener::bind(addr))?
+        .with_context(|| format!("listening on {addr}"))?;
+    let cc_owned = cc.to_string();
+    let sender = std::thread::spawn(move || -> Result<()> {
+        let (mut conn, _) = listener.accept()?;
+        set_tcp_congestion(&conn, &cc_owned)?;
+        conn.set_write_timeout(Some(Duration::from_secs(10)))?;
+        let chunk = vec![0x5au8; 64 * 1024];
+        let end = Instant::now() + duration;
+        while Instant::now() < end {
+            if conn.write_all(&chunk).is_err() {
+                break;
+            }
+        }
+        let _ = conn.shutdown(std::net::Shutdown::Write);
+        Ok(())
+    });
+    let cc_client = cc.to_string();
+    let mut stream = lab
+        .namespace(Side::Client)
+        .run(move || -> Result<TcpStream> {
+            let socket = socket2::Socket::new(
+                socket2::Domain::for_address(addr),
+                socket2::Type::STREAM,
+                Some(socket2::Protocol::TCP),
+            )?;
+            set_tcp_congestion(&socket, &cc_client)?;
+            socket.connect_timeout(&addr.into(), Duration::from_secs(10))?;
+            Ok(socket.into())
+        })?
+        .with_context(|| format!("connecting to {addr}"))?;
+    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+    let congestion_control = tcp_congestion(&stream)?;
+    let start = Instant::now();
+    let mut bytes = 0u64;
+    let mut buf = vec![0u8; 256 * 1024];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => bytes += n as u64,
+            Err(e) => return Err(e).context("reading the bulk transfer"),
+        }
+    }
+    let seconds = start.elapsed().as_secs_f64();
+    sender
+        .join()
+        .map_err(|_| anyhow::anyhow!("bulk sender panicked"))??;
+    Ok(BulkResult {
+        bytes,
+        seconds,
+        goodput_bps: bytes as f64 * 8.0 / seconds,
+        congestion_control,
+    })
+}
+
+/// Result of a paced UDP stream in one direction.
+#[derive(Debug, Clone, Serialize)]
+pub struct LossResult {
+    pub sent: u64,
+    pub received: u64,
+    pub loss: f64,
+}
+
+/// Sends `count` UDP datagrams of `payload` bytes at `rate_bps` (IP-layer rate) from `from` to the
+/// other side and counts how many distinct ones arrive.
+pub fn paced_udp(
+    lab: &Lab,
+    from: Side,
+    ipv6: bool,
+    count: u64,
+    payload: usize,
+    rate_bps: f64,
+) -> Result<LossResult> {
+    let to = match from {
+        Side::Client => Side::Server,
+        Side::Server => Side::Client,
+    };
+    let (src, dst) = match from {
+        Side::Client => (client_addr(lab, ipv6, 0), server_addr(lab, ipv6, 9000)),
+        Side::Server => (server_addr(lab, ipv6, 0), client_addr(lab, ipv6, 9000)),
+    };
+    let receiver = udp_in(lab, to, dst)?;
+    let sender = udp_in(lab, from, src)?;
+    // A large receive buffer: losses must come from the link, not from our own socket.
+    socket2::SockRef::from(&receiver).set_recv_buffer_size(8 << 20)?;
+    receiver.set_read_timeout(Some(Duration::from_millis(20)))?;
+    let payload = payload.max(8);
+    let header = if ipv6 { 48 } else { 28 };
+    let interval = Duration::from_secs_f64((payload + header) as f64 * 8.0 / rate_bps);
+    let done = Arc::new(AtomicBool::new(false));
+    let counter = {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let mut seen = vec![false; count as usize];
+            let mut received = 0u64;
+            let mut buf = [0u8; 2048];
+            let mut quiet_since: Option<Instant> = None;
+            loop {
+                match receiver.recv(&mut buf) {
+                    Ok(n) if n >= 8 => {
+                        let seq = u64::from_be_bytes(buf[..8].try_into().expect("8 bytes"));
+                        if let Some(s) = seen.get_mut(seq as usize)
+                            && !*s
+                        {
+                            *s = true;
+                            received += 1;
+                        }
+                        quiet_since = None;
+                    }
+                    _ => {
+                        if done.load(Ordering::Relaxed) {
+                            let q = *quiet_since.get_or_insert_with(Instant::now);
+                            if q.elapsed() > Duration::from_millis(1500) || received == count {
+                                break;
+                            }
+                        }
+                    }
+                }
+                if received == count && done.load(Ordering::Relaxed) {
+                    break;
+                }
+            }
+            received
+        })
+    };
+    let mut buf = vec![0u8; payload];
+    let start = Instant::now();
+    for seq in 0..count {
+        let due = start + interval.mul_f64(seq as f64);
+        let now = Instant::now();
+        if due > now {
+            std::thread::sleep(due - now);
+        }
+        buf[..8].copy_from_slice(&seq.to_be_bytes());
+        sender.send_to(&buf, dst)?;
+    }
+    done.store(true, Ordering::Relaxed);
+    let received = counter
+        .join()
+        .map_err(|_| anyhow::anyhow!("UDP counter panicked"))?;
+    Ok(LossResult {
+        sent: count,
+        received,
+        loss: 1.0 - received as f64 / count as f64,
+    })
+}

@@ -1,0 +1,59 @@
+//! A lab with its emulator running: what every command that measures something starts from.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+
+use crate::emulator::{Emulator, EmulatorConfig, FidelityReport, SchedulerOptions};
+use crate::link_spec::LinkSpec;
+use crate::topology::{Lab, LabOptions};
+
+pub struct RunningLab {
+    // Field order matters: the emulator (which holds duplicates of the TUN fds) stops before the lab
+    // tears its namespaces down.
+    emulator: Option<Emulator>,
+    pub lab: Lab,
+    pub spec: LinkSpec,
+}
+
+impl RunningLab {
+    pub fn start(
+        spec: &LinkSpec,
+        options: &LabOptions,
+        scheduler: SchedulerOptions,
+        log: Option<PathBuf>,
+    ) -> Result<RunningLab> {
+        let lab = Lab::create(options)?;
+        let (uplink, downlink) = spec.direction_configs(0);
+        let desc = spec.describe();
+        let emulator = Emulator::start(
+            &lab,
+            EmulatorConfig {
+                uplink,
+                downlink,
+                scheduler,
+                log,
+                log_header: vec![
+                    format!("lab: {}", lab.id),
+                    format!("uplink: {}", desc.uplink),
+                    format!("downlink: {}", desc.downlink),
+                    format!("seed: {}", desc.seed),
+                    format!("tun_compensation_us: {}", desc.tun_compensation_us),
+                ],
+            },
+        )?;
+        Ok(RunningLab {
+            emulator: Some(emulator),
+            lab,
+            spec: spec.clone(),
+        })
+    }
+
+    /// Stops the emulator and returns its fidelity report; the lab (namespaces) stays until dropped.
+    pub fn stop_emulator(&mut self) -> Result<FidelityReport> {
+        match self.emulator.take() {
+            Some(e) => e.stop(),
+            None => anyhow::bail!("the emulator was already stopped"),
+        }
+    }
+}

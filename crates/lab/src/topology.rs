@@ -1,0 +1,452 @@
+//! A lab instance: two network namespaces (client, server), one TUN device in each, addresses for IPv4
+//! and IPv6, and the bookkeeping that lets a crashed lab be cleaned up later (`quiclab clean`).
+//!
+//! ```text
+//!   ql-<pid>-<n>-client                                    ql-<pid>-<n>-server
+//!   100.64.0.1  fd00:71ab::1                               100.64.0.2  fd00:71ab::2
+//!   [apps] ── ql0 (TUN) ══ fd ══ quiclab emulator ══ fd ══ ql0 (TUN) ── [apps]
+//!                          uplink model →  ← downlink model
+//! ```
+//! Nothing is configured in the host's namespace. The addresses are the same in every lab: each lab
+//! has namespaces of its own, so several labs never see each other's addresses.
+
+use std::net::{Ipv4Addr, Ipv6Addr};
+use std::path::PathBuf;
+use std::process::{Child, Command};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use serde::{Deserialize, Serialize};
+
+use crate::netns::{self, NetNs};
+use crate::process;
+
+/// Prefix of every namespace quiclab creates; `quiclab clean` only ever touches names with it.
+pub const NAMESPACE_PREFIX: &str = "ql-";
+/// Where live labs record their namespaces and child PIDs (tmpfs: gone after a reboot, like namespaces).
+pub const STATE_DIR: &str = "/run/quiclab";
+/// Name of the TUN device in both namespaces.
+pub const TUN_NAME: &str = "ql0";
+
+pub const CLIENT_V4: Ipv4Addr = Ipv4Addr::new(100, 64, 0, 1);
+pub const SERVER_V4: Ipv4Addr = Ipv4Addr::new(100, 64, 0, 2);
+pub const CLIENT_V6: Ipv6Addr = Ipv6Addr::new(0xfd00, 0x71ab, 0, 0, 0, 0, 0, 1);
+pub const SERVER_V6: Ipv6Addr = Ipv6Addr::new(0xfd00, 0x71ab, 0, 0, 0, 0, 0, 2);
+
+/// Which end of the link.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Side {
+    Client,
+    Server,
+}
+
+/// How to build a lab.
+#[derive(Debug, Clone)]
+pub struct LabOptions {
+    /// Default TCP congestion control requested for both namespaces. The kernel may refuse it (a
+    /// namespace may only pick from the host's tcp_allowed_congestion_control); `Lab::tcp_default_cc`
+    /// says what is in force, and quiclab's own tools always set it per socket.
+    pub tcp_congestion_control: String,
+    /// TUN transmit queue length. The default (500) can overflow when a sender bursts faster than the
+    /// emulator reads; 10 000 makes the TUN itself never the bottleneck.
+    pub tun_txqueuelen: u32,
+    pub mtu: u16,
+}
+
+impl Default for LabOptions {
+    fn default() -> Self {
+        LabOptions {
+            tcp_congestion_control: "cubic".into(),
+            tun_txqueuelen: 10_000,
+            mtu: 1500,
+        }
+    }
+}
+
+/// What a crashed lab left behind, as recorded in `STATE_DIR/<id>.json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LabRecord {
+    pub id: String,
+    pub owner_pid: i32,
+    /// Start time of the owner (field 22 of /proc/PID/stat), so a reused PID is not mistaken for it.
+    pub owner_start: u64,
+    pub namespaces: Vec<String>,
+    /// (pid, start time) of every process the lab started.
+    pub children: Vec<(i32, u64)>,
+}
+
+/// A running lab. Dropping it tears everything down.
+pub struct Lab {
+    pub id: String,
+    client: Option<NetNs>,
+    server: Option<NetNs>,
+    client_tun: Option<tun_rs::SyncDevice>,
+    server_tun: Option<tun_rs::SyncDevice>,
+    record: Mutex<LabRecord>,
+    children: Mutex<Vec<Child>>,
+    pub setup_time: Duration,
+    /// The TCP congestion control a socket in this lab gets unless it chooses one (see
+    /// [`LabOptions::tcp_congestion_control`]; may differ from the request, see `build`).
+    pub tcp_default_cc: String,
+}
+
+static NEXT_LAB: AtomicU32 = AtomicU32::new(0);
+
+impl Lab {
+    /// Creates the namespaces and TUN devices. Needs root and `/dev/net/tun`.
+    pub fn create(opts: &LabOptions) -> Result<Lab> {
+        check_privileges()?;
+        let started = Instant::now();
+        let pid = std::process::id() as i32;
+        let id = format!(
+            "{NAMESPACE_PREFIX}{pid}-{}",
+            NEXT_LAB.fetch_add(1, Ordering::Relaxed)
+        );
+        let record = LabRecord {
+            id: id.clone(),
+            owner_pid: pid,
+            owner_start: process::start_time(pid).unwrap_or(0),
+            namespaces: vec![format!("{id}-client"), format!("{id}-server")],
+            children: Vec::new(),
+        };
+        // Record first, so that a crash half-way through set-up is still cleaned up by `quiclab clean`.
+        write_record(&record)?;
+        crate::registry::register(&record);
+        let mut lab = Lab {
+            id,
+            client: None,
+            server: None,
+            client_tun: None,
+            server_tun: None,
+            record: Mutex::new(record),
+            children: Mutex::new(Vec::new()),
+            setup_time: Duration::ZERO,
+            tcp_default_cc: String::new(),
+        };
+        lab.build(opts)?;
+        lab.setup_time = started.elapsed();
+        Ok(lab)
+    }
+
+    fn build(&mut self, opts: &LabOptions) -> Result<()> {
+        let names = self.record.lock().unwrap().namespaces.clone();
+        for (i, name) in names.iter().enumerate() {
+            let ns = NetNs::create(name)?;
+            let (v4, v6) = if i == 0 {
+                (CLIENT_V4, CLIENT_V6)
+            } else {
+                (SERVER_V4, SERVER_V6)
+            };
+            let tun = ns.run(|| -> Result<(tun_rs::SyncDevice, String)> {
+                // Before the TUN exists, so it inherits them: no router solicitations, no SLAAC, no
+                // DAD, no link-local address — nothing crosses the emulated link that the user didn't send.
+                for key in ["all", "default"] {
+                    netns::write_sysctl(&format!("net.ipv6.conf.{key}.accept_ra"), "0")?;
+                    netns::write_sysctl(&format!("net.ipv6.conf.{key}.autoconf"), "0")?;
+                    netns::write_sysctl(&format!("net.ipv6.conf.{key}.accept_dad"), "0")?;
+                    netns::write_sysctl(&format!("net.ipv6.conf.{key}.dad_transmits"), "0")?;
+                    netns::write_sysctl(&format!("net.ipv6.conf.{key}.router_solicitations"), "0")?;
+                    netns::write_sysctl(&format!("net.ipv6.conf.{key}.addr_gen_mode"), "1")?;
+                }
+                // The kernel lets a namespace other than the host's choose its default only among
+                // net.ipv4.tcp_allowed_congestion_control (a host-wide setting quiclab does not
+                // touch). When refused, the default stays the host's; quiclab's own clients and
+                // servers set their congestion control per socket regardless.
+                let default_cc = match netns::write_sysctl(
+                    "net.ipv4.tcp_congestion_control",
+                    &opts.tcp_congestion_control,
+                ) {
+                    Ok(()) => opts.tcp_congestion_control.clone(),
+                    Err(_) => std::fs::read_to_string("/proc/sys/net/ipv4/tcp_congestion_control")
+                        .map(|s| s.trim().to_string())
+                        .unwrap_or_else(|_| "unknown".into()),
+                };
+                // Every lab is fresh: no cached ssthresh/RTT from an earlier connection.
+                netns::write_sysctl("net.ipv4.tcp_no_metrics_save", "1")?;
+                let dev = tun_rs::DeviceBuilder::new()
+                    .name(TUN_NAME)
+                    .mtu(opts.mtu)
+                    .tx_queue_len(opts.tun_txqueuelen)
+                    .enable(false)
+                    .build_sync()
+                    .context("creating the TUN device (needs /dev/net/tun and CAP_NET_ADMIN)")?;
+                dev.set_nonblocking(true)?;
+                Ok((dev, default_cc))
+            })??;
+            let (tun, default_cc) = tun;
+            self.tcp_default_cc = default_cc;
+            netns::run_ip_batch(
+                name,
+                &[
+                    "link set lo up".to_string(),
+                    format!("link set {TUN_NAME} up"),
+                    format!("addr add {v4}/24 dev {TUN_NAME}"),
+                    format!("addr add {v6}/64 dev {TUN_NAME} nodad"),
+                ],
+            )?;
+            if i == 0 {
+                self.client = Some(ns);
+                self.client_tun = Some(tun);
+            } else {
+                self.server = Some(ns);
+                self.server_tun = Some(tun);
+            }
+        }
+        Ok(())
+    }
+
+    pub fn namespace(&self, side: Side) -> &NetNs {
+        match side {
+            Side::Client => self.client.as_ref(),
+            Side::Server => self.server.as_ref(),
+        }
+        .expect("lab is built")
+    }
+
+    /// The TUN devices, for the emulator. They stay owned by the lab.
+    pub fn tun(&self, side: Side) -> &tun_rs::SyncDevice {
+        match side {
+            Side::Client => self.client_tun.as_ref(),
+            Side::Server => self.server_tun.as_ref(),
+        }
+        .expect("lab is built")
+    }
+
+    pub fn address_v4(&self, side: Side) -> Ipv4Addr {
+        match side {
+            Side::Client => CLIENT_V4,
+            Side::Server => SERVER_V4,
+        }
+    }
+
+    pub fn address_v6(&self, side: Side) -> Ipv6Addr {
+        match side {
+            Side::Client => CLIENT_V6,
+            Side::Server => SERVER_V6,
+        }
+    }
+
+    /// A command that runs `sh -c SCRIPT` in the given namespace, with QUICLAB_SERVER/QUICLAB_SERVER6 set.
+    pub fn shell_command(&self, side: Side, script: &str) -> Command {
+        let mut cmd = self.command(side, "/bin/sh");
+        cmd.arg("-c").arg(script);
+        cmd
+    }
+
+    /// A command for `program` inside the namespace of `side`, with the lab's environment, in a
+    /// process group of its own.
+    pub fn command(&self, side: Side, program: &str) -> Command {
+        self.with_env(self.namespace(side).command(program))
+    }
+
+    /// A command that keeps quiclab's process group and so the terminal (`quiclab shell`'s CMD).
+    pub fn foreground_command(&self, side: Side, program: &str) -> Command {
+        self.with_env(self.namespace(side).foreground_command(program))
+    }
+
+    fn with_env(&self, mut cmd: Command) -> Command {
+        cmd.env("QUICLAB_SERVER", SERVER_V4.to_string())
+            .env("QUICLAB_SERVER6", SERVER_V6.to_string())
+            .env("QUICLAB_CLIENT", CLIENT_V4.to_string())
+            .env("QUICLAB_CLIENT6", CLIENT_V6.to_string())
+            .env("QUICLAB_LAB", &self.id);
+        cmd
+    }
+
+    /// Starts a command built with [`Lab::command`] and records its PID so it is ended with the lab
+    /// (or by `quiclab clean` if this process dies). Returns the PID.
+    pub fn spawn(&self, mut cmd: Command) -> Result<u32> {
+        let child = cmd
+            .spawn()
+            .with_context(|| format!("starting {:?}", cmd.get_program()))?;
+        let pid = child.id();
+        {
+            let mut rec = self.record.lock().unwrap();
+            rec.children
+                .push((pid as i32, process::start_time(pid as i32).unwrap_or(0)));
+            write_record(&rec)?;
+            crate::registry::register(&rec);
+        }
+        self.children.lock().unwrap().push(child);
+        Ok(pid)
+    }
+
+    /// Waits for a child started with [`Lab::spawn`]; `None` on timeout.
+    pub fn wait_child(
+        &self,
+        pid: u32,
+        timeout: Option<Duration>,
+    ) -> Result<Option<std::process::ExitStatus>> {
+        let deadline = timeout.map(|t| Instant::now() + t);
+        loop {
+            {
+                let mut children = self.children.lock().unwrap();
+                let child = children
+                    .iter_mut()
+                    .find(|c| c.id() == pid)
+                    .context("no such child")?;
+                if let Some(status) = child.try_wait()? {
+                    return Ok(Some(status));
+                }
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return Ok(None);
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// Sends a signal to a child's process group.
+    pub fn signal_child(&self, pid: u32, signal: i32) {
+        process::signal_group(pid as i32, signal);
+    }
+
+    /// Ends the lab's processes (SIGTERM to each group, SIGKILL after a grace period), then anything
+    /// still inside its namespaces, then removes the namespaces and the record.
+    pub fn teardown(&mut self) -> Result<()> {
+        let mut children = std::mem::take(&mut *self.children.lock().unwrap());
+        process::terminate_children(&mut children, Duration::from_millis(1500));
+        self.client_tun = None;
+        self.server_tun = None;
+        let mut errors = Vec::new();
+        for ns in [self.client.take(), self.server.take()]
+            .into_iter()
+            .flatten()
+        {
+            if let Ok(inode) = ns.inode() {
+                process::kill_namespace_processes(inode);
+            }
+            if let Err(e) = ns.delete() {
+                errors.push(e.to_string());
+            }
+        }
+        // A namespace that failed half-way through set-up has no NetNs value: delete by name.
+        let rec = self.record.lock().unwrap().clone();
+        for name in &rec.namespaces {
+            if let Err(e) = netns::delete_named(name) {
+                errors.push(e.to_string());
+            }
+        }
+        let _ = std::fs::remove_file(record_path(&rec.id));
+        crate::registry::unregister(&rec.id);
+        if !errors.is_empty() {
+            bail!("tearing down lab {}: {}", rec.id, errors.join("; "));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        if let Err(e) = self.teardown() {
+            eprintln!("quiclab: {e:#}");
+        }
+    }
+}
+
+/// Refuses early, with what is needed, when the lab cannot be built.
+pub fn check_privileges() -> Result<()> {
+    if !nix::unistd::geteuid().is_root() {
+        bail!(
+            "quiclab needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN) to create network namespaces and TUN devices; run it with sudo"
+        );
+    }
+    if !std::path::Path::new("/dev/net/tun").exists() {
+        bail!(
+            "/dev/net/tun is missing: load the tun module (`modprobe tun`) or, in a container, pass the device through (--device /dev/net/tun)"
+        );
+    }
+    Ok(())
+}
+
+fn record_path(id: &str) -> PathBuf {
+    PathBuf::from(STATE_DIR).join(format!("{id}.json"))
+}
+
+fn write_record(rec: &LabRecord) -> Result<()> {
+    std::fs::create_dir_all(STATE_DIR).with_context(|| format!("creating {STATE_DIR}"))?;
+    let path = record_path(&rec.id);
+    let tmp = path.with_extension("json.tmp");
+    std::fs::write(&tmp, serde_json::to_vec_pretty(rec)?)?;
+    std::fs::rename(&tmp, &path)?;
+    Ok(())
+}
+
+/// What `quiclab clean` did.
+#[derive(Debug, Default, Serialize)]
+pub struct CleanReport {
+    pub labs: Vec<String>,
+    pub namespaces: Vec<String>,
+    pub processes: Vec<i32>,
+    pub skipped_live: Vec<String>,
+}
+
+/// Removes what labs whose owner died left behind: their recorded processes (verified by start time),
+/// any process inside their namespaces, the namespaces and the records. Labs whose owner is alive are
+/// left alone. Namespaces named `ql-<pid>-…` without a record are removed when `<pid>` is not alive.
+pub fn clean_stale() -> Result<CleanReport> {
+    let mut report = CleanReport::default();
+    let mut recorded = std::collections::HashSet::new();
+    if let Ok(dir) = std::fs::read_dir(STATE_DIR) {
+        for entry in dir.flatten() {
+            let path = entry.path();
+            if path.extension().and_then(|e| e.to_str()) != Some("json") {
+                continue;
+            }
+            let Ok(rec) = std::fs::read(&path)
+                .map_err(anyhow::Error::from)
+                .and_then(|b| Ok(serde_json::from_slice::<LabRecord>(&b)?))
+            else {
+                let _ = std::fs::remove_file(&path);
+                continue;
+            };
+            recorded.extend(rec.namespaces.iter().cloned());
+            if process::is_alive(rec.owner_pid, rec.owner_start) {
+                report.skipped_live.push(rec.id.clone());
+                continue;
+            }
+            for &(pid, start) in &rec.children {
+                if process::is_alive(pid, start) {
+                    process::signal_group(pid, libc::SIGKILL);
+                    process::signal(pid, libc::SIGKILL);
+                    report.processes.push(pid);
+                }
+            }
+            for name in &rec.namespaces {
+                clean_namespace(name, &mut report);
+            }
+            let _ = std::fs::remove_file(&path);
+            report.labs.push(rec.id);
+        }
+    }
+    for name in netns::list_names() {
+        if !name.starts_with(NAMESPACE_PREFIX) || recorded.contains(&name) {
+            continue;
+        }
+        let owner = name[NAMESPACE_PREFIX.len()..]
+            .split('-')
+            .next()
+            .and_then(|p| p.parse::<i32>().ok());
+        match owner {
+            Some(pid) if process::pid_exists(pid) => report.skipped_live.push(name),
+            _ => clean_namespace(&name, &mut report),
+        }
+    }
+    Ok(report)
+}
+
+fn clean_namespace(name: &str, report: &mut CleanReport) {
+    if let Ok(ns) = NetNs::open(name) {
+        if let Ok(inode) = ns.inode() {
+            report
+                .processes
+                .extend(process::kill_namespace_processes(inode));
+        }
+        if ns.delete().is_ok() {
+            report.namespaces.push(name.to_string());
+        }
+    }
+}

@@ -1,0 +1,203 @@
+//! Root-only integration tests: real namespaces, real TUN devices, real kernel stacks.
+//! Tolerances are wide enough for a busy 2-core CI machine; the strict targets live in
+//! `quiclab bench link`.
+
+use std::time::Duration;
+
+use quiclab_lab::{Lab, LinkSpec, RunningLab, SchedulerOptions, Side, netns, probe};
+use quiclab_link::{LossSpec, QueueLimit, RateSpec};
+
+fn root_or_skip(test: &str) -> bool {
+    let root = nix::unistd::geteuid().is_root() && std::path::Path::new("/dev/net/tun").exists();
+    if !root {
+        eprintln!("SKIPPED {test}: needs root and /dev/net/tun (CI runs as root)");
+    }
+    root
+}
+
+fn spec(rate_bps: Option<u64>, rtt_ms: f64, loss: f64) -> LinkSpec {
+    let mut s = LinkSpec {
+        seed: 3,
+        tun_compensation: 60_000,
+        ..Default::default()
+    };
+    for d in [&mut s.uplink, &mut s.downlink] {
+        if let Some(bps) = rate_bps {
+            d.rate = RateSpec::Constant { bps };
+            d.queue = QueueLimit::Bdp(1.0);
+        } else {
+            d.queue = QueueLimit::Unlimited;
+        }
+        d.delay = (rtt_ms * 1e6 / 2.0) as u64;
+        if loss > 0.0 {
+            d.loss = LossSpec::Bernoulli(loss);
+        }
+    }
+    s
+}
+
+fn start(s: &LinkSpec) -> RunningLab {
+    RunningLab::start(s, &Default::default(), SchedulerOptions::default(), None)
+        .expect("lab starts")
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    s[s.len() / 2]
+}
+
+#[test]
+fn rtt_through_an_idle_link_matches_the_configured_delay() {
+    if !root_or_skip("rtt") {
+        return;
+    }
+    let mut lab = start(&spec(None, 40.0, 0.0));
+    let r = probe::udp_echo(&lab.lab, false, 100, Duration::from_millis(5), 64).unwrap();
+    let f = lab.stop_emulator().unwrap();
+    assert!(
+        r.received >= 95,
+        "only {} of 100 echoes came back",
+        r.received
+    );
+    let m = median(&r.rtt_ms);
+    assert!(
+        (m - 40.0).abs() < 2.0,
+        "median RTT {m:.3} ms, configured 40 ms"
+    );
+    assert_eq!(f.uplink.model.counters.dropped_random_packets, 0);
+}
+
+#[test]
+fn ipv6_reaches_the_server_through_the_emulator() {
+    if !root_or_skip("ipv6") {
+        return;
+    }
+    let mut lab = start(&spec(Some(50_000_000), 10.0, 0.0));
+    let r = probe::udp_echo(&lab.lab, true, 30, Duration::from_millis(5), 64).unwrap();
+    let f = lab.stop_emulator().unwrap();
+    assert!(r.received >= 28, "IPv6 echoes: {} of 30", r.received);
+    assert!((median(&r.rtt_ms) - 10.0).abs() < 2.0);
+    // The echoes crossed the emulator (it counted them), not some other path.
+    assert!(f.uplink.delivered_packets >= 28);
+    assert!(f.downlink.delivered_packets >= 28);
+}
+
+#[test]
+fn tcp_fills_a_10mbit_link_at_its_rate() {
+    if !root_or_skip("rate") {
+        return;
+    }
+    let mut lab = start(&spec(Some(10_000_000), 20.0, 0.0));
+    let bulk = probe::tcp_bulk_download(&lab.lab, false, Duration::from_secs(3), "cubic").unwrap();
+    let f = lab.stop_emulator().unwrap();
+    assert_eq!(bulk.congestion_control, "cubic");
+    let rate = f
+        .downlink
+        .backlogged_rate_bps
+        .expect("queue was backlogged");
+    assert!(
+        (rate - 10e6).abs() / 10e6 < 0.05,
+        "delivered {rate:.0} bit/s while backlogged, configured 10 Mbit/s"
+    );
+    // Goodput is below the IP rate (headers) but not far below once the pipe is full.
+    assert!(
+        bulk.goodput_bps > 7.5e6 && bulk.goodput_bps < 10e6,
+        "goodput {:.0}",
+        bulk.goodput_bps
+    );
+}
+
+#[test]
+fn bernoulli_loss_is_measured_close_to_its_configuration() {
+    if !root_or_skip("loss") {
+        return;
+    }
+    let p = 0.05;
+    let mut lab = start(&spec(Some(100_000_000), 2.0, p));
+    let n = 10_000;
+    let r = probe::paced_udp(&lab.lab, Side::Client, false, n, 100, 20e6).unwrap();
+    let f = lab.stop_emulator().unwrap();
+    // 99.99 % binomial interval (z = 3.89): a correct emulator fails this once in 10 000 runs.
+    let half = 3.89 * (p * (1.0 - p) / n as f64).sqrt();
+    assert!(
+        (r.loss - p).abs() < half,
+        "measured loss {:.4}, configured {p}, allowed ±{half:.4}",
+        r.loss
+    );
+    // What the receiver missed is what the emulator says it dropped (no other losses on the path).
+    assert_eq!(
+        r.sent - r.received,
+        f.uplink.model.counters.dropped_random_packets
+    );
+}
+
+#[test]
+fn two_labs_run_at_once_and_teardown_leaves_nothing() {
+    if !root_or_skip("two labs") {
+        return;
+    }
+    let a = start(&spec(None, 4.0, 0.0));
+    let b = start(&spec(None, 30.0, 0.0));
+    assert_ne!(a.lab.id, b.lab.id);
+    let (ra, rb) = std::thread::scope(|s| {
+        let ta = s.spawn(|| probe::udp_echo(&a.lab, false, 20, Duration::from_millis(5), 64));
+        let rb = probe::udp_echo(&b.lab, false, 20, Duration::from_millis(5), 64);
+        (ta.join().unwrap().unwrap(), rb.unwrap())
+    });
+    assert!((median(&ra.rtt_ms) - 4.0).abs() < 2.0);
+    assert!((median(&rb.rtt_ms) - 30.0).abs() < 2.0);
+    let names: Vec<String> = [&a, &b]
+        .iter()
+        .flat_map(|l| [Side::Client, Side::Server].map(|s| l.lab.namespace(s).name().to_string()))
+        .collect();
+    for n in &names {
+        assert!(netns::list_names().contains(n), "{n} exists while running");
+    }
+    // A process started in the lab is ended with it.
+    let pid = a
+        .lab
+        .spawn(a.lab.shell_command(Side::Server, "sleep 60"))
+        .unwrap();
+    drop(a);
+    drop(b);
+    let left = netns::list_names();
+    for n in &names {
+        assert!(!left.contains(n), "{n} left behind after teardown");
+    }
+    assert!(
+        !std::path::Path::new(&format!("/proc/{pid}")).exists()
+            || std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .map(|s| s.contains(") Z "))
+                .unwrap_or(true),
+        "child {pid} survived teardown"
+    );
+}
+
+#[test]
+fn lab_has_loopback_addresses_and_the_configured_tcp_congestion_control() {
+    if !root_or_skip("lab config") {
+        return;
+    }
+    let lab = Lab::create(&Default::default()).unwrap();
+    let out = lab
+        .command(Side::Client, "ip")
+        .args(["-o", "addr", "show"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("100.64.0.1/24"), "{text}");
+    assert!(text.contains("fd00:71ab::1/64"), "{text}");
+    assert!(text.contains("lo"), "{text}");
+    let cc = lab
+        .command(Side::Server, "cat")
+        .arg("/proc/sys/net/ipv4/tcp_congestion_control")
+        .output()
+        .unwrap();
+    // /proc/sys/net follows the reader's namespace; the lab reports what is really in force there
+    // (cubic when the host allows namespaces to choose it, else the host's default).
+    assert_eq!(
+        String::from_utf8_lossy(&cc.stdout).trim(),
+        lab.tcp_default_cc
+    );
+}

@@ -1,0 +1,886 @@
+//! The link model of one direction: random loss, a tail-drop queue, a bottleneck rate and
+//! a propagation delay, computed in virtual time.
+//!
+//! # Pipeline
+//!
+//! Every packet offered to [`LinkModel::on_arrival`] goes through:
+//!
+//! 1. **Random loss**, decided at arrival. A lost packet never enters the queue and
+//!    consumes no capacity (like netem's and `mm-loss`'s loss, which act before the
+//!    bottleneck). Verdict [`Verdict::DroppedRandom`].
+//! 2. **Tail-drop queue.** The occupancy an arriving packet sees is the bytes and packets
+//!    that arrived earlier and whose service has *not started* by `now`; the packet being
+//!    serialised is already "on the wire", like the head packet a Linux qdisc has handed to
+//!    the NIC. The packet is dropped when `waiting_bytes + bytes > limit_bytes` or
+//!    `waiting_packets + 1 > limit_packets` (verdict [`Verdict::DroppedQueue`]). A packet
+//!    arriving at an idle link (every earlier packet has finished service by `now`) goes
+//!    straight to the head of the line and is never dropped by the queue, so even a `0B`
+//!    queue passes one packet at a time.
+//! 3. **Serialisation** at the bottleneck rate, first come first served.
+//! 4. **Propagation delay**, added to the end of serialisation.
+//! 5. **Delivery** at [`Departure::deliver_at`], never earlier than the previous packet's
+//!    delivery: the link is FIFO and does not reorder, even when a profile lowers the
+//!    delay (a packet then waits for the one in front of it, as on a real path).
+//!
+//! Because the rate schedule is known in advance, each packet's service start, service
+//! end and delivery time are computed once, at arrival; the I/O shell only has to hold the
+//! packet until `deliver_at`.
+//!
+//! # Rates
+//!
+//! - **Constant**: a packet of `b` bytes takes exactly `8·b / rate` seconds. The link's
+//!   busy-until time is kept as whole nanoseconds plus a remainder in units of
+//!   `1 / rate` ns, so back-to-back packets accumulate no rounding drift; reported
+//!   times are rounded *up* to the nanosecond (a packet has not finished before its last
+//!   bit has).
+//! - **Trace** (Mahimahi `mm-link` semantics, as in its `link_queue.cc`): each delivery
+//!   opportunity releases up to 1500 bytes from the head of the queue. A packet larger than
+//!   what is left of an opportunity uses it up and continues in the next one; several small
+//!   packets can share an opportunity; bytes of an opportunity that find the queue empty
+//!   are lost (a packet arriving after an opportunity's time cannot use its leftover, one
+//!   arriving exactly at that time can). `service_start` is the time of the first
+//!   opportunity a packet uses and `service_end` that of the opportunity completing it.
+//!   Opportunity times are relative to [`DirectionConfig::start`] and wrap with the
+//!   trace's period.
+//! - **Profile**: the rate is piecewise constant by step (relative to
+//!   [`DirectionConfig::start`], repeating or holding the last step), and a packet's
+//!   serialisation integrates the rate exactly across step boundaries. An unlimited step
+//!   serialises instantly. The delay applied is the step's delay at `service_end`, and the
+//!   random loss is the step's (Bernoulli) loss at arrival; the configuration's `delay`
+//!   and `loss` are ignored.
+//! - **Unlimited**: no serialisation and no queue (`service_start = service_end = now`),
+//!   a delay-only link like `mm-delay`.
+//!
+//! # Queue limits in bdp
+//!
+//! [`QueueLimit::Bdp`]`(k)` resolves to `round(k × rate × base_rtt / 8)` bytes, using the
+//! constant rate, a trace's mean rate, or a profile's time-weighted mean rate. It is an
+//! error with an unlimited rate (or a profile with unlimited steps), and when it resolves to
+//! 0 bytes (e.g. a base RTT of 0), since that would silently make the link bufferless.
+//!
+//! # Times
+//!
+//! All times are [`Nanos`] on the caller's clock. `now` must not decrease between calls; if
+//! it does, the model uses the latest time it has seen instead of panicking. Times before
+//! [`DirectionConfig::start`] belong to the first profile step, and no trace opportunity
+//! occurs before `start`.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+use crate::loss::LossProcess;
+use crate::profile::Profile;
+use crate::stats::{self, Distribution};
+use crate::trace::{DeliveryTrace, OPPORTUNITY_BYTES};
+use crate::units::{LossSpec, QueueLimit, format_duration, format_probability, format_rate};
+use crate::{NANOS_PER_MS, NANOS_PER_SEC, Nanos};
+
+/// The bottleneck rate of one direction.
+#[derive(Debug, Clone)]
+pub enum RateSpec {
+    /// No rate limit: a delay-only link.
+    Unlimited,
+    /// A constant rate in bits per second (> 0).
+    Constant {
+        /// Bits per second.
+        bps: u64,
+    },
+    /// Mahimahi delivery trace.
+    Trace(Arc<DeliveryTrace>),
+    /// Time-varying profile; also supplies the delay and loss.
+    Profile(Arc<Profile>),
+}
+
+/// Configuration of one direction of the link.
+#[derive(Debug, Clone)]
+pub struct DirectionConfig {
+    /// Bottleneck rate.
+    pub rate: RateSpec,
+    /// One-way propagation delay; replaced by the step's delay when `rate` is a profile.
+    pub delay: Nanos,
+    /// Random loss; replaced by each step's Bernoulli loss when `rate` is a profile.
+    pub loss: LossSpec,
+    /// Tail-drop queue capacity; `Bdp` is resolved by [`LinkModel::new`].
+    pub queue: QueueLimit,
+    /// Round-trip propagation delay of the path (both directions), used only to resolve
+    /// [`QueueLimit::Bdp`].
+    pub base_rtt: Nanos,
+    /// Seed of the random-loss process.
+    pub seed: u64,
+    /// Clock time at which traces and profiles start (their time 0).
+    pub start: Nanos,
+    /// Latency the I/O shell itself adds on this direction (reading and writing TUN devices, the
+    /// kernels' own path), subtracted from every propagation delay (saturating at 0) so that what a
+    /// user measures end to end is the delay configured. 0 in a pure model.
+    pub delay_compensation: Nanos,
+}
+
+/// What happens to an offered packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// The packet crosses the link; release it at `deliver_at`.
+    Forward(Departure),
+    /// Lost by the random-loss process (at arrival, before the queue, like netem and mm-loss).
+    DroppedRandom,
+    /// Tail drop: the queue was full.
+    DroppedQueue,
+}
+
+/// The schedule of a forwarded packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Departure {
+    /// When the bottleneck starts serialising it.
+    pub service_start: Nanos,
+    /// When its last bit has left the bottleneck.
+    pub service_end: Nanos,
+    /// `service_end` + propagation delay, never earlier than the previous packet's
+    /// `deliver_at` (FIFO, no reordering).
+    pub deliver_at: Nanos,
+    /// True when its service followed the previous packet's with no idle gap (it arrived
+    /// no later than the previous packet finished), so the I/O shell can measure the
+    /// delivered rate over backlogged periods. Always false on an unlimited link.
+    pub backlogged: bool,
+}
+
+/// Per-direction packet and byte counters.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Counters {
+    /// Packets offered to the link.
+    pub offered_packets: u64,
+    /// Bytes offered to the link.
+    pub offered_bytes: u64,
+    /// Packets forwarded.
+    pub forwarded_packets: u64,
+    /// Bytes forwarded.
+    pub forwarded_bytes: u64,
+    /// Packets lost by random loss.
+    pub dropped_random_packets: u64,
+    /// Bytes lost by random loss.
+    pub dropped_random_bytes: u64,
+    /// Packets tail-dropped by the queue.
+    pub dropped_queue_packets: u64,
+    /// Bytes tail-dropped by the queue.
+    pub dropped_queue_bytes: u64,
+    /// Peak bytes waiting in the queue (not counting the packet in service), including an
+    /// arriving packet once admitted if it has to wait.
+    pub max_queue_bytes: u64,
+    /// Peak packets waiting in the queue, counted the same way as `max_queue_bytes`.
+    pub max_queue_packets: u64,
+}
+
+impl Counters {
+    /// Loss ratio `l` = bytes lost / bytes sent, as defined by Carlucci et al. 2015
+    /// (random and queue drops together); 0 when nothing was offered.
+    pub fn loss_ratio(&self) -> f64 {
+        if self.offered_bytes == 0 {
+            return 0.0;
+        }
+        (self.dropped_random_bytes + self.dropped_queue_bytes) as f64 / self.offered_bytes as f64
+    }
+}
+
+/// Everything a report needs about one direction.
+#[derive(Debug, Clone, Serialize)]
+pub struct ModelSummary {
+    /// The rate, e.g. `10mbit`, `trace cell.trace (mean 4.3mbit)`, `profile np2b-typical`.
+    pub rate: String,
+    /// The one-way delay, e.g. `25ms`, or `per profile step (mean 70.5ms)`.
+    pub delay: String,
+    /// The random loss, e.g. `none`, `1%`, `ge:p=1%,r=30%,bad=100%,good=0%`.
+    pub loss: String,
+    /// Resolved byte limit of the queue (bdp → bytes); `None` when unlimited or packet-limited.
+    pub queue_limit_bytes: Option<u64>,
+    /// Packet limit of the queue; `None` when unlimited or byte-limited.
+    pub queue_limit_packets: Option<u64>,
+    /// The counters.
+    pub counters: Counters,
+    /// [`Counters::loss_ratio`].
+    pub loss_ratio: f64,
+    /// Per forwarded packet: `service_start − arrival`, in microseconds.
+    pub queueing_delay_us: Distribution,
+    /// Per forwarded packet: `service_end − arrival`, in microseconds.
+    pub sojourn_us: Distribution,
+    /// Per packet reaching the queue (forwarded or tail-dropped): bytes waiting ahead of it
+    /// at arrival.
+    pub queue_occupancy_bytes: Distribution,
+}
+
+/// A configuration that cannot be modelled.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ModelError {
+    /// `QueueLimit::Bdp` with `RateSpec::Unlimited`.
+    #[error(
+        "a queue in bdp needs a rate: the link rate is unlimited, so the bandwidth-delay \
+         product is undefined; give the queue in bytes (e.g. 64kB) or packets (e.g. 100pkt)"
+    )]
+    BdpWithUnlimitedRate,
+    /// `QueueLimit::Bdp` with a profile whose mean rate is unlimited.
+    #[error(
+        "a queue in bdp needs a finite mean rate, but profile {profile} has unlimited steps; \
+         give the queue in bytes (e.g. 64kB) or packets (e.g. 100pkt)"
+    )]
+    BdpWithUnlimitedProfile {
+        /// The profile's name.
+        profile: String,
+    },
+    /// `QueueLimit::Bdp` that comes to 0 bytes.
+    #[error(
+        "a queue of {multiple}bdp resolves to 0 bytes (rate {rate} × base RTT {base_rtt}); \
+         set a delay so that the base RTT is not 0, or give the queue in bytes (e.g. 64kB) \
+         or packets (e.g. 100pkt)"
+    )]
+    BdpResolvesToZero {
+        /// The bdp multiple.
+        multiple: f64,
+        /// The (mean) rate used, formatted.
+        rate: String,
+        /// The base RTT, formatted.
+        base_rtt: String,
+    },
+    /// `QueueLimit::Bdp` with a multiple that is not a finite number > 0.
+    #[error("a queue in bdp must be a finite multiple greater than 0; got {0}")]
+    InvalidBdp(f64),
+    /// `RateSpec::Constant` with 0 bit/s.
+    #[error("a constant rate must be greater than 0 bit/s; use an unlimited rate for no limit")]
+    ZeroRate,
+    /// A hand-built profile that breaks the parser's invariants.
+    #[error("profile {name} cannot be used: {reason}")]
+    InvalidProfile {
+        /// The profile's name.
+        name: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A loss spec with a probability outside [0, 1].
+    #[error("loss model {spec} cannot be used: every probability must be within [0, 1]")]
+    InvalidLoss {
+        /// The spec, formatted.
+        spec: String,
+    },
+}
+
+/// A time with sub-nanosecond precision: `ns + rem / rate` nanoseconds, where `rate` is the
+/// bit rate of the schedule segment containing `ns` and `rem < rate`.
+///
+/// Serialising `b` bits at `rate` bit/s takes `b·10⁹ / rate` ns; keeping the remainder over
+/// the rate as the denominator makes consecutive serialisations add up exactly. Segment
+/// boundaries are whole nanoseconds, so a time with `rem > 0` is always strictly inside one
+/// segment and the denominator is unambiguous.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct ExactTime {
+    ns: Nanos,
+    rem: u64,
+}
+
+impl ExactTime {
+    fn whole(ns: Nanos) -> ExactTime {
+        ExactTime { ns, rem: 0 }
+    }
+
+    /// Rounded up: the first whole nanosecond at or after this time.
+    fn ceil(self) -> Nanos {
+        self.ns.saturating_add(u64::from(self.rem > 0))
+    }
+}
+
+/// The rate over time, for the bit-by-bit ("fluid") server: a sequence of segments of
+/// constant rate (`None` = unlimited).
+#[derive(Debug, Clone)]
+enum RateSchedule {
+    Unlimited,
+    Constant(u64),
+    Profile {
+        profile: Arc<Profile>,
+        start: Nanos,
+        /// End of each step relative to the profile start (cumulative durations).
+        step_ends: Vec<Nanos>,
+        cycle: Nanos,
+    },
+}
+
+impl RateSchedule {
+    /// The rate in force at instant `t` and the end of its segment (`Nanos::MAX` = never).
+    fn segment_at(&self, t: Nanos) -> (Option<u64>, Nanos) {
+        match self {
+            RateSchedule::Unlimited => (None, Nanos::MAX),
+            RateSchedule::Constant(bps) => (Some(*bps), Nanos::MAX),
+            RateSchedule::Profile {
+                profile,
+                start,
+                step_ends,
+                cycle,
+            } => {
+                let rate_of = |index: usize| profile.steps.get(index).and_then(|s| s.rate_bps);
+                let last = step_ends.len().saturating_sub(1);
+                let relative = t.saturating_sub(*start);
+                let (cycle_start, offset) = if relative < *cycle {
+                    (*start, relative)
+                } else if profile.repeat {
+                    let cycles = relative / cycle;
+                    (
+                        start.saturating_add(cycles.saturating_mul(*cycle)),
+                        relative % cycle,
+                    )
+                } else {
+                    return (rate_of(last), Nanos::MAX);
+                };
+                let index = step_ends.partition_point(|&end| end <= offset).min(last);
+                let end = if !profile.repeat && index == last {
+                    Nanos::MAX
+                } else {
+                    cycle_start.saturating_add(step_ends[index])
+                };
+                (rate_of(index), end)
+            }
+        }
+    }
+}
+
+/// Serves packets bit by bit at a piecewise-constant rate (constant, profile, unlimited).
+#[derive(Debug, Clone)]
+struct FluidServer {
+    schedule: RateSchedule,
+    /// When the last admitted packet finishes serialisation.
+    busy_until: ExactTime,
+}
+
+impl FluidServer {
+    /// Schedules a packet arriving at `now` behind every earlier one; returns its exact
+    /// service start and end.
+    fn serve(&mut self, now: Nanos, bytes: u32) -> (ExactTime, ExactTime) {
+        // busy_until ≥ now exactly iff busy_until.ns ≥ now, because rem/rate < 1 ns.
+        let start = if self.busy_until.ns >= now {
+            self.busy_until
+        } else {
+            ExactTime::whole(now)
+        };
+        // Work left, in bit·ns/s: at `rate` bit/s it takes need/rate ns.
+        let mut need = u128::from(bytes) * 8 * u128::from(NANOS_PER_SEC);
+        let mut t = start;
+        while need > 0 {
+            let (rate, segment_end) = self.schedule.segment_at(t.ns);
+            let Some(rate) = rate else {
+                // An unlimited segment sends the rest instantly.
+                break;
+            };
+            let rate = u128::from(rate);
+            // How much work fits before the segment ends, in the same unit as `need`.
+            // `None` means more than any packet needs: the segment never ends, or the
+            // product overflows u128 (far beyond a packet's 2^32 · 8 · 10^9).
+            let capacity = if segment_end == Nanos::MAX {
+                None
+            } else {
+                segment_end
+                    .checked_sub(t.ns)
+                    .and_then(|span| u128::from(span).checked_mul(rate))
+                    .and_then(|c| c.checked_sub(u128::from(t.rem)))
+            };
+            match capacity {
+                Some(capacity) if capacity < need => {
+                    need -= capacity;
+                    t = ExactTime::whole(segment_end);
+                }
+                _ => {
+                    let total = u128::from(t.rem) + need;
+                    let whole_ns = u64::try_from(total / rate).unwrap_or(u64::MAX);
+                    t = ExactTime {
+                        ns: t.ns.saturating_add(whole_ns),
+                        rem: (total % rate) as u64,
+                    };
+                    need = 0;
+                }
+            }
+        }
+        self.busy_until = t;
+        (start, t)
+    }
+}
+
+/// Position of a delivery opportunity: `index` within the trace, in repetition `cycle`.
+/// Ordered like the opportunities' times.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct OpportunityPosition {
+    cycle: u64,
+    index: usize,
+}
+
+/// Serves packets from the delivery opportunities of a Mahimahi trace.
+#[derive(Debug, Clone)]
+struct TraceServer {
+    trace: Arc<DeliveryTrace>,
+    start: Nanos,
+    period: Nanos,
+    /// The first opportunity no packet has used yet.
+    next: OpportunityPosition,
+    /// The opportunity the last packet finished in, and how many of its bytes are unused.
+    last_used: Option<(Nanos, u32)>,
+}
+
+impl TraceServer {
+    fn offset_of(&self, index: usize) -> Nanos {
+        self.trace.timestamps_ms()[index] * NANOS_PER_MS
+    }
+
+    fn time_of(&self, position: OpportunityPosition) -> Nanos {
+        self.start
+            .saturating_add(position.cycle.saturating_mul(self.period))
+            .saturating_add(self.offset_of(position.index))
+    }
+
+    fn advance(&mut self) {
+        self.next.index += 1;
+        if self.next.index == self.trace.opportunities() {
+            self.next = OpportunityPosition {
+                cycle: self.next.cycle.saturating_add(1),
+                index: 0,
+            };
+        }
+    }
+
+    /// The first opportunity whose time is ≥ `t`, found arithmetically so that an idle
+    /// period of any length costs O(log n).
+    fn first_at_or_after(&self, t: Nanos) -> OpportunityPosition {
+        let timestamps = self.trace.timestamps_ms();
+        let first_with_offset_at_least =
+            |offset: Nanos| timestamps.partition_point(|&ms| ms * NANOS_PER_MS < offset);
+        if t <= self.start {
+            return OpportunityPosition { cycle: 0, index: 0 };
+        }
+        let relative = t - self.start;
+        let cycle = relative / self.period;
+        // Cycle k's last opportunity (at offset = period) coincides with cycle k+1's
+        // start, so the previous cycle may still have opportunities at exactly `t`.
+        if cycle > 0 {
+            let index = first_with_offset_at_least(relative - (cycle - 1) * self.period);
+            if index < timestamps.len() {
+                return OpportunityPosition {
+                    cycle: cycle - 1,
+                    index,
+                };
+            }
+        }
+        // relative − cycle·period < period = last timestamp, so this always finds one.
+        let index = first_with_offset_at_least(relative - cycle * self.period);
+        if index < timestamps.len() {
+            OpportunityPosition { cycle, index }
+        } else {
+            OpportunityPosition {
+                cycle: cycle + 1,
+                index: 0,
+            }
+        }
+    }
+
+    /// Schedules a packet arriving at `now` behind every earlier one; returns the times of
+    /// the first and the last opportunity it uses.
+    fn serve(&mut self, now: Nanos, bytes: u32) -> (Nanos, Nanos) {
+        let mut remaining = bytes;
+        let mut first_used = None;
+        // The previous packet's last opportunity still has bytes, and this packet was
+        // already queued when that opportunity occurred: it may use them.
+        if let Some((time, unused)) = self.last_used
+            && unused > 0
+            && time >= now
+        {
+            let used = unused.min(remaining);
+            remaining -= used;
+            self.last_used = Some((time, unused - used));
+            if remaining == 0 {
+                return (time, time);
+            }
+            first_used = Some(time);
+        }
+        // Opportunities that occurred while the queue was empty are wasted.
+        self.next = self.next.max(self.first_at_or_after(now));
+        loop {
+            let time = self.time_of(self.next);
+            self.advance();
+            let used = OPPORTUNITY_BYTES.min(remaining);
+            remaining -= used;
+            self.last_used = Some((time, OPPORTUNITY_BYTES - used));
+            let start = *first_used.get_or_insert(time);
+            if remaining == 0 {
+                return (start, time);
+            }
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Server {
+    Fluid(FluidServer),
+    Trace(TraceServer),
+}
+
+/// A scheduled packet, as the queue accounting needs it.
+struct Service {
+    start: Nanos,
+    /// Exact end rounded down / up; the exact end is within `[end_floor, end_ceil]`.
+    end_floor: Nanos,
+    end_ceil: Nanos,
+}
+
+impl Server {
+    fn serve(&mut self, now: Nanos, bytes: u32) -> Service {
+        match self {
+            Server::Fluid(server) => {
+                let (start, end) = server.serve(now, bytes);
+                Service {
+                    start: start.ceil(),
+                    end_floor: end.ns,
+                    end_ceil: end.ceil(),
+                }
+            }
+            Server::Trace(server) => {
+                let (start, end) = server.serve(now, bytes);
+                Service {
+                    start,
+                    end_floor: end,
+                    end_ceil: end,
+                }
+            }
+        }
+    }
+}
+
+/// The model of one direction of the link. See the module documentation for semantics.
+#[derive(Debug, Clone)]
+pub struct LinkModel {
+    rate_description: String,
+    delay_description: String,
+    loss_description: String,
+    fixed_delay: Nanos,
+    delay_compensation: Nanos,
+    /// For a profile: the profile and its start, to look up each step's delay and loss.
+    profile: Option<(Arc<Profile>, Nanos)>,
+    unlimited_rate: bool,
+    server: Server,
+    loss: LossProcess,
+    limit_bytes: Option<u64>,
+    limit_packets: Option<u64>,
+    /// Admitted packets whose service has not started yet: (service start, bytes).
+    waiting: VecDeque<(Nanos, u32)>,
+    waiting_bytes: u64,
+    latest_now: Nanos,
+    /// The previous forwarded packet's service end, rounded down and up.
+    previous_end: Option<(Nanos, Nanos)>,
+    previous_deliver_at: Nanos,
+    counters: Counters,
+    queueing_delay_us: Histogram<u64>,
+    sojourn_us: Histogram<u64>,
+    queue_occupancy_bytes: Histogram<u64>,
+}
+
+fn loss_is_valid(spec: &LossSpec) -> bool {
+    let valid = |p: f64| (0.0..=1.0).contains(&p);
+    match *spec {
+        LossSpec::None => true,
+        LossSpec::Bernoulli(p) => valid(p),
+        LossSpec::GilbertElliott {
+            p,
+            r,
+            loss_good,
+            loss_bad,
+        } => valid(p) && valid(r) && valid(loss_good) && valid(loss_bad),
+    }
+}
+
+/// Resolves the queue limit to (bytes, packets); `mean_rate_bps` is `None` for an
+/// unlimited rate.
+fn resolve_queue(
+    cfg: &DirectionConfig,
+    mean_rate_bps: Option<f64>,
+) -> Result<(Option<u64>, Option<u64>), ModelError> {
+    match cfg.queue {
+        QueueLimit::Bytes(bytes) => Ok((Some(bytes), None)),
+        QueueLimit::Packets(packets) => Ok((None, Some(packets))),
+        QueueLimit::Unlimited => Ok((None, None)),
+        QueueLimit::Bdp(multiple) => {
+            if !(multiple.is_finite() && multiple > 0.0) {
+                return Err(ModelError::InvalidBdp(multiple));
+            }
+            let rate = match (&cfg.rate, mean_rate_bps) {
+                (_, None) => return Err(ModelError::BdpWithUnlimitedRate),
+                (RateSpec::Profile(profile), Some(rate)) if !rate.is_finite() => {
+                    return Err(ModelError::BdpWithUnlimitedProfile {
+                        profile: profile.name.clone(),
+                    });
+                }
+                (_, Some(rate)) => rate,
+            };
+            let bytes = (multiple * rate * cfg.base_rtt as f64 / 8e9).round();
+            if bytes < 1.0 {
+                return Err(ModelError::BdpResolvesToZero {
+                    multiple,
+                    rate: format_rate(rate.round() as u64),
+                    base_rtt: format_duration(cfg.base_rtt),
+                });
+            }
+            // `as` saturates, so an absurdly large product becomes u64::MAX (no limit).
+            Ok((Some(bytes as u64), None))
+        }
+    }
+}
+
+impl LinkModel {
+    /// Builds the model, resolving a bdp queue limit and checking the configuration.
+    pub fn new(cfg: DirectionConfig) -> Result<LinkModel, ModelError> {
+        if !loss_is_valid(&cfg.loss) {
+            return Err(ModelError::InvalidLoss {
+                spec: cfg.loss.to_string(),
+            });
+        }
+        let fixed_delay_description = format_duration(cfg.delay);
+        let fixed_loss_description = cfg.loss.to_string();
+        let (server, mean_rate_bps, rate_description, delay_description, loss_description) =
+            match &cfg.rate {
+                RateSpec::Unlimited => (
+                    Server::Fluid(FluidServer {
+                        schedule: RateSchedule::Unlimited,
+                        busy_until: ExactTime::whole(0),
+                    }),
+                    None,
+                    "unlimited".to_string(),
+                    fixed_delay_description,
+                    fixed_loss_description,
+                ),
+                RateSpec::Constant { bps } => {
+                    if *bps == 0 {
+                        return Err(ModelError::ZeroRate);
+                    }
+                    (
+                        Server::Fluid(FluidServer {
+                            schedule: RateSchedule::Constant(*bps),
+                            busy_until: ExactTime::whole(0),
+                        }),
+                        Some(*bps as f64),
+                        format_rate(*bps),
+                        fixed_delay_description,
+                        fixed_loss_description,
+                    )
+                }
+                RateSpec::Trace(trace) => {
+                    let mean = trace.mean_rate_bps();
+                    (
+                        Server::Trace(TraceServer {
+                            trace: Arc::clone(trace),
+                            start: cfg.start,
+                            period: trace.period(),
+                            next: OpportunityPosition { cycle: 0, index: 0 },
+                            last_used: None,
+                        }),
+                        Some(mean),
+                        format!(
+                            "trace {} (mean {})",
+                            trace.name(),
+                            format_rate(mean.round() as u64)
+                        ),
+                        fixed_delay_description,
+                        fixed_loss_description,
+                    )
+                }
+                RateSpec::Profile(profile) => {
+                    profile
+                        .validate()
+                        .map_err(|reason| ModelError::InvalidProfile {
+                            name: profile.name.clone(),
+                            reason,
+                        })?;
+                    let step_ends: Vec<Nanos> = profile
+                        .steps
+                        .iter()
+                        .scan(0u64, |end, step| {
+                            *end = end.saturating_add(step.duration);
+                            Some(*end)
+                        })
+                        .collect();
+                    (
+                        Server::Fluid(FluidServer {
+                            schedule: RateSchedule::Profile {
+                                profile: Arc::clone(profile),
+                                start: cfg.start,
+                                step_ends,
+                                cycle: profile.cycle_duration(),
+                            },
+                            busy_until: ExactTime::whole(0),
+                        }),
+                        Some(profile.mean_rate_bps()),
+                        format!("profile {}", profile.name),
+                        format!(
+                            "per profile step (mean {})",
+                            format_duration(profile.mean_delay())
+                        ),
+                        format!(
+                            "per profile step (mean {})",
+                            format_probability(profile.mean_loss())
+                        ),
+                    )
+                }
+            };
+        let (limit_bytes, limit_packets) = resolve_queue(&cfg, mean_rate_bps)?;
+        Ok(LinkModel {
+            rate_description,
+            delay_description,
+            loss_description,
+            fixed_delay: cfg.delay,
+            delay_compensation: cfg.delay_compensation,
+            profile: match &cfg.rate {
+                RateSpec::Profile(profile) => Some((Arc::clone(profile), cfg.start)),
+                _ => None,
+            },
+            unlimited_rate: matches!(cfg.rate, RateSpec::Unlimited),
+            server,
+            loss: LossProcess::new(cfg.loss, cfg.seed),
+            limit_bytes,
+            limit_packets,
+            waiting: VecDeque::new(),
+            waiting_bytes: 0,
+            latest_now: 0,
+            previous_end: None,
+            previous_deliver_at: 0,
+            counters: Counters::default(),
+            queueing_delay_us: stats::new_histogram(),
+            sojourn_us: stats::new_histogram(),
+            queue_occupancy_bytes: stats::new_histogram(),
+        })
+    }
+
+    /// Offers a packet of `bytes` bytes arriving at `now` and returns its fate. `now` must
+    /// not decrease across calls (an earlier time is treated as the latest time seen).
+    pub fn on_arrival(&mut self, now: Nanos, bytes: u32) -> Verdict {
+        let now = now.max(self.latest_now);
+        self.latest_now = now;
+        let size = u64::from(bytes);
+        self.counters.offered_packets += 1;
+        self.counters.offered_bytes += size;
+
+        let lost = match &self.profile {
+            Some((profile, start)) => {
+                let loss = profile.step_at(now.saturating_sub(*start)).loss;
+                self.loss.lose_with(loss)
+            }
+            None => self.loss.lose(),
+        };
+        if lost {
+            self.counters.dropped_random_packets += 1;
+            self.counters.dropped_random_bytes += size;
+            return Verdict::DroppedRandom;
+        }
+
+        // Packets whose service has started by now have left the queue.
+        while let Some(&(start, waiting_size)) = self.waiting.front()
+            && start <= now
+        {
+            self.waiting.pop_front();
+            self.waiting_bytes -= u64::from(waiting_size);
+        }
+        stats::record(&mut self.queue_occupancy_bytes, self.waiting_bytes);
+
+        let idle = self
+            .previous_end
+            .is_none_or(|(_, end_ceil)| end_ceil <= now);
+        if !idle {
+            let too_many_bytes = self
+                .limit_bytes
+                .is_some_and(|limit| self.waiting_bytes + size > limit);
+            let too_many_packets = self
+                .limit_packets
+                .is_some_and(|limit| self.waiting.len() as u64 + 1 > limit);
+            if too_many_bytes || too_many_packets {
+                self.counters.dropped_queue_packets += 1;
+                self.counters.dropped_queue_bytes += size;
+                return Verdict::DroppedQueue;
+            }
+        }
+
+        // No idle gap iff it arrived no later than the previous packet's exact end, which
+        // (for whole-ns `now`) is iff now ≤ that end rounded down.
+        let backlogged = !self.unlimited_rate
+            && self
+                .previous_end
+                .is_some_and(|(end_floor, _)| now <= end_floor);
+        let service = self.server.serve(now, bytes);
+        self.previous_end = Some((service.end_floor, service.end_ceil));
+        if service.start > now {
+            self.waiting.push_back((service.start, bytes));
+            self.waiting_bytes += size;
+        }
+        self.counters.max_queue_bytes = self.counters.max_queue_bytes.max(self.waiting_bytes);
+        self.counters.max_queue_packets = self
+            .counters
+            .max_queue_packets
+            .max(self.waiting.len() as u64);
+
+        let delay = match &self.profile {
+            Some((profile, start)) => {
+                profile
+                    .step_at(service.end_ceil.saturating_sub(*start))
+                    .delay
+            }
+            None => self.fixed_delay,
+        }
+        .saturating_sub(self.delay_compensation);
+        let deliver_at = service
+            .end_ceil
+            .saturating_add(delay)
+            .max(self.previous_deliver_at);
+        self.previous_deliver_at = deliver_at;
+
+        self.counters.forwarded_packets += 1;
+        self.counters.forwarded_bytes += size;
+        stats::record_micros(
+            &mut self.queueing_delay_us,
+            service.start.saturating_sub(now),
+        );
+        stats::record_micros(&mut self.sojourn_us, service.end_ceil.saturating_sub(now));
+
+        Verdict::Forward(Departure {
+            service_start: service.start,
+            service_end: service.end_ceil,
+            deliver_at,
+            backlogged,
+        })
+    }
+
+    /// The queue's byte limit after resolving bdp; `None` when unlimited or packet-limited.
+    pub fn queue_limit_bytes(&self) -> Option<u64> {
+        self.limit_bytes
+    }
+
+    /// The queue's packet limit; `None` when unlimited or byte-limited.
+    pub fn queue_limit_packets(&self) -> Option<u64> {
+        self.limit_packets
+    }
+
+    /// The counters so far.
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    /// A description of the rate, e.g. `10mbit` or `trace cell.trace (mean 4.3mbit)`.
+    pub fn rate_description(&self) -> &str {
+        &self.rate_description
+    }
+
+    /// Counters, resolved limits and distributions, for reports.
+    pub fn summary(&self) -> ModelSummary {
+        ModelSummary {
+            rate: self.rate_description.clone(),
+            delay: self.delay_description.clone(),
+            loss: self.loss_description.clone(),
+            queue_limit_bytes: self.limit_bytes,
+            queue_limit_packets: self.limit_packets,
+            counters: self.counters.clone(),
+            loss_ratio: self.counters.loss_ratio(),
+            queueing_delay_us: Distribution::from_histogram(&self.queueing_delay_us),
+            sojourn_us: Distribution::from_histogram(&self.sojourn_us),
+            queue_occupancy_bytes: Distribution::from_histogram(&self.queue_occupancy_bytes),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
