@@ -29,6 +29,12 @@ pub struct BenchLinkArgs {
     /// Run the scheduler threads without SCHED_FIFO
     #[arg(long)]
     pub no_realtime: bool,
+    /// Spin this long before each release (default: the scheduler's default)
+    #[arg(long, value_parser = |s: &str| quiclab_link::units::parse_duration(s).map_err(|e| e.to_string()))]
+    pub spin: Option<u64>,
+    /// Rates (Gbit/s) tried by the `max` part, in order, stopping at the first that misses a target
+    #[arg(long, value_delimiter = ',', default_values_t = [1.5, 2.0, 2.5, 3.0, 4.0])]
+    pub max_rates: Vec<f64>,
     /// Only these parts (comma-separated): rtt,rate,loss,gbit,max,idle
     #[arg(long, value_delimiter = ',')]
     pub only: Vec<String>,
@@ -124,7 +130,7 @@ impl Bench {
             "delivered_backlogged_mbps": measured / 1e6, "error_frac": err,
             "tcp_goodput_mbps": bulk.goodput_bps / 1e6,
             "lateness_us": f.lateness_us, "emulator_cpu_core_fraction": f.cpu_core_fraction,
-            "downlink_cpu_core_fraction": f.downlink.cpu_seconds / f.wall_seconds,
+
             "queue_drops": f.downlink.model.counters.dropped_queue_packets,
             "realtime": f.downlink.realtime,
         });
@@ -181,7 +187,10 @@ fn bench_link(args: BenchLinkArgs) -> Result<i32> {
     let b = Bench {
         scheduler: SchedulerOptions {
             realtime: !args.no_realtime,
-            ..Default::default()
+            spin: args
+                .spin
+                .map(Duration::from_nanos)
+                .unwrap_or(SchedulerOptions::default().spin),
         },
         quick: args.quick,
         log: true,
@@ -206,7 +215,7 @@ fn bench_link(args: BenchLinkArgs) -> Result<i32> {
     if want("max") {
         let mut best = Value::Null;
         let mut sweep = Vec::new();
-        for gbit in [1.5, 2.0, 2.5, 3.0, 4.0] {
+        for &gbit in &args.max_rates {
             let r = b.tcp((gbit * 1e9) as u64, 10.0)?;
             let ok = r["error_frac"].as_f64().unwrap_or(1.0).abs() <= 0.02
                 && r["lateness_us"]["p99"].as_f64().unwrap_or(1e9) <= 100.0;

@@ -34,6 +34,10 @@ use crate::topology::{Lab, Side};
 const BUF_SIZE: usize = 65_536;
 /// At most this many packets are read in one go before due packets are released again.
 const READ_BURST: usize = 32;
+/// Spinning may use at most 1/10 of wall time (see `Scheduler::run`).
+const SPIN_BUDGET_DIVISOR: Nanos = 10;
+/// At most 1 ms of spinning can be saved up.
+const SPIN_BUDGET_CAP: Nanos = 1_000_000;
 
 /// Which way a packet travels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -67,7 +71,7 @@ pub struct SchedulerOptions {
 impl Default for SchedulerOptions {
     fn default() -> Self {
         SchedulerOptions {
-            spin: Duration::from_micros(20),
+            spin: Duration::from_micros(10),
             realtime: true,
         }
     }
@@ -105,7 +109,8 @@ pub struct DirectionFidelity {
     pub backlogged_seconds: f64,
     /// Writes to the egress TUN that failed (the packet is lost and counted here).
     pub write_errors: u64,
-    /// CPU seconds this direction's scheduler thread used.
+    /// CPU seconds of the scheduler thread, which serves both directions (the same figure in both).
+    /// It includes the receiving kernel's network stack, which runs in the context of each TUN write.
     pub cpu_seconds: f64,
     /// Whether the thread ran under SCHED_FIFO.
     pub realtime: bool,
@@ -129,15 +134,9 @@ pub struct FidelityReport {
 pub struct Emulator {
     stop_fd: Arc<OwnedFd>,
     stop: Arc<AtomicBool>,
-    threads: Vec<JoinHandle<Result<DirectionRun>>>,
+    thread: Option<JoinHandle<Result<SchedulerRun>>>,
     logger: Option<JoinHandle<Result<u64>>>,
     epoch: Instant,
-}
-
-struct DirectionRun {
-    fidelity: DirectionFidelity,
-    lateness: Histogram<u64>,
-    log_dropped: u64,
 }
 
 impl Emulator {
@@ -165,7 +164,7 @@ impl Emulator {
             None => (None, None),
         };
 
-        let mut threads = Vec::new();
+        let mut lanes = Vec::new();
         for (direction, dir_cfg, from, to) in [
             (Direction::Uplink, config.uplink, Side::Client, Side::Server),
             (
@@ -179,28 +178,28 @@ impl Emulator {
                 .map_err(|e| anyhow::anyhow!("{} link: {e}", direction.label()))?;
             let ingress = dup_fd(lab.tun(from).as_raw_fd())?;
             let egress = dup_fd(lab.tun(to).as_raw_fd())?;
-            let shell = DirectionShell {
-                direction,
-                model,
-                ingress,
-                egress,
-                stop_fd: stop_fd.clone(),
-                stop: stop.clone(),
-                epoch,
-                options: config.scheduler.clone(),
-                log: log_tx.clone(),
-            };
-            threads.push(
-                std::thread::Builder::new()
-                    .name(format!("ql-{}", direction.label()))
-                    .spawn(move || shell.run())?,
-            );
+            lanes.push(Lane::new(direction, model, ingress, egress));
         }
-        drop(log_tx);
+        let [up, down]: [Lane; 2] = lanes.try_into().ok().expect("two lanes");
+        let scheduler = Scheduler {
+            lanes: [up, down],
+            shared: Shared {
+                epoch,
+                pool: Vec::new(),
+                log: log_tx,
+                log_dropped: 0,
+            },
+            stop_fd: stop_fd.clone(),
+            stop: stop.clone(),
+            options: config.scheduler.clone(),
+        };
+        let thread = std::thread::Builder::new()
+            .name("ql-scheduler".into())
+            .spawn(move || scheduler.run())?;
         Ok(Emulator {
             stop_fd,
             stop,
-            threads,
+            thread: Some(thread),
             logger,
             epoch,
         })
@@ -214,39 +213,25 @@ impl Emulator {
     /// Stops both threads and returns the fidelity report.
     pub fn stop(mut self) -> Result<FidelityReport> {
         self.signal_stop();
-        let mut runs = Vec::new();
-        for t in self.threads.drain(..) {
-            runs.push(
-                t.join()
-                    .map_err(|_| anyhow::anyhow!("an emulator thread panicked"))??,
-            );
+        let run = self
+            .thread
+            .take()
+            .context("emulator already stopped")?
+            .join()
+            .map_err(|_| anyhow::anyhow!("the emulator thread panicked"))??;
+        if let Some(h) = self.logger.take() {
+            h.join()
+                .map_err(|_| anyhow::anyhow!("the log writer panicked"))??;
         }
-        let log_written = match self.logger.take() {
-            Some(h) => Some(
-                h.join()
-                    .map_err(|_| anyhow::anyhow!("the log writer panicked"))??,
-            ),
-            None => None,
-        };
-        let _ = log_written;
         let wall = self.epoch.elapsed().as_secs_f64();
-        let mut all = new_histogram();
-        let mut log_dropped = 0;
-        for r in &runs {
-            all.add(&r.lateness).ok();
-            log_dropped += r.log_dropped;
-        }
-        let mut runs = runs.into_iter();
-        let up = runs.next().context("uplink thread result")?.fidelity;
-        let down = runs.next().context("downlink thread result")?.fidelity;
-        let cpu = up.cpu_seconds + down.cpu_seconds;
+        let cpu = run.uplink.cpu_seconds;
         Ok(FidelityReport {
-            lateness_us: distribution_us(&all),
+            lateness_us: distribution_us(&run.lateness),
             cpu_core_fraction: if wall > 0.0 { cpu / wall } else { 0.0 },
             wall_seconds: wall,
-            log_events_dropped: log_dropped,
-            uplink: up,
-            downlink: down,
+            log_events_dropped: run.log_dropped,
+            uplink: run.uplink,
+            downlink: run.downlink,
         })
     }
 
@@ -266,11 +251,9 @@ impl Emulator {
 
 impl Drop for Emulator {
     fn drop(&mut self) {
-        if !self.threads.is_empty() {
+        if let Some(t) = self.thread.take() {
             self.signal_stop();
-            for t in self.threads.drain(..) {
-                let _ = t.join();
-            }
+            let _ = t.join();
         }
     }
 }
@@ -309,220 +292,292 @@ struct Queued {
     buf: Box<[u8]>,
 }
 
-struct DirectionShell {
+/// One direction inside the scheduler thread: its model, its TUN fds, its queue and its figures.
+struct Lane {
     direction: Direction,
     model: LinkModel,
     ingress: OwnedFd,
     egress: OwnedFd,
-    stop_fd: Arc<OwnedFd>,
-    stop: Arc<AtomicBool>,
-    epoch: Instant,
-    options: SchedulerOptions,
-    log: Option<SyncSender<LogEvent>>,
+    queue: VecDeque<Queued>,
+    lateness: Histogram<u64>,
+    delivered_packets: u64,
+    delivered_bytes: u64,
+    write_errors: u64,
+    last_release: Option<Nanos>,
+    backlogged_bytes: u64,
+    backlogged_ns: u64,
 }
 
-impl DirectionShell {
+/// Shared by both lanes: buffers, the clock, the log.
+struct Shared {
+    epoch: Instant,
+    pool: Vec<Box<[u8]>>,
+    log: Option<SyncSender<LogEvent>>,
+    log_dropped: u64,
+}
+
+impl Shared {
     fn now(&self) -> Nanos {
         self.epoch.elapsed().as_nanos() as Nanos
     }
 
-    fn run(mut self) -> Result<DirectionRun> {
+    fn emit(&mut self, ev: LogEvent) {
+        if let Some(tx) = &self.log
+            && let Err(TrySendError::Full(_)) = tx.try_send(ev)
+        {
+            self.log_dropped += 1;
+        }
+    }
+}
+
+impl Lane {
+    fn new(direction: Direction, model: LinkModel, ingress: OwnedFd, egress: OwnedFd) -> Lane {
+        Lane {
+            direction,
+            model,
+            ingress,
+            egress,
+            queue: VecDeque::new(),
+            lateness: new_histogram(),
+            delivered_packets: 0,
+            delivered_bytes: 0,
+            write_errors: 0,
+            last_release: None,
+            backlogged_bytes: 0,
+            backlogged_ns: 0,
+        }
+    }
+
+    /// Writes every packet that is due to the egress TUN, timing each write against its schedule.
+    fn release_due(&mut self, shared: &mut Shared) {
+        let egress = self.egress.as_raw_fd();
+        while let Some(front) = self.queue.front() {
+            let now = shared.now();
+            if front.deliver_at > now {
+                break;
+            }
+            let p = self.queue.pop_front().expect("front exists");
+            // SAFETY: writing `len` initialised bytes of our buffer to our TUN fd.
+            let n = unsafe { libc::write(egress, p.buf.as_ptr() as *const libc::c_void, p.len) };
+            let late = now - p.deliver_at;
+            self.lateness.record(late.max(1)).ok();
+            if n < 0 {
+                self.write_errors += 1;
+            } else {
+                self.delivered_packets += 1;
+                self.delivered_bytes += p.len as u64;
+                if p.backlogged
+                    && let Some(prev) = self.last_release
+                {
+                    self.backlogged_bytes += p.len as u64;
+                    self.backlogged_ns += now - prev;
+                }
+                self.last_release = Some(now);
+                shared.emit(LogEvent::Delivered {
+                    t: now,
+                    direction: self.direction,
+                    bytes: p.len as u32,
+                    one_way: now - p.arrival,
+                    lateness: late,
+                });
+            }
+            shared.pool.push(p.buf);
+        }
+    }
+
+    /// Reads up to `READ_BURST` packets from the ingress TUN into the model. Returns how many.
+    fn take_arrivals(&mut self, shared: &mut Shared) -> Result<usize> {
+        let ingress = self.ingress.as_raw_fd();
+        let mut count = 0;
+        while count < READ_BURST {
+            let mut buf = shared
+                .pool
+                .pop()
+                .unwrap_or_else(|| vec![0u8; BUF_SIZE].into_boxed_slice());
+            // SAFETY: reading into our own buffer of BUF_SIZE bytes.
+            let n = unsafe { libc::read(ingress, buf.as_mut_ptr() as *mut libc::c_void, BUF_SIZE) };
+            if n <= 0 {
+                shared.pool.push(buf);
+                let err = std::io::Error::last_os_error();
+                if n < 0
+                    && err.kind() != std::io::ErrorKind::WouldBlock
+                    && err.kind() != std::io::ErrorKind::Interrupted
+                {
+                    bail!(
+                        "{} link: reading the TUN device: {err}",
+                        self.direction.label()
+                    );
+                }
+                break;
+            }
+            count += 1;
+            let arrival = shared.now();
+            let len = n as usize;
+            let (direction, bytes) = (self.direction, len as u32);
+            shared.emit(LogEvent::Arrival {
+                t: arrival,
+                direction,
+                bytes,
+            });
+            match self.model.on_arrival(arrival, bytes) {
+                Verdict::Forward(Departure {
+                    deliver_at,
+                    backlogged,
+                    ..
+                }) => self.queue.push_back(Queued {
+                    deliver_at,
+                    arrival,
+                    backlogged,
+                    len,
+                    buf,
+                }),
+                Verdict::DroppedQueue => {
+                    shared.emit(LogEvent::DroppedQueue {
+                        t: arrival,
+                        direction,
+                        bytes,
+                    });
+                    shared.pool.push(buf);
+                }
+                Verdict::DroppedRandom => {
+                    shared.emit(LogEvent::Lost {
+                        t: arrival,
+                        direction,
+                        bytes,
+                    });
+                    shared.pool.push(buf);
+                }
+            }
+        }
+        Ok(count)
+    }
+
+    fn next_due(&self) -> Option<Nanos> {
+        self.queue.front().map(|p| p.deliver_at)
+    }
+
+    fn fidelity(self, cpu_seconds: f64, realtime: bool) -> (DirectionFidelity, Histogram<u64>) {
+        let f = DirectionFidelity {
+            direction: self.direction,
+            model: self.model.summary(),
+            delivered_packets: self.delivered_packets,
+            delivered_bytes: self.delivered_bytes,
+            in_flight_at_stop: self.queue.len() as u64,
+            lateness_us: distribution_us(&self.lateness),
+            backlogged_rate_bps: (self.backlogged_ns > 0)
+                .then(|| self.backlogged_bytes as f64 * 8.0 * 1e9 / self.backlogged_ns as f64),
+            backlogged_bytes: self.backlogged_bytes,
+            backlogged_seconds: self.backlogged_ns as f64 / 1e9,
+            write_errors: self.write_errors,
+            cpu_seconds,
+            realtime,
+        };
+        (f, self.lateness)
+    }
+}
+
+/// The scheduler thread: both lanes, one event loop (as Mahimahi does). One thread rather than one
+/// per direction because every TUN write runs the receiving kernel's stack in the writer's context
+/// (a data packet's write produces the ACK the other lane must read): in one loop the ACK is picked
+/// up without waking a second, idle CPU — a costly VM exit on a guest that idles in HLT.
+struct Scheduler {
+    lanes: [Lane; 2],
+    shared: Shared,
+    stop_fd: Arc<OwnedFd>,
+    stop: Arc<AtomicBool>,
+    options: SchedulerOptions,
+}
+
+struct SchedulerRun {
+    uplink: DirectionFidelity,
+    downlink: DirectionFidelity,
+    lateness: Histogram<u64>,
+    log_dropped: u64,
+}
+
+impl Scheduler {
+    fn run(mut self) -> Result<SchedulerRun> {
         let tid = process::current_tid();
         let cpu_start = process::thread_cpu_seconds(tid).unwrap_or(0.0);
         // The default timer slack (50 µs) would let the kernel defer our wake-ups by that much.
         // SAFETY: prctl with PR_SET_TIMERSLACK takes a plain integer.
         unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
         let realtime = self.options.realtime && set_realtime();
-
-        let mut queue: VecDeque<Queued> = VecDeque::new();
-        let mut pool: Vec<Box<[u8]>> = Vec::new();
-        let mut lateness = new_histogram();
-        let mut delivered_packets = 0u64;
-        let mut delivered_bytes = 0u64;
-        let mut write_errors = 0u64;
-        let mut log_dropped = 0u64;
-        let mut last_release: Option<Nanos> = None;
-        let mut backlogged_bytes = 0u64;
-        let mut backlogged_ns = 0u64;
         let spin_ns = self.options.spin.as_nanos() as Nanos;
-        let ingress = self.ingress.as_raw_fd();
-        let egress = self.egress.as_raw_fd();
+        let fds = [
+            self.lanes[0].ingress.as_raw_fd(),
+            self.lanes[1].ingress.as_raw_fd(),
+            self.stop_fd.as_raw_fd(),
+        ];
 
-        let mut emit = |log: &Option<SyncSender<LogEvent>>, ev: LogEvent| {
-            if let Some(tx) = log
-                && let Err(TrySendError::Full(_)) = tx.try_send(ev)
-            {
-                log_dropped += 1;
-            }
-        };
+        // Spinning is rationed: it may take at most 1/SPIN_BUDGET_DIVISOR of wall time. On a quiet link
+        // it buys precision (a sleeping vCPU wakes slowly); on a busy one the thread is awake anyway,
+        // and unrationed spinning under SCHED_FIFO would trip the kernel's RT throttling (a ~50 ms
+        // stall once a thread runs 95 % of a second).
+        let mut spin_budget: Nanos = SPIN_BUDGET_CAP;
+        let mut last_budget_update = self.shared.now();
 
         while !self.stop.load(Ordering::Relaxed) {
-            // 1. Release every packet that is due.
-            while let Some(front) = queue.front() {
-                let now = self.now();
-                if front.deliver_at > now {
-                    break;
-                }
-                let p = queue.pop_front().expect("front exists");
-                // SAFETY: writing `len` initialised bytes of our buffer to our TUN fd.
-                let n =
-                    unsafe { libc::write(egress, p.buf.as_ptr() as *const libc::c_void, p.len) };
-                let late = now - p.deliver_at;
-                lateness.record(late.max(1)).ok();
-                if n < 0 {
-                    write_errors += 1;
-                } else {
-                    delivered_packets += 1;
-                    delivered_bytes += p.len as u64;
-                    if p.backlogged
-                        && let Some(prev) = last_release
-                    {
-                        backlogged_bytes += p.len as u64;
-                        backlogged_ns += now - prev;
-                    }
-                    last_release = Some(now);
-                    emit(
-                        &self.log,
-                        LogEvent::Delivered {
-                            t: now,
-                            direction: self.direction,
-                            bytes: p.len as u32,
-                            one_way: now - p.arrival,
-                            lateness: late,
-                        },
-                    );
-                }
-                pool.push(p.buf);
+            // 1. Release what is due, in both directions.
+            for lane in &mut self.lanes {
+                lane.release_due(&mut self.shared);
             }
-
-            // 2. Take in what has arrived (a bounded burst, so releases stay on time under load).
-            let mut read_any = 0;
-            while read_any < READ_BURST {
-                let mut buf = pool
-                    .pop()
-                    .unwrap_or_else(|| vec![0u8; BUF_SIZE].into_boxed_slice());
-                // SAFETY: reading into our own buffer of BUF_SIZE bytes.
-                let n =
-                    unsafe { libc::read(ingress, buf.as_mut_ptr() as *mut libc::c_void, BUF_SIZE) };
-                if n <= 0 {
-                    pool.push(buf);
-                    let err = std::io::Error::last_os_error();
-                    if n < 0
-                        && err.kind() != std::io::ErrorKind::WouldBlock
-                        && err.kind() != std::io::ErrorKind::Interrupted
-                    {
-                        bail!(
-                            "{} link: reading the TUN device: {err}",
-                            self.direction.label()
-                        );
-                    }
-                    break;
-                }
-                read_any += 1;
-                let arrival = self.now();
-                let len = n as usize;
-                emit(
-                    &self.log,
-                    LogEvent::Arrival {
-                        t: arrival,
-                        direction: self.direction,
-                        bytes: len as u32,
-                    },
-                );
-                match self.model.on_arrival(arrival, len as u32) {
-                    Verdict::Forward(Departure {
-                        deliver_at,
-                        backlogged,
-                        ..
-                    }) => queue.push_back(Queued {
-                        deliver_at,
-                        arrival,
-                        backlogged,
-                        len,
-                        buf,
-                    }),
-                    Verdict::DroppedQueue => {
-                        emit(
-                            &self.log,
-                            LogEvent::DroppedQueue {
-                                t: arrival,
-                                direction: self.direction,
-                                bytes: len as u32,
-                            },
-                        );
-                        pool.push(buf);
-                    }
-                    Verdict::DroppedRandom => {
-                        emit(
-                            &self.log,
-                            LogEvent::Lost {
-                                t: arrival,
-                                direction: self.direction,
-                                bytes: len as u32,
-                            },
-                        );
-                        pool.push(buf);
-                    }
-                }
+            // 2. Take in what has arrived (bounded bursts, so releases stay on time under load).
+            let mut saturated = false;
+            for lane in &mut self.lanes {
+                saturated |= lane.take_arrivals(&mut self.shared)? == READ_BURST;
             }
-            if read_any == READ_BURST {
+            if saturated {
                 continue;
             }
-
-            // 3. Wait: sleep until just before the next release (or until a packet arrives), spin
-            //    the rest.
-            let timeout = queue
-                .front()
-                .map(|p| p.deliver_at.saturating_sub(self.now()));
-            match timeout {
-                Some(0) => continue,
-                Some(t) if t <= spin_ns => {
-                    std::hint::spin_loop();
-                    continue;
+            // 3. Sleep until just before the next release (or an arrival), spin the rest.
+            let next = self.lanes.iter().filter_map(Lane::next_due).min();
+            let now = self.shared.now();
+            spin_budget = (spin_budget + (now - last_budget_update) / SPIN_BUDGET_DIVISOR)
+                .min(SPIN_BUDGET_CAP);
+            last_budget_update = now;
+            match next {
+                Some(due) if due <= now => continue,
+                Some(due) if due - now <= spin_ns && spin_budget >= due - now => {
+                    // Spin on the clock alone (no system calls); arrivals wait in the TUN queue
+                    // for at most `spin`.
+                    spin_budget -= due - now;
+                    while self.shared.now() < due {
+                        std::hint::spin_loop();
+                    }
                 }
-                Some(t) => wait_readable(ingress, self.stop_fd.as_raw_fd(), Some(t - spin_ns)),
-                None => wait_readable(ingress, self.stop_fd.as_raw_fd(), None),
+                Some(due) if due - now <= spin_ns => wait_readable(&fds, Some(due - now)),
+                Some(due) => wait_readable(&fds, Some(due - now - spin_ns)),
+                None => wait_readable(&fds, None),
             }
         }
 
-        let cpu_end = process::thread_cpu_seconds(tid).unwrap_or(cpu_start);
-        let fidelity = DirectionFidelity {
-            direction: self.direction,
-            model: self.model.summary(),
-            delivered_packets,
-            delivered_bytes,
-            in_flight_at_stop: queue.len() as u64,
-            lateness_us: distribution_us(&lateness),
-            backlogged_rate_bps: (backlogged_ns > 0)
-                .then(|| backlogged_bytes as f64 * 8.0 * 1e9 / backlogged_ns as f64),
-            backlogged_bytes,
-            backlogged_seconds: backlogged_ns as f64 / 1e9,
-            write_errors,
-            cpu_seconds: cpu_end - cpu_start,
-            realtime,
-        };
-        Ok(DirectionRun {
-            fidelity,
+        let cpu = process::thread_cpu_seconds(tid).unwrap_or(cpu_start) - cpu_start;
+        let [up, down] = self.lanes;
+        // The thread's CPU time is shared by both directions; each reports the whole.
+        let (uplink, up_late) = up.fidelity(cpu, realtime);
+        let (downlink, down_late) = down.fidelity(cpu, realtime);
+        let mut lateness = up_late;
+        lateness.add(&down_late).ok();
+        Ok(SchedulerRun {
+            uplink,
+            downlink,
             lateness,
-            log_dropped,
+            log_dropped: self.shared.log_dropped,
         })
     }
 }
 
-/// Blocks until `fd` is readable, the stop eventfd fires, or `timeout_ns` passes.
-fn wait_readable(fd: RawFd, stop_fd: RawFd, timeout_ns: Option<Nanos>) {
-    let mut fds = [
-        libc::pollfd {
+/// Blocks until one of `fds` is readable or `timeout_ns` passes.
+fn wait_readable(fds: &[RawFd], timeout_ns: Option<Nanos>) {
+    let mut pfds: Vec<libc::pollfd> = fds
+        .iter()
+        .map(|&fd| libc::pollfd {
             fd,
             events: libc::POLLIN,
             revents: 0,
-        },
-        libc::pollfd {
-            fd: stop_fd,
-            events: libc::POLLIN,
-            revents: 0,
-        },
-    ];
+        })
+        .collect();
     let ts = timeout_ns.map(|ns| libc::timespec {
         tv_sec: (ns / 1_000_000_000) as libc::time_t,
         tv_nsec: (ns % 1_000_000_000) as libc::c_long,
@@ -530,8 +585,15 @@ fn wait_readable(fd: RawFd, stop_fd: RawFd, timeout_ns: Option<Nanos>) {
     let ts_ptr = ts
         .as_ref()
         .map_or(std::ptr::null(), |t| t as *const libc::timespec);
-    // SAFETY: two valid pollfds; ts_ptr is null or points to a live timespec.
-    unsafe { libc::ppoll(fds.as_mut_ptr(), 2, ts_ptr, std::ptr::null()) };
+    // SAFETY: valid pollfds; ts_ptr is null or points to a live timespec.
+    unsafe {
+        libc::ppoll(
+            pfds.as_mut_ptr(),
+            pfds.len() as libc::nfds_t,
+            ts_ptr,
+            std::ptr::null(),
+        )
+    };
 }
 
 /// Moves the calling thread to SCHED_FIFO (priority 50). Returns whether it worked.
