@@ -218,8 +218,7 @@ pub fn run(args: CalibrateArgs) -> Result<i32> {
     } else {
         let ok = |b: bool| if b { "ok" } else { "FAIL" };
         println!(
-            "quiclab calibrate: {} over IPv{}",
-            "link",
+            "quiclab calibrate over IPv{}",
             if args.ipv6 { 6 } else { 4 }
         );
         println!("  uplink   {}", spec.describe().uplink);
@@ -266,4 +265,32 @@ pub fn run(args: CalibrateArgs) -> Result<i32> {
         println!("calibration {}", if pass { "PASSED" } else { "FAILED" });
     }
     Ok(if pass { 0 } else { 1 })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn binomial_interval_matches_the_normal_approximation() {
+        // p = 2 %, n = 20 000: σ = sqrt(0.02·0.98/20000) = 0.000990; 2.576σ = 0.00255.
+        let (lo, hi) = binomial_interval(0.02, 20_000, LOSS_Z);
+        assert!((lo - (0.02 - 0.00255 - 0.000025)).abs() < 1e-5, "{lo}");
+        assert!((hi - (0.02 + 0.00255 + 0.000025)).abs() < 1e-5, "{hi}");
+        // No loss configured: only the continuity term remains, so one lost datagram in 1000
+        // is already outside.
+        let (lo, hi) = binomial_interval(0.0, 1000, LOSS_Z);
+        assert_eq!(lo, 0.0);
+        assert!(hi < 0.001);
+        // Clamped to [0, 1].
+        assert_eq!(binomial_interval(1.0, 10, LOSS_Z).1, 1.0);
+    }
+
+    #[test]
+    fn percentile_picks_the_nearest_rank() {
+        let v: Vec<f64> = (0..=100).map(f64::from).collect();
+        assert_eq!(percentile(&v, 0.5), 50.0);
+        assert_eq!(percentile(&v, 0.99), 99.0);
+        assert!(percentile(&[], 0.5).is_nan());
+    }
 }

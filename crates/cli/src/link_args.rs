@@ -123,31 +123,28 @@ fn load_profile(s: &str) -> Result<Arc<quiclab_link::Profile>> {
     ))
 }
 
-impl LinkArgs {
-    fn direction(
-        &self,
-        flag: &str,
-        rate: Option<u64>,
-        trace: Option<&PathBuf>,
-        profile: Option<&String>,
-        delay: Option<Nanos>,
-        loss: Option<LossSpec>,
-        queue: Option<QueueLimit>,
-    ) -> Result<DirectionSpec> {
+/// The flags that decide one direction, after per-direction overrides.
+struct DirectionFlags {
+    /// "", "up-" or "down-": which flags the user typed, for error messages.
+    prefix: &'static str,
+    rate: Option<u64>,
+    trace: Option<PathBuf>,
+    profile: Option<String>,
+    delay: Option<Nanos>,
+    loss: Option<LossSpec>,
+    queue: Option<QueueLimit>,
+}
+
+impl DirectionFlags {
+    fn build(self) -> Result<DirectionSpec> {
+        let flag = self.prefix;
         let mut d = DirectionSpec::default();
-        let choices = [rate.is_some(), trace.is_some(), profile.is_some()]
-            .iter()
-            .filter(|x| **x)
-            .count();
-        if choices > 1 {
-            bail!("--{flag}rate, --{flag}trace and --{flag}profile are alternatives: give one");
-        }
-        if let Some(bps) = rate {
+        if let Some(bps) = self.rate {
             if bps > 0 {
                 d.rate = RateSpec::Constant { bps };
                 d.rate_label = units::format_rate(bps);
             }
-        } else if let Some(path) = trace {
+        } else if let Some(path) = &self.trace {
             let t = quiclab_link::DeliveryTrace::load(path)
                 .map_err(|e| anyhow::anyhow!("--{flag}trace: {e}"))?;
             d.rate_label = format!(
@@ -156,18 +153,18 @@ impl LinkArgs {
                 units::format_rate(t.mean_rate_bps() as u64)
             );
             d.rate = RateSpec::Trace(Arc::new(t));
-        } else if let Some(p) = profile {
+        } else if let Some(p) = &self.profile {
             let prof = load_profile(p).with_context(|| format!("--{flag}profile"))?;
             d.rate_label = format!("profile {}", prof.name);
             d.rate = RateSpec::Profile(prof);
         }
-        if let Some(delay) = delay {
+        if let Some(delay) = self.delay {
             d.delay = delay;
         }
-        if let Some(loss) = loss {
+        if let Some(loss) = self.loss {
             d.loss = loss;
         }
-        if let Some(q) = queue {
+        if let Some(q) = self.queue {
             d.queue = q;
         }
         if matches!(d.rate, RateSpec::Unlimited) && matches!(d.queue, QueueLimit::Bdp(_)) {
@@ -176,40 +173,73 @@ impl LinkArgs {
         }
         Ok(d)
     }
+}
 
+impl LinkArgs {
     /// Builds the link, applying per-direction overrides over the shared flags.
     pub fn to_spec(&self) -> Result<LinkSpec> {
         let half_rtt = self.rtt.map(|r| r / 2);
         let shared_delay = self.delay.or(half_rtt);
-        // A per-direction trace/profile/rate replaces the shared choice entirely.
-        let pick =
-            |own_rate: Option<u64>, own_trace: &Option<PathBuf>, own_prof: &Option<String>| {
-                if own_rate.is_some() || own_trace.is_some() || own_prof.is_some() {
-                    (own_rate, own_trace.clone(), own_prof.clone())
-                } else {
-                    (self.rate, self.trace.clone(), self.profile.clone())
+        // A per-direction trace/profile/rate replaces the shared choice entirely. Errors name the
+        // flag the user actually typed.
+        let flags = |prefix: &'static str,
+                     own: (Option<u64>, &Option<PathBuf>, &Option<String>),
+                     delay: Option<Nanos>,
+                     loss: Option<LossSpec>,
+                     queue: Option<QueueLimit>| {
+            let choices = [own.0.is_some(), own.1.is_some(), own.2.is_some()];
+            let (prefix, rate, trace, profile) = if choices.iter().any(|c| *c) {
+                if choices.iter().filter(|c| **c).count() > 1 {
+                    bail!(
+                        "--{prefix}rate, --{prefix}trace and --{prefix}profile are alternatives: give one"
+                    );
                 }
+                (prefix, own.0, own.1.clone(), own.2.clone())
+            } else {
+                ("", self.rate, self.trace.clone(), self.profile.clone())
             };
-        let (ur, ut, up) = pick(self.up_rate, &self.up_trace, &self.up_profile);
-        let (dr, dt, dp) = pick(self.down_rate, &self.down_trace, &self.down_profile);
-        let uplink = self.direction(
+            DirectionFlags {
+                prefix,
+                rate,
+                trace,
+                profile,
+                delay,
+                loss,
+                queue,
+            }
+            .build()
+        };
+        let uplink = flags(
             "up-",
-            ur,
-            ut.as_ref(),
-            up.as_ref(),
+            (self.up_rate, &self.up_trace, &self.up_profile),
             self.up_delay.or(shared_delay),
             self.up_loss.or(self.loss),
             self.up_queue.or(self.queue),
         )?;
-        let downlink = self.direction(
+        let downlink = flags(
             "down-",
-            dr,
-            dt.as_ref(),
-            dp.as_ref(),
+            (self.down_rate, &self.down_trace, &self.down_profile),
             self.down_delay.or(shared_delay),
             self.down_loss.or(self.loss),
             self.down_queue.or(self.queue),
         )?;
+        let base_rtt = uplink.base_delay() + downlink.base_delay();
+        for (name, d, explicit) in [
+            ("up", &uplink, self.up_queue.or(self.queue).is_some()),
+            ("down", &downlink, self.down_queue.or(self.queue).is_some()),
+        ] {
+            if base_rtt == 0 && matches!(d.queue, QueueLimit::Bdp(_)) {
+                bail!(
+                    "the {name}link queue is {} (a bandwidth-delay product) but the link has no delay, so it would hold 0 bytes: \
+                     give a delay (--rtt 50ms, --delay 25ms) or a queue in bytes or packets (--queue 64kB, --queue 100pkt)",
+                    if explicit {
+                        "given in bdp"
+                    } else {
+                        "1bdp by default"
+                    }
+                );
+            }
+        }
         Ok(LinkSpec {
             uplink,
             downlink,
@@ -230,5 +260,101 @@ impl LinkArgs {
             tcp_congestion_control: self.tcp_cc.clone(),
             ..Default::default()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Wrapper {
+        #[command(flatten)]
+        link: LinkArgs,
+    }
+
+    fn spec(args: &[&str]) -> Result<LinkSpec> {
+        let w = Wrapper::try_parse_from(std::iter::once("quiclab").chain(args.iter().copied()))
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        w.link.to_spec()
+    }
+
+    #[test]
+    fn rtt_is_split_equally_and_flags_apply_to_both_directions() {
+        let s = spec(&["--rate", "10mbit", "--rtt", "50ms", "--loss", "2%"]).unwrap();
+        for d in [&s.uplink, &s.downlink] {
+            assert_eq!(d.delay, 25_000_000);
+            assert_eq!(d.constant_rate_bps(), Some(10_000_000));
+            assert_eq!(d.loss, LossSpec::Bernoulli(0.02));
+            assert_eq!(d.queue, QueueLimit::Bdp(1.0));
+        }
+        assert_eq!(s.base_rtt(), 50_000_000);
+        assert_eq!(s.tun_compensation, DEFAULT_TUN_COMPENSATION);
+    }
+
+    #[test]
+    fn per_direction_flags_override_the_shared_ones() {
+        let s = spec(&[
+            "--rate",
+            "10mbit",
+            "--up-rate",
+            "1mbit",
+            "--delay",
+            "10ms",
+            "--down-delay",
+            "40ms",
+            "--down-loss",
+            "0.5%",
+            "--up-queue",
+            "20pkt",
+        ])
+        .unwrap();
+        assert_eq!(s.uplink.constant_rate_bps(), Some(1_000_000));
+        assert_eq!(s.downlink.constant_rate_bps(), Some(10_000_000));
+        assert_eq!((s.uplink.delay, s.downlink.delay), (10_000_000, 40_000_000));
+        assert_eq!(s.uplink.loss, LossSpec::None);
+        assert_eq!(s.downlink.loss, LossSpec::Bernoulli(0.005));
+        assert_eq!(s.uplink.queue, QueueLimit::Packets(20));
+        assert_eq!(s.downlink.queue, QueueLimit::Bdp(1.0));
+    }
+
+    #[test]
+    fn a_direction_profile_replaces_the_shared_rate() {
+        let s = spec(&[
+            "--rate",
+            "10mbit",
+            "--down-profile",
+            "np2b-typical",
+            "--rtt",
+            "20ms",
+        ])
+        .unwrap();
+        assert_eq!(s.uplink.constant_rate_bps(), Some(10_000_000));
+        assert!(s.downlink.is_time_varying());
+        assert!(s.downlink.rate_label.contains("np2b-typical"));
+    }
+
+    #[test]
+    fn unlimited_rate_has_no_queue_and_needs_no_delay() {
+        let s = spec(&[]).unwrap();
+        assert!(matches!(s.uplink.rate, RateSpec::Unlimited));
+        assert_eq!(s.uplink.queue, QueueLimit::Unlimited);
+    }
+
+    #[test]
+    fn errors_name_the_flag_the_user_typed() {
+        let e = spec(&["--rate", "10mbit"]).unwrap_err().to_string();
+        assert!(e.contains("--rtt") && e.contains("--queue"), "{e}");
+        let e = spec(&["--profile", "nope"]).unwrap_err();
+        let e = format!("{e:#}");
+        assert!(e.starts_with("--profile"), "{e}");
+        assert!(e.contains("np2b-typical"), "{e}");
+        let e = spec(&["--down-profile", "nope"]).unwrap_err();
+        assert!(format!("{e:#}").starts_with("--down-profile"));
+        let e = spec(&["--rate", "3 mbit"]).unwrap_err().to_string();
+        assert!(e.contains("--rate"), "{e}");
+        let e = spec(&["--up-rate", "1mbit", "--up-trace", "x.trace"]).unwrap_err();
+        assert!(e.to_string().contains("alternatives"), "{e}");
     }
 }

@@ -52,9 +52,8 @@ pub fn run(args: ShellArgs) -> Result<i32> {
     let lab = &running.lab;
     if lab.tcp_default_cc != args.link.tcp_cc {
         eprintln!(
-            "quiclab: note: TCP sockets in this lab default to {} — the kernel lets a namespace choose its default \
-             only among the host's net.ipv4.tcp_allowed_congestion_control, which quiclab does not change; \
-             set it per socket (TCP_CONGESTION) to get {}",
+            "quiclab: note: TCP in this lab defaults to {} (the host limits a namespace's default to \
+             net.ipv4.tcp_allowed_congestion_control); a program gets {} by setting TCP_CONGESTION per socket",
             lab.tcp_default_cc, args.link.tcp_cc
         );
     }

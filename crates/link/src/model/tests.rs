@@ -17,6 +17,7 @@ fn config(rate: RateSpec) -> DirectionConfig {
         base_rtt: 0,
         seed: 1,
         start: 0,
+        delay_compensation: 0,
     }
 }
 
@@ -157,6 +158,20 @@ fn backlogged_flag_with_fractional_service_times() {
     assert!(!after_idle.backlogged);
     assert_eq!(after_idle.service_start, 1_714_286);
     assert_eq!(after_idle.service_end, 3_428_572);
+}
+
+#[test]
+fn delay_compensation_is_subtracted_and_saturates_at_zero() {
+    // 10 Mbit/s: 1500 B take 1.2 ms; delay 25 ms minus 63 µs of compensation.
+    let mut cfg = config(constant(10_000_000));
+    cfg.delay = 25 * MS;
+    cfg.delay_compensation = 63 * US;
+    let d = forward(model(cfg.clone()).on_arrival(0, 1500));
+    assert_eq!(d.deliver_at, 1200 * US + 25 * MS - 63 * US);
+    // Compensation larger than the delay: delivered as soon as serialised, never earlier.
+    cfg.delay = 10 * US;
+    let d = forward(model(cfg).on_arrival(0, 1500));
+    assert_eq!(d.deliver_at, 1200 * US);
 }
 
 #[test]
