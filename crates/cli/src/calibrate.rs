@@ -51,9 +51,28 @@ pub struct CalibrateArgs {
 /// Two-sided binomial interval for `n` trials of probability `p` (normal approximation plus a
 /// continuity correction, clamped to [0, 1]).
 pub fn binomial_interval(p: f64, n: u64, z: f64) -> (f64, f64) {
+    loss_interval(p, n, z, 1.0)
+}
+
+/// Like [`binomial_interval`] with the variance multiplied by `variance_factor` (correlated losses).
+pub fn loss_interval(p: f64, n: u64, z: f64, variance_factor: f64) -> (f64, f64) {
     let n = n.max(1) as f64;
-    let half = z * (p * (1.0 - p) / n).sqrt() + 0.5 / n;
+    let half = z * (variance_factor * p * (1.0 - p) / n).sqrt() + 0.5 / n;
     ((p - half).max(0.0), (p + half).min(1.0))
+}
+
+/// How much a loss process's correlation inflates the variance of a measured loss rate. For
+/// Gilbert–Elliott the state is a two-state Markov chain with lag-1 autocorrelation λ = 1 − p − r,
+/// and the variance of a long-run mean grows by (1 + λ) / (1 − λ) (exact for good = 0 %, bad = 100 %;
+/// an upper bound otherwise). Independent (Bernoulli) loss: 1.
+pub fn loss_variance_factor(loss: &quiclab_link::LossSpec) -> f64 {
+    match *loss {
+        quiclab_link::LossSpec::GilbertElliott { p, r, .. } => {
+            let lambda = 1.0 - p - r;
+            ((1.0 + lambda) / (1.0 - lambda).max(1e-9)).max(1.0)
+        }
+        _ => 1.0,
+    }
 }
 
 fn percentile(sorted: &[f64], q: f64) -> f64 {
@@ -73,12 +92,16 @@ pub fn run(args: CalibrateArgs) -> Result<i32> {
     // (1) RTT on the idle link. The probe's own serialisation adds to the propagation delay.
     const PROBE_PAYLOAD: usize = 64;
     let ip_header = if args.ipv6 { 48 } else { 28 };
-    let ser = |rate: &RateSpec| match rate {
-        RateSpec::Constant { bps } => ((PROBE_PAYLOAD + ip_header) * 8) as f64 / *bps as f64 * 1e3,
+    // Serialisation of the probe at the rate in force (a trace's waiting is allowed for below).
+    let ser = |d: &quiclab_lab::DirectionSpec, w: &quiclab_lab::link_spec::WindowFigures| match (
+        &d.rate, w.rate_bps,
+    ) {
+        (RateSpec::Constant { .. } | RateSpec::Profile(_), Some(bps)) => {
+            ((PROBE_PAYLOAD + ip_header) * 8) as f64 / bps * 1e3
+        }
         _ => 0.0,
     };
-    let configured_rtt_ms = spec.base_rtt() as f64 / 1e6;
-    let expected_rtt_ms = configured_rtt_ms + ser(&spec.uplink.rate) + ser(&spec.downlink.rate);
+    let t0 = running.clock();
     let rtt = probe::udp_echo(
         lab,
         args.ipv6,
@@ -86,26 +109,53 @@ pub fn run(args: CalibrateArgs) -> Result<i32> {
         Duration::from_millis(10),
         PROBE_PAYLOAD,
     )?;
+    let t1 = running.clock();
+    let (up_w, down_w) = (
+        spec.uplink.configured_over(t0, t1),
+        spec.downlink.configured_over(t0, t1),
+    );
+    let configured_rtt_ms = (up_w.delay + down_w.delay) / 1e6;
+    let expected_rtt_ms =
+        configured_rtt_ms + ser(&spec.uplink, &up_w) + ser(&spec.downlink, &down_w);
     let mut sorted = rtt.rtt_ms.clone();
     sorted.sort_by(f64::total_cmp);
     let median = percentile(&sorted, 0.5);
     let p99 = percentile(&sorted, 0.99);
     let mean = sorted.iter().sum::<f64>() / sorted.len().max(1) as f64;
-    let time_varying = spec.uplink.is_time_varying() || spec.downlink.is_time_varying();
-    let median_tol = RTT_MEDIAN_TOL_MS + RTT_MEDIAN_TOL_FRAC * expected_rtt_ms;
-    let p99_tol = RTT_P99_TOL_MS + RTT_P99_TOL_FRAC * expected_rtt_ms;
-    let rtt_pass = time_varying
-        || (!sorted.is_empty()
-            && (median - expected_rtt_ms).abs() <= median_tol
-            && p99 <= expected_rtt_ms + p99_tol);
+    // A trace releases on whole-millisecond opportunities: up to 1 ms of waiting each way.
+    let trace_slack_ms = [&spec.uplink, &spec.downlink]
+        .iter()
+        .filter(|d| matches!(d.rate, RateSpec::Trace(_)))
+        .count() as f64;
+    let median_tol = RTT_MEDIAN_TOL_MS + RTT_MEDIAN_TOL_FRAC * expected_rtt_ms + trace_slack_ms;
+    let p99_tol = RTT_P99_TOL_MS + RTT_P99_TOL_FRAC * expected_rtt_ms + trace_slack_ms;
+    // A profile may change its delay during the probe: then only the median is meaningful.
+    let delay_changed = [&spec.uplink, &spec.downlink].iter().any(|d| {
+        matches!(d.rate, RateSpec::Profile(_)) && {
+            let a = d.configured_over(t0, t0 + 1);
+            let b = d.configured_over(t1.saturating_sub(1), t1);
+            a.delay != b.delay
+        }
+    });
+    let rtt_pass = !sorted.is_empty()
+        && (median - expected_rtt_ms).abs() <= median_tol
+        && (delay_changed || p99 <= expected_rtt_ms + p99_tol);
 
-    // (2) Rate: a CUBIC download fills the downlink queue.
+    // (2) Rate: a CUBIC download fills the downlink queue. Measured over this phase alone: the
+    //     loss probe's small datagrams would share a trace's delivery opportunities.
+    let (_, down_before) = running.snapshot();
+    let t2 = running.clock();
     let bulk = probe::tcp_bulk_download(
         lab,
         args.ipv6,
         Duration::from_nanos(args.bulk_duration),
         "cubic",
     )?;
+
+    let (_, down_after) = running.snapshot();
+    let t3 = running.clock();
+    let rate_measured = down_after.backlogged_rate_since(&down_before);
+    let backlogged_seconds = (down_after.backlogged_ns - down_before.backlogged_ns) as f64 / 1e9;
 
     // (3) Loss: paced UDP in both directions at once, at half the link rate.
     let pace =
@@ -121,6 +171,7 @@ pub fn run(args: CalibrateArgs) -> Result<i32> {
             .min((slowest * 20.0 / ((100 + ip_header) * 8) as f64) as u64)
             .max(500);
     }
+    let t4 = running.clock();
     let (up_loss, down_loss) = std::thread::scope(|s| {
         let up = s.spawn(|| {
             probe::paced_udp(lab, Side::Client, args.ipv6, count, 100, pace(&spec.uplink))
@@ -136,13 +187,13 @@ pub fn run(args: CalibrateArgs) -> Result<i32> {
         (up.join().expect("uplink loss probe"), down)
     });
     let (up_loss, down_loss) = (up_loss?, down_loss?);
+    let t5 = running.clock();
 
     let fidelity = running.stop_emulator()?;
     drop(running);
 
     // Verdicts.
-    let rate_configured = spec.downlink.mean_rate_bps();
-    let rate_measured = fidelity.downlink.backlogged_rate_bps;
+    let rate_configured = spec.downlink.configured_over(t2, t3).rate_bps;
     let rate_pass = match (rate_configured, rate_measured) {
         (None, _) => true,
         (Some(c), Some(m)) => {
@@ -155,28 +206,26 @@ pub fn run(args: CalibrateArgs) -> Result<i32> {
         }
         (Some(_), None) => false,
     };
-    let loss_dir = |cfg: f64, r: &probe::LossResult, varying: bool| {
-        let (lo, hi) = binomial_interval(cfg, r.sent, LOSS_Z);
+    let loss_dir = |cfg: f64, r: &probe::LossResult, factor: f64| {
+        let (lo, hi) = loss_interval(cfg, r.sent, LOSS_Z, factor);
         json!({
             "configured": cfg, "measured": r.loss, "sent": r.sent, "received": r.received,
-            "interval_99": [lo, hi], "pass": varying || (r.loss >= lo && r.loss <= hi),
+            "interval_99": [lo, hi], "pass": r.loss >= lo && r.loss <= hi,
         })
     };
-    let up_j = loss_dir(
-        spec.uplink.mean_loss(),
-        &up_loss,
-        spec.uplink.is_time_varying(),
-    );
+    let up_cfg = spec.uplink.configured_over(t4, t5).loss;
+    let down_cfg = spec.downlink.configured_over(t4, t5).loss;
+    let up_j = loss_dir(up_cfg, &up_loss, loss_variance_factor(&spec.uplink.loss));
     let down_j = loss_dir(
-        spec.downlink.mean_loss(),
+        down_cfg,
         &down_loss,
-        spec.downlink.is_time_varying(),
+        loss_variance_factor(&spec.downlink.loss),
     );
     let loss_pass =
         up_j["pass"].as_bool().unwrap_or(false) && down_j["pass"].as_bool().unwrap_or(false);
     let pooled_sent = up_loss.sent + down_loss.sent;
     let pooled_measured = 1.0 - (up_loss.received + down_loss.received) as f64 / pooled_sent as f64;
-    let pooled_configured = (spec.uplink.mean_loss() + spec.downlink.mean_loss()) / 2.0;
+    let pooled_configured = (up_cfg + down_cfg) / 2.0;
     let lateness_pass = fidelity.lateness_us.p99 <= LATENESS_P99_TOL_US;
     let pass = rtt_pass && rate_pass && loss_pass && lateness_pass;
 
@@ -189,13 +238,13 @@ pub fn run(args: CalibrateArgs) -> Result<i32> {
             "min": sorted.first(), "max": sorted.last(),
             "samples": rtt.received, "sent": rtt.sent,
             "tolerance": { "median_ms": median_tol, "p99_above_ms": p99_tol },
-            "checked": !time_varying, "pass": rtt_pass,
+            "p99_checked": !delay_changed, "pass": rtt_pass,
         },
         "rate_mbps": {
             "configured": rate_configured.map(|r| r / 1e6),
             "measured": rate_measured.map(|r| r / 1e6),
             "direction": "downlink",
-            "backlogged_seconds": fidelity.downlink.backlogged_seconds,
+            "backlogged_seconds": backlogged_seconds,
             "tcp_goodput": bulk.goodput_bps / 1e6,
             "tcp_congestion_control": bulk.congestion_control,
             "tolerance_frac": if spec.downlink.is_time_varying() { 0.05 } else { RATE_TOL_FRAC },
@@ -284,6 +333,23 @@ mod tests {
         assert!(hi < 0.001);
         // Clamped to [0, 1].
         assert_eq!(binomial_interval(1.0, 10, LOSS_Z).1, 1.0);
+    }
+
+    #[test]
+    fn bursty_loss_widens_the_interval() {
+        use quiclab_link::LossSpec;
+        assert_eq!(loss_variance_factor(&LossSpec::Bernoulli(0.02)), 1.0);
+        // p = 1 %, r = 20 %: λ = 0.79, factor = 1.79 / 0.21 ≈ 8.52.
+        let f = loss_variance_factor(&LossSpec::GilbertElliott {
+            p: 0.01,
+            r: 0.2,
+            loss_good: 0.0,
+            loss_bad: 1.0,
+        });
+        assert!((f - 1.79 / 0.21).abs() < 1e-9, "{f}");
+        let (lo1, _) = binomial_interval(0.05, 20_000, LOSS_Z);
+        let (lo2, _) = loss_interval(0.05, 20_000, LOSS_Z, f);
+        assert!(lo2 < lo1);
     }
 
     #[test]

@@ -15,7 +15,7 @@ use std::collections::VecDeque;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -135,6 +135,8 @@ pub struct Emulator {
     stop_fd: Arc<OwnedFd>,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<Result<SchedulerRun>>>,
+    /// Uplink, downlink.
+    live: Vec<Arc<LiveCounters>>,
     logger: Option<JoinHandle<Result<u64>>>,
     epoch: Instant,
 }
@@ -165,6 +167,7 @@ impl Emulator {
         };
 
         let mut lanes = Vec::new();
+        let mut live = Vec::new();
         for (direction, dir_cfg, from, to) in [
             (Direction::Uplink, config.uplink, Side::Client, Side::Server),
             (
@@ -178,7 +181,9 @@ impl Emulator {
                 .map_err(|e| anyhow::anyhow!("{} link: {e}", direction.label()))?;
             let ingress = dup_fd(lab.tun(from).as_raw_fd())?;
             let egress = dup_fd(lab.tun(to).as_raw_fd())?;
-            lanes.push(Lane::new(direction, model, ingress, egress));
+            let counters = Arc::new(LiveCounters::default());
+            live.push(counters.clone());
+            lanes.push(Lane::new(direction, model, ingress, egress, counters));
         }
         let [up, down]: [Lane; 2] = lanes.try_into().ok().expect("two lanes");
         let scheduler = Scheduler {
@@ -200,6 +205,7 @@ impl Emulator {
             stop_fd,
             stop,
             thread: Some(thread),
+            live,
             logger,
             epoch,
         })
@@ -210,7 +216,12 @@ impl Emulator {
         self.epoch.elapsed()
     }
 
-    /// Stops both threads and returns the fidelity report.
+    /// The live counters of (uplink, downlink), readable while the emulator runs.
+    pub fn snapshot(&self) -> (LaneSnapshot, LaneSnapshot) {
+        (self.live[0].snapshot(), self.live[1].snapshot())
+    }
+
+    /// Stops the scheduler thread and returns the fidelity report.
     pub fn stop(mut self) -> Result<FidelityReport> {
         self.signal_stop();
         let run = self
@@ -292,6 +303,47 @@ struct Queued {
     buf: Box<[u8]>,
 }
 
+/// Counters of one direction that other threads can read while the emulator runs (to measure one
+/// phase of an experiment: take a snapshot before and after).
+#[derive(Debug, Default)]
+struct LiveCounters {
+    delivered_packets: AtomicU64,
+    delivered_bytes: AtomicU64,
+    backlogged_bytes: AtomicU64,
+    backlogged_ns: AtomicU64,
+}
+
+/// A reading of one direction's live counters.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct LaneSnapshot {
+    pub delivered_packets: u64,
+    pub delivered_bytes: u64,
+    pub backlogged_bytes: u64,
+    pub backlogged_ns: u64,
+}
+
+impl LaneSnapshot {
+    /// Delivered rate while backlogged between two snapshots (None if never backlogged).
+    pub fn backlogged_rate_since(&self, earlier: &LaneSnapshot) -> Option<f64> {
+        let ns = self.backlogged_ns.saturating_sub(earlier.backlogged_ns);
+        let bytes = self
+            .backlogged_bytes
+            .saturating_sub(earlier.backlogged_bytes);
+        (ns > 0).then(|| bytes as f64 * 8.0 * 1e9 / ns as f64)
+    }
+}
+
+impl LiveCounters {
+    fn snapshot(&self) -> LaneSnapshot {
+        LaneSnapshot {
+            delivered_packets: self.delivered_packets.load(Ordering::Relaxed),
+            delivered_bytes: self.delivered_bytes.load(Ordering::Relaxed),
+            backlogged_bytes: self.backlogged_bytes.load(Ordering::Relaxed),
+            backlogged_ns: self.backlogged_ns.load(Ordering::Relaxed),
+        }
+    }
+}
+
 /// One direction inside the scheduler thread: its model, its TUN fds, its queue and its figures.
 struct Lane {
     direction: Direction,
@@ -306,6 +358,7 @@ struct Lane {
     last_release: Option<Nanos>,
     backlogged_bytes: u64,
     backlogged_ns: u64,
+    live: Arc<LiveCounters>,
 }
 
 /// Shared by both lanes: buffers, the clock, the log.
@@ -331,7 +384,13 @@ impl Shared {
 }
 
 impl Lane {
-    fn new(direction: Direction, model: LinkModel, ingress: OwnedFd, egress: OwnedFd) -> Lane {
+    fn new(
+        direction: Direction,
+        model: LinkModel,
+        ingress: OwnedFd,
+        egress: OwnedFd,
+        live: Arc<LiveCounters>,
+    ) -> Lane {
         Lane {
             direction,
             model,
@@ -345,6 +404,7 @@ impl Lane {
             last_release: None,
             backlogged_bytes: 0,
             backlogged_ns: 0,
+            live,
         }
     }
 
@@ -373,6 +433,7 @@ impl Lane {
                     self.backlogged_ns += now - prev;
                 }
                 self.last_release = Some(now);
+                self.publish();
                 shared.emit(LogEvent::Delivered {
                     t: now,
                     direction: self.direction,
@@ -450,6 +511,17 @@ impl Lane {
             }
         }
         Ok(count)
+    }
+
+    fn publish(&self) {
+        let l = &self.live;
+        l.delivered_packets
+            .store(self.delivered_packets, Ordering::Relaxed);
+        l.delivered_bytes
+            .store(self.delivered_bytes, Ordering::Relaxed);
+        l.backlogged_bytes
+            .store(self.backlogged_bytes, Ordering::Relaxed);
+        l.backlogged_ns.store(self.backlogged_ns, Ordering::Relaxed);
     }
 
     fn next_due(&self) -> Option<Nanos> {

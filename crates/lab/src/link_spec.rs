@@ -1,8 +1,6 @@
 //! A whole link (both directions) as the user asked for it, turned into the two sans-IO
 //! [`DirectionConfig`]s the emulator runs. Shared by every command that builds a lab.
 
-use std::sync::Arc;
-
 use quiclab_link::{DirectionConfig, LossSpec, Nanos, QueueLimit, RateSpec};
 use serde::Serialize;
 
@@ -61,9 +59,77 @@ impl DirectionSpec {
         }
     }
 
+    /// What this direction was configured to be, averaged over the emulator-clock window
+    /// `[from, to)` (traces and profiles start at 0): the figure a measurement over that window
+    /// should be compared with. Sampled every 100 µs (exact for constant links).
+    pub fn configured_over(&self, from: Nanos, to: Nanos) -> WindowFigures {
+        let to = to.max(from + 1);
+        match &self.rate {
+            RateSpec::Unlimited | RateSpec::Constant { .. } => WindowFigures {
+                rate_bps: self.mean_rate_bps(),
+                delay: self.delay as f64,
+                loss: self.mean_loss(),
+            },
+            RateSpec::Trace(trace) => {
+                let period = trace.period();
+                let opportunities = trace
+                    .timestamps_ms()
+                    .iter()
+                    .map(|ms| ms * 1_000_000)
+                    .collect::<Vec<_>>();
+                // Opportunities in [from, to): whole periods plus the partial ones.
+                let count_before = |t: Nanos| -> u64 {
+                    let cycles = t / period;
+                    let rest = t % period;
+                    cycles * opportunities.len() as u64
+                        + opportunities.iter().filter(|&&o| o < rest).count() as u64
+                };
+                let n = count_before(to) - count_before(from);
+                WindowFigures {
+                    rate_bps: Some(n as f64 * 1500.0 * 8.0 * 1e9 / (to - from) as f64),
+                    delay: self.delay as f64,
+                    loss: self.mean_loss(),
+                }
+            }
+            RateSpec::Profile(profile) => {
+                const STEP: Nanos = 100_000;
+                let (mut rate, mut delay, mut loss, mut n) = (0.0, 0.0, 0.0, 0.0);
+                let mut unlimited = false;
+                let mut t = from;
+                while t < to {
+                    let step = profile.step_at(t);
+                    match step.rate_bps {
+                        Some(r) => rate += r as f64,
+                        None => unlimited = true,
+                    }
+                    delay += step.delay as f64;
+                    loss += step.loss;
+                    n += 1.0;
+                    t += STEP;
+                }
+                WindowFigures {
+                    rate_bps: (!unlimited).then_some(rate / n),
+                    delay: delay / n,
+                    loss: loss / n,
+                }
+            }
+        }
+    }
+
     pub fn is_time_varying(&self) -> bool {
         matches!(self.rate, RateSpec::Trace(_) | RateSpec::Profile(_))
     }
+}
+
+/// Configured figures of one direction over a window of time.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct WindowFigures {
+    /// Mean rate in bit/s; None when unlimited.
+    pub rate_bps: Option<f64>,
+    /// Mean one-way delay in ns.
+    pub delay: f64,
+    /// Mean random-loss probability.
+    pub loss: f64,
 }
 
 /// A whole link.
@@ -167,7 +233,55 @@ fn trim(x: f64) -> String {
     s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
-/// Keeps `Arc` in the public signature readable for callers building specs by hand.
-pub fn shared<T>(t: T) -> Arc<T> {
-    Arc::new(t)
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quiclab_link::profile;
+    use std::sync::Arc;
+
+    #[test]
+    fn configured_over_a_window_of_a_profile_averages_its_steps() {
+        let d = DirectionSpec {
+            rate: RateSpec::Profile(Arc::new(profile::builtin("np2b-typical").unwrap())),
+            ..Default::default()
+        };
+        // Inside the first step: 1.5 Mbit/s, 100 ms, 0.12 %.
+        let w = d.configured_over(1_000_000_000, 5_000_000_000);
+        assert!((w.rate_bps.unwrap() - 1.5e6).abs() < 1.0);
+        assert!((w.delay - 100e6).abs() < 1.0);
+        assert!((w.loss - 0.0012).abs() < 1e-9);
+        // Half in step 1 (1.5 Mbit/s), half in step 2 (2 Mbit/s).
+        let w = d.configured_over(25_000_000_000, 35_000_000_000);
+        assert!((w.rate_bps.unwrap() - 1.75e6).abs() < 1e3, "{w:?}");
+    }
+
+    #[test]
+    fn configured_over_a_window_of_a_trace_counts_its_opportunities() {
+        // Two opportunities per 10 ms period: 2 × 1500 B / 10 ms = 2.4 Mbit/s.
+        let trace = quiclab_link::DeliveryTrace::parse("3\n10\n", "t").unwrap();
+        let d = DirectionSpec {
+            rate: RateSpec::Trace(Arc::new(trace)),
+            ..Default::default()
+        };
+        let w = d.configured_over(0, 1_000_000_000);
+        assert!((w.rate_bps.unwrap() - 2.4e6).abs() < 1.0, "{w:?}");
+        // [0, 5 ms) holds only the opportunity at 3 ms: 1500 B in 5 ms.
+        let w = d.configured_over(0, 5_000_000);
+        assert!((w.rate_bps.unwrap() - 2.4e6).abs() < 1.0, "{w:?}");
+    }
+
+    #[test]
+    fn descriptions_are_readable() {
+        let d = DirectionSpec {
+            rate: RateSpec::Constant { bps: 10_000_000 },
+            rate_label: "10mbit".into(),
+            delay: 25_000_000,
+            loss: LossSpec::Bernoulli(0.02),
+            queue: QueueLimit::Bytes(30_000),
+        };
+        assert_eq!(
+            describe_direction(&d),
+            "10mbit, delay 25ms, loss 2%, queue 30000B"
+        );
+    }
 }

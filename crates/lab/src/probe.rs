@@ -130,6 +130,8 @@ pub struct BulkResult {
     pub seconds: f64,
     pub goodput_bps: f64,
     pub congestion_control: String,
+    /// False when the transfer was cut at the deadline (the sender's data had not all arrived).
+    pub complete: bool,
 }
 
 /// Sets the congestion control of a TCP socket (the kernel's default here is BBR: never inherit it).
@@ -193,22 +195,44 @@ pub fn tcp_bulk_download(
         .run(move || TcpListener::bind(addr))?
         .with_context(|| format!("listening on {addr}"))?;
     let cc_owned = cc.to_string();
+    // Both ends stop at a deadline: under heavy or bursty loss TCP may back off for seconds, and a
+    // probe must report what got through rather than hang or fail.
+    let deadline = Instant::now() + duration + Duration::from_secs(10);
     let sender = std::thread::spawn(move || -> Result<()> {
+        listener.set_nonblocking(false)?;
         let (mut conn, _) = listener.accept()?;
         set_tcp_congestion(&conn, &cc_owned)?;
-        conn.set_write_timeout(Some(Duration::from_secs(10)))?;
+        conn.set_write_timeout(Some(Duration::from_millis(200)))?;
         let chunk = vec![0x5au8; 64 * 1024];
         let end = Instant::now() + duration;
         while Instant::now() < end {
-            if conn.write_all(&chunk).is_err() {
-                break;
+            match conn.write(&chunk) {
+                Ok(_) => {}
+                Err(e)
+                    if e.kind() == std::io::ErrorKind::WouldBlock
+                        || e.kind() == std::io::ErrorKind::TimedOut => {}
+                Err(_) => break,
             }
         }
         let _ = conn.shutdown(std::net::Shutdown::Write);
+        // Keep the socket until the receiver is done (or the deadline), so the data in flight
+        // is not reset.
+        let mut sink = [0u8; 64];
+        conn.set_read_timeout(Some(Duration::from_millis(200)))?;
+        while Instant::now() < deadline {
+            match conn.read(&mut sink) {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(e)
+                    if e.kind() == std::io::ErrorKind::WouldBlock
+                        || e.kind() == std::io::ErrorKind::TimedOut => {}
+                Err(_) => break,
+            }
+        }
         Ok(())
     });
     let cc_client = cc.to_string();
-    let mut stream = lab
+    let stream = lab
         .namespace(Side::Client)
         .run(move || -> Result<TcpStream> {
             let socket = socket2::Socket::new(
@@ -221,19 +245,28 @@ pub fn tcp_bulk_download(
             Ok(socket.into())
         })?
         .with_context(|| format!("connecting to {addr}"))?;
-    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+    let mut stream = stream;
+    stream.set_read_timeout(Some(Duration::from_millis(200)))?;
     let congestion_control = tcp_congestion(&stream)?;
     let start = Instant::now();
     let mut bytes = 0u64;
     let mut buf = vec![0u8; 256 * 1024];
-    loop {
+    let mut complete = false;
+    while Instant::now() < deadline {
         match stream.read(&mut buf) {
-            Ok(0) => break,
+            Ok(0) => {
+                complete = true;
+                break;
+            }
             Ok(n) => bytes += n as u64,
+            Err(e)
+                if e.kind() == std::io::ErrorKind::WouldBlock
+                    || e.kind() == std::io::ErrorKind::TimedOut => {}
             Err(e) => return Err(e).context("reading the bulk transfer"),
         }
     }
     let seconds = start.elapsed().as_secs_f64();
+    drop(stream);
     sender
         .join()
         .map_err(|_| anyhow::anyhow!("bulk sender panicked"))??;
@@ -242,6 +275,7 @@ pub fn tcp_bulk_download(
         seconds,
         goodput_bps: bytes as f64 * 8.0 / seconds,
         congestion_control,
+        complete,
     })
 }
 

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
-use crate::emulator::{Emulator, EmulatorConfig, FidelityReport, SchedulerOptions};
+use crate::emulator::{Emulator, EmulatorConfig, FidelityReport, LaneSnapshot, SchedulerOptions};
 use crate::link_spec::LinkSpec;
 use crate::topology::{Lab, LabOptions};
 
@@ -47,6 +47,21 @@ impl RunningLab {
             lab,
             spec: spec.clone(),
         })
+    }
+
+    /// The emulator clock (traces and profiles start at 0), in ns.
+    pub fn clock(&self) -> u64 {
+        self.emulator
+            .as_ref()
+            .map_or(0, |e| e.elapsed().as_nanos() as u64)
+    }
+
+    /// The emulator's live counters of (uplink, downlink).
+    pub fn snapshot(&self) -> (LaneSnapshot, LaneSnapshot) {
+        self.emulator
+            .as_ref()
+            .map(|e| e.snapshot())
+            .unwrap_or_default()
     }
 
     /// Stops the emulator and returns its fidelity report; the lab (namespaces) stays until dropped.
