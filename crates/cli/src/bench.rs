@@ -35,7 +35,7 @@ pub struct BenchLinkArgs {
     /// Rates (Gbit/s) tried by the `max` part, in order, stopping at the first that misses a target
     #[arg(long, value_delimiter = ',', default_values_t = [1.5, 2.0, 2.5, 3.0, 4.0])]
     pub max_rates: Vec<f64>,
-    /// Only these parts (comma-separated): rtt,rate,loss,gbit,max,idle
+    /// Only these parts (comma-separated): rtt,rate,loss,gbit,max,unshaped,idle
     #[arg(long, value_delimiter = ',')]
     pub only: Vec<String>,
 }
@@ -68,6 +68,37 @@ fn link(rate: Option<u64>, rtt_ms: f64, loss: f64) -> LinkSpec {
         };
     }
     spec
+}
+
+/// CPU time stolen by the hypervisor, in clock ticks summed over all CPUs (/proc/stat, 8th field).
+fn steal_ticks() -> Option<(u64, u64)> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let fields: Vec<u64> = stat
+        .lines()
+        .next()?
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|f| f.parse().ok())
+        .collect();
+    Some((*fields.get(7)?, fields.iter().sum()))
+}
+
+/// Runs `part` and adds the fraction of CPU time the hypervisor stole meanwhile: on a shared host
+/// a figure measured while much was stolen says more about the neighbours than about quiclab.
+fn with_steal(b: &Bench, name: &str, part: impl FnOnce() -> Result<Value>) -> Result<Value> {
+    let before = steal_ticks();
+    let mut v = part()?;
+    if let (Some((s0, t0)), Some((s1, t1))) = (before, steal_ticks()) {
+        let frac = (s1 - s0) as f64 / (t1 - t0).max(1) as f64;
+        v["cpu_steal_fraction"] = json!(frac);
+        if frac > 0.02 {
+            b.say(format!(
+                "  warning: {name}: the hypervisor stole {:.1}% of CPU time during this part; its figures are unreliable",
+                frac * 100.0
+            ));
+        }
+    }
+    Ok(v)
 }
 
 struct Bench {
@@ -116,6 +147,32 @@ impl Bench {
         Ok(v)
     }
 
+    /// TCP through an unshaped link (no rate, only delay): what the emulator itself can carry.
+    fn unshaped(&self, rtt_ms: f64) -> Result<Value> {
+        let spec = link(None, rtt_ms, 0.0);
+        let mut running = self.start(&spec)?;
+        let secs = if self.quick { 4 } else { 10 };
+        let bulk =
+            probe::tcp_bulk_download(&running.lab, false, Duration::from_secs(secs), "cubic")?;
+        let f = running.stop_emulator()?;
+        let packets = f.downlink.delivered_packets + f.uplink.delivered_packets;
+        let cpu = f.cpu_core_fraction * f.wall_seconds;
+        let v = json!({
+            "rtt_ms": rtt_ms, "tcp_goodput_mbps": bulk.goodput_bps / 1e6,
+            "packets": packets, "emulator_cpu_core_fraction": f.cpu_core_fraction,
+            "emulator_cpu_us_per_packet": cpu * 1e6 / packets.max(1) as f64,
+            "lateness_us": f.lateness_us,
+        });
+        self.say(format!(
+            "unshaped, rtt {rtt_ms} ms: TCP goodput {:.0} Mbit/s, emulator CPU {:.1}% of a core, {:.2} us per packet (both directions), lateness p99 {:.1} us",
+            bulk.goodput_bps / 1e6,
+            f.cpu_core_fraction * 100.0,
+            cpu * 1e6 / packets.max(1) as f64,
+            f.lateness_us.p99
+        ));
+        Ok(v)
+    }
+
     fn tcp(&self, rate_bps: u64, rtt_ms: f64) -> Result<Value> {
         let spec = link(Some(rate_bps), rtt_ms, 0.0);
         let mut running = self.start(&spec)?;
@@ -124,18 +181,21 @@ impl Bench {
             probe::tcp_bulk_download(&running.lab, false, Duration::from_secs(secs), "cubic")?;
         let f = running.stop_emulator()?;
         let measured = f.downlink.backlogged_rate_bps.unwrap_or(0.0);
+        let packets = f.downlink.delivered_packets + f.uplink.delivered_packets;
+        let cpu_us_per_packet = f.cpu_core_fraction * f.wall_seconds * 1e6 / packets.max(1) as f64;
         let err = (measured - rate_bps as f64) / rate_bps as f64;
         let v = json!({
             "configured_mbps": rate_bps as f64 / 1e6, "rtt_ms": rtt_ms,
             "delivered_backlogged_mbps": measured / 1e6, "error_frac": err,
             "tcp_goodput_mbps": bulk.goodput_bps / 1e6,
             "lateness_us": f.lateness_us, "emulator_cpu_core_fraction": f.cpu_core_fraction,
+            "emulator_cpu_us_per_packet": cpu_us_per_packet,
 
             "queue_drops": f.downlink.model.counters.dropped_queue_packets,
             "realtime": f.downlink.realtime,
         });
         self.say(format!(
-            "tcp {}: delivered {:.3} Mbit/s ({:+.2}%), goodput {:.3} Mbit/s, lateness p50 {:.1} p99 {:.1} max {:.1} us, emulator CPU {:.1}% of a core",
+            "tcp {}: delivered {:.3} Mbit/s ({:+.2}%), goodput {:.3} Mbit/s, lateness p50 {:.1} p99 {:.1} max {:.1} us, emulator CPU {:.1}% of a core ({:.2} us/packet)",
             units::format_rate(rate_bps),
             measured / 1e6,
             err * 100.0,
@@ -143,7 +203,8 @@ impl Bench {
             f.lateness_us.p50,
             f.lateness_us.p99,
             f.lateness_us.max,
-            f.cpu_core_fraction * 100.0
+            f.cpu_core_fraction * 100.0,
+            cpu_us_per_packet
         ));
         Ok(v)
     }
@@ -198,25 +259,46 @@ fn bench_link(args: BenchLinkArgs) -> Result<i32> {
     let want = |k: &str| args.only.is_empty() || args.only.iter().any(|o| o == k);
     let mut out = serde_json::Map::new();
     if want("rtt") {
-        out.insert("tun_path_rtt_uncompensated".into(), b.rtt(0.0, Some(0))?);
-        out.insert("rtt_50ms_uncompensated".into(), b.rtt(50.0, Some(0))?);
-        out.insert("rtt_50ms".into(), b.rtt(50.0, None)?);
+        out.insert(
+            "tun_path_rtt_uncompensated".into(),
+            with_steal(&b, "tun_path_rtt_uncompensated", || b.rtt(0.0, Some(0)))?,
+        );
+        out.insert(
+            "rtt_50ms_uncompensated".into(),
+            with_steal(&b, "rtt_50ms_uncompensated", || b.rtt(50.0, Some(0)))?,
+        );
+        out.insert(
+            "rtt_50ms".into(),
+            with_steal(&b, "rtt_50ms", || b.rtt(50.0, None))?,
+        );
     }
     if want("rate") {
-        out.insert("tcp_10mbit".into(), b.tcp(10_000_000, 50.0)?);
-        out.insert("tcp_100mbit".into(), b.tcp(100_000_000, 50.0)?);
+        out.insert(
+            "tcp_10mbit".into(),
+            with_steal(&b, "tcp_10mbit", || b.tcp(10_000_000, 50.0))?,
+        );
+        out.insert(
+            "tcp_100mbit".into(),
+            with_steal(&b, "tcp_100mbit", || b.tcp(100_000_000, 50.0))?,
+        );
     }
     if want("loss") {
-        out.insert("loss_2pct".into(), b.loss()?);
+        out.insert(
+            "loss_2pct".into(),
+            with_steal(&b, "loss_2pct", || b.loss())?,
+        );
     }
     if want("gbit") {
-        out.insert("tcp_1gbit".into(), b.tcp(1_000_000_000, 10.0)?);
+        out.insert(
+            "tcp_1gbit".into(),
+            with_steal(&b, "tcp_1gbit", || b.tcp(1_000_000_000, 10.0))?,
+        );
     }
     if want("max") {
         let mut best = Value::Null;
         let mut sweep = Vec::new();
         for &gbit in &args.max_rates {
-            let r = b.tcp((gbit * 1e9) as u64, 10.0)?;
+            let r = with_steal(&b, "max", || b.tcp((gbit * 1e9) as u64, 10.0))?;
             let ok = r["error_frac"].as_f64().unwrap_or(1.0).abs() <= 0.02
                 && r["lateness_us"]["p99"].as_f64().unwrap_or(1e9) <= 100.0;
             sweep.push(r);
@@ -229,8 +311,14 @@ fn bench_link(args: BenchLinkArgs) -> Result<i32> {
         out.insert("max_rate_sweep".into(), Value::Array(sweep));
         out.insert("max_rate_meeting_targets_gbit".into(), best);
     }
+    if want("unshaped") {
+        out.insert(
+            "tcp_unshaped_10ms".into(),
+            with_steal(&b, "tcp_unshaped_10ms", || b.unshaped(10.0))?,
+        );
+    }
     if want("idle") {
-        out.insert("idle".into(), b.idle()?);
+        out.insert("idle".into(), with_steal(&b, "idle", || b.idle())?);
     }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&Value::Object(out))?);

@@ -84,6 +84,22 @@ fn percentile(sorted: &[f64], q: f64) -> f64 {
 }
 
 pub fn run(args: CalibrateArgs) -> Result<i32> {
+    let (doc, text) = measure(&args)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else {
+        print!("{text}");
+    }
+    Ok(if doc["pass"].as_bool() == Some(true) {
+        0
+    } else {
+        1
+    })
+}
+
+/// Runs the three probes and returns the JSON document and its human-readable form.
+pub fn measure(args: &CalibrateArgs) -> Result<(serde_json::Value, String)> {
+    use std::fmt::Write as _;
     let spec = args.link.to_spec()?;
     let mut running =
         RunningLab::start(&spec, &args.link.lab_options(), args.link.scheduler(), None)?;
@@ -262,21 +278,23 @@ pub fn run(args: CalibrateArgs) -> Result<i32> {
         "fidelity": fidelity,
         "pass": pass,
     });
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&doc)?);
-    } else {
+    let mut text = String::new();
+    {
         let ok = |b: bool| if b { "ok" } else { "FAIL" };
-        println!(
+        writeln!(
+            text,
             "quiclab calibrate over IPv{}",
             if args.ipv6 { 6 } else { 4 }
-        );
-        println!("  uplink   {}", spec.describe().uplink);
-        println!("  downlink {}", spec.describe().downlink);
-        println!(
+        )?;
+        writeln!(text, "  uplink   {}", spec.describe().uplink)?;
+        writeln!(text, "  downlink {}", spec.describe().downlink)?;
+        writeln!(
+            text,
             "  {:<10} {:>14} {:>14}   verdict",
             "figure", "configured", "measured"
-        );
-        println!(
+        )?;
+        writeln!(
+            text,
             "  {:<10} {:>11.3} ms {:>11.3} ms   {} (median; p99 {:.3} ms; expected {:.3} ms incl. probe serialisation)",
             "rtt",
             configured_rtt_ms,
@@ -284,24 +302,27 @@ pub fn run(args: CalibrateArgs) -> Result<i32> {
             ok(rtt_pass),
             p99,
             expected_rtt_ms
-        );
-        println!(
+        )?;
+        writeln!(
+            text,
             "  {:<10} {:>14} {:>14}   {} (backlogged downlink; TCP goodput {:.3} Mbit/s)",
             "rate",
             rate_configured.map_or("unlimited".into(), |r| format!("{:.3} Mbit/s", r / 1e6)),
             rate_measured.map_or("-".into(), |r| format!("{:.3} Mbit/s", r / 1e6)),
             ok(rate_pass),
             bulk.goodput_bps / 1e6
-        );
-        println!(
+        )?;
+        writeln!(
+            text,
             "  {:<10} {:>13.4}% {:>13.4}%   {} ({} datagrams per direction)",
             "loss",
             pooled_configured * 100.0,
             pooled_measured * 100.0,
             ok(loss_pass),
             count
-        );
-        println!(
+        )?;
+        writeln!(
+            text,
             "  {:<10} {:>14} {:>11.1} us   {} (p99 release lateness; p50 {:.1} us, max {:.1} us)",
             "lateness",
             format!("<= {LATENESS_P99_TOL_US} us"),
@@ -309,11 +330,19 @@ pub fn run(args: CalibrateArgs) -> Result<i32> {
             ok(lateness_pass),
             fidelity.lateness_us.p50,
             fidelity.lateness_us.max
-        );
-        println!("{}", report::fidelity_summary(&spec.describe(), &fidelity));
-        println!("calibration {}", if pass { "PASSED" } else { "FAILED" });
+        )?;
+        writeln!(
+            text,
+            "{}",
+            report::fidelity_summary(&spec.describe(), &fidelity)
+        )?;
+        writeln!(
+            text,
+            "calibration {}",
+            if pass { "PASSED" } else { "FAILED" }
+        )?;
     }
-    Ok(if pass { 0 } else { 1 })
+    Ok((doc, text))
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 
 mod bench;
 mod calibrate;
+mod demo;
 mod link_args;
 mod report;
 mod shell;
@@ -25,6 +26,8 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// The main job: measure two emulated links and print configured vs measured (see README)
+    Demo(demo::DemoArgs),
     /// Run a command in the client namespace of a fresh lab (and optionally a server in the server's)
     Shell(shell::ShellArgs),
     /// Measure the emulated link with quiclab's own probes and compare with its configuration
@@ -46,6 +49,7 @@ fn main() {
     let cli = Cli::parse();
     signals::install();
     let result = match cli.command {
+        Command::Demo(args) => demo::run(args),
         Command::Shell(args) => shell::run(args),
         Command::Calibrate(args) => calibrate::run(args),
         Command::Clean { json } => clean(json),
