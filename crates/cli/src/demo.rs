@@ -61,13 +61,8 @@ pub fn run(args: DemoArgs) -> Result<i32> {
         rows.push((name.to_string(), doc));
     }
     println!(
-        "{:<28} {:>17} {:>21} {:>17} {:>12}  {}",
-        "link",
-        "RTT ms cfg/meas",
-        "rate Mbit/s cfg/meas",
-        "loss % cfg/meas",
-        "late p99 us",
-        "verdict"
+        "{:<28} {:>17} {:>21} {:>17} {:>12}  verdict",
+        "link", "RTT ms cfg/meas", "rate Mbit/s cfg/meas", "loss % cfg/meas", "late p99 us"
     );
     for (name, d) in &rows {
         let f = |v: &serde_json::Value| v.as_f64().unwrap_or(f64::NAN);
