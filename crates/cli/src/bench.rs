@@ -70,26 +70,13 @@ fn link(rate: Option<u64>, rtt_ms: f64, loss: f64) -> LinkSpec {
     spec
 }
 
-/// CPU time stolen by the hypervisor, in clock ticks summed over all CPUs (/proc/stat, 8th field).
-fn steal_ticks() -> Option<(u64, u64)> {
-    let stat = std::fs::read_to_string("/proc/stat").ok()?;
-    let fields: Vec<u64> = stat
-        .lines()
-        .next()?
-        .split_whitespace()
-        .skip(1)
-        .filter_map(|f| f.parse().ok())
-        .collect();
-    Some((*fields.get(7)?, fields.iter().sum()))
-}
-
 /// Runs `part` and adds the fraction of CPU time the hypervisor stole meanwhile: on a shared host
 /// a figure measured while much was stolen says more about the neighbours than about quiclab.
 fn with_steal(b: &Bench, name: &str, part: impl FnOnce() -> Result<Value>) -> Result<Value> {
-    let before = steal_ticks();
+    let meter = quiclab_lab::host::StealMeter::start();
     let mut v = part()?;
-    if let (Some((s0, t0)), Some((s1, t1))) = (before, steal_ticks()) {
-        let frac = (s1 - s0) as f64 / (t1 - t0).max(1) as f64;
+    {
+        let frac = meter.fraction();
         v["cpu_steal_fraction"] = json!(frac);
         if frac > 0.02 {
             b.say(format!(

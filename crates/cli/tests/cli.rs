@@ -5,6 +5,17 @@ use std::io::Write;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// A timing check with retries; skipped (and said so) when the hypervisor steals much CPU.
+fn timing(name: &str, check: impl FnMut() -> Result<(), String>) {
+    if let Err(skipped) = quiclab_lab::host::timing_check(name, 3, check) {
+        eprintln!("{skipped}");
+    }
+}
+
+fn ensure(cond: bool, msg: impl FnOnce() -> String) -> Result<(), String> {
+    if cond { Ok(()) } else { Err(msg()) }
+}
+
 fn quiclab() -> Command {
     Command::new(env!("CARGO_BIN_EXE_quiclab"))
 }
@@ -119,11 +130,14 @@ fn shell_log_records_every_packet_and_prints_a_summary() {
     let deliveries = text.lines().filter(|l| l.contains(" up - ")).count();
     assert_eq!(arrivals, 3, "{text}");
     assert_eq!(deliveries, 3, "{text}");
-    for l in text.lines().filter(|l| l.contains(" up - ")) {
-        // `t dir - bytes one_way_us late_us`: one-way ≈ 10 ms.
-        let one_way: f64 = l.split_whitespace().nth(4).unwrap().parse().unwrap();
-        assert!((one_way - 10_000.0).abs() < 1_500.0, "{l}");
-    }
+    timing("one-way time in the log", || {
+        for l in text.lines().filter(|l| l.contains(" up - ")) {
+            // `t dir - bytes one_way_us late_us`: one-way ≈ 10 ms.
+            let one_way: f64 = l.split_whitespace().nth(4).unwrap().parse().unwrap();
+            ensure((one_way - 10_000.0).abs() < 1_500.0, || l.to_string())?;
+        }
+        Ok(())
+    });
 }
 
 #[test]
@@ -195,41 +209,45 @@ fn calibrate_json_reports_configured_and_measured_figures() {
     if !root_or_skip("calibrate") {
         return;
     }
-    let out = quiclab()
-        .args([
-            "calibrate",
-            "--rate",
-            "20mbit",
-            "--rtt",
-            "20ms",
-            "--loss",
-            "1%",
-            "--json",
-            "--bulk-duration",
-            "3s",
-            "--rtt-probes",
-            "100",
-            "--loss-packets",
-            "8000",
-        ])
-        .output()
-        .unwrap();
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
-    let pass = v["pass"].as_bool().unwrap();
-    assert_eq!(out.status.code(), Some(if pass { 0 } else { 1 }));
-    assert_eq!(v["rtt_ms"]["configured"].as_f64(), Some(20.0));
-    let median = v["rtt_ms"]["median"].as_f64().unwrap();
-    assert!((median - 20.0).abs() < 2.0, "median {median}");
-    assert_eq!(v["rate_mbps"]["configured"].as_f64(), Some(20.0));
-    let rate = v["rate_mbps"]["measured"].as_f64().unwrap();
-    assert!((rate - 20.0).abs() < 1.0, "rate {rate}");
-    assert_eq!(v["loss"]["configured"].as_f64(), Some(0.01));
-    let loss = v["loss"]["measured"].as_f64().unwrap();
-    assert!((loss - 0.01).abs() < 0.005, "loss {loss}");
-    for k in ["p50", "p99", "max"] {
-        assert!(v["lateness_us"][k].as_f64().unwrap() >= 0.0);
-    }
+    timing("calibrate", || {
+        let out = quiclab()
+            .args([
+                "calibrate",
+                "--rate",
+                "20mbit",
+                "--rtt",
+                "20ms",
+                "--loss",
+                "1%",
+                "--json",
+                "--bulk-duration",
+                "3s",
+                "--rtt-probes",
+                "100",
+                "--loss-packets",
+                "8000",
+            ])
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+        // The contract: fields, configured values, exit code agreeing with `pass`.
+        let pass = v["pass"].as_bool().unwrap();
+        assert_eq!(out.status.code(), Some(if pass { 0 } else { 1 }));
+        assert_eq!(v["rtt_ms"]["configured"].as_f64(), Some(20.0));
+        assert_eq!(v["rate_mbps"]["configured"].as_f64(), Some(20.0));
+        assert_eq!(v["loss"]["configured"].as_f64(), Some(0.01));
+        for k in ["p50", "p99", "max"] {
+            assert!(v["lateness_us"][k].as_f64().unwrap() >= 0.0);
+        }
+        // The measurements, within generous bounds.
+        let median = v["rtt_ms"]["median"].as_f64().unwrap();
+        ensure((median - 20.0).abs() < 2.0, || format!("median {median}"))?;
+        let rate = v["rate_mbps"]["measured"].as_f64().unwrap_or(0.0);
+        ensure((rate - 20.0).abs() < 1.0, || format!("rate {rate}"))?;
+        let loss = v["loss"]["measured"].as_f64().unwrap();
+        ensure((loss - 0.01).abs() < 0.005, || format!("loss {loss}"))
+    });
 }
 
 #[test]

@@ -8,6 +8,7 @@
 //! - [`netns`], [`process`], [`registry`]: namespaces, the processes a lab starts, emergency teardown.
 
 pub mod emulator;
+pub mod host;
 pub mod link_spec;
 pub mod netns;
 pub mod packet_log;

@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use quiclab_lab::host::timing_check;
 use quiclab_lab::{Lab, LinkSpec, RunningLab, SchedulerOptions, Side, netns, probe};
 use quiclab_link::{LossSpec, QueueLimit, RateSpec};
 
@@ -41,6 +42,18 @@ fn start(s: &LinkSpec) -> RunningLab {
         .expect("lab starts")
 }
 
+/// Runs a timing check (up to 3 attempts); on a host whose hypervisor steals much CPU it is reported
+/// as skipped instead (see `quiclab_lab::host::timing_check`).
+fn timing(name: &str, check: impl FnMut() -> Result<(), String>) {
+    if let Err(skipped) = timing_check(name, 3, check) {
+        eprintln!("{skipped}");
+    }
+}
+
+fn ensure(cond: bool, msg: impl FnOnce() -> String) -> Result<(), String> {
+    if cond { Ok(()) } else { Err(msg()) }
+}
+
 fn median(v: &[f64]) -> f64 {
     let mut s = v.to_vec();
     s.sort_by(f64::total_cmp);
@@ -52,20 +65,20 @@ fn rtt_through_an_idle_link_matches_the_configured_delay() {
     if !root_or_skip("rtt") {
         return;
     }
-    let mut lab = start(&spec(None, 40.0, 0.0));
-    let r = probe::udp_echo(&lab.lab, false, 100, Duration::from_millis(5), 64).unwrap();
-    let f = lab.stop_emulator().unwrap();
-    assert!(
-        r.received >= 95,
-        "only {} of 100 echoes came back",
-        r.received
-    );
-    let m = median(&r.rtt_ms);
-    assert!(
-        (m - 40.0).abs() < 2.0,
-        "median RTT {m:.3} ms, configured 40 ms"
-    );
-    assert_eq!(f.uplink.model.counters.dropped_random_packets, 0);
+    timing("rtt", || {
+        let mut lab = start(&spec(None, 40.0, 0.0));
+        let r = probe::udp_echo(&lab.lab, false, 100, Duration::from_millis(5), 64)
+            .map_err(|e| e.to_string())?;
+        let f = lab.stop_emulator().map_err(|e| e.to_string())?;
+        assert_eq!(f.uplink.model.counters.dropped_random_packets, 0);
+        ensure(r.received >= 95, || {
+            format!("only {} of 100 echoes came back", r.received)
+        })?;
+        let m = median(&r.rtt_ms);
+        ensure((m - 40.0).abs() < 2.0, || {
+            format!("median RTT {m:.3} ms, configured 40 ms")
+        })
+    });
 }
 
 #[test]
@@ -77,10 +90,15 @@ fn ipv6_reaches_the_server_through_the_emulator() {
     let r = probe::udp_echo(&lab.lab, true, 30, Duration::from_millis(5), 64).unwrap();
     let f = lab.stop_emulator().unwrap();
     assert!(r.received >= 28, "IPv6 echoes: {} of 30", r.received);
-    assert!((median(&r.rtt_ms) - 10.0).abs() < 2.0);
     // The echoes crossed the emulator (it counted them), not some other path.
     assert!(f.uplink.delivered_packets >= 28);
     assert!(f.downlink.delivered_packets >= 28);
+    timing("ipv6 rtt", || {
+        let m = median(&r.rtt_ms);
+        ensure((m - 10.0).abs() < 2.0, || {
+            format!("IPv6 median RTT {m:.3} ms")
+        })
+    });
 }
 
 #[test]
@@ -88,24 +106,24 @@ fn tcp_fills_a_10mbit_link_at_its_rate() {
     if !root_or_skip("rate") {
         return;
     }
-    let mut lab = start(&spec(Some(10_000_000), 20.0, 0.0));
-    let bulk = probe::tcp_bulk_download(&lab.lab, false, Duration::from_secs(3), "cubic").unwrap();
-    let f = lab.stop_emulator().unwrap();
-    assert_eq!(bulk.congestion_control, "cubic");
-    let rate = f
-        .downlink
-        .backlogged_rate_bps
-        .expect("queue was backlogged");
-    assert!(
-        (rate - 10e6).abs() / 10e6 < 0.05,
-        "delivered {rate:.0} bit/s while backlogged, configured 10 Mbit/s"
-    );
-    // Goodput is below the IP rate (headers) but not far below once the pipe is full.
-    assert!(
-        bulk.goodput_bps > 7.5e6 && bulk.goodput_bps < 10e6,
-        "goodput {:.0}",
-        bulk.goodput_bps
-    );
+    timing("rate", || {
+        let mut lab = start(&spec(Some(10_000_000), 20.0, 0.0));
+        let bulk = probe::tcp_bulk_download(&lab.lab, false, Duration::from_secs(3), "cubic")
+            .map_err(|e| e.to_string())?;
+        let f = lab.stop_emulator().map_err(|e| e.to_string())?;
+        assert_eq!(bulk.congestion_control, "cubic");
+        let rate = f
+            .downlink
+            .backlogged_rate_bps
+            .ok_or("queue never backlogged")?;
+        ensure((rate - 10e6).abs() / 10e6 < 0.05, || {
+            format!("delivered {rate:.0} bit/s while backlogged, configured 10 Mbit/s")
+        })?;
+        // Goodput is below the IP rate (headers) but not far below once the pipe is full.
+        ensure(bulk.goodput_bps > 7.5e6 && bulk.goodput_bps < 10e6, || {
+            format!("goodput {:.0}", bulk.goodput_bps)
+        })
+    });
 }
 
 #[test]
@@ -140,13 +158,18 @@ fn two_labs_run_at_once_and_teardown_leaves_nothing() {
     let a = start(&spec(None, 4.0, 0.0));
     let b = start(&spec(None, 30.0, 0.0));
     assert_ne!(a.lab.id, b.lab.id);
-    let (ra, rb) = std::thread::scope(|s| {
-        let ta = s.spawn(|| probe::udp_echo(&a.lab, false, 20, Duration::from_millis(5), 64));
-        let rb = probe::udp_echo(&b.lab, false, 20, Duration::from_millis(5), 64);
-        (ta.join().unwrap().unwrap(), rb.unwrap())
+    timing("two labs", || {
+        let (ra, rb) = std::thread::scope(|s| {
+            let ta = s.spawn(|| probe::udp_echo(&a.lab, false, 20, Duration::from_millis(5), 64));
+            let rb = probe::udp_echo(&b.lab, false, 20, Duration::from_millis(5), 64);
+            (ta.join().unwrap().unwrap(), rb.unwrap())
+        });
+        // Each lab has its own delay: their packets never cross.
+        let (ma, mb) = (median(&ra.rtt_ms), median(&rb.rtt_ms));
+        ensure((ma - 4.0).abs() < 2.0 && (mb - 30.0).abs() < 2.0, || {
+            format!("medians {ma:.3} ms (4 ms lab) and {mb:.3} ms (30 ms lab)")
+        })
     });
-    assert!((median(&ra.rtt_ms) - 4.0).abs() < 2.0);
-    assert!((median(&rb.rtt_ms) - 30.0).abs() < 2.0);
     let names: Vec<String> = [&a, &b]
         .iter()
         .flat_map(|l| [Side::Client, Side::Server].map(|s| l.lab.namespace(s).name().to_string()))
