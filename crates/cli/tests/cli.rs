@@ -1,7 +1,6 @@
 //! The `quiclab` command line as a user meets it: errors, exit codes, teardown on signals, `clean`,
 //! and `calibrate --json`'s contract. Tests that build labs need root and skip (saying so) without it.
 
-use std::io::Write;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -252,19 +251,34 @@ fn calibrate_json_reports_configured_and_measured_figures() {
 
 #[test]
 fn not_root_is_explained() {
-    if nix::unistd::geteuid().is_root() {
-        // Drop privileges for the child only when a nobody user exists.
-        let Ok(Some(nobody)) = nix::unistd::User::from_name("nobody") else {
-            eprintln!("SKIPPED not_root: no 'nobody' user");
-            return;
-        };
-        let mut cmd = quiclab();
-        use std::os::unix::process::CommandExt;
-        cmd.uid(nobody.uid.as_raw()).gid(nobody.gid.as_raw());
+    let run = |cmd: &mut Command| {
         let out = cmd.args(["shell", "--", "true"]).output().unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&out.stderr).to_string();
+        assert_eq!(out.status.code(), Some(2), "{err}");
         assert!(err.contains("root"), "{err}");
-        let _ = std::io::stderr().flush();
+    };
+    if !nix::unistd::geteuid().is_root() {
+        run(&mut quiclab());
+        return;
     }
+    // As root: run a copy of the binary as `nobody`, from a directory nobody can enter (the build
+    // tree may sit under a private 0700 directory).
+    let Ok(Some(nobody)) = nix::unistd::User::from_name("nobody") else {
+        eprintln!("SKIPPED not_root: no 'nobody' user");
+        return;
+    };
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    let dir = std::env::temp_dir().join(format!("quiclab-nobody-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let bin = dir.join("quiclab");
+    std::fs::copy(env!("CARGO_BIN_EXE_quiclab"), &bin).unwrap();
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut cmd = Command::new(&bin);
+    cmd.uid(nobody.uid.as_raw())
+        .gid(nobody.gid.as_raw())
+        .current_dir(&dir);
+    run(&mut cmd);
+    let _ = std::fs::remove_dir_all(&dir);
 }
