@@ -29,9 +29,15 @@ pub struct BenchLinkArgs {
     /// Run the scheduler threads without SCHED_FIFO
     #[arg(long)]
     pub no_realtime: bool,
+    /// No receive steering (RPS) and no pinning (see docs/link.md)
+    #[arg(long)]
+    pub no_steering: bool,
     /// Spin this long before each release (default: the scheduler's default)
     #[arg(long, value_parser = |s: &str| quiclab_link::units::parse_duration(s).map_err(|e| e.to_string()))]
     pub spin: Option<u64>,
+    /// Batch window of the scheduler (see docs/link.md); default 0
+    #[arg(long, value_parser = |s: &str| quiclab_link::units::parse_duration(s).map_err(|e| e.to_string()))]
+    pub batch_window: Option<u64>,
     /// Rates (Gbit/s) tried by the `max` part, in order, stopping at the first that misses a target
     #[arg(long, value_delimiter = ',', default_values_t = [1.5, 2.0, 2.5, 3.0, 4.0])]
     pub max_rates: Vec<f64>,
@@ -90,13 +96,18 @@ fn with_steal(b: &Bench, name: &str, part: impl FnOnce() -> Result<Value>) -> Re
 
 struct Bench {
     scheduler: SchedulerOptions,
+    steer: bool,
     quick: bool,
     log: bool,
 }
 
 impl Bench {
     fn start(&self, spec: &LinkSpec) -> Result<RunningLab> {
-        RunningLab::start(spec, &Default::default(), self.scheduler.clone(), None)
+        let options = quiclab_lab::LabOptions {
+            steer_receive: self.steer,
+            ..Default::default()
+        };
+        RunningLab::start(spec, &options, self.scheduler.clone(), None)
     }
 
     fn say(&self, s: String) {
@@ -175,7 +186,8 @@ impl Bench {
             "configured_mbps": rate_bps as f64 / 1e6, "rtt_ms": rtt_ms,
             "delivered_backlogged_mbps": measured / 1e6, "error_frac": err,
             "tcp_goodput_mbps": bulk.goodput_bps / 1e6,
-            "lateness_us": f.lateness_us, "emulator_cpu_core_fraction": f.cpu_core_fraction,
+            "lateness_us": f.lateness_us, "early_us": f.downlink.early_us,
+            "emulator_cpu_core_fraction": f.cpu_core_fraction,
             "emulator_cpu_us_per_packet": cpu_us_per_packet,
 
             "queue_drops": f.downlink.model.counters.dropped_queue_packets,
@@ -239,7 +251,9 @@ fn bench_link(args: BenchLinkArgs) -> Result<i32> {
                 .spin
                 .map(Duration::from_nanos)
                 .unwrap_or(SchedulerOptions::default().spin),
+            batch_window: Duration::from_nanos(args.batch_window.unwrap_or(0)),
         },
+        steer: !args.no_steering,
         quick: args.quick,
         log: true,
     };

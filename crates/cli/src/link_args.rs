@@ -97,6 +97,15 @@ pub struct LinkArgs {
     #[arg(long, value_parser = duration, value_name = "DURATION", default_value = "10us")]
     pub spin: Nanos,
 
+    /// Release packets due within this window together with one that is due (0 = each at its own
+    /// time): fewer wake-ups at high rates, bounded earliness (reported); see docs/link.md
+    #[arg(long, value_parser = duration, value_name = "DURATION", default_value = "0us")]
+    pub batch_window: Nanos,
+
+    /// Leave the receiving kernels' processing on the emulator's CPU (no RPS steering, no pinning)
+    #[arg(long)]
+    pub no_steering: bool,
+
     /// Default TCP congestion control inside the lab's namespaces (the host's default is not inherited)
     #[arg(long, default_value = "cubic", value_parser = ["cubic", "reno", "bbr"])]
     pub tcp_cc: String,
@@ -251,6 +260,7 @@ impl LinkArgs {
     pub fn scheduler(&self) -> SchedulerOptions {
         SchedulerOptions {
             spin: Duration::from_nanos(self.spin),
+            batch_window: Duration::from_nanos(self.batch_window),
             realtime: !self.no_realtime,
         }
     }
@@ -258,6 +268,7 @@ impl LinkArgs {
     pub fn lab_options(&self) -> quiclab_lab::LabOptions {
         quiclab_lab::LabOptions {
             tcp_congestion_control: self.tcp_cc.clone(),
+            steer_receive: !self.no_steering,
             ..Default::default()
         }
     }

@@ -63,6 +63,10 @@ impl Direction {
 pub struct SchedulerOptions {
     /// Sleep until this long before a release, then spin. Covers the kernel's wake-up latency.
     pub spin: Duration,
+    /// Release, together with a packet that is due, the packets due within this window after it
+    /// (0 = every packet at its own time). Trades bounded earliness for fewer wake-ups of the
+    /// receiving stack, like a NIC's interrupt coalescing; earliness is reported.
+    pub batch_window: Duration,
     /// Run the scheduler threads under SCHED_FIFO so that the stacks under test (on the same two cores)
     /// cannot delay a release. Falls back to normal scheduling (and says so) when refused.
     pub realtime: bool,
@@ -72,6 +76,7 @@ impl Default for SchedulerOptions {
     fn default() -> Self {
         SchedulerOptions {
             spin: Duration::from_micros(10),
+            batch_window: Duration::ZERO,
             realtime: true,
         }
     }
@@ -101,6 +106,8 @@ pub struct DirectionFidelity {
     pub in_flight_at_stop: u64,
     /// How late each release was versus its computed time.
     pub lateness_us: Distribution,
+    /// Releases made before their time because of `--batch-window` (count and how early, in µs).
+    pub early_us: Distribution,
     /// IP-layer rate delivered while the queue was backlogged (back-to-back releases), measured from the
     /// actual release times; `None` when the link was never backlogged.
     pub backlogged_rate_bps: Option<f64>,
@@ -193,10 +200,12 @@ impl Emulator {
                 pool: Vec::new(),
                 log: log_tx,
                 log_dropped: 0,
+                batch_ns: config.scheduler.batch_window.as_nanos() as Nanos,
             },
             stop_fd: stop_fd.clone(),
             stop: stop.clone(),
             options: config.scheduler.clone(),
+            pin_cpu: lab.emulator_cpu,
         };
         let thread = std::thread::Builder::new()
             .name("ql-scheduler".into())
@@ -352,6 +361,7 @@ struct Lane {
     egress: OwnedFd,
     queue: VecDeque<Queued>,
     lateness: Histogram<u64>,
+    earliness: Histogram<u64>,
     delivered_packets: u64,
     delivered_bytes: u64,
     write_errors: u64,
@@ -367,6 +377,8 @@ struct Shared {
     pool: Vec<Box<[u8]>>,
     log: Option<SyncSender<LogEvent>>,
     log_dropped: u64,
+    /// Batch window in ns (see `SchedulerOptions::batch_window`).
+    batch_ns: Nanos,
 }
 
 impl Shared {
@@ -398,6 +410,7 @@ impl Lane {
             egress,
             queue: VecDeque::new(),
             lateness: new_histogram(),
+            earliness: new_histogram(),
             delivered_packets: 0,
             delivered_bytes: 0,
             write_errors: 0,
@@ -411,16 +424,26 @@ impl Lane {
     /// Writes every packet that is due to the egress TUN, timing each write against its schedule.
     fn release_due(&mut self, shared: &mut Shared) {
         let egress = self.egress.as_raw_fd();
+        // Once one packet is due, those due within the batch window go with it.
+        let mut batch_until: Option<Nanos> = None;
         while let Some(front) = self.queue.front() {
             let now = shared.now();
-            if front.deliver_at > now {
+            let horizon = batch_until.unwrap_or(now);
+            if front.deliver_at > horizon.max(now) {
                 break;
+            }
+            if batch_until.is_none() && shared.batch_ns > 0 {
+                batch_until = Some(now + shared.batch_ns);
             }
             let p = self.queue.pop_front().expect("front exists");
             // SAFETY: writing `len` initialised bytes of our buffer to our TUN fd.
             let n = unsafe { libc::write(egress, p.buf.as_ptr() as *const libc::c_void, p.len) };
-            let late = now - p.deliver_at;
-            self.lateness.record(late.max(1)).ok();
+            let late = now.saturating_sub(p.deliver_at);
+            if p.deliver_at > now {
+                self.earliness.record(p.deliver_at - now).ok();
+            } else {
+                self.lateness.record(late.max(1)).ok();
+            }
             if n < 0 {
                 self.write_errors += 1;
             } else {
@@ -430,7 +453,7 @@ impl Lane {
                     && let Some(prev) = self.last_release
                 {
                     self.backlogged_bytes += p.len as u64;
-                    self.backlogged_ns += now - prev;
+                    self.backlogged_ns += now.saturating_sub(prev);
                 }
                 self.last_release = Some(now);
                 self.publish();
@@ -438,7 +461,7 @@ impl Lane {
                     t: now,
                     direction: self.direction,
                     bytes: p.len as u32,
-                    one_way: now - p.arrival,
+                    one_way: now.saturating_sub(p.arrival),
                     lateness: late,
                 });
             }
@@ -536,6 +559,7 @@ impl Lane {
             delivered_bytes: self.delivered_bytes,
             in_flight_at_stop: self.queue.len() as u64,
             lateness_us: distribution_us(&self.lateness),
+            early_us: distribution_us(&self.earliness),
             backlogged_rate_bps: (self.backlogged_ns > 0)
                 .then(|| self.backlogged_bytes as f64 * 8.0 * 1e9 / self.backlogged_ns as f64),
             backlogged_bytes: self.backlogged_bytes,
@@ -558,6 +582,8 @@ struct Scheduler {
     stop_fd: Arc<OwnedFd>,
     stop: Arc<AtomicBool>,
     options: SchedulerOptions,
+    /// Where the lab steered receive processing away from (see `LabOptions::steer_receive`).
+    pin_cpu: Option<usize>,
 }
 
 struct SchedulerRun {
@@ -575,6 +601,9 @@ impl Scheduler {
         // SAFETY: prctl with PR_SET_TIMERSLACK takes a plain integer.
         unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
         let realtime = self.options.realtime && set_realtime();
+        if let Some(cpu) = self.pin_cpu {
+            pin_to_cpu(cpu);
+        }
         let spin_ns = self.options.spin.as_nanos() as Nanos;
         let fds = [
             self.lanes[0].ingress.as_raw_fd(),
@@ -666,6 +695,16 @@ fn wait_readable(fds: &[RawFd], timeout_ns: Option<Nanos>) {
             std::ptr::null(),
         )
     };
+}
+
+/// Pins the calling thread to one CPU (best effort).
+fn pin_to_cpu(cpu: usize) {
+    // SAFETY: sched_setaffinity on the calling thread with a zeroed, then filled, cpu_set_t.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
 }
 
 /// Moves the calling thread to SCHED_FIFO (priority 50). Returns whether it worked.
