@@ -39,7 +39,7 @@ pub struct BenchLinkArgs {
     #[arg(long, value_parser = |s: &str| quiclab_link::units::parse_duration(s).map_err(|e| e.to_string()))]
     pub batch_window: Option<u64>,
     /// Rates (Gbit/s) tried by the `max` part, in order, stopping at the first that misses a target
-    #[arg(long, value_delimiter = ',', default_values_t = [1.5, 2.0, 2.5, 3.0, 4.0])]
+    #[arg(long, value_delimiter = ',', default_values_t = [0.25, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0])]
     pub max_rates: Vec<f64>,
     /// Only these parts (comma-separated): rtt,rate,loss,gbit,max,unshaped,idle
     #[arg(long, value_delimiter = ',')]
@@ -296,21 +296,33 @@ fn bench_link(args: BenchLinkArgs) -> Result<i32> {
         );
     }
     if want("max") {
-        let mut best = Value::Null;
+        // Two criteria, reported separately: the delivered rate within 2 % of the configured one,
+        // and additionally release lateness p99 ≤ 100 µs. The sweep stops at the first rate that
+        // misses the first.
         let mut sweep = Vec::new();
+        let (mut best_rate, mut best_both) = (Value::Null, Value::Null);
         for &gbit in &args.max_rates {
             let r = with_steal(&b, "max", || b.tcp((gbit * 1e9) as u64, 10.0))?;
-            let ok = r["error_frac"].as_f64().unwrap_or(1.0).abs() <= 0.02
-                && r["lateness_us"]["p99"].as_f64().unwrap_or(1e9) <= 100.0;
+            let rate_ok = r["error_frac"].as_f64().unwrap_or(1.0).abs() <= 0.02;
+            let late_ok = r["lateness_us"]["p99"].as_f64().unwrap_or(1e9) <= 100.0;
             sweep.push(r);
-            if ok {
-                best = json!(gbit);
-            } else {
+            if !rate_ok {
                 break;
+            }
+            best_rate = json!(gbit);
+            if late_ok {
+                best_both = json!(gbit);
             }
         }
         out.insert("max_rate_sweep".into(), Value::Array(sweep));
-        out.insert("max_rate_meeting_targets_gbit".into(), best);
+        out.insert("max_rate_within_2pct_gbit".into(), best_rate.clone());
+        out.insert(
+            "max_rate_within_2pct_and_p99_lateness_100us_gbit".into(),
+            best_both.clone(),
+        );
+        b.say(format!(
+            "highest rate delivered within 2%: {best_rate} Gbit/s; also with p99 lateness <= 100 us: {best_both} Gbit/s"
+        ));
     }
     if want("unshaped") {
         out.insert(
