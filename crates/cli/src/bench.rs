@@ -179,12 +179,16 @@ impl Bench {
             probe::tcp_bulk_download(&running.lab, false, Duration::from_secs(secs), "cubic")?;
         let f = running.stop_emulator()?;
         let measured = f.downlink.backlogged_rate_bps.unwrap_or(0.0);
+        // What the link actually carried over the transfer (IP layer), as a share of its rate:
+        // a shaper can be exact while backlogged yet unable to keep the link busy.
+        let carried = f.downlink.delivered_bytes as f64 * 8.0 / bulk.seconds / rate_bps as f64;
         let packets = f.downlink.delivered_packets + f.uplink.delivered_packets;
         let cpu_us_per_packet = f.cpu_core_fraction * f.wall_seconds * 1e6 / packets.max(1) as f64;
         let err = (measured - rate_bps as f64) / rate_bps as f64;
         let v = json!({
             "configured_mbps": rate_bps as f64 / 1e6, "rtt_ms": rtt_ms,
             "delivered_backlogged_mbps": measured / 1e6, "error_frac": err,
+            "carried_fraction": carried,
             "tcp_goodput_mbps": bulk.goodput_bps / 1e6,
             "lateness_us": f.lateness_us, "early_us": f.downlink.early_us,
             "emulator_cpu_core_fraction": f.cpu_core_fraction,
@@ -194,10 +198,11 @@ impl Bench {
             "realtime": f.downlink.realtime,
         });
         self.say(format!(
-            "tcp {}: delivered {:.3} Mbit/s ({:+.2}%), goodput {:.3} Mbit/s, lateness p50 {:.1} p99 {:.1} max {:.1} us, emulator CPU {:.1}% of a core ({:.2} us/packet)",
+            "tcp {}: delivered {:.3} Mbit/s ({:+.2}%) while backlogged, carried {:.1}% of the rate, goodput {:.3} Mbit/s, lateness p50 {:.1} p99 {:.1} max {:.1} us, emulator CPU {:.1}% of a core ({:.2} us/packet)",
             units::format_rate(rate_bps),
             measured / 1e6,
             err * 100.0,
+            carried * 100.0,
             bulk.goodput_bps / 1e6,
             f.lateness_us.p50,
             f.lateness_us.p99,
@@ -296,14 +301,16 @@ fn bench_link(args: BenchLinkArgs) -> Result<i32> {
         );
     }
     if want("max") {
-        // Two criteria, reported separately: the delivered rate within 2 % of the configured one,
-        // and additionally release lateness p99 ≤ 100 µs. The sweep stops at the first rate that
+        // Two criteria, reported separately: the link is carried (IP-layer throughput ≥ 95 % of the
+        // rate over the transfer) and delivered within 2 % of the rate while backlogged; and
+        // additionally release lateness p99 ≤ 100 µs. The sweep stops at the first rate that
         // misses the first.
         let mut sweep = Vec::new();
         let (mut best_rate, mut best_both) = (Value::Null, Value::Null);
         for &gbit in &args.max_rates {
             let r = with_steal(&b, "max", || b.tcp((gbit * 1e9) as u64, 10.0))?;
-            let rate_ok = r["error_frac"].as_f64().unwrap_or(1.0).abs() <= 0.02;
+            let rate_ok = r["error_frac"].as_f64().unwrap_or(1.0).abs() <= 0.02
+                && r["carried_fraction"].as_f64().unwrap_or(0.0) >= 0.95;
             let late_ok = r["lateness_us"]["p99"].as_f64().unwrap_or(1e9) <= 100.0;
             sweep.push(r);
             if !rate_ok {
@@ -315,13 +322,16 @@ fn bench_link(args: BenchLinkArgs) -> Result<i32> {
             }
         }
         out.insert("max_rate_sweep".into(), Value::Array(sweep));
-        out.insert("max_rate_within_2pct_gbit".into(), best_rate.clone());
+        out.insert(
+            "max_rate_carried_within_2pct_gbit".into(),
+            best_rate.clone(),
+        );
         out.insert(
             "max_rate_within_2pct_and_p99_lateness_100us_gbit".into(),
             best_both.clone(),
         );
         b.say(format!(
-            "highest rate delivered within 2%: {best_rate} Gbit/s; also with p99 lateness <= 100 us: {best_both} Gbit/s"
+            "highest rate carried (>= 95%) and delivered within 2%: {best_rate} Gbit/s; also with p99 lateness <= 100 us: {best_both} Gbit/s"
         ));
     }
     if want("unshaped") {
