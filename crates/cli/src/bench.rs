@@ -29,9 +29,9 @@ pub struct BenchLinkArgs {
     /// Run the scheduler threads without SCHED_FIFO
     #[arg(long)]
     pub no_realtime: bool,
-    /// No receive steering (RPS) and no pinning (see docs/link.md)
-    #[arg(long)]
-    pub no_steering: bool,
+    /// Receive steering (RPS to other CPUs, emulator pinned): auto = for links >= 400 Mbit/s
+    #[arg(long, default_value = "auto", value_parser = ["auto", "on", "off"])]
+    pub steering: String,
     /// Spin this long before each release (default: the scheduler's default)
     #[arg(long, value_parser = |s: &str| quiclab_link::units::parse_duration(s).map_err(|e| e.to_string()))]
     pub spin: Option<u64>,
@@ -96,7 +96,7 @@ fn with_steal(b: &Bench, name: &str, part: impl FnOnce() -> Result<Value>) -> Re
 
 struct Bench {
     scheduler: SchedulerOptions,
-    steer: bool,
+    steering: String,
     quick: bool,
     log: bool,
 }
@@ -104,7 +104,7 @@ struct Bench {
 impl Bench {
     fn start(&self, spec: &LinkSpec) -> Result<RunningLab> {
         let options = quiclab_lab::LabOptions {
-            steer_receive: self.steer,
+            steer_receive: crate::link_args::steering(&self.steering, spec),
             ..Default::default()
         };
         RunningLab::start(spec, &options, self.scheduler.clone(), None)
@@ -258,7 +258,7 @@ fn bench_link(args: BenchLinkArgs) -> Result<i32> {
                 .unwrap_or(SchedulerOptions::default().spin),
             batch_window: Duration::from_nanos(args.batch_window.unwrap_or(0)),
         },
-        steer: !args.no_steering,
+        steering: args.steering.clone(),
         quick: args.quick,
         log: true,
     };

@@ -101,8 +101,12 @@ pub fn run(args: CalibrateArgs) -> Result<i32> {
 pub fn measure(args: &CalibrateArgs) -> Result<(serde_json::Value, String)> {
     use std::fmt::Write as _;
     let spec = args.link.to_spec()?;
-    let mut running =
-        RunningLab::start(&spec, &args.link.lab_options(), args.link.scheduler(), None)?;
+    let mut running = RunningLab::start(
+        &spec,
+        &args.link.lab_options(&spec),
+        args.link.scheduler(),
+        None,
+    )?;
     let lab = &running.lab;
 
     // (1) RTT on the idle link. The probe's own serialisation adds to the propagation delay.

@@ -102,13 +102,23 @@ pub struct LinkArgs {
     #[arg(long, value_parser = duration, value_name = "DURATION", default_value = "0us")]
     pub batch_window: Nanos,
 
-    /// Leave the receiving kernels' processing on the emulator's CPU (no RPS steering, no pinning)
-    #[arg(long)]
-    pub no_steering: bool,
+    /// Steer the receiving kernels' processing to other CPUs (RPS) and pin the emulator: auto = only
+    /// for links of 400 Mbit/s or more, where it cuts release lateness (see docs/link.md)
+    #[arg(long, default_value = "auto", value_parser = ["auto", "on", "off"])]
+    pub steering: String,
 
     /// Default TCP congestion control inside the lab's namespaces (the host's default is not inherited)
     #[arg(long, default_value = "cubic", value_parser = ["cubic", "reno", "bbr"])]
     pub tcp_cc: String,
+}
+
+/// Resolves `--steering auto|on|off` for a link.
+pub fn steering(choice: &str, spec: &LinkSpec) -> bool {
+    match choice {
+        "on" => true,
+        "off" => false,
+        _ => spec.wants_receive_steering(),
+    }
 }
 
 /// Half the median RTT of a zero-delay link measured by `quiclab bench link` on the reference machine
@@ -265,10 +275,10 @@ impl LinkArgs {
         }
     }
 
-    pub fn lab_options(&self) -> quiclab_lab::LabOptions {
+    pub fn lab_options(&self, spec: &LinkSpec) -> quiclab_lab::LabOptions {
         quiclab_lab::LabOptions {
             tcp_congestion_control: self.tcp_cc.clone(),
-            steer_receive: !self.no_steering,
+            steer_receive: steering(&self.steering, spec),
             ..Default::default()
         }
     }

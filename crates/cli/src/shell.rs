@@ -45,7 +45,7 @@ pub fn run(args: ShellArgs) -> Result<i32> {
     let spec = args.link.to_spec()?;
     let mut running = RunningLab::start(
         &spec,
-        &args.link.lab_options(),
+        &args.link.lab_options(&spec),
         args.link.scheduler(),
         args.log.clone(),
     )?;

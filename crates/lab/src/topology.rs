@@ -67,7 +67,7 @@ impl Default for LabOptions {
             tcp_congestion_control: "cubic".into(),
             tun_txqueuelen: 10_000,
             mtu: 1500,
-            steer_receive: true,
+            steer_receive: false,
         }
     }
 }
