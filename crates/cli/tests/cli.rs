@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 /// A timing check with retries; skipped (and said so) when the hypervisor steals much CPU.
 fn timing(name: &str, check: impl FnMut() -> Result<(), String>) {
     if let Err(skipped) = quiclab_lab::host::timing_check(name, 3, check) {
-        eprintln!("{skipped}");
+        quiclab_lab::host::report_skip(&skipped);
     }
 }
 
@@ -22,7 +22,9 @@ fn quiclab() -> Command {
 fn root_or_skip(test: &str) -> bool {
     let root = nix::unistd::geteuid().is_root() && std::path::Path::new("/dev/net/tun").exists();
     if !root {
-        eprintln!("SKIPPED {test}: needs root and /dev/net/tun (CI runs as root)");
+        quiclab_lab::host::report_skip(&format!(
+            "SKIPPED {test}: needs root and /dev/net/tun (CI runs as root)"
+        ));
     }
     root
 }
@@ -264,7 +266,7 @@ fn not_root_is_explained() {
     // As root: run a copy of the binary as `nobody`, from a directory nobody can enter (the build
     // tree may sit under a private 0700 directory).
     let Ok(Some(nobody)) = nix::unistd::User::from_name("nobody") else {
-        eprintln!("SKIPPED not_root: no 'nobody' user");
+        quiclab_lab::host::report_skip("SKIPPED not_root: no 'nobody' user");
         return;
     };
     use std::os::unix::fs::PermissionsExt;

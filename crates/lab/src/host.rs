@@ -35,6 +35,23 @@ impl StealMeter {
     }
 }
 
+/// Reports a skipped check: on stderr (shown by the test harness only for failing tests) and
+/// appended to the file named by `QUICLAB_SKIP_LOG`, which `scripts/test` prints at the end so no
+/// skip goes unseen.
+pub fn report_skip(message: &str) {
+    eprintln!("{message}");
+    if let Ok(path) = std::env::var("QUICLAB_SKIP_LOG") {
+        use std::io::Write;
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+        {
+            let _ = writeln!(f, "{message}");
+        }
+    }
+}
+
 /// Above this stolen fraction, timing results are reported as unreliable.
 pub const NOISY_STEAL_FRACTION: f64 = 0.10;
 

@@ -11,7 +11,9 @@ use quiclab_link::{LossSpec, QueueLimit, RateSpec};
 fn root_or_skip(test: &str) -> bool {
     let root = nix::unistd::geteuid().is_root() && std::path::Path::new("/dev/net/tun").exists();
     if !root {
-        eprintln!("SKIPPED {test}: needs root and /dev/net/tun (CI runs as root)");
+        quiclab_lab::host::report_skip(&format!(
+            "SKIPPED {test}: needs root and /dev/net/tun (CI runs as root)"
+        ));
     }
     root
 }
@@ -46,7 +48,7 @@ fn start(s: &LinkSpec) -> RunningLab {
 /// as skipped instead (see `quiclab_lab::host::timing_check`).
 fn timing(name: &str, check: impl FnMut() -> Result<(), String>) {
     if let Err(skipped) = timing_check(name, 3, check) {
-        eprintln!("{skipped}");
+        quiclab_lab::host::report_skip(&skipped);
     }
 }
 
