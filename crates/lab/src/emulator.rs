@@ -38,6 +38,10 @@ const READ_BURST: usize = 32;
 const SPIN_BUDGET_DIVISOR: Nanos = 10;
 /// At most 1 ms of spinning can be saved up.
 const SPIN_BUDGET_CAP: Nanos = 1_000_000;
+/// The learnt wake-up margin never exceeds this (see `WakeMargin`).
+const WAKE_MARGIN_CAP: Nanos = 200_000;
+/// Added to each observed wake-up delay, so the margin covers it with a little room.
+const WAKE_HEADROOM: Nanos = 5_000;
 
 /// Which way a packet travels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -617,6 +621,7 @@ impl Scheduler {
         // stall once a thread runs 95 % of a second).
         let mut spin_budget: Nanos = SPIN_BUDGET_CAP;
         let mut last_budget_update = self.shared.now();
+        let mut wake = WakeMargin::new(spin_ns, WAKE_MARGIN_CAP);
 
         while !self.stop.load(Ordering::Relaxed) {
             // 1. Release what is due, in both directions.
@@ -637,19 +642,32 @@ impl Scheduler {
             spin_budget = (spin_budget + (now - last_budget_update) / SPIN_BUDGET_DIVISOR)
                 .min(SPIN_BUDGET_CAP);
             last_budget_update = now;
+            let margin = spin_ns.max(wake.margin());
             match next {
                 Some(due) if due <= now => continue,
-                Some(due) if due - now <= spin_ns && spin_budget >= due - now => {
+                Some(due) if due - now <= margin && spin_budget >= due - now => {
                     // Spin on the clock alone (no system calls); arrivals wait in the TUN queue
-                    // for at most `spin`.
+                    // for at most the margin.
                     spin_budget -= due - now;
                     while self.shared.now() < due {
                         std::hint::spin_loop();
                     }
                 }
-                Some(due) if due - now <= spin_ns => wait_readable(&fds, Some(due - now)),
-                Some(due) => wait_readable(&fds, Some(due - now - spin_ns)),
-                None => wait_readable(&fds, None),
+                Some(due) => {
+                    // Out of spin budget: sleep to the release time itself.
+                    let timeout = if due - now <= margin {
+                        due - now
+                    } else {
+                        due - now - margin
+                    };
+                    if wait_readable(&fds, Some(timeout)) == 0 {
+                        // Woken by the timer: how late, on this machine, right now?
+                        wake.observe(self.shared.now().saturating_sub(now + timeout));
+                    }
+                }
+                None => {
+                    wait_readable(&fds, None);
+                }
             }
         }
 
@@ -669,8 +687,9 @@ impl Scheduler {
     }
 }
 
-/// Blocks until one of `fds` is readable or `timeout_ns` passes.
-fn wait_readable(fds: &[RawFd], timeout_ns: Option<Nanos>) {
+/// Blocks until one of `fds` is readable or `timeout_ns` passes; returns how many are readable
+/// (0 = the timeout expired).
+fn wait_readable(fds: &[RawFd], timeout_ns: Option<Nanos>) -> i32 {
     let mut pfds: Vec<libc::pollfd> = fds
         .iter()
         .map(|&fd| libc::pollfd {
@@ -694,7 +713,72 @@ fn wait_readable(fds: &[RawFd], timeout_ns: Option<Nanos>) {
             ts_ptr,
             std::ptr::null(),
         )
-    };
+    }
+}
+
+/// How long before a release the scheduler should stop sleeping and start spinning, learnt from how
+/// late this machine actually wakes a thread from a timed sleep. On a guest that idles in HLT, a
+/// vCPU halted for milliseconds can take tens of microseconds to resume; that varies by host and
+/// load, so it is measured rather than assumed. The estimate jumps halfway to a later wake-up at
+/// once and relaxes by 1/16 of the gap towards earlier ones; it never goes below the configured
+/// spin nor above `cap` (spinning stays rationed by the budget in any case).
+#[derive(Debug, Clone)]
+struct WakeMargin {
+    estimate: Nanos,
+    floor: Nanos,
+    cap: Nanos,
+}
+
+impl WakeMargin {
+    fn new(floor: Nanos, cap: Nanos) -> WakeMargin {
+        WakeMargin {
+            estimate: floor,
+            floor,
+            cap,
+        }
+    }
+
+    fn margin(&self) -> Nanos {
+        self.estimate.clamp(self.floor, self.cap.max(self.floor))
+    }
+
+    /// `overshoot`: how long after the requested time the thread was woken (+ a little headroom).
+    fn observe(&mut self, overshoot: Nanos) {
+        let wanted = overshoot + WAKE_HEADROOM;
+        if wanted > self.estimate {
+            self.estimate += (wanted - self.estimate) / 2;
+        } else {
+            self.estimate -= (self.estimate - wanted) / 16;
+        }
+        self.estimate = self.estimate.min(self.cap);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wake_margin_follows_late_wake_ups_quickly_and_early_ones_slowly() {
+        let mut m = WakeMargin::new(10_000, 200_000);
+        assert_eq!(m.margin(), 10_000);
+        // Wake-ups 60 µs late: the margin climbs to about 65 µs within a few observations.
+        for _ in 0..8 {
+            m.observe(60_000);
+        }
+        assert!((m.margin() as i64 - 65_000).abs() < 1_000, "{}", m.margin());
+        // Then punctual wake-ups: it relaxes, but only gradually, and never below the floor.
+        m.observe(0);
+        assert!(m.margin() > 55_000);
+        for _ in 0..200 {
+            m.observe(0);
+        }
+        assert_eq!(m.margin(), 10_000);
+        // A huge outlier is capped.
+        m.observe(10_000_000);
+        m.observe(10_000_000);
+        assert_eq!(m.margin(), 200_000);
+    }
 }
 
 /// Pins the calling thread to one CPU (best effort).
