@@ -754,6 +754,23 @@ impl WakeMargin {
     }
 }
 
+/// Pins the calling thread to one CPU (best effort).
+fn pin_to_cpu(cpu: usize) {
+    // SAFETY: sched_setaffinity on the calling thread with a zeroed, then filled, cpu_set_t.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+}
+
+/// Moves the calling thread to SCHED_FIFO (priority 50). Returns whether it worked.
+fn set_realtime() -> bool {
+    let param = libc::sched_param { sched_priority: 50 };
+    // SAFETY: pthread_setschedparam on the current thread with a valid policy and parameter.
+    unsafe { libc::pthread_setschedparam(libc::pthread_self(), libc::SCHED_FIFO, &param) == 0 }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -779,21 +796,4 @@ mod tests {
         m.observe(10_000_000);
         assert_eq!(m.margin(), 200_000);
     }
-}
-
-/// Pins the calling thread to one CPU (best effort).
-fn pin_to_cpu(cpu: usize) {
-    // SAFETY: sched_setaffinity on the calling thread with a zeroed, then filled, cpu_set_t.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-    }
-}
-
-/// Moves the calling thread to SCHED_FIFO (priority 50). Returns whether it worked.
-fn set_realtime() -> bool {
-    let param = libc::sched_param { sched_priority: 50 };
-    // SAFETY: pthread_setschedparam on the current thread with a valid policy and parameter.
-    unsafe { libc::pthread_setschedparam(libc::pthread_self(), libc::SCHED_FIFO, &param) == 0 }
 }
