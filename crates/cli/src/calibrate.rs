@@ -43,6 +43,9 @@ pub struct CalibrateArgs {
     #[arg(long, default_value = "5s",
           value_parser = |s: &str| quiclab_link::units::parse_duration(s).map_err(|e| e.to_string()))]
     pub bulk_duration: u64,
+    /// Write the per-packet event log of the whole calibration here (format: docs/link.md)
+    #[arg(long, value_name = "FILE")]
+    pub log: Option<std::path::PathBuf>,
     /// Datagrams per direction in the loss probe (default: 20000 when loss is configured, else 3000)
     #[arg(long)]
     pub loss_packets: Option<u64>,
@@ -101,11 +104,12 @@ pub fn run(args: CalibrateArgs) -> Result<i32> {
 pub fn measure(args: &CalibrateArgs) -> Result<(serde_json::Value, String)> {
     use std::fmt::Write as _;
     let spec = args.link.to_spec()?;
+    let steal = quiclab_lab::host::StealMeter::start();
     let mut running = RunningLab::start(
         &spec,
         &args.link.lab_options(&spec),
         args.link.scheduler(),
-        None,
+        args.log.clone(),
     )?;
     let lab = &running.lab;
 
@@ -247,6 +251,7 @@ pub fn measure(args: &CalibrateArgs) -> Result<(serde_json::Value, String)> {
     let pooled_measured = 1.0 - (up_loss.received + down_loss.received) as f64 / pooled_sent as f64;
     let pooled_configured = (up_cfg + down_cfg) / 2.0;
     let lateness_pass = fidelity.lateness_us.p99 <= LATENESS_P99_TOL_US;
+    let stolen = steal.fraction();
     let pass = rtt_pass && rate_pass && loss_pass && lateness_pass;
 
     let doc = json!({
@@ -280,6 +285,7 @@ pub fn measure(args: &CalibrateArgs) -> Result<(serde_json::Value, String)> {
             "pass": lateness_pass,
         },
         "fidelity": fidelity,
+        "host": { "cpu_steal_fraction": stolen },
         "pass": pass,
     });
     let mut text = String::new();
@@ -340,6 +346,14 @@ pub fn measure(args: &CalibrateArgs) -> Result<(serde_json::Value, String)> {
             "{}",
             report::fidelity_summary(&spec.describe(), &fidelity)
         )?;
+        if stolen > 0.02 {
+            writeln!(
+                text,
+                "warning: the hypervisor stole {:.1}% of this machine's CPU time during the calibration; \
+                 late releases and long RTT tails may be the host's, not the emulator's",
+                stolen * 100.0
+            )?;
+        }
         writeln!(
             text,
             "calibration {}",

@@ -83,6 +83,17 @@ pub fn run(args: DemoArgs) -> Result<i32> {
             }
         );
     }
+    let stolen = rows
+        .iter()
+        .filter_map(|(_, d)| d["host"]["cpu_steal_fraction"].as_f64())
+        .fold(0.0, f64::max);
+    if stolen > 0.02 {
+        println!(
+            "\nnote: the hypervisor stole up to {:.1}% of this machine's CPU time meanwhile: late releases \
+             and RTT tails then say more about the host than about the emulator (rerun when it is quieter)",
+            stolen * 100.0
+        );
+    }
     println!(
         "\nFull results (probes, emulator counters, fidelity figures): {}/",
         args.out.display()

@@ -622,6 +622,8 @@ impl Scheduler {
         let mut spin_budget: Nanos = SPIN_BUDGET_CAP;
         let mut last_budget_update = self.shared.now();
         let mut wake = WakeMargin::new(spin_ns, WAKE_MARGIN_CAP);
+        // Set while the loop is spinning towards a release (cleared when it sleeps).
+        let mut spinning_since: Option<Nanos> = None;
 
         while !self.stop.load(Ordering::Relaxed) {
             // 1. Release what is due, in both directions.
@@ -641,19 +643,26 @@ impl Scheduler {
             let now = self.shared.now();
             spin_budget = (spin_budget + (now - last_budget_update) / SPIN_BUDGET_DIVISOR)
                 .min(SPIN_BUDGET_CAP);
+            if let Some(since) = spinning_since {
+                spin_budget = spin_budget.saturating_sub(now - since.max(last_budget_update));
+            }
             last_budget_update = now;
             let margin = spin_ns.max(wake.margin());
             match next {
-                Some(due) if due <= now => continue,
-                Some(due) if due - now <= margin && spin_budget >= due - now => {
-                    // Spin on the clock alone (no system calls); arrivals wait in the TUN queue
-                    // for at most the margin.
-                    spin_budget -= due - now;
-                    while self.shared.now() < due {
-                        std::hint::spin_loop();
-                    }
+                Some(due) if due <= now => {
+                    spinning_since = None;
+                    continue;
+                }
+                Some(due) if due - now <= margin && spin_budget > 0 => {
+                    // Spin through the loop: every pass also polls the TUNs (a non-blocking read
+                    // each), so an arrival meanwhile is timestamped when it comes, not when the
+                    // spin ends. The budget is charged for the time actually spent.
+                    std::hint::spin_loop();
+                    spinning_since.get_or_insert(now);
+                    continue;
                 }
                 Some(due) => {
+                    spinning_since = None;
                     // Out of spin budget: sleep to the release time itself.
                     let timeout = if due - now <= margin {
                         due - now
@@ -666,6 +675,7 @@ impl Scheduler {
                     }
                 }
                 None => {
+                    spinning_since = None;
                     wait_readable(&fds, None);
                 }
             }
