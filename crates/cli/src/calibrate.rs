@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 use clap::Args;
-use quiclab_lab::{RunningLab, Side, probe};
+use quiclab_lab::{Side, probe};
 use quiclab_link::RateSpec;
 use serde_json::json;
 
@@ -105,12 +105,7 @@ pub fn measure(args: &CalibrateArgs) -> Result<(serde_json::Value, String)> {
     use std::fmt::Write as _;
     let spec = args.link.to_spec()?;
     let steal = quiclab_lab::host::StealMeter::start();
-    let mut running = RunningLab::start(
-        &spec,
-        &args.link.lab_options(&spec),
-        args.link.scheduler(),
-        args.log.clone(),
-    )?;
+    let mut running = args.link.start_lab(&spec, args.log.clone())?;
     let lab = &running.lab;
 
     // (1) RTT on the idle link. The probe's own serialisation adds to the propagation delay.

@@ -275,6 +275,15 @@ impl LinkArgs {
         }
     }
 
+    /// A fresh lab with its emulator running for `spec` (built from these arguments).
+    pub fn start_lab(
+        &self,
+        spec: &LinkSpec,
+        log: Option<PathBuf>,
+    ) -> Result<quiclab_lab::RunningLab> {
+        quiclab_lab::RunningLab::start(spec, &self.lab_options(spec), self.scheduler(), log)
+    }
+
     pub fn lab_options(&self, spec: &LinkSpec) -> quiclab_lab::LabOptions {
         quiclab_lab::LabOptions {
             tcp_congestion_control: self.tcp_cc.clone(),

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use anyhow::{Result, bail};
 use clap::Args;
-use quiclab_lab::{RunningLab, Side};
+use quiclab_lab::Side;
 
 use crate::link_args::LinkArgs;
 use crate::{report, signals};
@@ -43,12 +43,7 @@ pub struct ShellArgs {
 
 pub fn run(args: ShellArgs) -> Result<i32> {
     let spec = args.link.to_spec()?;
-    let mut running = RunningLab::start(
-        &spec,
-        &args.link.lab_options(&spec),
-        args.link.scheduler(),
-        args.log.clone(),
-    )?;
+    let mut running = args.link.start_lab(&spec, args.log.clone())?;
     let lab = &running.lab;
     if lab.tcp_default_cc != args.link.tcp_cc {
         eprintln!(

@@ -20,13 +20,7 @@ fn quiclab() -> Command {
 }
 
 fn root_or_skip(test: &str) -> bool {
-    let root = nix::unistd::geteuid().is_root() && std::path::Path::new("/dev/net/tun").exists();
-    if !root {
-        quiclab_lab::host::report_skip(&format!(
-            "SKIPPED {test}: needs root and /dev/net/tun (CI runs as root)"
-        ));
-    }
-    root
+    quiclab_lab::host::can_build_labs_or_skip(test)
 }
 
 fn namespaces_of(pid: u32) -> Vec<String> {
@@ -141,12 +135,9 @@ fn shell_log_records_every_packet_and_prints_a_summary() {
     });
 }
 
-#[test]
-fn sigterm_during_shell_tears_the_lab_down() {
-    if !root_or_skip("sigterm") {
-        return;
-    }
-    let mut child = quiclab()
+/// `quiclab shell` with a sleeping server and client, once its lab is up and both have started.
+fn shell_with_sleepers() -> (std::process::Child, u32) {
+    let child = quiclab()
         .args(["shell", "--server-cmd", "sleep 60", "--", "sleep", "60"])
         .stdin(Stdio::null())
         .spawn()
@@ -156,6 +147,15 @@ fn sigterm_during_shell_tears_the_lab_down() {
     while namespaces_of(pid).len() < 2 && t0.elapsed() < Duration::from_secs(10) {
         std::thread::sleep(Duration::from_millis(20));
     }
+    (child, pid)
+}
+
+#[test]
+fn sigterm_during_shell_tears_the_lab_down() {
+    if !root_or_skip("sigterm") {
+        return;
+    }
+    let (mut child, pid) = shell_with_sleepers();
     assert_eq!(namespaces_of(pid).len(), 2, "lab came up");
     std::thread::sleep(Duration::from_millis(500));
     nix::sys::signal::kill(
@@ -176,16 +176,7 @@ fn clean_removes_what_a_killed_lab_left() {
     if !root_or_skip("clean") {
         return;
     }
-    let mut child = quiclab()
-        .args(["shell", "--server-cmd", "sleep 60", "--", "sleep", "60"])
-        .stdin(Stdio::null())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    let t0 = Instant::now();
-    while namespaces_of(pid).len() < 2 && t0.elapsed() < Duration::from_secs(10) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let (mut child, pid) = shell_with_sleepers();
     std::thread::sleep(Duration::from_millis(500));
     child.kill().unwrap(); // SIGKILL: no chance to clean up
     child.wait().unwrap();

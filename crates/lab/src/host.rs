@@ -52,6 +52,18 @@ pub fn report_skip(message: &str) {
     }
 }
 
+/// For tests: whether labs can be built here (root and /dev/net/tun); if not, reports the skip with
+/// its reason and returns false.
+pub fn can_build_labs_or_skip(test: &str) -> bool {
+    let ok = nix::unistd::geteuid().is_root() && std::path::Path::new("/dev/net/tun").exists();
+    if !ok {
+        report_skip(&format!(
+            "SKIPPED {test}: needs root and /dev/net/tun (CI runs as root)"
+        ));
+    }
+    ok
+}
+
 /// Above this stolen fraction, timing results are reported as unreliable.
 pub const NOISY_STEAL_FRACTION: f64 = 0.10;
 

@@ -9,13 +9,7 @@ use quiclab_lab::{Lab, LinkSpec, RunningLab, SchedulerOptions, Side, netns, prob
 use quiclab_link::{LossSpec, QueueLimit, RateSpec};
 
 fn root_or_skip(test: &str) -> bool {
-    let root = nix::unistd::geteuid().is_root() && std::path::Path::new("/dev/net/tun").exists();
-    if !root {
-        quiclab_lab::host::report_skip(&format!(
-            "SKIPPED {test}: needs root and /dev/net/tun (CI runs as root)"
-        ));
-    }
-    root
+    quiclab_lab::host::can_build_labs_or_skip(test)
 }
 
 fn spec(rate_bps: Option<u64>, rtt_ms: f64, loss: f64) -> LinkSpec {
