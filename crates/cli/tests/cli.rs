@@ -108,24 +108,24 @@ fn shell_log_records_every_packet_and_prints_a_summary() {
     let dir = std::env::temp_dir().join(format!("quiclab-log-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let log = dir.join("link.log");
-    // Bash's /dev/udp sends one datagram to the server side: 3 of them cross the uplink.
-    let out = quiclab()
-        .args(["shell", "--rate", "10mbit", "--rtt", "20ms", "--log"])
-        .arg(&log)
-        .args(["--", "bash", "-c"])
-        .arg("for i in 1 2 3; do echo hello > /dev/udp/$QUICLAB_SERVER/9; done; sleep 0.1")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("quiclab link summary"), "{err}");
-    let text = std::fs::read_to_string(&log).unwrap();
-    assert!(text.starts_with("# quiclab packet log v1"), "{text}");
-    let arrivals = text.lines().filter(|l| l.contains(" up + ")).count();
-    let deliveries = text.lines().filter(|l| l.contains(" up - ")).count();
-    assert_eq!(arrivals, 3, "{text}");
-    assert_eq!(deliveries, 3, "{text}");
-    timing("one-way time in the log", || {
+    timing("shell --log", || {
+        // Bash's /dev/udp sends one datagram to the server side: 3 of them cross the uplink.
+        let out = quiclab()
+            .args(["shell", "--rate", "10mbit", "--rtt", "20ms", "--log"])
+            .arg(&log)
+            .args(["--", "bash", "-c"])
+            .arg("for i in 1 2 3; do echo hello > /dev/udp/$QUICLAB_SERVER/9; done; sleep 0.1")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("quiclab link summary"), "{err}");
+        let text = std::fs::read_to_string(&log).unwrap();
+        assert!(text.starts_with("# quiclab packet log v1"), "{text}");
+        let arrivals = text.lines().filter(|l| l.contains(" up + ")).count();
+        let deliveries = text.lines().filter(|l| l.contains(" up - ")).count();
+        assert_eq!(arrivals, 3, "{text}");
+        assert_eq!(deliveries, 3, "{text}");
         for l in text.lines().filter(|l| l.contains(" up - ")) {
             // `t dir - bytes one_way_us late_us`: one-way ≈ 10 ms.
             let one_way: f64 = l.split_whitespace().nth(4).unwrap().parse().unwrap();
