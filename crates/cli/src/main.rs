@@ -7,6 +7,7 @@ mod link_args;
 mod report;
 mod shell;
 mod signals;
+mod stacks_cmd;
 
 use clap::{Parser, Subcommand};
 
@@ -28,6 +29,12 @@ struct Cli {
 enum Command {
     /// The main job: measure two emulated links and print configured vs measured (see README)
     Demo(demo::DemoArgs),
+    /// Download --size bytes over h1, h2 or h3 across a fresh lab and report timings, goodput, CPU
+    Bulk(stacks_cmd::BulkArgs),
+    /// Serve h1/h2 (TLS over TCP) and h3 (QUIC) on port 443 (inside a lab's server namespace)
+    Serve(stacks_cmd::ServeArgs),
+    /// Request paths from a lab server over one protocol and report per-request timings
+    Fetch(stacks_cmd::FetchArgs),
     /// Run a command in the client namespace of a fresh lab (and optionally a server in the server's)
     Shell(shell::ShellArgs),
     /// Measure the emulated link with quiclab's own probes and compare with its configuration
@@ -50,6 +57,9 @@ fn main() {
     signals::install();
     let result = match cli.command {
         Command::Demo(args) => demo::run(args),
+        Command::Bulk(args) => stacks_cmd::bulk(args),
+        Command::Serve(args) => stacks_cmd::serve(args),
+        Command::Fetch(args) => stacks_cmd::fetch(args),
         Command::Shell(args) => shell::run(args),
         Command::Calibrate(args) => calibrate::run(args),
         Command::Clean { json } => clean(json),

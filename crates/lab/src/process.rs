@@ -118,6 +118,18 @@ pub fn thread_cpu_seconds(tid: i32) -> Option<f64> {
     Some((utime + stime) / hz)
 }
 
+/// CPU seconds (user + system, all threads) consumed so far by a running process.
+pub fn process_cpu_seconds(pid: i32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let utime: f64 = f.get(11)?.parse().ok()?;
+    let stime: f64 = f.get(12)?.parse().ok()?;
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    Some((utime + stime) / hz)
+}
+
 /// The calling thread's kernel thread id.
 pub fn current_tid() -> i32 {
     nix::unistd::gettid().as_raw()

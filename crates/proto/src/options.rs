@@ -1,0 +1,456 @@
+//! Protocol option enums shared by the server, the client and the CLI.
+//!
+//! Each enum has exactly one canonical spelling, used for `Display`, for serde and as the first
+//! accepted `FromStr` input, so a value printed in a report can be pasted back into a flag.
+//! Parsing is ASCII case-insensitive and ignores surrounding whitespace, because these values
+//! come from command lines and TOML files written by people.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::ProtoError;
+
+/// Parses `s` against a table of (spelling, value) pairs; the first spelling of each value is
+/// canonical. Shared so every enum reports errors in the same shape.
+fn parse_table<T: Copy>(
+    s: &str,
+    table: &[(&str, T)],
+    kind: &'static str,
+    expected: &'static str,
+) -> Result<T, ProtoError> {
+    let wanted = s.trim();
+    table
+        .iter()
+        .find(|(name, _)| name.eq_ignore_ascii_case(wanted))
+        .map(|&(_, value)| value)
+        .ok_or_else(|| ProtoError::UnknownValue {
+            kind,
+            value: s.to_owned(),
+            expected,
+        })
+}
+
+/// The HTTP version under test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Protocol {
+    /// HTTP/1.1 over TLS over TCP.
+    H1,
+    /// HTTP/2 over TLS over TCP.
+    H2,
+    /// HTTP/3 over QUIC.
+    H3,
+}
+
+impl Protocol {
+    /// All variants, in display order.
+    pub const ALL: [Protocol; 3] = [Protocol::H1, Protocol::H2, Protocol::H3];
+
+    /// Canonical short name (`"h1"`, `"h2"`, `"h3"`).
+    pub const fn as_str(&self) -> &'static str {
+        match self {
+            Protocol::H1 => "h1",
+            Protocol::H2 => "h2",
+            Protocol::H3 => "h3",
+        }
+    }
+
+    /// The ALPN protocol identifier (RFC 7301 registry) negotiated for this version.
+    pub const fn alpn(&self) -> &'static [u8] {
+        match self {
+            Protocol::H1 => b"http/1.1",
+            Protocol::H2 => b"h2",
+            Protocol::H3 => b"h3",
+        }
+    }
+
+    /// Maps a negotiated ALPN identifier back to the protocol; `None` for anything else, since a
+    /// peer may negotiate an identifier we never offered only through a bug worth reporting.
+    pub fn from_alpn(alpn: &[u8]) -> Option<Protocol> {
+        Protocol::ALL.into_iter().find(|p| p.alpn() == alpn)
+    }
+
+    /// Whether this protocol runs over QUIC (UDP) rather than TCP.
+    pub const fn is_quic(&self) -> bool {
+        matches!(self, Protocol::H3)
+    }
+}
+
+impl fmt::Display for Protocol {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Protocol {
+    type Err = ProtoError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        // "http/1.1" is accepted because it is the ALPN spelling people copy from curl output.
+        const TABLE: &[(&str, Protocol)] = &[
+            ("h1", Protocol::H1),
+            ("http/1.1", Protocol::H1),
+            ("h2", Protocol::H2),
+            ("h3", Protocol::H3),
+        ];
+        parse_table(s, TABLE, "protocol", "h1, h2, h3")
+    }
+}
+
+/// The TLS version for the TCP stacks (QUIC always uses TLS 1.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum TlsVersion {
+    /// TLS 1.2 (RFC 5246).
+    #[serde(rename = "1.2")]
+    Tls12,
+    /// TLS 1.3 (RFC 8446).
+    #[serde(rename = "1.3")]
+    Tls13,
+}
+
+impl TlsVersion {
+    /// All variants, in display order.
+    pub const ALL: [TlsVersion; 2] = [TlsVersion::Tls12, TlsVersion::Tls13];
+
+    /// Canonical name (`"1.2"`, `"1.3"`).
+    pub const fn as_str(&self) -> &'static str {
+        match self {
+            TlsVersion::Tls12 => "1.2",
+            TlsVersion::Tls13 => "1.3",
+        }
+    }
+}
+
+impl fmt::Display for TlsVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for TlsVersion {
+    type Err = ProtoError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        // The prefixed spellings are the ones openssl and curl print.
+        const TABLE: &[(&str, TlsVersion)] = &[
+            ("1.2", TlsVersion::Tls12),
+            ("tls1.2", TlsVersion::Tls12),
+            ("tlsv1.2", TlsVersion::Tls12),
+            ("1.3", TlsVersion::Tls13),
+            ("tls1.3", TlsVersion::Tls13),
+            ("tlsv1.3", TlsVersion::Tls13),
+        ];
+        parse_table(s, TABLE, "TLS version", "1.2, 1.3")
+    }
+}
+
+/// Kernel TCP congestion control algorithm for the HTTP/1.1 and HTTP/2 stacks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TcpCongestion {
+    /// CUBIC (RFC 9438), the Linux default.
+    Cubic,
+    /// NewReno (RFC 6582).
+    Reno,
+    /// BBR (v1 in mainline Linux).
+    Bbr,
+}
+
+impl TcpCongestion {
+    /// All variants, in display order.
+    pub const ALL: [TcpCongestion; 3] = [
+        TcpCongestion::Cubic,
+        TcpCongestion::Reno,
+        TcpCongestion::Bbr,
+    ];
+
+    /// The name the kernel uses for `setsockopt(TCP_CONGESTION)` and
+    /// `net.ipv4.tcp_available_congestion_control`; also the canonical spelling.
+    pub const fn kernel_name(&self) -> &'static str {
+        match self {
+            TcpCongestion::Cubic => "cubic",
+            TcpCongestion::Reno => "reno",
+            TcpCongestion::Bbr => "bbr",
+        }
+    }
+}
+
+impl fmt::Display for TcpCongestion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.kernel_name())
+    }
+}
+
+impl FromStr for TcpCongestion {
+    type Err = ProtoError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        const TABLE: &[(&str, TcpCongestion)] = &[
+            ("cubic", TcpCongestion::Cubic),
+            ("reno", TcpCongestion::Reno),
+            ("bbr", TcpCongestion::Bbr),
+        ];
+        parse_table(s, TABLE, "TCP congestion control", "cubic, reno, bbr")
+    }
+}
+
+/// Congestion controller for the QUIC (quinn) stack.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum QuicCongestion {
+    /// quinn's CUBIC (RFC 9438).
+    #[serde(rename = "cubic")]
+    Cubic,
+    /// quinn's NewReno (RFC 9002 §7).
+    #[serde(rename = "newreno")]
+    NewReno,
+    /// quinn's BBR (experimental, v1-like).
+    #[serde(rename = "bbr")]
+    Bbr,
+    /// [`crate::gquic_cubic::GquicCubic`]: CUBIC emulating N TCP connections.
+    #[serde(rename = "gquic-cubic")]
+    GquicCubic,
+}
+
+impl QuicCongestion {
+    /// All variants, in display order.
+    pub const ALL: [QuicCongestion; 4] = [
+        QuicCongestion::Cubic,
+        QuicCongestion::NewReno,
+        QuicCongestion::Bbr,
+        QuicCongestion::GquicCubic,
+    ];
+
+    /// Canonical name (`"cubic"`, `"newreno"`, `"bbr"`, `"gquic-cubic"`).
+    pub const fn as_str(&self) -> &'static str {
+        match self {
+            QuicCongestion::Cubic => "cubic",
+            QuicCongestion::NewReno => "newreno",
+            QuicCongestion::Bbr => "bbr",
+            QuicCongestion::GquicCubic => "gquic-cubic",
+        }
+    }
+}
+
+impl fmt::Display for QuicCongestion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for QuicCongestion {
+    type Err = ProtoError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        const TABLE: &[(&str, QuicCongestion)] = &[
+            ("cubic", QuicCongestion::Cubic),
+            ("newreno", QuicCongestion::NewReno),
+            ("bbr", QuicCongestion::Bbr),
+            ("gquic-cubic", QuicCongestion::GquicCubic),
+        ];
+        parse_table(
+            s,
+            TABLE,
+            "QUIC congestion control",
+            "cubic, newreno, bbr, gquic-cubic",
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn protocol_parses_short_and_alpn_names() {
+        assert_eq!("h1".parse::<Protocol>().unwrap(), Protocol::H1);
+        assert_eq!("http/1.1".parse::<Protocol>().unwrap(), Protocol::H1);
+        assert_eq!("HTTP/1.1".parse::<Protocol>().unwrap(), Protocol::H1);
+        assert_eq!("h2".parse::<Protocol>().unwrap(), Protocol::H2);
+        assert_eq!(" H3 ".parse::<Protocol>().unwrap(), Protocol::H3);
+    }
+
+    #[test]
+    fn protocol_error_names_accepted_values() {
+        let err = "h4".parse::<Protocol>().unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            r#"unknown protocol "h4": expected one of h1, h2, h3"#
+        );
+        assert!("".parse::<Protocol>().is_err());
+    }
+
+    #[test]
+    fn protocol_display_alpn_and_round_trip() {
+        for p in Protocol::ALL {
+            assert_eq!(p.to_string().parse::<Protocol>().unwrap(), p);
+            assert_eq!(Protocol::from_alpn(p.alpn()), Some(p));
+        }
+        assert_eq!(Protocol::H1.to_string(), "h1");
+        assert_eq!(Protocol::H1.alpn(), b"http/1.1");
+        assert_eq!(Protocol::H2.alpn(), b"h2");
+        assert_eq!(Protocol::H3.alpn(), b"h3");
+        assert_eq!(Protocol::from_alpn(b"spdy/3"), None);
+        assert!(Protocol::H3.is_quic() && !Protocol::H2.is_quic());
+    }
+
+    #[test]
+    fn tls_version_parses_and_displays() {
+        assert_eq!("1.2".parse::<TlsVersion>().unwrap(), TlsVersion::Tls12);
+        assert_eq!("TLSv1.3".parse::<TlsVersion>().unwrap(), TlsVersion::Tls13);
+        assert_eq!(TlsVersion::Tls13.to_string(), "1.3");
+        let err = "1.1".parse::<TlsVersion>().unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            r#"unknown TLS version "1.1": expected one of 1.2, 1.3"#
+        );
+        for v in TlsVersion::ALL {
+            assert_eq!(v.to_string().parse::<TlsVersion>().unwrap(), v);
+        }
+    }
+
+    #[test]
+    fn tcp_congestion_kernel_names() {
+        assert_eq!(TcpCongestion::Cubic.kernel_name(), "cubic");
+        assert_eq!(TcpCongestion::Reno.kernel_name(), "reno");
+        assert_eq!(TcpCongestion::Bbr.kernel_name(), "bbr");
+        for c in TcpCongestion::ALL {
+            assert_eq!(c.to_string().parse::<TcpCongestion>().unwrap(), c);
+        }
+        let err = "vegas".parse::<TcpCongestion>().unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            r#"unknown TCP congestion control "vegas": expected one of cubic, reno, bbr"#
+        );
+    }
+
+    #[test]
+    fn quic_congestion_names() {
+        assert_eq!(
+            "gquic-cubic".parse::<QuicCongestion>().unwrap(),
+            QuicCongestion::GquicCubic
+        );
+        assert_eq!(
+            "NewReno".parse::<QuicCongestion>().unwrap(),
+            QuicCongestion::NewReno
+        );
+        for c in QuicCongestion::ALL {
+            assert_eq!(c.to_string().parse::<QuicCongestion>().unwrap(), c);
+        }
+        let err = "reno".parse::<QuicCongestion>().unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            r#"unknown QUIC congestion control "reno": expected one of cubic, newreno, bbr, gquic-cubic"#
+        );
+    }
+
+    /// serde uses the same spelling as Display, checked through serde's own `Serializer` for
+    /// `&str`-like output without pulling in serde_json: a unit variant serializes via
+    /// `serialize_unit_variant`, whose `variant` argument is the renamed name.
+    #[test]
+    fn serde_names_match_display() {
+        use serde::Serializer;
+        use serde::ser::Impossible;
+
+        struct NameOnly;
+        #[derive(Debug)]
+        struct NotAName;
+        impl fmt::Display for NotAName {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("not a unit variant")
+            }
+        }
+        impl std::error::Error for NotAName {}
+        impl serde::ser::Error for NotAName {
+            fn custom<T: fmt::Display>(_: T) -> Self {
+                NotAName
+            }
+        }
+        macro_rules! reject {
+            ($($name:ident($($t:ty),*) -> $ret:ty;)*) => {
+                $(fn $name(self, $(_: $t),*) -> Result<$ret, NotAName> { Err(NotAName) })*
+            };
+        }
+        impl Serializer for NameOnly {
+            type Ok = String;
+            type Error = NotAName;
+            type SerializeSeq = Impossible<String, NotAName>;
+            type SerializeTuple = Impossible<String, NotAName>;
+            type SerializeTupleStruct = Impossible<String, NotAName>;
+            type SerializeTupleVariant = Impossible<String, NotAName>;
+            type SerializeMap = Impossible<String, NotAName>;
+            type SerializeStruct = Impossible<String, NotAName>;
+            type SerializeStructVariant = Impossible<String, NotAName>;
+            fn serialize_unit_variant(
+                self,
+                _: &'static str,
+                _: u32,
+                variant: &'static str,
+            ) -> Result<String, NotAName> {
+                Ok(variant.to_owned())
+            }
+            fn serialize_some<T: ?Sized + Serialize>(self, _: &T) -> Result<String, NotAName> {
+                Err(NotAName)
+            }
+            fn serialize_newtype_struct<T: ?Sized + Serialize>(
+                self,
+                _: &'static str,
+                _: &T,
+            ) -> Result<String, NotAName> {
+                Err(NotAName)
+            }
+            fn serialize_newtype_variant<T: ?Sized + Serialize>(
+                self,
+                _: &'static str,
+                _: u32,
+                _: &'static str,
+                _: &T,
+            ) -> Result<String, NotAName> {
+                Err(NotAName)
+            }
+            reject! {
+                serialize_bool(bool) -> String;
+                serialize_i8(i8) -> String;
+                serialize_i16(i16) -> String;
+                serialize_i32(i32) -> String;
+                serialize_i64(i64) -> String;
+                serialize_u8(u8) -> String;
+                serialize_u16(u16) -> String;
+                serialize_u32(u32) -> String;
+                serialize_u64(u64) -> String;
+                serialize_f32(f32) -> String;
+                serialize_f64(f64) -> String;
+                serialize_char(char) -> String;
+                serialize_str(&str) -> String;
+                serialize_bytes(&[u8]) -> String;
+                serialize_none() -> String;
+                serialize_unit() -> String;
+                serialize_unit_struct(&'static str) -> String;
+                serialize_seq(Option<usize>) -> Self::SerializeSeq;
+                serialize_tuple(usize) -> Self::SerializeTuple;
+                serialize_tuple_struct(&'static str, usize) -> Self::SerializeTupleStruct;
+                serialize_tuple_variant(&'static str, u32, &'static str, usize) -> Self::SerializeTupleVariant;
+                serialize_map(Option<usize>) -> Self::SerializeMap;
+                serialize_struct(&'static str, usize) -> Self::SerializeStruct;
+                serialize_struct_variant(&'static str, u32, &'static str, usize) -> Self::SerializeStructVariant;
+            }
+        }
+
+        fn name<T: Serialize>(v: T) -> String {
+            v.serialize(NameOnly).unwrap()
+        }
+        for p in Protocol::ALL {
+            assert_eq!(name(p), p.to_string());
+        }
+        for v in TlsVersion::ALL {
+            assert_eq!(name(v), v.to_string());
+        }
+        for c in TcpCongestion::ALL {
+            assert_eq!(name(c), c.to_string());
+        }
+        for c in QuicCongestion::ALL {
+            assert_eq!(name(c), c.to_string());
+        }
+    }
+}

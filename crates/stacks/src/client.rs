@@ -1,0 +1,389 @@
+//! `quiclab fetch`: requests URLs over one protocol and records, per connection and per request,
+//! when each step happened (milliseconds from navigation start, before any socket exists).
+//!
+//! `--resume` / `--0rtt`: a warm-up connection first obtains a session ticket; it is closed, and the
+//! second connection — the one reported — resumes (and with `--0rtt`, sends its request in 0-RTT).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use bytes::{Buf, Bytes};
+use http::Request;
+use http_body_util::{BodyExt, Empty};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use quiclab_proto::options::{Protocol, QuicCongestion, TcpCongestion, TlsVersion};
+use serde::{Deserialize, Serialize};
+
+use crate::server::{pattern_byte, transport_config};
+use crate::tls::{self, LabCertificate, SERVER_NAME};
+
+/// What to fetch and how.
+#[derive(Clone)]
+pub struct FetchOptions {
+    pub cert: LabCertificate,
+    pub server: SocketAddr,
+    pub protocol: Protocol,
+    pub paths: Vec<String>,
+    pub tls: Option<TlsVersion>,
+    pub tcp_cc: TcpCongestion,
+    pub quic_cc: QuicCongestion,
+    pub initial_window_packets: u64,
+    pub resume: bool,
+    pub zero_rtt: bool,
+    /// Check `/bytes/<N>` bodies byte by byte.
+    pub verify: bool,
+    pub timeout: Duration,
+}
+
+/// One connection's milestones (ms since the measured connection's start).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ConnectionTiming {
+    pub tcp_connect_ms: Option<f64>,
+    pub handshake_ms: f64,
+    pub protocol: String,
+    pub tls_version: String,
+    pub resumed: bool,
+    pub zero_rtt_accepted: bool,
+}
+
+/// One request's milestones (ms since the measured connection's start).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct RequestTiming {
+    pub path: String,
+    pub status: u16,
+    pub request_sent_ms: f64,
+    pub first_byte_ms: f64,
+    pub last_byte_ms: f64,
+    pub bytes: u64,
+    /// Some(true) when a `/bytes/<N>` body was checked and correct.
+    pub verified: Option<bool>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct FetchReport {
+    pub connection: ConnectionTiming,
+    pub requests: Vec<RequestTiming>,
+    pub total_ms: f64,
+    pub bytes: u64,
+}
+
+/// Runs the fetch (with a warm-up connection first when resuming).
+pub async fn fetch(opts: &FetchOptions) -> Result<FetchReport> {
+    let run = async {
+        match opts.protocol {
+            Protocol::H1 | Protocol::H2 => fetch_tcp(opts).await,
+            Protocol::H3 => fetch_quic(opts).await,
+        }
+    };
+    tokio::time::timeout(opts.timeout, run)
+        .await
+        .with_context(|| format!("the fetch did not finish within {:?}", opts.timeout))?
+}
+
+fn ms(t0: Instant) -> f64 {
+    t0.elapsed().as_secs_f64() * 1e3
+}
+
+fn verify_pattern(path: &str, offset: u64, chunk: &[u8]) -> bool {
+    quiclab_proto::range::parse_bytes_path(path).is_none()
+        || chunk
+            .iter()
+            .enumerate()
+            .all(|(i, &b)| b == pattern_byte(offset + i as u64))
+}
+
+async fn fetch_tcp(opts: &FetchOptions) -> Result<FetchReport> {
+    let alpn: &[u8] = if opts.protocol == Protocol::H2 {
+        b"h2"
+    } else {
+        b"http/1.1"
+    };
+    // One config for warm-up and measurement: it holds the session cache.
+    let config = Arc::new(tls::client_config(&opts.cert, opts.tls, alpn, false)?);
+    if opts.resume || opts.zero_rtt {
+        let _ = tcp_once(opts, config.clone()).await?;
+        // Let the server's close and our ticket processing settle.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tcp_once(opts, config).await
+}
+
+async fn tcp_once(opts: &FetchOptions, config: Arc<rustls::ClientConfig>) -> Result<FetchReport> {
+    let t0 = Instant::now();
+    let socket = socket2::Socket::new(
+        socket2::Domain::for_address(opts.server),
+        socket2::Type::STREAM,
+        Some(socket2::Protocol::TCP),
+    )?;
+    crate::sockopt::set_tcp_congestion(&socket, opts.tcp_cc.kernel_name())?;
+    socket.set_tcp_nodelay(true)?;
+    socket.set_nonblocking(true)?;
+    let std_stream: std::net::TcpStream = socket.into();
+    let tcp = tokio::net::TcpSocket::from_std_stream(std_stream)
+        .connect(opts.server)
+        .await
+        .with_context(|| format!("connecting to {}", opts.server))?;
+    let tcp_connect_ms = ms(t0);
+    let connector = tokio_rustls::TlsConnector::from(config);
+    let tls = connector
+        .connect(SERVER_NAME.try_into()?, tcp)
+        .await
+        .context("TLS handshake")?;
+    let handshake_ms = ms(t0);
+    let (_, state) = tls.get_ref();
+    let connection = ConnectionTiming {
+        tcp_connect_ms: Some(tcp_connect_ms),
+        handshake_ms,
+        protocol: String::from_utf8_lossy(state.alpn_protocol().unwrap_or(b"")).to_string(),
+        tls_version: match state.protocol_version() {
+            Some(rustls::ProtocolVersion::TLSv1_3) => "1.3".into(),
+            Some(rustls::ProtocolVersion::TLSv1_2) => "1.2".into(),
+            other => format!("{other:?}"),
+        },
+        resumed: state.handshake_kind() == Some(rustls::HandshakeKind::Resumed),
+        zero_rtt_accepted: false,
+    };
+    let io = TokioIo::new(tls);
+    let mut requests = Vec::new();
+    if opts.protocol == Protocol::H2 {
+        let (sender, conn) = hyper::client::conn::http2::handshake(TokioExecutor::new(), io)
+            .await
+            .context("HTTP/2 handshake")?;
+        tokio::spawn(conn);
+        // All requests at once, multiplexed on the one connection.
+        let mut set = tokio::task::JoinSet::new();
+        for path in &opts.paths {
+            let mut sender = sender.clone();
+            let path = path.clone();
+            let verify = opts.verify;
+            set.spawn(async move {
+                let req = Request::get(format!("https://{SERVER_NAME}{path}"))
+                    .body(Empty::<Bytes>::new())?;
+                let sent = ms(t0);
+                let resp = sender.send_request(req).await?;
+                hyper_response(t0, path, sent, resp, verify).await
+            });
+        }
+        while let Some(r) = set.join_next().await {
+            requests.push(r??);
+        }
+    } else {
+        let (mut sender, conn) = hyper::client::conn::http1::handshake(io)
+            .await
+            .context("HTTP/1.1 handshake")?;
+        tokio::spawn(conn);
+        for path in &opts.paths {
+            let req = Request::get(path.as_str())
+                .header(http::header::HOST, SERVER_NAME)
+                .body(Empty::<Bytes>::new())?;
+            let sent = ms(t0);
+            let resp = sender.send_request(req).await?;
+            requests.push(hyper_response(t0, path.clone(), sent, resp, opts.verify).await?);
+        }
+    }
+    Ok(finish(connection, requests, t0))
+}
+
+async fn hyper_response(
+    t0: Instant,
+    path: String,
+    sent: f64,
+    resp: http::Response<hyper::body::Incoming>,
+    verify: bool,
+) -> Result<RequestTiming> {
+    let first_byte_ms = ms(t0);
+    let status = resp.status().as_u16();
+    let mut body = resp.into_body();
+    let mut bytes = 0u64;
+    let mut ok = true;
+    while let Some(frame) = body.frame().await {
+        if let Some(data) = frame?.data_ref() {
+            if verify {
+                ok &= verify_pattern(&path, bytes, data);
+            }
+            bytes += data.len() as u64;
+        }
+    }
+    Ok(RequestTiming {
+        verified: verify.then_some(ok),
+        path,
+        status,
+        request_sent_ms: sent,
+        first_byte_ms,
+        last_byte_ms: ms(t0),
+        bytes,
+    })
+}
+
+fn finish(connection: ConnectionTiming, requests: Vec<RequestTiming>, t0: Instant) -> FetchReport {
+    FetchReport {
+        bytes: requests.iter().map(|r| r.bytes).sum(),
+        total_ms: ms(t0),
+        connection,
+        requests,
+    }
+}
+
+async fn fetch_quic(opts: &FetchOptions) -> Result<FetchReport> {
+    let bind: SocketAddr = if opts.server.is_ipv6() {
+        "[::]:0".parse()?
+    } else {
+        "0.0.0.0:0".parse()?
+    };
+    let mut endpoint = quinn::Endpoint::client(bind)?;
+    // Early data enabled whenever resuming: `into_0rtt` then tells whether a ticket is held.
+    let crypto = tls::client_config(&opts.cert, None, b"h3", opts.resume || opts.zero_rtt)?;
+    let mut config = quinn::ClientConfig::new(Arc::new(
+        quinn::crypto::rustls::QuicClientConfig::try_from(crypto)?,
+    ));
+    config.transport_config(Arc::new(transport_config(
+        opts.quic_cc,
+        opts.initial_window_packets,
+    )?));
+    endpoint.set_default_client_config(config);
+    if opts.resume || opts.zero_rtt {
+        let _ = quic_once(opts, &endpoint, false).await?;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let report = quic_once(opts, &endpoint, true).await?;
+    endpoint.wait_idle().await;
+    Ok(report)
+}
+
+async fn quic_once(
+    opts: &FetchOptions,
+    endpoint: &quinn::Endpoint,
+    measured: bool,
+) -> Result<FetchReport> {
+    let t0 = Instant::now();
+    let connecting = endpoint.connect(opts.server, SERVER_NAME)?;
+    let mut resumed = false;
+    let mut zero_rtt_accepted = false;
+    let (conn, handshake_ms) = if measured && (opts.resume || opts.zero_rtt) {
+        match connecting.into_0rtt() {
+            Ok((conn, accepted)) => {
+                // A ticket was held and offered: the handshake is a resumption.
+                resumed = true;
+                if opts.zero_rtt {
+                    // Requests go out now, in 0-RTT; whether the server took them is known later.
+                    let accepted_fut = tokio::spawn(accepted);
+                    let report = quic_requests(opts, conn.clone(), t0, None).await?;
+                    zero_rtt_accepted = accepted_fut.await.unwrap_or(false);
+                    let mut report = report;
+                    report.connection.resumed = resumed;
+                    report.connection.zero_rtt_accepted = zero_rtt_accepted;
+                    conn.close(0u32.into(), b"done");
+                    return Ok(report);
+                }
+                accepted.await;
+                (conn, ms(t0))
+            }
+            Err(connecting) => {
+                let conn = connecting.await.context("QUIC handshake")?;
+                (conn, ms(t0))
+            }
+        }
+    } else {
+        let conn = connecting.await.context("QUIC handshake")?;
+        (conn, ms(t0))
+    };
+    let mut report = quic_requests(opts, conn.clone(), t0, Some(handshake_ms)).await?;
+    report.connection.resumed = resumed;
+    report.connection.zero_rtt_accepted = zero_rtt_accepted;
+    if !measured {
+        // The server's session ticket may still be in flight: give it a round trip to land before
+        // closing the warm-up connection.
+        tokio::time::sleep(conn.rtt() * 2).await;
+    }
+    conn.close(0u32.into(), b"done");
+    Ok(report)
+}
+
+async fn quic_requests(
+    opts: &FetchOptions,
+    conn: quinn::Connection,
+    t0: Instant,
+    handshake_ms: Option<f64>,
+) -> Result<FetchReport> {
+    let (mut driver, sender) = h3::client::new(h3_quinn::Connection::new(conn.clone()))
+        .await
+        .context("HTTP/3 connection")?;
+    let drive = tokio::spawn(async move {
+        let _ = std::future::poll_fn(|cx| driver.poll_close(cx)).await;
+    });
+    let mut set = tokio::task::JoinSet::new();
+    for path in &opts.paths {
+        let mut sender = sender.clone();
+        let path = path.clone();
+        let verify = opts.verify;
+        set.spawn(async move {
+            let req = Request::get(format!("https://{SERVER_NAME}{path}")).body(())?;
+            let sent = ms(t0);
+            let mut stream = sender.send_request(req).await?;
+            stream.finish().await?;
+            let resp = stream.recv_response().await?;
+            let first_byte_ms = ms(t0);
+            let mut bytes = 0u64;
+            let mut ok = true;
+            while let Some(mut chunk) = stream.recv_data().await? {
+                while chunk.has_remaining() {
+                    let c = chunk.chunk();
+                    if verify {
+                        ok &= verify_pattern(&path, bytes, c);
+                    }
+                    bytes += c.len() as u64;
+                    let n = c.len();
+                    chunk.advance(n);
+                }
+            }
+            Ok::<_, anyhow::Error>(RequestTiming {
+                verified: verify.then_some(ok),
+                status: resp.status().as_u16(),
+                path,
+                request_sent_ms: sent,
+                first_byte_ms,
+                last_byte_ms: ms(t0),
+                bytes,
+            })
+        });
+    }
+    let mut requests = Vec::new();
+    while let Some(r) = set.join_next().await {
+        requests.push(r??);
+    }
+    drop(sender);
+    drive.abort();
+    let handshake_ms = match handshake_ms {
+        Some(h) => h,
+        // 0-RTT: the handshake completed while the requests were in flight; quinn does not say
+        // when, so report when the request stream saw its response (an upper bound).
+        None => requests
+            .iter()
+            .map(|r| r.first_byte_ms)
+            .fold(f64::INFINITY, f64::min),
+    };
+    if requests.iter().any(|r| r.status >= 400) {
+        bail!(
+            "the server answered {}",
+            requests
+                .iter()
+                .map(|r| format!("{} {}", r.status, r.path))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    Ok(finish(
+        ConnectionTiming {
+            tcp_connect_ms: None,
+            handshake_ms,
+            protocol: "h3".into(),
+            tls_version: "1.3".into(),
+            resumed: false,
+            zero_rtt_accepted: false,
+        },
+        requests,
+        t0,
+    ))
+}

@@ -1,0 +1,14 @@
+//! Real protocol stacks for quiclab, run as processes inside a lab's namespaces:
+//! HTTP/1.1 and HTTP/2 over TLS (rustls) over the kernel's TCP (hyper), and HTTP/3 over QUIC
+//! (quinn + h3). The server (`quiclab serve`) serves a directory and synthetic `/bytes/<N>`
+//! resources; the client (`quiclab fetch`) records per-connection and per-request timings.
+//! The sans-IO pieces (options, ranges, the gQUIC CUBIC controller, TCP_INFO decoding) live in
+//! `quiclab-proto`.
+
+pub mod client;
+pub mod gquic;
+pub mod server;
+pub mod sockopt;
+pub mod tls;
+
+pub use quiclab_proto::options;

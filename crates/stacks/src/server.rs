@@ -1,0 +1,430 @@
+//! `quiclab serve`: one process serving, on port 443 of the given addresses, HTTP/1.1 and HTTP/2
+//! over TLS over TCP (chosen by ALPN; hyper + tokio-rustls) and HTTP/3 over QUIC (quinn + h3).
+//!
+//! Content: files of a directory, and synthetic `/bytes/<N>` resources of N bytes whose byte at
+//! offset i is `i % 256` (so a client can verify what it got), with `Range` support.
+
+use std::convert::Infallible;
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context as TaskContext, Poll};
+
+use anyhow::{Context, Result};
+use bytes::{Bytes, BytesMut};
+use http::{Request, Response, StatusCode};
+use hyper::body::{Body, Frame, SizeHint};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use quiclab_proto::options::{QuicCongestion, TcpCongestion, TlsVersion};
+use quiclab_proto::range;
+
+use crate::tls::{self, LabCertificate};
+
+/// The payload of a QUIC packet quiclab's stacks aim for (1500-byte MTU minus IPv6 and UDP headers),
+/// so the initial window of 10 packets is comparable with TCP's 10 × 1448-byte segments.
+pub const QUIC_MTU: u16 = 1452;
+
+/// How the server runs.
+#[derive(Clone)]
+pub struct ServerOptions {
+    pub cert: LabCertificate,
+    pub addresses: Vec<IpAddr>,
+    pub port: u16,
+    pub dir: Option<PathBuf>,
+    pub tls: Option<TlsVersion>,
+    pub tcp_cc: TcpCongestion,
+    pub quic_cc: QuicCongestion,
+    pub initial_window_packets: u64,
+}
+
+/// Binds every listener, calls `ready` once they all listen, then serves until the process ends.
+pub async fn serve(opts: ServerOptions, ready: impl FnOnce()) -> Result<()> {
+    let opts = Arc::new(opts);
+    let tcp_config = Arc::new(tls::tcp_server_config(&opts.cert, opts.tls)?);
+    let acceptor = tokio_rustls::TlsAcceptor::from(tcp_config);
+    let quic_config = quic_server_config(&opts)?;
+    let mut tasks = tokio::task::JoinSet::new();
+    for &ip in &opts.addresses {
+        let addr = SocketAddr::new(ip, opts.port);
+        let listener = tcp_listener(addr, opts.tcp_cc)?;
+        let endpoint = quinn::Endpoint::server(quic_config.clone(), addr)
+            .with_context(|| format!("binding QUIC on UDP {addr}"))?;
+        tasks.spawn(accept_tcp(listener, acceptor.clone(), opts.clone()));
+        tasks.spawn(accept_quic(endpoint, opts.clone()));
+    }
+    ready();
+    while let Some(r) = tasks.join_next().await {
+        r??;
+    }
+    Ok(())
+}
+
+fn tcp_listener(addr: SocketAddr, cc: TcpCongestion) -> Result<tokio::net::TcpListener> {
+    let socket = socket2::Socket::new(
+        socket2::Domain::for_address(addr),
+        socket2::Type::STREAM,
+        Some(socket2::Protocol::TCP),
+    )?;
+    socket.set_reuse_address(true)?;
+    if addr.is_ipv6() {
+        socket.set_only_v6(true)?;
+    }
+    // Accepted sockets inherit the listener's congestion control; it is set again on each one.
+    crate::sockopt::set_tcp_congestion(&socket, cc.kernel_name())?;
+    socket
+        .bind(&addr.into())
+        .with_context(|| format!("binding TCP {addr}"))?;
+    socket.listen(1024)?;
+    socket.set_nonblocking(true)?;
+    Ok(tokio::net::TcpListener::from_std(socket.into())?)
+}
+
+fn quic_server_config(opts: &ServerOptions) -> Result<quinn::ServerConfig> {
+    let crypto =
+        quinn::crypto::rustls::QuicServerConfig::try_from(tls::quic_server_config(&opts.cert)?)?;
+    let mut config = quinn::ServerConfig::with_crypto(Arc::new(crypto));
+    config.transport_config(Arc::new(transport_config(
+        opts.quic_cc,
+        opts.initial_window_packets,
+    )?));
+    Ok(config)
+}
+
+/// QUIC transport parameters shared by server and client: the congestion controller, its initial
+/// window in packets of `QUIC_MTU` bytes, and generous flow-control windows (so that, as with TCP's
+/// autotuning, the congestion controller and not flow control limits a bulk transfer).
+pub fn transport_config(cc: QuicCongestion, iw_packets: u64) -> Result<quinn::TransportConfig> {
+    let mut t = quinn::TransportConfig::default();
+    t.initial_mtu(QUIC_MTU);
+    let iw = iw_packets * QUIC_MTU as u64;
+    let factory: Arc<dyn quinn::congestion::ControllerFactory + Send + Sync> = match cc {
+        QuicCongestion::Cubic => {
+            let mut c = quinn::congestion::CubicConfig::default();
+            c.initial_window(iw);
+            Arc::new(c)
+        }
+        QuicCongestion::NewReno => {
+            let mut c = quinn::congestion::NewRenoConfig::default();
+            c.initial_window(iw);
+            Arc::new(c)
+        }
+        QuicCongestion::Bbr => {
+            let mut c = quinn::congestion::BbrConfig::default();
+            c.initial_window(iw);
+            Arc::new(c)
+        }
+        QuicCongestion::GquicCubic => crate::gquic::factory(iw_packets)?,
+    };
+    t.congestion_controller_factory(factory);
+    t.stream_receive_window((16u32 << 20).into());
+    t.receive_window((32u32 << 20).into());
+    t.send_window(32 << 20);
+    t.max_idle_timeout(Some(std::time::Duration::from_secs(30).try_into()?));
+    Ok(t)
+}
+
+async fn accept_tcp(
+    listener: tokio::net::TcpListener,
+    acceptor: tokio_rustls::TlsAcceptor,
+    opts: Arc<ServerOptions>,
+) -> Result<()> {
+    loop {
+        let (stream, _) = listener.accept().await?;
+        let acceptor = acceptor.clone();
+        let opts = opts.clone();
+        tokio::spawn(async move {
+            let _ = stream.set_nodelay(true);
+            let _ = crate::sockopt::set_tcp_congestion(&stream, opts.tcp_cc.kernel_name());
+            let Ok(tls) = acceptor.accept(stream).await else {
+                return;
+            };
+            let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
+            let service = hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
+                let opts = opts.clone();
+                async move { Ok::<_, Infallible>(reply_hyper(&opts, req).await) }
+            });
+            let io = TokioIo::new(tls);
+            let _ = if h2 {
+                hyper::server::conn::http2::Builder::new(TokioExecutor::new())
+                    .initial_stream_window_size(16 << 20)
+                    .initial_connection_window_size(32 << 20)
+                    .serve_connection(io, service)
+                    .await
+            } else {
+                hyper::server::conn::http1::Builder::new()
+                    .serve_connection(io, service)
+                    .await
+            };
+        });
+    }
+}
+
+async fn accept_quic(endpoint: quinn::Endpoint, opts: Arc<ServerOptions>) -> Result<()> {
+    while let Some(incoming) = endpoint.accept().await {
+        let opts = opts.clone();
+        tokio::spawn(async move {
+            let Ok(connecting) = incoming.accept() else {
+                return;
+            };
+            // Accept 0-RTT data when the client offers it.
+            let conn = match connecting.into_0rtt() {
+                Ok((conn, _accepted)) => conn,
+                Err(connecting) => match connecting.await {
+                    Ok(c) => c,
+                    Err(_) => return,
+                },
+            };
+            let Ok(mut h3) =
+                h3::server::Connection::<_, Bytes>::new(h3_quinn::Connection::new(conn)).await
+            else {
+                return;
+            };
+            while let Ok(Some(resolver)) = h3.accept().await {
+                let opts = opts.clone();
+                tokio::spawn(async move {
+                    let Ok((req, mut stream)) = resolver.resolve_request().await else {
+                        return;
+                    };
+                    let reply = resolve(&opts, req.uri().path(), range_header(req.headers())).await;
+                    let mut resp = Response::builder().status(reply.status);
+                    for (k, v) in &reply.headers {
+                        resp = resp.header(*k, v);
+                    }
+                    if stream
+                        .send_response(resp.body(()).expect("valid response"))
+                        .await
+                        .is_err()
+                    {
+                        return;
+                    }
+                    let mut body = reply.body;
+                    while let Some(chunk) = body.next_chunk() {
+                        if stream.send_data(chunk).await.is_err() {
+                            return;
+                        }
+                    }
+                    let _ = stream.finish().await;
+                });
+            }
+        });
+    }
+    Ok(())
+}
+
+fn range_header(headers: &http::HeaderMap) -> Option<String> {
+    headers
+        .get(http::header::RANGE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+}
+
+async fn reply_hyper(
+    opts: &ServerOptions,
+    req: Request<hyper::body::Incoming>,
+) -> Response<ReplyBody> {
+    let reply = resolve(opts, req.uri().path(), range_header(req.headers())).await;
+    let mut resp = Response::builder().status(reply.status);
+    for (k, v) in &reply.headers {
+        resp = resp.header(*k, v);
+    }
+    resp.body(reply.body).expect("valid response")
+}
+
+/// What to answer.
+pub struct Reply {
+    pub status: StatusCode,
+    pub headers: Vec<(&'static str, String)>,
+    pub body: ReplyBody,
+}
+
+/// Decides the answer to a GET of `path` (with an optional Range header).
+pub async fn resolve(opts: &ServerOptions, path: &str, range_hdr: Option<String>) -> Reply {
+    let (content_type, content) = if let Some(n) = range::parse_bytes_path(path) {
+        ("application/octet-stream", Content::Pattern(n))
+    } else {
+        match read_file(opts.dir.as_deref(), path).await {
+            Some((ct, data)) => (ct, Content::File(data)),
+            None => {
+                return Reply {
+                    status: StatusCode::NOT_FOUND,
+                    headers: vec![("content-length", "10".into())],
+                    body: ReplyBody::bytes(Bytes::from_static(b"not found\n")),
+                };
+            }
+        }
+    };
+    let length = content.len();
+    let mut headers = vec![
+        ("content-type", content_type.to_string()),
+        ("accept-ranges", "bytes".to_string()),
+    ];
+    let (status, first, last) = match range_hdr.map(|h| range::parse_range(&h, length)) {
+        Some(Ok(Some((first, last)))) => {
+            headers.push(("content-range", range::content_range(first, last, length)));
+            (StatusCode::PARTIAL_CONTENT, first, last + 1)
+        }
+        Some(Err(e)) => {
+            headers.push(("content-range", e.content_range()));
+            headers.push(("content-length", "0".into()));
+            return Reply {
+                status: StatusCode::RANGE_NOT_SATISFIABLE,
+                headers,
+                body: ReplyBody::bytes(Bytes::new()),
+            };
+        }
+        _ => (StatusCode::OK, 0, length),
+    };
+    headers.push(("content-length", (last - first).to_string()));
+    let body = match content {
+        Content::Pattern(_) => ReplyBody::pattern(first, last),
+        Content::File(data) => ReplyBody::bytes(data.slice(first as usize..last as usize)),
+    };
+    Reply {
+        status,
+        headers,
+        body,
+    }
+}
+
+enum Content {
+    Pattern(u64),
+    File(Bytes),
+}
+
+impl Content {
+    fn len(&self) -> u64 {
+        match self {
+            Content::Pattern(n) => *n,
+            Content::File(b) => b.len() as u64,
+        }
+    }
+}
+
+async fn read_file(dir: Option<&Path>, path: &str) -> Option<(&'static str, Bytes)> {
+    let dir = dir?;
+    let rel = path.trim_start_matches('/');
+    let rel = if rel.is_empty() { "index.html" } else { rel };
+    // No way out of the directory.
+    if rel.split('/').any(|c| c == ".." || c.starts_with('.')) {
+        return None;
+    }
+    let full = dir.join(rel);
+    let data = tokio::fs::read(&full).await.ok()?;
+    let ct = match full.extension().and_then(|e| e.to_str()).unwrap_or("") {
+        "html" | "htm" => "text/html; charset=utf-8",
+        "css" => "text/css",
+        "js" => "text/javascript",
+        "json" => "application/json",
+        "jpg" | "jpeg" => "image/jpeg",
+        "png" => "image/png",
+        "gif" => "image/gif",
+        "svg" => "image/svg+xml",
+        "txt" => "text/plain; charset=utf-8",
+        "mp4" | "m4s" => "video/mp4",
+        "mpd" => "application/dash+xml",
+        _ => "application/octet-stream",
+    };
+    Some((ct, Bytes::from(data)))
+}
+
+/// Chunk size of synthetic bodies.
+const CHUNK: usize = 64 * 1024;
+
+/// A response body: either bytes in memory or the `/bytes/<N>` pattern, produced in chunks.
+pub struct ReplyBody {
+    data: Option<Bytes>,
+    /// Pattern range still to send: [next, end).
+    next: u64,
+    end: u64,
+    pattern: Bytes,
+}
+
+impl ReplyBody {
+    fn bytes(b: Bytes) -> ReplyBody {
+        ReplyBody {
+            data: Some(b),
+            next: 0,
+            end: 0,
+            pattern: Bytes::new(),
+        }
+    }
+
+    fn pattern(first: u64, end: u64) -> ReplyBody {
+        // CHUNK + 256 bytes of 0..=255 repeated: any chunk starting at offset o is a slice of it.
+        let mut p = BytesMut::with_capacity(CHUNK + 256);
+        for i in 0..CHUNK + 256 {
+            p.extend_from_slice(&[(i % 256) as u8]);
+        }
+        ReplyBody {
+            data: None,
+            next: first,
+            end,
+            pattern: p.freeze(),
+        }
+    }
+
+    /// The next chunk, or None at the end.
+    pub fn next_chunk(&mut self) -> Option<Bytes> {
+        if let Some(d) = self.data.take() {
+            return (!d.is_empty()).then_some(d);
+        }
+        if self.next >= self.end {
+            return None;
+        }
+        let n = ((self.end - self.next) as usize).min(CHUNK);
+        let start = (self.next % 256) as usize;
+        self.next += n as u64;
+        Some(self.pattern.slice(start..start + n))
+    }
+
+    fn remaining(&self) -> u64 {
+        self.data.as_ref().map_or(0, |d| d.len() as u64) + (self.end - self.next.min(self.end))
+    }
+}
+
+impl Body for ReplyBody {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        _cx: &mut TaskContext<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        Poll::Ready(self.next_chunk().map(|c| Ok(Frame::data(c))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.remaining() == 0
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        SizeHint::with_exact(self.remaining())
+    }
+}
+
+/// The byte a `/bytes/<N>` resource holds at `offset` (for clients that verify content).
+pub fn pattern_byte(offset: u64) -> u8 {
+    (offset % 256) as u8
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pattern_bodies_hold_the_offset_pattern_in_chunks() {
+        let mut b = ReplyBody::pattern(300, 300 + 200_000);
+        assert_eq!(b.remaining(), 200_000);
+        let mut offset = 300u64;
+        while let Some(c) = b.next_chunk() {
+            assert!(c.len() <= CHUNK);
+            for (i, &byte) in c.iter().enumerate() {
+                assert_eq!(byte, pattern_byte(offset + i as u64));
+            }
+            offset += c.len() as u64;
+        }
+        assert_eq!(offset, 300 + 200_000);
+        assert!(b.is_end_stream());
+    }
+}

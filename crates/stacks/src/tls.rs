@@ -1,0 +1,180 @@
+//! The lab's certificate and the rustls configurations of servers and clients.
+//!
+//! Each lab gets its own self-signed certificate (rcgen) for the server's names and addresses.
+//! Clients trust exactly that certificate — no "accept anything" verifier — so a measured handshake
+//! is a real one. One crypto provider everywhere: ring.
+
+use std::net::IpAddr;
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use base64::Engine;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use sha2::Digest;
+
+use crate::options::TlsVersion;
+
+/// The name every lab server answers to (and its certificate names).
+pub const SERVER_NAME: &str = "quiclab.test";
+
+/// A lab's certificate, its key and its SPKI hash (what Chromium's
+/// `--ignore-certificate-errors-spki-list` takes).
+#[derive(Clone)]
+pub struct LabCertificate {
+    pub cert_der: CertificateDer<'static>,
+    pub key_der: Vec<u8>,
+    pub cert_pem: String,
+    pub key_pem: String,
+    pub spki_sha256_base64: String,
+}
+
+impl LabCertificate {
+    /// A fresh self-signed certificate for `SERVER_NAME`, `localhost` and the given addresses.
+    pub fn generate(addresses: &[IpAddr]) -> Result<LabCertificate> {
+        let mut names = vec![SERVER_NAME.to_string(), "localhost".to_string()];
+        names.extend(addresses.iter().map(|a| a.to_string()));
+        let key = rcgen::KeyPair::generate().context("generating the lab key")?;
+        let params = rcgen::CertificateParams::new(names).context("certificate names")?;
+        let cert = params
+            .self_signed(&key)
+            .context("self-signing the lab certificate")?;
+        let spki = sha2::Sha256::digest(rcgen::PublicKeyData::subject_public_key_info(&key));
+        Ok(LabCertificate {
+            cert_der: cert.der().clone(),
+            key_der: key.serialize_der(),
+            cert_pem: cert.pem(),
+            key_pem: key.serialize_pem(),
+            spki_sha256_base64: base64::engine::general_purpose::STANDARD.encode(spki),
+        })
+    }
+
+    /// Writes `cert.pem` and `key.pem` into `dir`.
+    pub fn save(&self, dir: &Path) -> Result<()> {
+        std::fs::create_dir_all(dir)?;
+        std::fs::write(dir.join("cert.pem"), &self.cert_pem)?;
+        std::fs::write(dir.join("key.pem"), &self.key_pem)?;
+        Ok(())
+    }
+
+    /// Reads `cert.pem` and `key.pem` written by [`LabCertificate::save`].
+    pub fn load(cert: &Path, key: &Path) -> Result<LabCertificate> {
+        let cert_pem = std::fs::read_to_string(cert)
+            .with_context(|| format!("reading certificate {}", cert.display()))?;
+        let key_pem = std::fs::read_to_string(key)
+            .with_context(|| format!("reading key {}", key.display()))?;
+        let cert_der = rustls_pemfile_cert(&cert_pem)
+            .with_context(|| format!("{}: not a PEM certificate", cert.display()))?;
+        let key_pair = rcgen::KeyPair::from_pem(&key_pem)
+            .with_context(|| format!("{}: not a PEM private key", key.display()))?;
+        let spki = sha2::Sha256::digest(rcgen::PublicKeyData::subject_public_key_info(&key_pair));
+        Ok(LabCertificate {
+            cert_der,
+            key_der: key_pair.serialize_der(),
+            cert_pem,
+            key_pem,
+            spki_sha256_base64: base64::engine::general_purpose::STANDARD.encode(spki),
+        })
+    }
+
+    fn key(&self) -> PrivateKeyDer<'static> {
+        PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(self.key_der.clone()))
+    }
+}
+
+/// Extracts the DER of the first certificate of a PEM text.
+fn rustls_pemfile_cert(pem: &str) -> Option<CertificateDer<'static>> {
+    let begin = "-----BEGIN CERTIFICATE-----";
+    let end = "-----END CERTIFICATE-----";
+    let start = pem.find(begin)? + begin.len();
+    let stop = pem[start..].find(end)? + start;
+    let b64: String = pem[start..stop].split_whitespace().collect();
+    let der = base64::engine::general_purpose::STANDARD.decode(b64).ok()?;
+    Some(CertificateDer::from(der))
+}
+
+fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+fn versions(v: Option<TlsVersion>) -> Vec<&'static rustls::SupportedProtocolVersion> {
+    match v {
+        Some(TlsVersion::Tls12) => vec![&rustls::version::TLS12],
+        Some(TlsVersion::Tls13) => vec![&rustls::version::TLS13],
+        None => vec![&rustls::version::TLS13, &rustls::version::TLS12],
+    }
+}
+
+/// Server configuration for TCP (ALPN h2 and http/1.1), with session tickets for resumption.
+pub fn tcp_server_config(
+    cert: &LabCertificate,
+    version: Option<TlsVersion>,
+) -> Result<rustls::ServerConfig> {
+    let mut config = rustls::ServerConfig::builder_with_provider(provider())
+        .with_protocol_versions(&versions(version))?
+        .with_no_client_auth()
+        .with_single_cert(vec![cert.cert_der.clone()], cert.key())?;
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    config.ticketer = rustls::crypto::ring::Ticketer::new()?;
+    config.key_log = Arc::new(rustls::KeyLogFile::new());
+    Ok(config)
+}
+
+/// Server configuration for QUIC (TLS 1.3 only, ALPN h3), with tickets and 0-RTT accepted.
+pub fn quic_server_config(cert: &LabCertificate) -> Result<rustls::ServerConfig> {
+    let mut config = rustls::ServerConfig::builder_with_provider(provider())
+        .with_protocol_versions(&[&rustls::version::TLS13])?
+        .with_no_client_auth()
+        .with_single_cert(vec![cert.cert_der.clone()], cert.key())?;
+    config.alpn_protocols = vec![b"h3".to_vec()];
+    config.ticketer = rustls::crypto::ring::Ticketer::new()?;
+    // QUIC requires exactly this value to accept 0-RTT (RFC 9001 §4.6.1).
+    config.max_early_data_size = u32::MAX;
+    config.key_log = Arc::new(rustls::KeyLogFile::new());
+    Ok(config)
+}
+
+/// Client configuration trusting only the lab certificate; `SSLKEYLOGFILE` is honoured.
+pub fn client_config(
+    cert: &LabCertificate,
+    version: Option<TlsVersion>,
+    alpn: &[u8],
+    early_data: bool,
+) -> Result<rustls::ClientConfig> {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(cert.cert_der.clone())?;
+    let versions = if alpn == b"h3" {
+        vec![&rustls::version::TLS13]
+    } else {
+        versions(version)
+    };
+    let mut config = rustls::ClientConfig::builder_with_provider(provider())
+        .with_protocol_versions(&versions)?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.alpn_protocols = vec![alpn.to_vec()];
+    config.enable_early_data = early_data;
+    config.key_log = Arc::new(rustls::KeyLogFile::new());
+    Ok(config)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generated_certificates_round_trip_through_pem() {
+        let dir = std::env::temp_dir().join(format!("quiclab-cert-{}", std::process::id()));
+        let c = LabCertificate::generate(&["100.64.0.2".parse().unwrap()]).unwrap();
+        c.save(&dir).unwrap();
+        let l = LabCertificate::load(&dir.join("cert.pem"), &dir.join("key.pem")).unwrap();
+        assert_eq!(c.cert_der, l.cert_der);
+        assert_eq!(c.spki_sha256_base64, l.spki_sha256_base64);
+        assert_eq!(c.spki_sha256_base64.len(), 44);
+        // Both configurations build from it.
+        tcp_server_config(&l, Some(TlsVersion::Tls12)).unwrap();
+        quic_server_config(&l).unwrap();
+        client_config(&l, Some(TlsVersion::Tls13), b"h2", false).unwrap();
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
