@@ -275,3 +275,46 @@ fn not_root_is_explained() {
     run(&mut cmd);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn bulk_downloads_verified_content_over_each_protocol_with_the_expected_round_trips() {
+    if !root_or_skip("bulk") {
+        return;
+    }
+    // 40 ms RTT, a 1 kB object: time to first byte is the handshake's round trips plus one. (With a
+    // larger object TLS over TCP takes one round trip more: its first 16 kB record does not fit in
+    // the initial window, and the headers in it cannot be decrypted before the rest arrives.)
+    for (proto, tls, negotiated, rtts) in [
+        ("h1", "1.2", "http/1.1", 4.0),
+        ("h2", "1.3", "h2", 3.0),
+        ("h3", "1.3", "h3", 2.0),
+    ] {
+        timing(&format!("bulk {proto}"), || {
+            let mut cmd = quiclab();
+            cmd.args([
+                "bulk", "--proto", proto, "--size", "20kB", "--rate", "50mbit",
+            ]);
+            cmd.args(["--rtt", "40ms", "--json"]);
+            if proto != "h3" {
+                cmd.args(["--tls", tls]);
+            }
+            let out = cmd.output().unwrap();
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+                panic!("{proto}: {e}: {}", String::from_utf8_lossy(&out.stderr))
+            });
+            assert_eq!(out.status.code(), Some(0), "{proto}");
+            assert_eq!(v["negotiated"], negotiated);
+            assert_eq!(v["tls_version"], tls);
+            assert_eq!(v["verified"], true);
+            assert_eq!(v["bytes"], 1_000);
+            for k in ["goodput_mbps", "loss_ratio", "cpu_client_s", "cpu_server_s"] {
+                assert!(v[k].is_number(), "{proto}: {k} missing: {v}");
+            }
+            let ttfb = v["ttfb_ms"].as_f64().unwrap();
+            let expected = rtts * 40.0;
+            ensure((ttfb - expected).abs() < 0.15 * expected + 5.0, || {
+                format!("{proto}: ttfb {ttfb:.1} ms, expected about {expected} ms ({rtts} RTT)")
+            })
+        });
+    }
+}

@@ -178,6 +178,9 @@ async fn tcp_once(opts: &FetchOptions, config: Arc<rustls::ClientConfig>) -> Res
             let req = Request::get(path.as_str())
                 .header(http::header::HOST, SERVER_NAME)
                 .body(Empty::<Bytes>::new())?;
+            // One request at a time on an HTTP/1.1 connection: wait until the previous exchange
+            // has left it idle.
+            sender.ready().await.context("HTTP/1.1 connection")?;
             let sent = ms(t0);
             let resp = sender.send_request(req).await?;
             requests.push(hyper_response(t0, path.clone(), sent, resp, opts.verify).await?);

@@ -55,7 +55,7 @@ fn run(opts: &FetchOptions) -> quiclab_stacks::client::FetchReport {
     tokio::runtime::Runtime::new()
         .unwrap()
         .block_on(fetch(opts))
-        .unwrap()
+        .unwrap_or_else(|e| panic!("{}: {e:#}", opts.protocol))
 }
 
 #[test]
