@@ -292,7 +292,7 @@ fn bulk_downloads_verified_content_over_each_protocol_with_the_expected_round_tr
         timing(&format!("bulk {proto}"), || {
             let mut cmd = quiclab();
             cmd.args([
-                "bulk", "--proto", proto, "--size", "20kB", "--rate", "50mbit",
+                "bulk", "--proto", proto, "--size", "1kB", "--rate", "50mbit",
             ]);
             cmd.args(["--rtt", "40ms", "--json"]);
             if proto != "h3" {
