@@ -46,6 +46,8 @@ pub struct ConnectionTiming {
     pub tls_version: String,
     pub resumed: bool,
     pub zero_rtt_accepted: bool,
+    /// TLS 1.3 session tickets the client held before this connection (from the warm-up).
+    pub tickets_held: u64,
 }
 
 /// One request's milestones (ms since the measured connection's start).
@@ -101,13 +103,23 @@ async fn fetch_tcp(opts: &FetchOptions) -> Result<FetchReport> {
         b"http/1.1"
     };
     // One config for warm-up and measurement: it holds the session cache.
-    let config = Arc::new(tls::client_config(&opts.cert, opts.tls, alpn, false)?);
+    let store = Arc::new(tls::CountingSessionStore::default());
+    let config = Arc::new(tls::client_config(
+        &opts.cert,
+        opts.tls,
+        alpn,
+        false,
+        store.clone(),
+    )?);
     if opts.resume || opts.zero_rtt {
         let _ = tcp_once(opts, config.clone()).await?;
         // Let the server's close and our ticket processing settle.
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    tcp_once(opts, config).await
+    let held = store.tickets_received() - store.tickets_used();
+    let mut report = tcp_once(opts, config).await?;
+    report.connection.tickets_held = held;
+    Ok(report)
 }
 
 async fn tcp_once(opts: &FetchOptions, config: Arc<rustls::ClientConfig>) -> Result<FetchReport> {
@@ -144,6 +156,7 @@ async fn tcp_once(opts: &FetchOptions, config: Arc<rustls::ClientConfig>) -> Res
         },
         resumed: state.handshake_kind() == Some(rustls::HandshakeKind::Resumed),
         zero_rtt_accepted: false,
+        tickets_held: 0,
     };
     let io = TokioIo::new(tls);
     let mut requests = Vec::new();
@@ -237,7 +250,14 @@ async fn fetch_quic(opts: &FetchOptions) -> Result<FetchReport> {
     };
     let mut endpoint = quinn::Endpoint::client(bind)?;
     // Early data enabled whenever resuming: `into_0rtt` then tells whether a ticket is held.
-    let crypto = tls::client_config(&opts.cert, None, b"h3", opts.resume || opts.zero_rtt)?;
+    let store = Arc::new(tls::CountingSessionStore::default());
+    let crypto = tls::client_config(
+        &opts.cert,
+        None,
+        b"h3",
+        opts.resume || opts.zero_rtt,
+        store.clone(),
+    )?;
     let mut config = quinn::ClientConfig::new(Arc::new(
         quinn::crypto::rustls::QuicClientConfig::try_from(crypto)?,
     ));
@@ -250,7 +270,9 @@ async fn fetch_quic(opts: &FetchOptions) -> Result<FetchReport> {
         let _ = quic_once(opts, &endpoint, false).await?;
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let report = quic_once(opts, &endpoint, true).await?;
+    let held = store.tickets_received() - store.tickets_used();
+    let mut report = quic_once(opts, &endpoint, true).await?;
+    report.connection.tickets_held = held;
     endpoint.wait_idle().await;
     Ok(report)
 }
@@ -385,6 +407,7 @@ async fn quic_requests(
             tls_version: "1.3".into(),
             resumed: false,
             zero_rtt_accepted: false,
+            tickets_held: 0,
         },
         requests,
         t0,

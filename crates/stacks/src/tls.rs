@@ -10,7 +10,9 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use base64::Engine;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName};
 use sha2::Digest;
 
 use crate::options::TlsVersion;
@@ -120,26 +122,110 @@ pub fn tcp_server_config(
     Ok(config)
 }
 
-/// Server configuration for QUIC (TLS 1.3 only, ALPN h3), with tickets and 0-RTT accepted.
+/// Server configuration for QUIC (TLS 1.3 only, ALPN h3), with resumption and 0-RTT accepted.
 pub fn quic_server_config(cert: &LabCertificate) -> Result<rustls::ServerConfig> {
     let mut config = rustls::ServerConfig::builder_with_provider(provider())
         .with_protocol_versions(&[&rustls::version::TLS13])?
         .with_no_client_auth()
         .with_single_cert(vec![cert.cert_der.clone()], cert.key())?;
     config.alpn_protocols = vec![b"h3".to_vec()];
-    config.ticketer = rustls::crypto::ring::Ticketer::new()?;
+    // Stateful resumption (rustls's default in-memory session cache), not a stateless ticketer:
+    // rustls refuses to allow early data in stateless tickets (anti-replay), so with a ticketer
+    // no client could ever send 0-RTT.
     // QUIC requires exactly this value to accept 0-RTT (RFC 9001 §4.6.1).
     config.max_early_data_size = u32::MAX;
     config.key_log = Arc::new(rustls::KeyLogFile::new());
     Ok(config)
 }
 
-/// Client configuration trusting only the lab certificate; `SSLKEYLOGFILE` is honoured.
+/// The client's session cache, counting the TLS 1.3 tickets it receives and uses, so that a report
+/// can say whether a resumption was even possible.
+#[derive(Debug)]
+pub struct CountingSessionStore {
+    inner: rustls::client::ClientSessionMemoryCache,
+    received: AtomicU64,
+    taken: AtomicU64,
+}
+
+impl Default for CountingSessionStore {
+    fn default() -> Self {
+        CountingSessionStore {
+            inner: rustls::client::ClientSessionMemoryCache::new(256),
+            received: AtomicU64::new(0),
+            taken: AtomicU64::new(0),
+        }
+    }
+}
+
+impl CountingSessionStore {
+    /// TLS 1.3 tickets received so far.
+    pub fn tickets_received(&self) -> u64 {
+        self.received.load(Ordering::Relaxed)
+    }
+
+    /// TLS 1.3 tickets taken to resume a connection so far.
+    pub fn tickets_used(&self) -> u64 {
+        self.taken.load(Ordering::Relaxed)
+    }
+}
+
+impl rustls::client::ClientSessionStore for CountingSessionStore {
+    fn set_kx_hint(&self, server_name: ServerName<'static>, group: rustls::NamedGroup) {
+        self.inner.set_kx_hint(server_name, group)
+    }
+
+    fn kx_hint(&self, server_name: &ServerName<'_>) -> Option<rustls::NamedGroup> {
+        self.inner.kx_hint(server_name)
+    }
+
+    fn set_tls12_session(
+        &self,
+        server_name: ServerName<'static>,
+        value: rustls::client::Tls12ClientSessionValue,
+    ) {
+        self.inner.set_tls12_session(server_name, value)
+    }
+
+    fn tls12_session(
+        &self,
+        server_name: &ServerName<'_>,
+    ) -> Option<rustls::client::Tls12ClientSessionValue> {
+        self.inner.tls12_session(server_name)
+    }
+
+    fn remove_tls12_session(&self, server_name: &ServerName<'static>) {
+        self.inner.remove_tls12_session(server_name)
+    }
+
+    fn insert_tls13_ticket(
+        &self,
+        server_name: ServerName<'static>,
+        value: rustls::client::Tls13ClientSessionValue,
+    ) {
+        self.received.fetch_add(1, Ordering::Relaxed);
+        self.inner.insert_tls13_ticket(server_name, value)
+    }
+
+    fn take_tls13_ticket(
+        &self,
+        server_name: &ServerName<'static>,
+    ) -> Option<rustls::client::Tls13ClientSessionValue> {
+        let t = self.inner.take_tls13_ticket(server_name);
+        if t.is_some() {
+            self.taken.fetch_add(1, Ordering::Relaxed);
+        }
+        t
+    }
+}
+
+/// Client configuration trusting only the lab certificate; `SSLKEYLOGFILE` is honoured. Sessions
+/// are kept in `store`.
 pub fn client_config(
     cert: &LabCertificate,
     version: Option<TlsVersion>,
     alpn: &[u8],
     early_data: bool,
+    store: Arc<CountingSessionStore>,
 ) -> Result<rustls::ClientConfig> {
     let mut roots = rustls::RootCertStore::empty();
     roots.add(cert.cert_der.clone())?;
@@ -154,6 +240,7 @@ pub fn client_config(
         .with_no_client_auth();
     config.alpn_protocols = vec![alpn.to_vec()];
     config.enable_early_data = early_data;
+    config.resumption = rustls::client::Resumption::store(store);
     config.key_log = Arc::new(rustls::KeyLogFile::new());
     Ok(config)
 }
@@ -174,7 +261,14 @@ mod tests {
         // Both configurations build from it.
         tcp_server_config(&l, Some(TlsVersion::Tls12)).unwrap();
         quic_server_config(&l).unwrap();
-        client_config(&l, Some(TlsVersion::Tls13), b"h2", false).unwrap();
+        client_config(
+            &l,
+            Some(TlsVersion::Tls13),
+            b"h2",
+            false,
+            Default::default(),
+        )
+        .unwrap();
         let _ = std::fs::remove_dir_all(dir);
     }
 }
