@@ -52,6 +52,9 @@ pub struct ServeArgs {
     /// Create this file once every listener is up
     #[arg(long)]
     pub ready_file: Option<PathBuf>,
+    /// Sample every connection's congestion state (TCP_INFO / QUIC path stats) into this CSV
+    #[arg(long, value_name = "FILE")]
+    pub cwnd_log: Option<PathBuf>,
     #[command(flatten)]
     pub stack: StackArgs,
 }
@@ -127,6 +130,11 @@ pub fn serve(args: ServeArgs) -> Result<i32> {
         tcp_cc: args.stack.tcp_cc,
         quic_cc: args.stack.quic_cc,
         initial_window_packets: args.stack.initial_window,
+        cwnd_log: args
+            .cwnd_log
+            .as_deref()
+            .map(quiclab_stacks::cwnd::CwndLog::create)
+            .transpose()?,
     };
     let ready_file = args.ready_file.clone();
     runtime()?.block_on(quiclab_stacks::server::serve(opts, move || {
@@ -234,7 +242,8 @@ pub struct BulkArgs {
     /// Over IPv6
     #[arg(long)]
     pub ipv6: bool,
-    /// Keep the emulator's packet log (and the fetch/serve outputs) in this directory
+    /// Keep the emulator's packet log (link.log), the server's congestion samples (cwnd.csv) and the
+    /// fetch/serve outputs in this directory
     #[arg(long, value_name = "DIR")]
     pub trace: Option<PathBuf>,
     /// Print one JSON object
@@ -315,6 +324,9 @@ pub fn bulk(args: BulkArgs) -> Result<i32> {
         .arg("--key")
         .arg(work.join("key.pem"));
     serve.arg("--ready-file").arg(&ready);
+    if args.trace.is_some() {
+        serve.arg("--cwnd-log").arg(work.join("cwnd.csv"));
+    }
     cc_flags(&mut serve);
     serve.stderr(std::fs::File::create(work.join("serve.stderr"))?);
     let server_pid = lab.spawn(serve)?;

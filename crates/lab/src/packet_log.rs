@@ -68,6 +68,19 @@ impl LogWriter {
             .saturating_sub(epoch.elapsed().as_nanos());
         writeln!(out, "# quiclab packet log v1")?;
         writeln!(out, "# epoch_unix_ns: {epoch_unix}")?;
+        // CLOCK_MONOTONIC at t = 0: the clock congestion samples (cwnd.csv) are stamped with.
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: clock_gettime writes into the timespec we pass.
+        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+        let mono_now = ts.tv_sec as u128 * 1_000_000_000 + ts.tv_nsec as u128;
+        writeln!(
+            out,
+            "# epoch_monotonic_ns: {}",
+            mono_now.saturating_sub(epoch.elapsed().as_nanos())
+        )?;
         for line in header {
             writeln!(out, "# {line}")?;
         }

@@ -6,6 +6,7 @@
 //! `quiclab-proto`.
 
 pub mod client;
+pub mod cwnd;
 pub mod gquic;
 pub mod server;
 pub mod sockopt;

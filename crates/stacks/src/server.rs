@@ -36,6 +36,8 @@ pub struct ServerOptions {
     pub tcp_cc: TcpCongestion,
     pub quic_cc: QuicCongestion,
     pub initial_window_packets: u64,
+    /// Sample every connection's congestion state into this log.
+    pub cwnd_log: Option<crate::cwnd::CwndLog>,
 }
 
 /// Binds every listener, calls `ready` once they all listen, then serves until the process ends.
@@ -136,26 +138,48 @@ async fn accept_tcp(
         tokio::spawn(async move {
             let _ = stream.set_nodelay(true);
             let _ = crate::sockopt::set_tcp_congestion(&stream, opts.tcp_cc.kernel_name());
+            let fd = std::os::fd::AsRawFd::as_raw_fd(&stream);
             let Ok(tls) = acceptor.accept(stream).await else {
                 return;
             };
             let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
+            let service_opts = opts.clone();
             let service = hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
-                let opts = opts.clone();
+                let opts = service_opts.clone();
                 async move { Ok::<_, Infallible>(reply_hyper(&opts, req).await) }
             });
             let io = TokioIo::new(tls);
-            let _ = if h2 {
-                hyper::server::conn::http2::Builder::new(TokioExecutor::new())
-                    .initial_stream_window_size(16 << 20)
-                    .initial_connection_window_size(32 << 20)
-                    .serve_connection(io, service)
-                    .await
+            let serving: Pin<Box<dyn std::future::Future<Output = ()> + Send>> = if h2 {
+                Box::pin(async move {
+                    let _ = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
+                        .initial_stream_window_size(16 << 20)
+                        .initial_connection_window_size(32 << 20)
+                        .serve_connection(io, service)
+                        .await;
+                })
             } else {
-                hyper::server::conn::http1::Builder::new()
-                    .serve_connection(io, service)
-                    .await
+                Box::pin(async move {
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(io, service)
+                        .await;
+                })
             };
+            match &opts.cwnd_log {
+                None => serving.await,
+                Some(log) => {
+                    // Sampled in this task, alongside the connection that owns the socket: the fd
+                    // cannot be closed (and reused) while a sample is taken.
+                    let conn = log.connection_id();
+                    let mut tick = tokio::time::interval(crate::cwnd::SAMPLE_INTERVAL);
+                    tokio::pin!(serving);
+                    loop {
+                        tokio::select! {
+                            _ = &mut serving => break,
+                            _ = tick.tick() => log.sample_tcp(conn, fd),
+                        }
+                    }
+                }
+            }
         });
     }
 }
@@ -175,6 +199,19 @@ async fn accept_quic(endpoint: quinn::Endpoint, opts: Arc<ServerOptions>) -> Res
                     Err(_) => return,
                 },
             };
+            if let Some(log) = opts.cwnd_log.clone() {
+                let conn = conn.clone();
+                tokio::spawn(async move {
+                    let id = log.connection_id();
+                    let mut tick = tokio::time::interval(crate::cwnd::SAMPLE_INTERVAL);
+                    loop {
+                        tokio::select! {
+                            _ = conn.closed() => break,
+                            _ = tick.tick() => log.sample_quic(id, &conn),
+                        }
+                    }
+                });
+            }
             let Ok(mut h3) =
                 h3::server::Connection::<_, Bytes>::new(h3_quinn::Connection::new(conn)).await
             else {

@@ -22,6 +22,7 @@ fn start_server(port: u16) -> LabCertificate {
         tcp_cc: TcpCongestion::Cubic,
         quic_cc: QuicCongestion::Cubic,
         initial_window_packets: 10,
+        cwnd_log: None,
     };
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
