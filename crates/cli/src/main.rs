@@ -54,7 +54,11 @@ enum Command {
 
 fn main() {
     let cli = Cli::parse();
-    signals::install();
+    // Commands that build labs tear them down on signals; `serve` and `fetch` run inside a lab
+    // that someone else owns and simply end on SIGTERM.
+    if !matches!(cli.command, Command::Serve(_) | Command::Fetch(_)) {
+        signals::install();
+    }
     let result = match cli.command {
         Command::Demo(args) => demo::run(args),
         Command::Bulk(args) => stacks_cmd::bulk(args),

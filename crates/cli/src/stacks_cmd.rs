@@ -55,6 +55,9 @@ pub struct ServeArgs {
     /// Sample every connection's congestion state (TCP_INFO / QUIC path stats) into this CSV
     #[arg(long, value_name = "FILE")]
     pub cwnd_log: Option<PathBuf>,
+    /// Write a qlog of every QUIC connection into this directory
+    #[arg(long, value_name = "DIR")]
+    pub qlog_dir: Option<PathBuf>,
     #[command(flatten)]
     pub stack: StackArgs,
 }
@@ -79,6 +82,9 @@ pub struct FetchArgs {
     /// Check /bytes/<N> bodies byte by byte
     #[arg(long)]
     pub verify: bool,
+    /// Write a qlog of each QUIC connection into this directory
+    #[arg(long, value_name = "DIR")]
+    pub qlog_dir: Option<PathBuf>,
     /// Give up after this long
     #[arg(long, default_value = "120s",
           value_parser = |s: &str| quiclab_link::units::parse_duration(s).map_err(|e| e.to_string()))]
@@ -135,6 +141,7 @@ pub fn serve(args: ServeArgs) -> Result<i32> {
             .as_deref()
             .map(quiclab_stacks::cwnd::CwndLog::create)
             .transpose()?,
+        qlog_dir: args.qlog_dir.clone(),
     };
     let ready_file = args.ready_file.clone();
     runtime()?.block_on(quiclab_stacks::server::serve(opts, move || {
@@ -170,6 +177,7 @@ pub fn fetch(args: FetchArgs) -> Result<i32> {
         resume: args.resume,
         zero_rtt: args.zero_rtt,
         verify: args.verify,
+        qlog_dir: args.qlog_dir.clone(),
         timeout: Duration::from_nanos(args.timeout),
     };
     let report = runtime()?.block_on(quiclab_stacks::client::fetch(&opts))?;
@@ -326,6 +334,7 @@ pub fn bulk(args: BulkArgs) -> Result<i32> {
     serve.arg("--ready-file").arg(&ready);
     if args.trace.is_some() {
         serve.arg("--cwnd-log").arg(work.join("cwnd.csv"));
+        serve.arg("--qlog-dir").arg(&work);
     }
     cc_flags(&mut serve);
     serve.stderr(std::fs::File::create(work.join("serve.stderr"))?);
@@ -370,6 +379,9 @@ pub fn bulk(args: BulkArgs) -> Result<i32> {
     }
     if args.zero_rtt {
         fetch.arg("--0rtt");
+    }
+    if args.trace.is_some() {
+        fetch.arg("--qlog-dir").arg(&work);
     }
     fetch.arg(format!("/bytes/{}", args.size));
     fetch.stdout(std::fs::File::create(work.join("fetch.json"))?);

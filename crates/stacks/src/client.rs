@@ -34,6 +34,8 @@ pub struct FetchOptions {
     pub zero_rtt: bool,
     /// Check `/bytes/<N>` bodies byte by byte.
     pub verify: bool,
+    /// Write a qlog of each QUIC connection here (`client-warmup.sqlog`, `client.sqlog`).
+    pub qlog_dir: Option<std::path::PathBuf>,
     pub timeout: Duration,
 }
 
@@ -248,7 +250,7 @@ async fn fetch_quic(opts: &FetchOptions) -> Result<FetchReport> {
     } else {
         "0.0.0.0:0".parse()?
     };
-    let mut endpoint = quinn::Endpoint::client(bind)?;
+    let endpoint = quinn::Endpoint::client(bind)?;
     // Early data enabled whenever resuming: `into_0rtt` then tells whether a ticket is held.
     let store = Arc::new(tls::CountingSessionStore::default());
     let crypto = tls::client_config(
@@ -258,20 +260,23 @@ async fn fetch_quic(opts: &FetchOptions) -> Result<FetchReport> {
         opts.resume || opts.zero_rtt,
         store.clone(),
     )?;
-    let mut config = quinn::ClientConfig::new(Arc::new(
-        quinn::crypto::rustls::QuicClientConfig::try_from(crypto)?,
-    ));
-    config.transport_config(Arc::new(transport_config(
-        opts.quic_cc,
-        opts.initial_window_packets,
-    )?));
-    endpoint.set_default_client_config(config);
+    let crypto = Arc::new(quinn::crypto::rustls::QuicClientConfig::try_from(crypto)?);
+    let config = |name: &str| -> Result<quinn::ClientConfig> {
+        let mut c = quinn::ClientConfig::new(crypto.clone());
+        let qlog = opts.qlog_dir.as_ref().map(|d| d.join(name));
+        c.transport_config(Arc::new(transport_config(
+            opts.quic_cc,
+            opts.initial_window_packets,
+            qlog.as_deref(),
+        )?));
+        Ok(c)
+    };
     if opts.resume || opts.zero_rtt {
-        let _ = quic_once(opts, &endpoint, false).await?;
+        let _ = quic_once(opts, &endpoint, config("client-warmup.sqlog")?, false).await?;
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let held = store.tickets_received() - store.tickets_used();
-    let mut report = quic_once(opts, &endpoint, true).await?;
+    let mut report = quic_once(opts, &endpoint, config("client.sqlog")?, true).await?;
     report.connection.tickets_held = held;
     endpoint.wait_idle().await;
     Ok(report)
@@ -280,10 +285,11 @@ async fn fetch_quic(opts: &FetchOptions) -> Result<FetchReport> {
 async fn quic_once(
     opts: &FetchOptions,
     endpoint: &quinn::Endpoint,
+    config: quinn::ClientConfig,
     measured: bool,
 ) -> Result<FetchReport> {
     let t0 = Instant::now();
-    let connecting = endpoint.connect(opts.server, SERVER_NAME)?;
+    let connecting = endpoint.connect_with(config, opts.server, SERVER_NAME)?;
     let mut resumed = false;
     let mut zero_rtt_accepted = false;
     let (conn, handshake_ms) = if measured && (opts.resume || opts.zero_rtt) {

@@ -38,6 +38,8 @@ pub struct ServerOptions {
     pub initial_window_packets: u64,
     /// Sample every connection's congestion state into this log.
     pub cwnd_log: Option<crate::cwnd::CwndLog>,
+    /// Write a qlog of every QUIC connection into this directory (`server-<n>.sqlog`).
+    pub qlog_dir: Option<PathBuf>,
 }
 
 /// Binds every listener, calls `ready` once they all listen, then serves until the process ends.
@@ -53,7 +55,7 @@ pub async fn serve(opts: ServerOptions, ready: impl FnOnce()) -> Result<()> {
         let endpoint = quinn::Endpoint::server(quic_config.clone(), addr)
             .with_context(|| format!("binding QUIC on UDP {addr}"))?;
         tasks.spawn(accept_tcp(listener, acceptor.clone(), opts.clone()));
-        tasks.spawn(accept_quic(endpoint, opts.clone()));
+        tasks.spawn(accept_quic(endpoint, quic_config.clone(), opts.clone()));
     }
     ready();
     while let Some(r) = tasks.join_next().await {
@@ -89,15 +91,29 @@ fn quic_server_config(opts: &ServerOptions) -> Result<quinn::ServerConfig> {
     config.transport_config(Arc::new(transport_config(
         opts.quic_cc,
         opts.initial_window_packets,
+        None,
     )?));
     Ok(config)
 }
 
 /// QUIC transport parameters shared by server and client: the congestion controller, its initial
 /// window in packets of `QUIC_MTU` bytes, and generous flow-control windows (so that, as with TCP's
-/// autotuning, the congestion controller and not flow control limits a bulk transfer).
-pub fn transport_config(cc: QuicCongestion, iw_packets: u64) -> Result<quinn::TransportConfig> {
+/// autotuning, the congestion controller and not flow control limits a bulk transfer). With
+/// `qlog`, the connection's events are written there (a JSON-SEQ qlog, openable in qvis).
+pub fn transport_config(
+    cc: QuicCongestion,
+    iw_packets: u64,
+    qlog: Option<&Path>,
+) -> Result<quinn::TransportConfig> {
     let mut t = quinn::TransportConfig::default();
+    if let Some(path) = qlog {
+        let file = std::fs::File::create(path)
+            .with_context(|| format!("creating qlog {}", path.display()))?;
+        let mut q = quinn::QlogConfig::default();
+        q.writer(Box::new(std::io::BufWriter::new(file)))
+            .title(Some(format!("quiclab {}", path.display())));
+        t.qlog_stream(q.into_stream());
+    }
     t.initial_mtu(QUIC_MTU);
     let iw = iw_packets * QUIC_MTU as u64;
     let factory: Arc<dyn quinn::congestion::ControllerFactory + Send + Sync> = match cc {
@@ -184,11 +200,34 @@ async fn accept_tcp(
     }
 }
 
-async fn accept_quic(endpoint: quinn::Endpoint, opts: Arc<ServerOptions>) -> Result<()> {
+async fn accept_quic(
+    endpoint: quinn::Endpoint,
+    config: quinn::ServerConfig,
+    opts: Arc<ServerOptions>,
+) -> Result<()> {
+    let mut count = 0u64;
     while let Some(incoming) = endpoint.accept().await {
         let opts = opts.clone();
+        // A qlog needs a transport configuration (and so a server configuration) of its own.
+        let per_connection = match &opts.qlog_dir {
+            Some(dir) => {
+                let mut c = config.clone();
+                c.transport_config(Arc::new(transport_config(
+                    opts.quic_cc,
+                    opts.initial_window_packets,
+                    Some(&dir.join(format!("server-{count}.sqlog"))),
+                )?));
+                Some(Arc::new(c))
+            }
+            None => None,
+        };
+        count += 1;
         tokio::spawn(async move {
-            let Ok(connecting) = incoming.accept() else {
+            let accepted = match per_connection {
+                Some(c) => incoming.accept_with(c),
+                None => incoming.accept(),
+            };
+            let Ok(connecting) = accepted else {
                 return;
             };
             // Accept 0-RTT data when the client offers it.

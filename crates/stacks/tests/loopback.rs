@@ -23,6 +23,7 @@ fn start_server(port: u16) -> LabCertificate {
         quic_cc: QuicCongestion::Cubic,
         initial_window_packets: 10,
         cwnd_log: None,
+        qlog_dir: None,
     };
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -48,6 +49,7 @@ fn options(cert: &LabCertificate, port: u16, protocol: Protocol) -> FetchOptions
         resume: false,
         zero_rtt: false,
         verify: true,
+        qlog_dir: None,
         timeout: Duration::from_secs(20),
     }
 }
