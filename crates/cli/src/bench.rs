@@ -16,6 +16,19 @@ use crate::link_args::DEFAULT_TUN_COMPENSATION;
 pub enum BenchCommand {
     /// Link emulator: RTT precision, rate accuracy, loss statistics, release lateness, CPU, top rate
     Link(BenchLinkArgs),
+    /// Protocol stacks: unshaped goodput and CPU per GB of h1, h2 and h3, through the emulator and
+    /// over a plain veth pair (so the emulator's share of the cost is visible)
+    Stacks(BenchStacksArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct BenchStacksArgs {
+    /// Bytes per transfer
+    #[arg(long, default_value = "200MB", value_parser = crate::stacks_cmd::parse_size)]
+    pub size: u64,
+    /// Print one JSON object
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Args, Debug)]
@@ -49,6 +62,7 @@ pub struct BenchLinkArgs {
 pub fn run(cmd: BenchCommand) -> Result<i32> {
     match cmd {
         BenchCommand::Link(args) => bench_link(args),
+        BenchCommand::Stacks(args) => bench_stacks(args),
     }
 }
 
@@ -345,6 +359,73 @@ fn bench_link(args: BenchLinkArgs) -> Result<i32> {
     }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&Value::Object(out))?);
+    }
+    Ok(0)
+}
+
+fn bench_stacks(args: BenchStacksArgs) -> Result<i32> {
+    use crate::stacks_cmd::{BulkRun, transfer};
+    use quiclab_proto::options::{Protocol, QuicCongestion, TcpCongestion};
+    // No shaping at all: no rate, no delay, no queue limit. What is measured is the stacks (and, on
+    // the emulator path, the emulator's own cost).
+    let mut unshaped = link(None, 0.0, 0.0);
+    unshaped.tun_compensation = 0;
+    let mut rows = Vec::new();
+    for proto in [Protocol::H1, Protocol::H2, Protocol::H3] {
+        for emulated in [true, false] {
+            let meter = quiclab_lab::host::StealMeter::start();
+            let mut running = if emulated {
+                RunningLab::start(
+                    &unshaped,
+                    &Default::default(),
+                    SchedulerOptions::default(),
+                    None,
+                )?
+            } else {
+                RunningLab::start_direct(&Default::default())?
+            };
+            let run = BulkRun {
+                proto,
+                size: args.size,
+                resume: false,
+                zero_rtt: false,
+                tcp_cc: TcpCongestion::Cubic,
+                quic_cc: QuicCongestion::Cubic,
+                tls: None,
+                ipv6: false,
+                trace: None,
+            };
+            let mut doc = transfer(&run, &mut running)?;
+            drop(running);
+            let stolen = meter.fraction();
+            doc["cpu_steal_fraction"] = json!(stolen);
+            let f = |k: &str| doc[k].as_f64().unwrap_or(f64::NAN);
+            let gb = f("bytes") / 1e9;
+            eprintln!(
+                "{:<3} {:<8} goodput {:>8.1} Mbit/s  CPU s/GB: client {:>6.2}  server {:>6.2}  emulator {:>6}{}",
+                proto,
+                if emulated { "emulator" } else { "veth" },
+                f("goodput_mbps"),
+                f("cpu_client_s_per_gb"),
+                f("cpu_server_s_per_gb"),
+                doc["cpu_emulator_s"]
+                    .as_f64()
+                    .map_or("-".into(), |c| format!("{:.2}", c / gb)),
+                if stolen > 0.02 {
+                    format!(
+                        "  (warning: {:.1}% CPU stolen by the hypervisor)",
+                        stolen * 100.0
+                    )
+                } else {
+                    String::new()
+                }
+            );
+            doc.as_object_mut().map(|o| o.remove("fidelity"));
+            rows.push(doc);
+        }
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&Value::Array(rows))?);
     }
     Ok(0)
 }

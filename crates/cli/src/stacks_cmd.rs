@@ -261,13 +261,27 @@ pub struct BulkArgs {
     pub link: LinkArgs,
 }
 
-fn parse_size(s: &str) -> Result<u64, String> {
+pub fn parse_size(s: &str) -> Result<u64, String> {
     match quiclab_link::units::parse_queue(s) {
         Ok(quiclab_link::QueueLimit::Bytes(b)) if b > 0 => Ok(b),
         _ => Err(format!(
             "expected a size such as 10MB, 500kB, 1MiB or 1000B (units B, kB, KiB, MB, MiB); got {s:?}"
         )),
     }
+}
+
+/// One bulk transfer's parameters (from `quiclab bulk` or a benchmark).
+pub struct BulkRun {
+    pub proto: Protocol,
+    pub size: u64,
+    pub resume: bool,
+    pub zero_rtt: bool,
+    pub tcp_cc: TcpCongestion,
+    pub quic_cc: QuicCongestion,
+    pub tls: Option<TlsVersion>,
+    pub ipv6: bool,
+    /// Keep the traces here; None = a temporary directory, removed afterwards.
+    pub trace: Option<PathBuf>,
 }
 
 pub fn bulk(args: BulkArgs) -> Result<i32> {
@@ -289,15 +303,72 @@ pub fn bulk(args: BulkArgs) -> Result<i32> {
         bail!("--0rtt needs --proto h3 (quiclab's TCP stacks do not send TLS early data)");
     }
     let spec = args.link.to_spec()?;
-    let work = match &args.trace {
-        Some(d) => d.clone(),
-        None => std::env::temp_dir().join(format!("quiclab-bulk-{}", std::process::id())),
-    };
-    std::fs::create_dir_all(&work).with_context(|| format!("creating {}", work.display()))?;
+    if let Some(d) = &args.trace {
+        std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
+    }
     let log = args.trace.as_ref().map(|d| d.join("link.log"));
     let mut running = args.link.start_lab(&spec, log)?;
+    let run = BulkRun {
+        proto: args.proto,
+        size: args.size,
+        resume: args.resume,
+        zero_rtt: args.zero_rtt,
+        tcp_cc,
+        quic_cc,
+        tls: args.tls,
+        ipv6: args.ipv6,
+        trace: args.trace.clone(),
+    };
+    let doc = transfer(&run, &mut running)?;
+    drop(running);
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else {
+        let f = |k: &str| doc[k].as_f64().unwrap_or(f64::NAN);
+        println!(
+            "{} {} bytes over {} (TLS {}{}{}): connect {} ms, handshake {:.1} ms, ttfb {:.1} ms, total {:.1} ms, goodput {:.3} Mbit/s{}, loss ratio {:.4}",
+            run.proto,
+            doc["bytes"],
+            doc["negotiated"].as_str().unwrap_or(""),
+            doc["tls_version"].as_str().unwrap_or(""),
+            if doc["resumed"] == true {
+                ", resumed"
+            } else {
+                ""
+            },
+            if doc["zero_rtt"] == true {
+                ", 0-RTT"
+            } else {
+                ""
+            },
+            doc["connect_ms"]
+                .as_f64()
+                .map_or("-".into(), |m| format!("{m:.1}")),
+            f("handshake_ms"),
+            f("ttfb_ms"),
+            f("total_ms"),
+            f("goodput_mbps"),
+            doc["utilization"]
+                .as_f64()
+                .map_or(String::new(), |u| format!(" (utilisation {u:.3})")),
+            f("loss_ratio")
+        );
+    }
+    Ok(if doc["verified"] == false { 1 } else { 0 })
+}
+
+/// Runs one bulk transfer in a running lab: a fresh certificate, `quiclab serve` in the server
+/// namespace, `quiclab fetch` in the client's; stops the emulator (if any) and returns the result.
+pub fn transfer(run: &BulkRun, running: &mut quiclab_lab::RunningLab) -> Result<serde_json::Value> {
+    let (tcp_cc, quic_cc) = (run.tcp_cc, run.quic_cc);
+    let spec = running.spec.clone();
+    let work = match &run.trace {
+        Some(d) => d.clone(),
+        None => std::env::temp_dir().join(format!("quiclab-bulk-{}", running.lab.id)),
+    };
+    std::fs::create_dir_all(&work).with_context(|| format!("creating {}", work.display()))?;
     let lab = &running.lab;
-    let server_ip: IpAddr = if args.ipv6 {
+    let server_ip: IpAddr = if run.ipv6 {
         lab.address_v6(Side::Server).into()
     } else {
         lab.address_v4(Side::Server).into()
@@ -316,7 +387,7 @@ pub fn bulk(args: BulkArgs) -> Result<i32> {
             "--quic-cc",
             &quic_cc.to_string(),
         ]);
-        if let Some(t) = args.tls {
+        if let Some(t) = run.tls {
             c.args(["--tls", &t.to_string()]);
         }
     };
@@ -332,7 +403,7 @@ pub fn bulk(args: BulkArgs) -> Result<i32> {
         .arg("--key")
         .arg(work.join("key.pem"));
     serve.arg("--ready-file").arg(&ready);
-    if args.trace.is_some() {
+    if run.trace.is_some() {
         serve.arg("--cwnd-log").arg(work.join("cwnd.csv"));
         serve.arg("--qlog-dir").arg(&work);
     }
@@ -358,7 +429,7 @@ pub fn bulk(args: BulkArgs) -> Result<i32> {
     // The client, in the client namespace.
     let timeout = Duration::from_secs(30)
         + spec.downlink.mean_rate_bps().map_or(Duration::ZERO, |r| {
-            Duration::from_secs_f64(args.size as f64 * 8.0 / r * 4.0)
+            Duration::from_secs_f64(run.size as f64 * 8.0 / r * 4.0)
         });
     let mut fetch = lab.command(Side::Client, exe);
     fetch
@@ -367,23 +438,23 @@ pub fn bulk(args: BulkArgs) -> Result<i32> {
             "--json",
             "--verify",
             "--proto",
-            &args.proto.to_string(),
+            &run.proto.to_string(),
         ])
         .arg("--cert")
         .arg(work.join("cert.pem"))
         .args(["--server", &SocketAddr::new(server_ip, 443).to_string()])
         .args(["--timeout", &format!("{}ms", timeout.as_millis())]);
     cc_flags(&mut fetch);
-    if args.resume {
+    if run.resume {
         fetch.arg("--resume");
     }
-    if args.zero_rtt {
+    if run.zero_rtt {
         fetch.arg("--0rtt");
     }
-    if args.trace.is_some() {
+    if run.trace.is_some() {
         fetch.arg("--qlog-dir").arg(&work);
     }
-    fetch.arg(format!("/bytes/{}", args.size));
+    fetch.arg(format!("/bytes/{}", run.size));
     fetch.stdout(std::fs::File::create(work.join("fetch.json"))?);
     fetch.stderr(std::fs::File::create(work.join("fetch.stderr"))?);
     let fetch_pid = lab.spawn(fetch)?;
@@ -392,32 +463,30 @@ pub fn bulk(args: BulkArgs) -> Result<i32> {
         .with_context(|| format!("the client did not finish within {timeout:?}"))?;
     let server_cpu =
         quiclab_lab::process::process_cpu_seconds(server_pid as i32).unwrap_or(f64::NAN);
-    let fidelity = running.stop_emulator()?;
+    let fidelity = if running.emulated() {
+        Some(running.stop_emulator()?)
+    } else {
+        None
+    };
     let out = std::fs::read_to_string(work.join("fetch.json")).unwrap_or_default();
-    if !status.success() {
-        bail!(
-            "the client failed ({status}): {}",
-            std::fs::read_to_string(work.join("fetch.stderr"))
-                .unwrap_or_default()
-                .trim()
-        );
-    }
-    let mut v: serde_json::Value = serde_json::from_str(out.trim())
-        .with_context(|| format!("reading the client's report: {out:?}"))?;
-    let report: FetchReport = serde_json::from_value(v.clone()).unwrap_or_default();
-    let _ = &mut v;
-    drop(running);
-    if args.trace.is_none() {
+    let stderr = std::fs::read_to_string(work.join("fetch.stderr")).unwrap_or_default();
+    if run.trace.is_none() {
         let _ = std::fs::remove_dir_all(&work);
     }
+    if !status.success() {
+        bail!("the client failed ({status}): {}", stderr.trim());
+    }
+    let v: serde_json::Value = serde_json::from_str(out.trim())
+        .with_context(|| format!("reading the client's report: {out:?}"))?;
+    let report: FetchReport = serde_json::from_value(v.clone()).unwrap_or_default();
 
     let req = report.requests.first().cloned().unwrap_or_default();
     let transfer_s = (req.last_byte_ms - req.request_sent_ms).max(1e-9) / 1e3;
     let goodput = req.bytes as f64 * 8.0 / transfer_s;
     let configured = spec.downlink.mean_rate_bps();
-    let c = &fidelity.downlink.model.counters;
-    let doc = json!({
-        "proto": args.proto.to_string(),
+    let gb = req.bytes.max(1) as f64 / 1e9;
+    Ok(json!({
+        "proto": run.proto.to_string(),
         "negotiated": report.connection.protocol,
         "tls_version": report.connection.tls_version,
         "resumed": report.connection.resumed,
@@ -430,49 +499,15 @@ pub fn bulk(args: BulkArgs) -> Result<i32> {
         "verified": req.verified,
         "goodput_mbps": goodput / 1e6,
         "utilization": configured.map(|r| goodput / r),
-        "loss_ratio": c.loss_ratio(),
+        "loss_ratio": fidelity.as_ref().map(|f| f.downlink.model.counters.loss_ratio()),
         "cpu_client_s": v["cpu_s"],
         "cpu_server_s": server_cpu,
-        "cpu_client_s_per_gb": v["cpu_s"].as_f64().map(|c| c / (req.bytes.max(1) as f64 / 1e9)),
-        "cpu_server_s_per_gb": server_cpu / (req.bytes.max(1) as f64 / 1e9),
-        "cpu_emulator_s": fidelity.cpu_core_fraction * fidelity.wall_seconds,
-        "congestion_control": if args.proto == Protocol::H3 { quic_cc.to_string() } else { tcp_cc.kernel_name().to_string() },
+        "cpu_client_s_per_gb": v["cpu_s"].as_f64().map(|c| c / gb),
+        "cpu_server_s_per_gb": server_cpu / gb,
+        "cpu_emulator_s": fidelity.as_ref().map(|f| f.cpu_core_fraction * f.wall_seconds),
+        "congestion_control": if run.proto == Protocol::H3 { quic_cc.to_string() } else { tcp_cc.kernel_name().to_string() },
+        "path": if fidelity.is_some() { "emulator" } else { "veth" },
         "link": spec.describe(),
         "fidelity": fidelity,
-    });
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&doc)?);
-    } else {
-        println!(
-            "{} {} bytes over {} (TLS {}{}{}): connect {} ms, handshake {:.1} ms, ttfb {:.1} ms, total {:.1} ms, goodput {:.3} Mbit/s{}, loss ratio {:.4}",
-            args.proto,
-            req.bytes,
-            report.connection.protocol,
-            report.connection.tls_version,
-            if report.connection.resumed {
-                ", resumed"
-            } else {
-                ""
-            },
-            if report.connection.zero_rtt_accepted {
-                ", 0-RTT"
-            } else {
-                ""
-            },
-            report
-                .connection
-                .tcp_connect_ms
-                .map_or("-".into(), |m| format!("{m:.1}")),
-            report.connection.handshake_ms,
-            req.first_byte_ms,
-            req.last_byte_ms,
-            goodput / 1e6,
-            configured.map_or(String::new(), |r| format!(
-                " (utilisation {:.3})",
-                goodput / r
-            )),
-            c.loss_ratio()
-        );
-    }
-    Ok(if req.verified == Some(false) { 1 } else { 0 })
+    }))
 }

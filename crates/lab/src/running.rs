@@ -64,6 +64,26 @@ impl RunningLab {
             .unwrap_or_default()
     }
 
+    /// A lab whose namespaces are joined by a plain veth pair: no emulator (see
+    /// `LabOptions::direct_veth`).
+    pub fn start_direct(options: &LabOptions) -> Result<RunningLab> {
+        let options = LabOptions {
+            direct_veth: true,
+            steer_receive: false,
+            ..options.clone()
+        };
+        Ok(RunningLab {
+            emulator: None,
+            lab: Lab::create(&options)?,
+            spec: LinkSpec::default(),
+        })
+    }
+
+    /// Whether packets cross the emulator (false for a direct veth lab).
+    pub fn emulated(&self) -> bool {
+        self.emulator.is_some()
+    }
+
     /// Stops the emulator and returns its fidelity report; the lab (namespaces) stays until dropped.
     pub fn stop_emulator(&mut self) -> Result<FidelityReport> {
         match self.emulator.take() {

@@ -59,6 +59,9 @@ pub struct LabOptions {
     /// moves to the receiver's side of the machine and the emulator's writes return quickly, which
     /// cuts release lateness at high rates (see docs/link.md).
     pub steer_receive: bool,
+    /// Join the namespaces with a plain veth pair instead of TUN devices and the emulator: no
+    /// shaping at all, to measure what the stacks do without the emulator in the path.
+    pub direct_veth: bool,
 }
 
 impl Default for LabOptions {
@@ -68,6 +71,7 @@ impl Default for LabOptions {
             tun_txqueuelen: 10_000,
             mtu: 1500,
             steer_receive: false,
+            direct_veth: false,
         }
     }
 }
@@ -155,7 +159,7 @@ impl Lab {
             } else {
                 (SERVER_V4, SERVER_V6)
             };
-            let tun = ns.run(|| -> Result<(tun_rs::SyncDevice, String)> {
+            let tun = ns.run(|| -> Result<(Option<tun_rs::SyncDevice>, String)> {
                 // Before the TUN exists, so it inherits them: no router solicitations, no SLAAC, no
                 // DAD, no link-local address — nothing crosses the emulated link that the user didn't send.
                 for key in ["all", "default"] {
@@ -181,6 +185,9 @@ impl Lab {
                 };
                 // Every lab is fresh: no cached ssthresh/RTT from an earlier connection.
                 netns::write_sysctl("net.ipv4.tcp_no_metrics_save", "1")?;
+                if opts.direct_veth {
+                    return Ok((None, default_cc));
+                }
                 let dev = tun_rs::DeviceBuilder::new()
                     .name(TUN_NAME)
                     .mtu(opts.mtu)
@@ -189,20 +196,28 @@ impl Lab {
                     .build_sync()
                     .context("creating the TUN device (needs /dev/net/tun and CAP_NET_ADMIN)")?;
                 dev.set_nonblocking(true)?;
-                Ok((dev, default_cc))
+                Ok((Some(dev), default_cc))
             })??;
             let (tun, default_cc) = tun;
             self.tcp_default_cc = default_cc;
-            netns::run_ip_batch(
-                name,
-                &[
-                    "link set lo up".to_string(),
-                    format!("link set {TUN_NAME} up"),
-                    format!("addr add {v4}/24 dev {TUN_NAME}"),
-                    format!("addr add {v6}/64 dev {TUN_NAME} nodad"),
-                ],
-            )?;
-            if let Some((_, mask)) = &steering {
+            if opts.direct_veth {
+                if i == 1 {
+                    // Created directly inside the two namespaces: it never exists in the host's.
+                    netns::run_ip(&[
+                        "link", "add", TUN_NAME, "netns", &names[0], "type", "veth", "peer",
+                        "name", TUN_NAME, "netns", &names[1],
+                    ])?;
+                    for (n, (a4, a6)) in names
+                        .iter()
+                        .zip([(CLIENT_V4, CLIENT_V6), (SERVER_V4, SERVER_V6)])
+                    {
+                        configure_addresses(n, a4, a6)?;
+                    }
+                }
+            } else {
+                configure_addresses(name, v4, v6)?;
+            }
+            if let Some((_, mask)) = steering.as_ref().filter(|_| !opts.direct_veth) {
                 // sysfs shows a namespace's devices only to a mount made inside it: `ip netns exec`
                 // makes one.
                 let out = Command::new("ip")
@@ -220,10 +235,10 @@ impl Lab {
             }
             if i == 0 {
                 self.client = Some(ns);
-                self.client_tun = Some(tun);
+                self.client_tun = tun;
             } else {
                 self.server = Some(ns);
-                self.server_tun = Some(tun);
+                self.server_tun = tun;
             }
         }
         Ok(())
@@ -376,6 +391,19 @@ impl Drop for Lab {
             eprintln!("quiclab: {e:#}");
         }
     }
+}
+
+/// Brings up `lo` and `ql0` in a namespace and gives `ql0` its addresses (one `ip` process).
+fn configure_addresses(ns: &str, v4: Ipv4Addr, v6: Ipv6Addr) -> Result<()> {
+    netns::run_ip_batch(
+        ns,
+        &[
+            "link set lo up".to_string(),
+            format!("link set {TUN_NAME} up"),
+            format!("addr add {v4}/24 dev {TUN_NAME}"),
+            format!("addr add {v6}/64 dev {TUN_NAME} nodad"),
+        ],
+    )
 }
 
 /// Which CPU the emulator takes and the RPS mask (hex, comma-grouped as sysfs wants) of the other

@@ -223,3 +223,28 @@ fn lab_has_loopback_addresses_and_the_configured_tcp_congestion_control() {
         lab.tcp_default_cc
     );
 }
+
+#[test]
+fn a_direct_veth_lab_connects_the_namespaces_without_an_emulator() {
+    if !root_or_skip("direct veth") {
+        return;
+    }
+    let mut lab = RunningLab::start_direct(&Default::default()).unwrap();
+    assert!(!lab.emulated());
+    assert!(lab.stop_emulator().is_err(), "there is no emulator to stop");
+    for ipv6 in [false, true] {
+        let r = probe::udp_echo(&lab.lab, ipv6, 20, Duration::from_millis(2), 64).unwrap();
+        assert_eq!(r.received, 20, "ipv6 = {ipv6}");
+        // No emulated delay: well under a millisecond on any machine that is not stalled.
+        assert!(median(&r.rtt_ms) < 5.0, "{:?}", r.rtt_ms);
+    }
+    let names: Vec<String> = [Side::Client, Side::Server]
+        .map(|s| lab.lab.namespace(s).name().to_string())
+        .to_vec();
+    drop(lab);
+    let left = netns::list_names();
+    assert!(
+        names.iter().all(|n| !left.contains(n)),
+        "left behind: {names:?}"
+    );
+}
