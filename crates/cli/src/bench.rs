@@ -392,6 +392,7 @@ fn bench_stacks(args: BenchStacksArgs) -> Result<i32> {
                 tcp_cc: TcpCongestion::Cubic,
                 quic_cc: QuicCongestion::Cubic,
                 tls: None,
+                gquic_n: 2,
                 ipv6: false,
                 trace: None,
             };

@@ -33,6 +33,17 @@ pub struct StackArgs {
     /// Initial congestion window of QUIC, in packets (TCP's is the kernel's 10)
     #[arg(long, default_value_t = 10)]
     pub initial_window: u64,
+    /// Connections emulated by gquic-cubic (N; β = (N−1+0.7)/N)
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..))]
+    pub gquic_n: u32,
+}
+
+impl StackArgs {
+    /// Makes the choice of N visible to the controller factory (and to child processes).
+    fn apply(&self) {
+        // SAFETY: called on the main thread before any other thread is started.
+        unsafe { std::env::set_var("QUICLAB_GQUIC_N", self.gquic_n.to_string()) };
+    }
 }
 
 #[derive(Args, Debug)]
@@ -111,6 +122,7 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
 }
 
 pub fn serve(args: ServeArgs) -> Result<i32> {
+    args.stack.apply();
     let cert = LabCertificate::load(&args.cert, &args.key)?;
     let mut addresses = args.addrs.clone();
     if addresses.is_empty() {
@@ -153,6 +165,7 @@ pub fn serve(args: ServeArgs) -> Result<i32> {
 }
 
 pub fn fetch(args: FetchArgs) -> Result<i32> {
+    args.stack.apply();
     let dir = args.cert.parent().unwrap_or(std::path::Path::new("."));
     let cert = LabCertificate::load(&args.cert, &dir.join("key.pem"))
         .or_else(|_| LabCertificate::load(&args.cert, &args.cert))?;
@@ -247,6 +260,9 @@ pub struct BulkArgs {
     /// TLS version for h1/h2
     #[arg(long, value_name = "1.2|1.3")]
     pub tls: Option<TlsVersion>,
+    /// Connections emulated by gquic-cubic (N; β = (N−1+0.7)/N)
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..))]
+    pub gquic_n: u32,
     /// Over IPv6
     #[arg(long)]
     pub ipv6: bool,
@@ -279,6 +295,7 @@ pub struct BulkRun {
     pub tcp_cc: TcpCongestion,
     pub quic_cc: QuicCongestion,
     pub tls: Option<TlsVersion>,
+    pub gquic_n: u32,
     pub ipv6: bool,
     /// Keep the traces here; None = a temporary directory, removed afterwards.
     pub trace: Option<PathBuf>,
@@ -316,6 +333,7 @@ pub fn bulk(args: BulkArgs) -> Result<i32> {
         tcp_cc,
         quic_cc,
         tls: args.tls,
+        gquic_n: args.gquic_n,
         ipv6: args.ipv6,
         trace: args.trace.clone(),
     };
@@ -390,6 +408,7 @@ pub fn transfer(run: &BulkRun, running: &mut quiclab_lab::RunningLab) -> Result<
         if let Some(t) = run.tls {
             c.args(["--tls", &t.to_string()]);
         }
+        c.args(["--gquic-n", &run.gquic_n.to_string()]);
     };
 
     // The server, in the server namespace.

@@ -318,3 +318,42 @@ fn bulk_downloads_verified_content_over_each_protocol_with_the_expected_round_tr
         });
     }
 }
+
+#[test]
+fn bulk_resumes_and_sends_0rtt_through_the_emulator() {
+    if !root_or_skip("bulk 0-RTT") {
+        return;
+    }
+    for (args, resumed, zero_rtt, rtts) in [
+        (&["--proto", "h3", "--0rtt"][..], true, true, 1.0),
+        (&["--proto", "h3", "--resume"][..], true, false, 2.0),
+        (
+            &["--proto", "h1", "--tls", "1.2", "--resume"][..],
+            true,
+            false,
+            3.0,
+        ),
+    ] {
+        timing(&format!("bulk {args:?}"), || {
+            let out = quiclab()
+                .arg("bulk")
+                .args(args)
+                .args([
+                    "--size", "1kB", "--rate", "50mbit", "--rtt", "40ms", "--json",
+                ])
+                .output()
+                .unwrap();
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+                panic!("{args:?}: {e}: {}", String::from_utf8_lossy(&out.stderr))
+            });
+            assert_eq!(v["resumed"], resumed, "{args:?}");
+            assert_eq!(v["zero_rtt"], zero_rtt, "{args:?}");
+            assert_eq!(v["verified"], true);
+            let ttfb = v["ttfb_ms"].as_f64().unwrap();
+            let expected = rtts * 40.0;
+            ensure((ttfb - expected).abs() < 0.15 * expected + 5.0, || {
+                format!("{args:?}: ttfb {ttfb:.1} ms, expected about {expected} ms")
+            })
+        });
+    }
+}
