@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use serde::Serialize;
 
 use crate::topology::{Lab, Side};
@@ -134,51 +134,14 @@ pub struct BulkResult {
     pub complete: bool,
 }
 
-/// Sets the congestion control of a TCP socket (the kernel's default here is BBR: never inherit it).
-pub fn set_tcp_congestion(stream: &impl AsRawFd, cc: &str) -> Result<()> {
-    let name = cc.as_bytes();
-    // SAFETY: setsockopt with a byte buffer of the given length.
-    let rc = unsafe {
-        libc::setsockopt(
-            stream.as_raw_fd(),
-            libc::IPPROTO_TCP,
-            libc::TCP_CONGESTION,
-            name.as_ptr() as *const libc::c_void,
-            name.len() as libc::socklen_t,
-        )
-    };
-    if rc != 0 {
-        bail!(
-            "setting TCP congestion control {cc:?}: {} (available: see net.ipv4.tcp_available_congestion_control)",
-            std::io::Error::last_os_error()
-        );
-    }
-    Ok(())
+/// Per-socket TCP congestion control (shared with the protocol stacks).
+pub fn set_tcp_congestion(socket: &impl AsRawFd, cc: &str) -> Result<()> {
+    Ok(quiclab_proto::sockopt::set_tcp_congestion(socket, cc)?)
 }
 
-/// Reads back the congestion control of a TCP socket.
-pub fn tcp_congestion(stream: &impl AsRawFd) -> Result<String> {
-    let mut buf = [0u8; 16];
-    let mut len = buf.len() as libc::socklen_t;
-    // SAFETY: getsockopt into a 16-byte buffer with its length.
-    let rc = unsafe {
-        libc::getsockopt(
-            stream.as_raw_fd(),
-            libc::IPPROTO_TCP,
-            libc::TCP_CONGESTION,
-            buf.as_mut_ptr() as *mut libc::c_void,
-            &mut len,
-        )
-    };
-    if rc != 0 {
-        bail!(
-            "reading TCP congestion control: {}",
-            std::io::Error::last_os_error()
-        );
-    }
-    Ok(String::from_utf8_lossy(&buf[..len as usize])
-        .trim_end_matches('\0')
-        .to_string())
+/// Reads back a TCP socket's congestion control.
+pub fn tcp_congestion(socket: &impl AsRawFd) -> Result<String> {
+    Ok(quiclab_proto::sockopt::tcp_congestion(socket)?)
 }
 
 /// Server → client (downlink) kernel-TCP transfer for `duration`, with congestion control `cc` on both

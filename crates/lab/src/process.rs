@@ -107,20 +107,18 @@ pub fn own_cpu_seconds() -> (f64, f64) {
 
 /// CPU seconds (user + system) consumed so far by one thread of this process.
 pub fn thread_cpu_seconds(tid: i32) -> Option<f64> {
-    let pid = std::process::id();
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/stat")).ok()?;
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let utime: f64 = f.get(11)?.parse().ok()?;
-    let stime: f64 = f.get(12)?.parse().ok()?;
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
-    Some((utime + stime) / hz)
+    stat_cpu_seconds(&format!("/proc/{}/task/{tid}/stat", std::process::id()))
 }
 
 /// CPU seconds (user + system, all threads) consumed so far by a running process.
 pub fn process_cpu_seconds(pid: i32) -> Option<f64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat_cpu_seconds(&format!("/proc/{pid}/stat"))
+}
+
+/// utime + stime (fields 14 and 15) of a /proc stat file, in seconds.
+fn stat_cpu_seconds(path: &str) -> Option<f64> {
+    let stat = std::fs::read_to_string(path).ok()?;
+    // The command name (field 2) may contain spaces and parentheses: fields after the last ')'.
     let rest = &stat[stat.rfind(')')? + 2..];
     let f: Vec<&str> = rest.split_whitespace().collect();
     let utime: f64 = f.get(11)?.parse().ok()?;

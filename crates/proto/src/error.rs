@@ -20,6 +20,14 @@ pub enum ProtoError {
         expected: &'static str,
     },
 
+    /// The kernel refused a socket option (the OS error, rendered).
+    #[error("{option} {value:?}: {error} (see net.ipv4.tcp_available_congestion_control)")]
+    SocketOption {
+        option: &'static str,
+        value: String,
+        error: String,
+    },
+
     /// A numeric configuration value is out of its accepted range.
     #[error("invalid {what} {value}: expected {expected}")]
     InvalidConfig {

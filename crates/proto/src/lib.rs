@@ -24,6 +24,7 @@ pub mod error;
 pub mod gquic_cubic;
 pub mod options;
 pub mod range;
+pub mod sockopt;
 pub mod tcp_info;
 
 pub use error::ProtoError;

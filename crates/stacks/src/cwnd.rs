@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use quiclab_proto::tcp_info::{TCP_INFO_MAX_LEN, TcpInfo};
+use quiclab_proto::tcp_info::TcpInfo;
 
 /// How often a connection's congestion state is sampled.
 pub const SAMPLE_INTERVAL: Duration = Duration::from_millis(5);
@@ -117,25 +117,7 @@ fn tcp_row(t: u64, conn: u64, i: &TcpInfo) -> String {
     )
 }
 
-/// getsockopt(TCP_INFO) on a TCP socket.
-pub fn read_tcp_info(fd: RawFd) -> Option<TcpInfo> {
-    let mut buf = [0u8; TCP_INFO_MAX_LEN];
-    let mut len = buf.len() as libc::socklen_t;
-    // SAFETY: getsockopt into our buffer with its length.
-    let rc = unsafe {
-        libc::getsockopt(
-            fd,
-            libc::IPPROTO_TCP,
-            libc::TCP_INFO,
-            buf.as_mut_ptr() as *mut libc::c_void,
-            &mut len,
-        )
-    };
-    if rc != 0 {
-        return None;
-    }
-    TcpInfo::decode(&buf[..len as usize]).ok()
-}
+pub use quiclab_proto::sockopt::tcp_info as read_tcp_info;
 
 #[cfg(test)]
 mod tests {

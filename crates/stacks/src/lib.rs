@@ -9,7 +9,6 @@ pub mod client;
 pub mod cwnd;
 pub mod gquic;
 pub mod server;
-pub mod sockopt;
 pub mod tls;
 
-pub use quiclab_proto::options;
+pub use quiclab_proto::{options, sockopt};

@@ -1,0 +1,95 @@
+//! Thin wrappers of the socket options quiclab sets and reads on the kernel's TCP. The one place in
+//! this crate that makes system calls: each acts on a socket its caller owns and does no I/O of its
+//! own, so both the lab's probes and the protocol stacks share it.
+
+use std::os::fd::AsRawFd;
+
+use crate::error::ProtoError;
+use crate::tcp_info::{TCP_INFO_MAX_LEN, TcpInfo};
+
+fn os_error(option: &'static str, value: &str) -> ProtoError {
+    ProtoError::SocketOption {
+        option,
+        value: value.to_string(),
+        error: std::io::Error::last_os_error().to_string(),
+    }
+}
+
+/// Sets the congestion control of a TCP socket. This kernel's default is BBR: quiclab never
+/// inherits it, every socket it opens says which one it uses.
+pub fn set_tcp_congestion(socket: &impl AsRawFd, name: &str) -> Result<(), ProtoError> {
+    // SAFETY: setsockopt with a byte buffer of the given length.
+    let rc = unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_CONGESTION,
+            name.as_ptr() as *const libc::c_void,
+            name.len() as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        return Err(os_error("setting TCP congestion control", name));
+    }
+    Ok(())
+}
+
+/// Reads back the congestion control of a TCP socket.
+pub fn tcp_congestion(socket: &impl AsRawFd) -> Result<String, ProtoError> {
+    let mut buf = [0u8; 16];
+    let mut len = buf.len() as libc::socklen_t;
+    // SAFETY: getsockopt into a 16-byte buffer with its length.
+    let rc = unsafe {
+        libc::getsockopt(
+            socket.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_CONGESTION,
+            buf.as_mut_ptr() as *mut libc::c_void,
+            &mut len,
+        )
+    };
+    if rc != 0 {
+        return Err(os_error("reading TCP congestion control", ""));
+    }
+    Ok(String::from_utf8_lossy(&buf[..len as usize])
+        .trim_end_matches('\0')
+        .to_string())
+}
+
+/// getsockopt(TCP_INFO) on a TCP socket, decoded.
+pub fn tcp_info(fd: std::os::fd::RawFd) -> Option<TcpInfo> {
+    let mut buf = [0u8; TCP_INFO_MAX_LEN];
+    let mut len = buf.len() as libc::socklen_t;
+    // SAFETY: getsockopt into our buffer with its length.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            buf.as_mut_ptr() as *mut libc::c_void,
+            &mut len,
+        )
+    };
+    if rc != 0 {
+        return None;
+    }
+    TcpInfo::decode(&buf[..len as usize]).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn congestion_control_is_set_and_read_back_per_socket() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        set_tcp_congestion(&c, "reno").unwrap();
+        assert_eq!(tcp_congestion(&c).unwrap(), "reno");
+        let e = set_tcp_congestion(&c, "no-such-cc")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("no-such-cc"), "{e}");
+        assert!(tcp_info(std::os::fd::AsRawFd::as_raw_fd(&c)).is_some());
+    }
+}
