@@ -1,0 +1,19 @@
+//! Sans-IO core of `quiclab run`: scenario → plan of runs → statistics.
+//!
+//! * [`scenario`] parses and validates a TOML scenario file (the only I/O in
+//!   this crate is [`scenario::load`], which reads that one file).
+//! * [`plan`] expands a scenario's grid into an ordered list of runs with
+//!   stable identities and deterministic per-run seeds.
+//! * [`stats`] summarises measurements (mean, median, Student-t confidence
+//!   intervals, CDFs) and decides which protocol wins a setting.
+//!
+//! The runner that executes the runs in labs and stores them in SQLite comes
+//! later; keeping this part free of I/O makes it deterministic and testable.
+
+pub mod plan;
+pub mod scenario;
+pub mod stats;
+
+pub use plan::{RunSpec, estimate_seconds, expand};
+pub use scenario::{Located, Order, Scenario, ScenarioError, Value, load, parse};
+pub use stats::{Summary, Verdict, beats, cdf, improvement, summarize, winners};

@@ -1,0 +1,879 @@
+//! Scenario files: a TOML description of what to measure.
+//!
+//! ```toml
+//! name = "example"
+//! description = "what this scenario asks"
+//! repetitions = 10
+//! seed = 1
+//! order = "interleaved"        # interleaved | random | sequential
+//!
+//! [workload]
+//! kind = "bulk"
+//! size = "5MB"
+//!
+//! [link]                       # defaults for every run
+//! rtt = "50ms"
+//! queue = "1bdp"
+//!
+//! [grid]                       # cartesian product; overrides the tables above
+//! protocol = ["h1", "h2", "h3"]
+//! rate = ["3mbit", "10mbit"]
+//! loss = ["0%", "2%"]
+//! ```
+//!
+//! Keys are checked against fixed sets so that a typo (`rtts`) is an error
+//! instead of a silently ignored setting that would waste hours of runs.
+//! Unit syntax of link values (`"10mbit"`, `"2%"`) is deliberately *not*
+//! checked here: the caller owns those parsers, so every value carries its
+//! line number ([`Located`]) for the caller to report `FILE:LINE`.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::Path;
+
+use serde::Serialize;
+use toml::Spanned;
+use toml::de::{DeString, DeTable, DeValue};
+
+/// Keys accepted in `[link]` (and as `[grid]` axes).
+pub const LINK_KEYS: &[&str] = &[
+    "rate",
+    "up-rate",
+    "down-rate",
+    "delay",
+    "rtt",
+    "up-delay",
+    "down-delay",
+    "loss",
+    "up-loss",
+    "down-loss",
+    "queue",
+    "up-queue",
+    "down-queue",
+    "trace",
+    "profile",
+    "up-trace",
+    "down-trace",
+    "up-profile",
+    "down-profile",
+    "seed",
+];
+
+/// Keys accepted in `[workload]` when `kind = "bulk"`.
+pub const BULK_KEYS: &[&str] = &["kind", "size"];
+
+/// Keys accepted in `[protocol]` (and as `[grid]` axes).
+pub const PROTOCOL_KEYS: &[&str] = &["protocol", "tls", "cc", "resume", "zero_rtt"];
+
+/// Workload kinds implemented today.
+pub const WORKLOAD_KINDS: &[&str] = &["bulk"];
+
+/// Workload kinds that are planned; named separately so the error can say
+/// "not supported yet" rather than "unknown".
+const PLANNED_KINDS: &[&str] = &["page", "dash", "flows"];
+
+/// Protocols, in the order used when none are given.
+pub const PROTOCOLS: &[&str] = &["h1", "h2", "h3"];
+
+const TLS_VERSIONS: &[&str] = &["1.2", "1.3"];
+
+const TOP_KEYS: &[&str] = &[
+    "name",
+    "description",
+    "repetitions",
+    "seed",
+    "order",
+    "workload",
+    "link",
+    "protocol",
+    "grid",
+];
+
+const ORDERS: &[&str] = &["interleaved", "random", "sequential"];
+
+/// A scalar scenario value. It renders (via `Display`) to the string form a
+/// command-line flag takes, e.g. `"10mbit"`, `"2%"`, `"true"`, `"5"`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub enum Value {
+    String(String),
+    Integer(i64),
+    Float(f64),
+    Bool(bool),
+}
+
+impl fmt::Display for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Value::String(s) => f.write_str(s),
+            Value::Integer(i) => write!(f, "{i}"),
+            // `{}` on f64 prints the shortest round-tripping form ("1.3").
+            Value::Float(x) => write!(f, "{x}"),
+            Value::Bool(b) => write!(f, "{b}"),
+        }
+    }
+}
+
+impl Value {
+    /// Describes the value for error messages, with its TOML type.
+    fn describe(&self) -> String {
+        match self {
+            Value::String(s) => format!("string {s:?}"),
+            Value::Integer(i) => format!("integer {i}"),
+            Value::Float(x) => format!("float {x}"),
+            Value::Bool(b) => format!("boolean {b}"),
+        }
+    }
+}
+
+/// A value together with the 1-based line it came from. `line == 0` means
+/// the value was not written in the file (a default filled in by [`parse`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Located<T> {
+    pub value: T,
+    pub line: usize,
+}
+
+/// Execution order of the runs of a plan; see [`crate::plan::expand`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub enum Order {
+    /// Per setting and repetition, all protocols back to back, so slow drift
+    /// of the machine affects every protocol alike.
+    #[default]
+    Interleaved,
+    /// A seeded shuffle of the interleaved order.
+    Random,
+    /// Grid order, repetitions innermost.
+    Sequential,
+}
+
+/// A parsed, validated scenario.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Scenario {
+    pub name: String,
+    pub description: String,
+    /// At least 1 (default 1).
+    pub repetitions: u32,
+    /// Default 0.
+    pub seed: u64,
+    pub order: Order,
+    /// `[workload]`, including `kind`.
+    pub workload: BTreeMap<String, Located<Value>>,
+    /// `[link]` defaults for every run.
+    pub link: BTreeMap<String, Located<Value>>,
+    /// `[protocol]` options (tls, cc, resume, zero_rtt) without `protocol`
+    /// itself, which always lives in `grid`.
+    pub protocol: BTreeMap<String, Located<Value>>,
+    /// Grid axes in file order. After [`parse`] there is always a `protocol`
+    /// axis: taken from `[grid]`, else from `[protocol] protocol = ...` (or a
+    /// top-level `protocol = ...`), else `h1, h2, h3` (line 0), placed first.
+    pub grid: Vec<(String, Vec<Located<Value>>)>,
+}
+
+/// Error from reading or validating a scenario. Display is `FILE:LINE:
+/// message` or `FILE: message`.
+#[derive(Debug, thiserror::Error)]
+pub enum ScenarioError {
+    #[error("{file}:{line}: {message}")]
+    At {
+        file: String,
+        line: usize,
+        message: String,
+    },
+    #[error("{file}: {message}")]
+    File { file: String, message: String },
+    #[error("{file}: {source}")]
+    Io {
+        file: String,
+        source: std::io::Error,
+    },
+}
+
+impl ScenarioError {
+    /// The line the error points at, if any.
+    pub fn line(&self) -> Option<usize> {
+        match self {
+            ScenarioError::At { line, .. } => Some(*line),
+            _ => None,
+        }
+    }
+}
+
+/// Reads and parses a scenario file; the only I/O in this crate.
+pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
+    let name = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Io {
+        file: name.clone(),
+        source,
+    })?;
+    parse(&text, &name)
+}
+
+/// Parses and validates scenario text. `source_name` is used as FILE in
+/// error messages.
+pub fn parse(text: &str, source_name: &str) -> Result<Scenario, ScenarioError> {
+    Parser {
+        text,
+        file: source_name,
+    }
+    .scenario()
+}
+
+type Entry<'a, 'i> = (&'a Spanned<DeString<'i>>, &'a Spanned<DeValue<'i>>);
+
+struct Parser<'a> {
+    text: &'a str,
+    file: &'a str,
+}
+
+impl Parser<'_> {
+    /// 1-based line of a byte offset.
+    fn line_of(&self, offset: usize) -> usize {
+        let end = offset.min(self.text.len());
+        // Count on bytes: '\n' never occurs inside a multi-byte UTF-8 char.
+        self.text.as_bytes()[..end]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count()
+            + 1
+    }
+
+    fn at(&self, span: std::ops::Range<usize>, message: String) -> ScenarioError {
+        ScenarioError::At {
+            file: self.file.to_string(),
+            line: self.line_of(span.start),
+            message,
+        }
+    }
+
+    fn whole(&self, message: String) -> ScenarioError {
+        ScenarioError::File {
+            file: self.file.to_string(),
+            message,
+        }
+    }
+
+    /// Table entries in file order. toml's map is sorted by key, so we sort
+    /// by span to report errors top to bottom and keep the grid in file order.
+    fn entries<'a, 'i>(table: &'a DeTable<'i>) -> Vec<Entry<'a, 'i>> {
+        let mut v: Vec<_> = table.iter().collect();
+        v.sort_by_key(|(k, _)| k.span().start);
+        v
+    }
+
+    fn table<'a, 'i>(
+        &self,
+        key: &str,
+        value: &'a Spanned<DeValue<'i>>,
+    ) -> Result<&'a DeTable<'i>, ScenarioError> {
+        value.get_ref().as_table().ok_or_else(|| {
+            self.at(
+                value.span(),
+                format!(
+                    "key \"{key}\": expected a table, got {}",
+                    value.get_ref().type_str()
+                ),
+            )
+        })
+    }
+
+    /// Converts a TOML scalar; arrays, tables and datetimes are rejected.
+    fn scalar(
+        &self,
+        section: &str,
+        key: &str,
+        value: &Spanned<DeValue<'_>>,
+    ) -> Result<Located<Value>, ScenarioError> {
+        let v = match value.get_ref() {
+            DeValue::String(s) => Value::String(s.to_string()),
+            DeValue::Integer(i) => i64::from_str_radix(i.as_str(), i.radix())
+                .map(Value::Integer)
+                .map_err(|_| {
+                    self.at(
+                        value.span(),
+                        format!("key \"{key}\" in {section}: integer {i} out of range"),
+                    )
+                })?,
+            DeValue::Float(x) => x.as_str().parse().map(Value::Float).map_err(|_| {
+                self.at(
+                    value.span(),
+                    format!("key \"{key}\" in {section}: invalid float {x}"),
+                )
+            })?,
+            DeValue::Boolean(b) => Value::Bool(*b),
+            other => {
+                return Err(self.at(
+                    value.span(),
+                    format!(
+                        "key \"{key}\" in {section}: expected a string, number or boolean, got {}",
+                        other.type_str()
+                    ),
+                ));
+            }
+        };
+        Ok(Located {
+            value: v,
+            line: self.line_of(value.span().start),
+        })
+    }
+
+    /// Type and value checks per key. Link and size values are only checked
+    /// for type: their unit syntax belongs to the caller's parsers.
+    fn check(&self, section: &str, key: &str, value: &Located<Value>) -> Result<(), ScenarioError> {
+        let bad = |expected: &str| ScenarioError::At {
+            file: self.file.to_string(),
+            line: value.line,
+            message: format!(
+                "key \"{key}\" in {section}: expected {expected}, got {}",
+                value.value.describe()
+            ),
+        };
+        let one_of = |accepted: &[&str]| {
+            let ok = matches!(&value.value, Value::String(_) | Value::Float(_))
+                && accepted.contains(&value.value.to_string().as_str());
+            if ok {
+                Ok(())
+            } else {
+                Err(bad(&format!("one of: {}", accepted.join(", "))))
+            }
+        };
+        match key {
+            "protocol" => match &value.value {
+                Value::String(_) => one_of(PROTOCOLS),
+                _ => Err(bad(&format!("one of: {}", PROTOCOLS.join(", ")))),
+            },
+            // `tls = 1.3` (a TOML float) and `tls = "1.3"` both mean TLS 1.3.
+            "tls" => one_of(TLS_VERSIONS),
+            "cc" => match &value.value {
+                Value::String(s) if !s.is_empty() => Ok(()),
+                _ => Err(bad("a congestion controller name (string)")),
+            },
+            "resume" | "zero_rtt" => match value.value {
+                Value::Bool(_) => Ok(()),
+                _ => Err(bad("true or false")),
+            },
+            "kind" => match &value.value {
+                Value::String(s) if WORKLOAD_KINDS.contains(&s.as_str()) => Ok(()),
+                Value::String(s) if PLANNED_KINDS.contains(&s.as_str()) => Err(self.at_line(
+                    value.line,
+                    format!(
+                        "workload kind \"{s}\" is not supported yet; accepted kinds: {}",
+                        WORKLOAD_KINDS.join(", ")
+                    ),
+                )),
+                _ => Err(bad(&format!(
+                    "a workload kind: {}",
+                    WORKLOAD_KINDS.join(", ")
+                ))),
+            },
+            "size" => match value.value {
+                Value::String(_) => Ok(()),
+                Value::Integer(i) if i >= 0 => Ok(()),
+                _ => Err(bad("a size such as \"5MB\" or a byte count")),
+            },
+            // Link keys: any string or number; the caller parses units.
+            _ => match value.value {
+                Value::Bool(_) => Err(bad("a string or number")),
+                _ => Ok(()),
+            },
+        }
+    }
+
+    fn at_line(&self, line: usize, message: String) -> ScenarioError {
+        ScenarioError::At {
+            file: self.file.to_string(),
+            line,
+            message,
+        }
+    }
+
+    fn unknown_key(
+        &self,
+        key: &Spanned<DeString<'_>>,
+        section: &str,
+        known: &[&str],
+    ) -> ScenarioError {
+        self.at(
+            key.span(),
+            format!(
+                "unknown key \"{}\" in {section}; known keys: {}",
+                key.get_ref(),
+                known.join(", ")
+            ),
+        )
+    }
+
+    /// Parses a table of scalars whose keys must be in `known`.
+    fn scalar_table(
+        &self,
+        section: &str,
+        table: &DeTable<'_>,
+        known: &[&str],
+    ) -> Result<BTreeMap<String, Located<Value>>, ScenarioError> {
+        let mut out = BTreeMap::new();
+        for (k, v) in Self::entries(table) {
+            if !known.contains(&k.get_ref().as_ref()) {
+                return Err(self.unknown_key(k, section, known));
+            }
+            // `[protocol] protocol` may be a list; it is handled as a grid axis.
+            if section == "[protocol]" && k.get_ref() == "protocol" {
+                continue;
+            }
+            let value = self.scalar(section, k.get_ref(), v)?;
+            self.check(section, k.get_ref(), &value)?;
+            out.insert(k.get_ref().to_string(), value);
+        }
+        Ok(out)
+    }
+
+    /// A protocol list given as a string or an array of strings.
+    fn protocol_list(
+        &self,
+        section: &str,
+        value: &Spanned<DeValue<'_>>,
+    ) -> Result<Vec<Located<Value>>, ScenarioError> {
+        let items: Vec<&Spanned<DeValue<'_>>> = match value.get_ref() {
+            DeValue::Array(a) => a.iter().collect(),
+            _ => vec![value],
+        };
+        self.axis(section, "protocol", value, &items)
+    }
+
+    /// Validates the values of one grid axis: non-empty, scalars, no repeats
+    /// (a repeat would give two runs the same identity key).
+    fn axis(
+        &self,
+        section: &str,
+        key: &str,
+        whole: &Spanned<DeValue<'_>>,
+        items: &[&Spanned<DeValue<'_>>],
+    ) -> Result<Vec<Located<Value>>, ScenarioError> {
+        if items.is_empty() {
+            return Err(self.at(
+                whole.span(),
+                format!("key \"{key}\" in {section}: expected a non-empty array"),
+            ));
+        }
+        let mut out: Vec<Located<Value>> = Vec::with_capacity(items.len());
+        for item in items {
+            let value = self.scalar(section, key, item)?;
+            self.check(section, key, &value)?;
+            if out
+                .iter()
+                .any(|o| o.value.to_string() == value.value.to_string())
+            {
+                return Err(self.at_line(
+                    value.line,
+                    format!(
+                        "key \"{key}\" in {section}: value \"{}\" is listed twice",
+                        value.value
+                    ),
+                ));
+            }
+            out.push(value);
+        }
+        Ok(out)
+    }
+
+    fn scenario(&self) -> Result<Scenario, ScenarioError> {
+        let root = DeTable::parse(self.text).map_err(|e| match e.span() {
+            Some(span) => self.at(span, format!("TOML syntax error: {}", e.message())),
+            None => self.whole(format!("TOML syntax error: {}", e.message())),
+        })?;
+        let root = root.get_ref();
+
+        let mut name = None;
+        let mut description = String::new();
+        let mut repetitions = 1u32;
+        let mut seed = 0u64;
+        let mut order = Order::default();
+        let mut workload = None;
+        let mut link = BTreeMap::new();
+        let mut protocol = BTreeMap::new();
+        let mut protocol_list = None;
+        let mut grid_value = None;
+
+        for (k, v) in Self::entries(root) {
+            let key: &str = k.get_ref();
+            let type_err = |expected: &str| {
+                self.at(
+                    v.span(),
+                    format!(
+                        "key \"{key}\": expected {expected}, got {}",
+                        describe_de(v.get_ref())
+                    ),
+                )
+            };
+            match key {
+                "name" | "description" => {
+                    let s = v.get_ref().as_str().ok_or_else(|| type_err("a string"))?;
+                    if key == "name" {
+                        name = Some(s.to_string());
+                    } else {
+                        description = s.to_string();
+                    }
+                }
+                "repetitions" => {
+                    repetitions = v
+                        .get_ref()
+                        .as_integer()
+                        .and_then(|i| u32::from_str_radix(i.as_str(), i.radix()).ok())
+                        .filter(|&n| n >= 1)
+                        .ok_or_else(|| type_err("an integer ≥ 1"))?;
+                }
+                "seed" => {
+                    seed = v
+                        .get_ref()
+                        .as_integer()
+                        .and_then(|i| u64::from_str_radix(i.as_str(), i.radix()).ok())
+                        .ok_or_else(|| type_err("a non-negative integer"))?;
+                }
+                "order" => {
+                    order = match v.get_ref().as_str() {
+                        Some("interleaved") => Order::Interleaved,
+                        Some("random") => Order::Random,
+                        Some("sequential") => Order::Sequential,
+                        _ => return Err(type_err(&format!("one of: {}", ORDERS.join(", ")))),
+                    };
+                }
+                "workload" => workload = Some((self.table(key, v)?, v)),
+                "link" => link = self.scalar_table("[link]", self.table(key, v)?, LINK_KEYS)?,
+                "protocol" => match v.get_ref() {
+                    DeValue::Table(t) => {
+                        for (pk, pv) in Self::entries(t) {
+                            if pk.get_ref() == "protocol" {
+                                protocol_list = Some(self.protocol_list("[protocol]", pv)?);
+                            }
+                        }
+                        protocol = self.scalar_table("[protocol]", t, PROTOCOL_KEYS)?;
+                    }
+                    // A top-level `protocol = "h3"` or `protocol = ["h2", "h3"]`.
+                    _ => protocol_list = Some(self.protocol_list("top level", v)?),
+                },
+                "grid" => grid_value = Some(self.table(key, v)?),
+                _ => {
+                    return Err(self.at(
+                        k.span(),
+                        format!(
+                            "unknown top-level key \"{key}\"; known keys: {}",
+                            TOP_KEYS.join(", ")
+                        ),
+                    ));
+                }
+            }
+        }
+
+        let name = name.ok_or_else(|| self.whole("missing key \"name\"".into()))?;
+
+        let (wl_table, wl_value) = workload.ok_or_else(|| {
+            self.whole(format!(
+                "missing [workload] table; accepted kinds: {}",
+                WORKLOAD_KINDS.join(", ")
+            ))
+        })?;
+        // `kind` first: the other keys are only known once the kind is.
+        let kind = wl_table.get("kind").ok_or_else(|| {
+            self.at(
+                wl_value.span(),
+                format!(
+                    "missing key \"kind\" in [workload]; accepted kinds: {}",
+                    WORKLOAD_KINDS.join(", ")
+                ),
+            )
+        })?;
+        let kind_value = self.scalar("[workload]", "kind", kind)?;
+        self.check("[workload]", "kind", &kind_value)?;
+        let workload = self.scalar_table("[workload]", wl_table, BULK_KEYS)?;
+
+        let mut grid: Vec<(String, Vec<Located<Value>>)> = Vec::new();
+        if let Some(g) = grid_value {
+            let known: Vec<&str> = LINK_KEYS
+                .iter()
+                .chain(BULK_KEYS.iter().filter(|&&k| k != "kind"))
+                .chain(PROTOCOL_KEYS)
+                .copied()
+                .collect();
+            for (k, v) in Self::entries(g) {
+                let key: &str = k.get_ref();
+                if key == "kind" {
+                    return Err(self.at(
+                        k.span(),
+                        "key \"kind\" cannot vary in [grid]; write one scenario per workload kind"
+                            .into(),
+                    ));
+                }
+                if !known.contains(&key) {
+                    return Err(self.unknown_key(k, "[grid]", &known));
+                }
+                let items: Vec<_> = match v.get_ref() {
+                    DeValue::Array(a) => a.iter().collect(),
+                    other => {
+                        return Err(self.at(
+                            v.span(),
+                            format!(
+                                "key \"{key}\" in [grid]: expected a non-empty array, got {}",
+                                other.type_str()
+                            ),
+                        ));
+                    }
+                };
+                let values = self.axis("[grid]", key, v, &items)?;
+                grid.push((key.to_string(), values));
+            }
+        }
+
+        let in_grid = grid.iter().any(|(k, _)| k == "protocol");
+        match (in_grid, protocol_list) {
+            (true, Some(list)) => {
+                return Err(self.at_line(
+                    list[0].line,
+                    "key \"protocol\" is given both here and in [grid]; keep one".into(),
+                ));
+            }
+            (true, None) => {}
+            (false, list) => {
+                let list = list.unwrap_or_else(|| {
+                    PROTOCOLS
+                        .iter()
+                        .map(|p| Located {
+                            value: Value::String(p.to_string()),
+                            line: 0,
+                        })
+                        .collect()
+                });
+                grid.insert(0, ("protocol".to_string(), list));
+            }
+        }
+
+        if !workload.contains_key("size") && !grid.iter().any(|(k, _)| k == "size") {
+            return Err(self.at(
+                wl_value.span(),
+                "missing key \"size\" in [workload] (bulk needs a transfer size, e.g. size = \"5MB\")"
+                    .into(),
+            ));
+        }
+
+        Ok(Scenario {
+            name,
+            description,
+            repetitions,
+            seed,
+            order,
+            workload,
+            link,
+            protocol,
+            grid,
+        })
+    }
+}
+
+fn describe_de(v: &DeValue<'_>) -> String {
+    match v {
+        DeValue::String(s) => format!("string {s:?}"),
+        DeValue::Integer(i) => format!("integer {i}"),
+        DeValue::Float(x) => format!("float {x}"),
+        DeValue::Boolean(b) => format!("boolean {b}"),
+        other => other.type_str().to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const EXAMPLE: &str = r#"name = "example"
+description = "what this scenario asks"
+repetitions = 10
+seed = 1
+order = "interleaved"
+
+[workload]
+kind = "bulk"
+size = "5MB"
+
+[link]
+rtt = "50ms"
+queue = "1bdp"
+
+[grid]
+protocol = ["h1", "h2", "h3"]
+rate = ["3mbit", "10mbit"]
+loss = ["0%", "2%"]
+"#;
+
+    fn err(text: &str) -> String {
+        parse(text, "s.toml").unwrap_err().to_string()
+    }
+
+    /// EXAMPLE with one line replaced (1-based), to aim errors at known lines.
+    fn with_line(n: usize, line: &str) -> String {
+        EXAMPLE
+            .lines()
+            .enumerate()
+            .map(|(i, l)| if i + 1 == n { line } else { l })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    #[test]
+    fn parses_example() {
+        let s = parse(EXAMPLE, "s.toml").unwrap();
+        assert_eq!(s.name, "example");
+        assert_eq!(s.repetitions, 10);
+        assert_eq!(s.seed, 1);
+        assert_eq!(s.order, Order::Interleaved);
+        assert_eq!(s.workload["size"].value.to_string(), "5MB");
+        assert_eq!(s.workload["size"].line, 9);
+        assert_eq!(s.link["rtt"].line, 12);
+        let keys: Vec<&str> = s.grid.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(keys, ["protocol", "rate", "loss"]);
+        assert_eq!(s.grid[2].1[1].value.to_string(), "2%");
+        assert_eq!(s.grid[2].1[1].line, 18);
+    }
+
+    #[test]
+    fn grid_keeps_file_order_not_alphabetical() {
+        let text = EXAMPLE.replace(
+            "rate = [\"3mbit\", \"10mbit\"]\nloss = [\"0%\", \"2%\"]",
+            "loss = [\"0%\", \"2%\"]\nrate = [\"3mbit\", \"10mbit\"]",
+        );
+        let s = parse(&text, "s.toml").unwrap();
+        let keys: Vec<&str> = s.grid.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(keys, ["protocol", "loss", "rate"]);
+    }
+
+    #[test]
+    fn values_render_as_flags() {
+        assert_eq!(Value::String("10mbit".into()).to_string(), "10mbit");
+        assert_eq!(Value::Integer(5).to_string(), "5");
+        assert_eq!(Value::Float(1.3).to_string(), "1.3");
+        assert_eq!(Value::Bool(true).to_string(), "true");
+    }
+
+    #[test]
+    fn default_protocols_when_absent() {
+        let text = EXAMPLE.replace("protocol = [\"h1\", \"h2\", \"h3\"]\n", "");
+        let s = parse(&text, "s.toml").unwrap();
+        assert_eq!(s.grid[0].0, "protocol");
+        let p: Vec<String> = s.grid[0].1.iter().map(|v| v.value.to_string()).collect();
+        assert_eq!(p, ["h1", "h2", "h3"]);
+        assert_eq!(s.grid[0].1[0].line, 0);
+    }
+
+    #[test]
+    fn protocol_table() {
+        let text = EXAMPLE.replace("protocol = [\"h1\", \"h2\", \"h3\"]\n", "")
+            + "\n[protocol]\nprotocol = \"h3\"\ntls = 1.3\ncc = \"bbr\"\nresume = true\nzero_rtt = false\n";
+        let s = parse(&text, "s.toml").unwrap();
+        assert_eq!(s.grid[0].0, "protocol");
+        assert_eq!(s.grid[0].1.len(), 1);
+        assert_eq!(s.grid[0].1[0].value.to_string(), "h3");
+        assert!(!s.protocol.contains_key("protocol"));
+        assert_eq!(s.protocol["tls"].value.to_string(), "1.3");
+        assert_eq!(s.protocol["resume"].value, Value::Bool(true));
+    }
+
+    #[test]
+    fn protocol_twice_is_an_error() {
+        let text = EXAMPLE.to_string() + "\n[protocol]\nprotocol = \"h3\"\n";
+        assert!(
+            err(&text).contains("both here and in [grid]"),
+            "{}",
+            err(&text)
+        );
+    }
+
+    #[test]
+    fn unknown_link_key_names_file_line_and_known_keys() {
+        let e = err(&with_line(12, "rtts = \"50ms\""));
+        assert_eq!(
+            e,
+            "s.toml:12: unknown key \"rtts\" in [link]; known keys: rate, up-rate, down-rate, \
+             delay, rtt, up-delay, down-delay, loss, up-loss, down-loss, queue, up-queue, \
+             down-queue, trace, profile, up-trace, down-trace, up-profile, down-profile, seed"
+        );
+    }
+
+    #[test]
+    fn wrong_types_name_line_key_and_accepted_values() {
+        let e = err(&with_line(3, "repetitions = \"ten\""));
+        assert!(e.starts_with("s.toml:3: key \"repetitions\""), "{e}");
+        assert!(e.contains("\"ten\""), "{e}");
+
+        let e = err(&with_line(3, "repetitions = 0"));
+        assert!(e.starts_with("s.toml:3:"), "{e}");
+
+        let e = err(&with_line(5, "order = \"shuffled\""));
+        assert!(e.starts_with("s.toml:5: key \"order\""), "{e}");
+        assert!(e.contains("interleaved, random, sequential"), "{e}");
+
+        let e = err(&with_line(16, "protocol = [\"h1\", \"h4\"]"));
+        assert!(
+            e.starts_with("s.toml:16: key \"protocol\" in [grid]"),
+            "{e}"
+        );
+        assert!(e.contains("h1, h2, h3"), "{e}");
+
+        let e = err(&with_line(4, "seed = -1"));
+        assert!(e.starts_with("s.toml:4: key \"seed\""), "{e}");
+    }
+
+    #[test]
+    fn workload_kinds() {
+        let e = err(&with_line(8, "kind = \"page\""));
+        assert!(e.starts_with("s.toml:8:"), "{e}");
+        assert!(e.contains("not supported yet; accepted kinds: bulk"), "{e}");
+        let e = err(&with_line(8, "kind = \"video\""));
+        assert!(e.contains("accepted kinds") || e.contains("bulk"), "{e}");
+        let e = err(&with_line(9, "sizes = \"5MB\""));
+        assert!(
+            e.starts_with("s.toml:9: unknown key \"sizes\" in [workload]"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn grid_errors() {
+        let e = err(&with_line(17, "rate = []"));
+        assert!(
+            e.starts_with("s.toml:17:") && e.contains("non-empty array"),
+            "{e}"
+        );
+        let e = err(&with_line(17, "rate = \"3mbit\""));
+        assert!(
+            e.starts_with("s.toml:17:") && e.contains("non-empty array"),
+            "{e}"
+        );
+        let e = err(&with_line(17, "rates = [\"3mbit\"]"));
+        assert!(
+            e.starts_with("s.toml:17: unknown key \"rates\" in [grid]"),
+            "{e}"
+        );
+        let e = err(&with_line(17, "kind = [\"bulk\"]"));
+        assert!(e.starts_with("s.toml:17:"), "{e}");
+        let e = err(&with_line(17, "rate = [\"3mbit\", \"3mbit\"]"));
+        assert!(e.contains("listed twice"), "{e}");
+        // Grid may vary the size, a protocol option or a link key.
+        let ok = with_line(17, "size = [\"1MB\", \"5MB\"]\nresume = [true, false]");
+        parse(&ok, "s.toml").unwrap();
+    }
+
+    #[test]
+    fn unknown_top_level_and_syntax_errors() {
+        let e = err(&with_line(2, "descr = \"x\""));
+        assert!(
+            e.starts_with("s.toml:2: unknown top-level key \"descr\""),
+            "{e}"
+        );
+        let e = err(&with_line(4, "seed = = 1"));
+        assert!(e.starts_with("s.toml:4: TOML syntax error"), "{e}");
+        let e = err(&with_line(1, ""));
+        assert_eq!(e, "s.toml: missing key \"name\"");
+    }
+
+    #[test]
+    fn load_reports_io_errors() {
+        let e = load(Path::new("/nonexistent/x.toml")).unwrap_err();
+        assert!(e.to_string().starts_with("/nonexistent/x.toml: "), "{e}");
+        assert_eq!(e.line(), None);
+    }
+}
