@@ -15,5 +15,5 @@ pub mod scenario;
 pub mod stats;
 
 pub use plan::{RunSpec, estimate_seconds, expand};
-pub use scenario::{Located, Order, Scenario, ScenarioError, Value, load, parse};
+pub use scenario::{Located, Order, Scenario, ScenarioError, TraceRuns, Value, load, parse};
 pub use stats::{Summary, Verdict, beats, cdf, improvement, summarize, winners};

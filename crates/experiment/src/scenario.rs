@@ -83,6 +83,8 @@ const TOP_KEYS: &[&str] = &[
     "repetitions",
     "seed",
     "order",
+    "timeout",
+    "trace",
     "workload",
     "link",
     "protocol",
@@ -90,6 +92,8 @@ const TOP_KEYS: &[&str] = &[
 ];
 
 const ORDERS: &[&str] = &["interleaved", "random", "sequential"];
+
+const TRACE_CHOICES: &[&str] = &["first", "all", "none"];
 
 /// A scalar scenario value. It renders (via `Display`) to the string form a
 /// command-line flag takes, e.g. `"10mbit"`, `"2%"`, `"true"`, `"5"`.
@@ -146,6 +150,17 @@ pub enum Order {
     Sequential,
 }
 
+/// Which runs keep time series (congestion window, queue delay).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub enum TraceRuns {
+    /// The first repetition of every setting and protocol: enough for the
+    /// report's time-series figures without tracing every run.
+    #[default]
+    First,
+    All,
+    None,
+}
+
 /// A parsed, validated scenario.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Scenario {
@@ -156,6 +171,10 @@ pub struct Scenario {
     /// Default 0.
     pub seed: u64,
     pub order: Order,
+    /// Per-run time limit as written (e.g. `"120s"`); the caller parses the
+    /// unit. `None`: the runner derives one from the workload and link.
+    pub timeout: Option<Located<Value>>,
+    pub trace: TraceRuns,
     /// `[workload]`, including `kind`.
     pub workload: BTreeMap<String, Located<Value>>,
     /// `[link]` defaults for every run.
@@ -486,6 +505,8 @@ impl Parser<'_> {
         let mut repetitions = 1u32;
         let mut seed = 0u64;
         let mut order = Order::default();
+        let mut timeout = None;
+        let mut trace = TraceRuns::default();
         let mut workload = None;
         let mut link = BTreeMap::new();
         let mut protocol = BTreeMap::new();
@@ -533,6 +554,20 @@ impl Parser<'_> {
                         Some("random") => Order::Random,
                         Some("sequential") => Order::Sequential,
                         _ => return Err(type_err(&format!("one of: {}", ORDERS.join(", ")))),
+                    };
+                }
+                "timeout" => match v.get_ref() {
+                    DeValue::String(_) => timeout = Some(self.scalar("top level", key, v)?),
+                    _ => return Err(type_err("a duration such as \"120s\"")),
+                },
+                "trace" => {
+                    trace = match v.get_ref().as_str() {
+                        Some("first") => TraceRuns::First,
+                        Some("all") => TraceRuns::All,
+                        Some("none") => TraceRuns::None,
+                        _ => {
+                            return Err(type_err(&format!("one of: {}", TRACE_CHOICES.join(", "))));
+                        }
                     };
                 }
                 "workload" => workload = Some((self.table(key, v)?, v)),
@@ -658,6 +693,8 @@ impl Parser<'_> {
             repetitions,
             seed,
             order,
+            timeout,
+            trace,
             workload,
             link,
             protocol,
@@ -712,6 +749,25 @@ loss = ["0%", "2%"]
             .map(|(i, l)| if i + 1 == n { line } else { l })
             .collect::<Vec<_>>()
             .join("\n")
+    }
+
+    #[test]
+    fn timeout_and_trace_are_read_and_checked() {
+        let s = parse(
+            &with_line(5, "timeout = \"90s\"\ntrace = \"all\""),
+            "s.toml",
+        )
+        .unwrap();
+        assert_eq!(s.timeout.unwrap().value, Value::String("90s".into()));
+        assert_eq!(s.trace, TraceRuns::All);
+        assert_eq!(parse(EXAMPLE, "s.toml").unwrap().trace, TraceRuns::First);
+        let e = err(&with_line(5, "trace = \"some\""));
+        assert!(
+            e.starts_with("s.toml:5:") && e.contains("first, all, none"),
+            "{e}"
+        );
+        let e = err(&with_line(5, "timeout = 90"));
+        assert!(e.starts_with("s.toml:5:") && e.contains("duration"), "{e}");
     }
 
     #[test]
