@@ -1,0 +1,14 @@
+//! The results store of `quiclab run`: one SQLite file per experiment (`DIR/results.sqlite`).
+//!
+//! Every finished run is committed in its own transaction the moment it ends, so a run killed at
+//! any point (Ctrl-C, SIGKILL, power loss) keeps every run finished before it, and `--resume`
+//! skips exactly those. The schema is documented in `docs/results.md`; [`SCHEMA`] is the source
+//! of truth and `PRAGMA user_version` carries [`SCHEMA_VERSION`].
+
+mod export;
+mod store;
+
+pub use export::{ExportSummary, export_csv};
+pub use store::{
+    Environment, SCHEMA, SCHEMA_VERSION, ScenarioRecord, Series, Session, Status, Store, StoredRun,
+};

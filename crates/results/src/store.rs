@@ -1,0 +1,688 @@
+//! SQLite schema and access.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use rusqlite::{Connection, OptionalExtension, params};
+use serde::Serialize;
+
+/// Bumped on any incompatible change of [`SCHEMA`]; stored in `PRAGMA user_version`.
+pub const SCHEMA_VERSION: i64 = 1;
+
+/// The whole schema. Kept as one string so that `docs/results.md` can quote it and a test can
+/// check that the documentation and the code agree.
+pub const SCHEMA: &str = "\
+-- One row: the scenario this database belongs to (the file's text, verbatim).
+CREATE TABLE scenario (
+    id            INTEGER PRIMARY KEY CHECK (id = 1),
+    name          TEXT NOT NULL,
+    description   TEXT NOT NULL,
+    file          TEXT NOT NULL,
+    text          TEXT NOT NULL,
+    planned_runs  INTEGER NOT NULL,
+    created_unix  REAL NOT NULL
+);
+-- One row per invocation of `quiclab run` (the first and each --resume): where the runs were made.
+CREATE TABLE sessions (
+    id               INTEGER PRIMARY KEY,
+    started_unix     REAL NOT NULL,
+    quiclab_version  TEXT NOT NULL,
+    git_commit       TEXT NOT NULL,
+    kernel           TEXT NOT NULL,
+    cpu_model        TEXT NOT NULL,
+    cpus             INTEGER NOT NULL,
+    hostname         TEXT NOT NULL,
+    crates           TEXT NOT NULL,   -- JSON object: crate name -> version (the protocol stacks)
+    command          TEXT NOT NULL
+);
+-- One row per finished run, committed when the run ends.
+CREATE TABLE runs (
+    key           TEXT PRIMARY KEY,   -- stable identity, e.g. proto=h2;rate=10mbit;loss=2%;rep=3
+    run_index     INTEGER NOT NULL,   -- position in the plan's execution order (0-based)
+    setting       INTEGER NOT NULL,   -- grid point without the protocol (0-based)
+    setting_label TEXT NOT NULL,      -- e.g. rate=10mbit, loss=2%
+    protocol      TEXT NOT NULL,      -- h1 | h2 | h3
+    repetition    INTEGER NOT NULL,   -- 1-based
+    seed          TEXT NOT NULL,      -- the run's 64-bit seed in decimal (the link's loss processes)
+    params        TEXT NOT NULL,      -- JSON object of every parameter of the run
+    status        TEXT NOT NULL CHECK (status IN ('ok', 'failed', 'timeout')),
+    reason        TEXT,               -- why a run failed or timed out
+    flagged       INTEGER NOT NULL,   -- 1 when the emulator's fidelity was out of tolerance
+    flags         TEXT NOT NULL,      -- JSON array of the fidelity problems
+    started_unix  REAL NOT NULL,
+    duration_s    REAL NOT NULL,      -- wall time of the whole run, lab set-up to teardown
+    setup_ms      REAL,               -- lab set-up (namespaces, TUNs, emulator)
+    teardown_ms   REAL,
+    host_steal    REAL,               -- fraction of CPU time the hypervisor stole during the run
+    session_id    INTEGER NOT NULL REFERENCES sessions(id),
+    result        TEXT                -- JSON document of the run: every metric and the fidelity report
+);
+-- Every numeric metric of a run, one row each (the long form of runs.result).
+CREATE TABLE metrics (
+    run_key  TEXT NOT NULL REFERENCES runs(key),
+    name     TEXT NOT NULL,
+    value    REAL NOT NULL,
+    PRIMARY KEY (run_key, name)
+);
+-- Time series of traced runs: congestion window, queue delay (seconds since the emulator started).
+CREATE TABLE series (
+    run_key  TEXT NOT NULL REFERENCES runs(key),
+    name     TEXT NOT NULL,
+    unit     TEXT NOT NULL,
+    t_s      REAL NOT NULL,
+    value    REAL NOT NULL
+);
+CREATE INDEX series_by_run ON series (run_key, name);
+";
+
+/// What `quiclab run` was asked to do.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ScenarioRecord {
+    pub name: String,
+    pub description: String,
+    pub file: String,
+    pub text: String,
+    pub planned_runs: usize,
+}
+
+/// The machine and software a session ran on.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Environment {
+    pub quiclab_version: String,
+    pub git_commit: String,
+    pub kernel: String,
+    pub cpu_model: String,
+    pub cpus: usize,
+    pub hostname: String,
+    pub crates: BTreeMap<String, String>,
+    pub command: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Session {
+    pub id: i64,
+    pub started_unix: f64,
+    pub environment: Environment,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Ok,
+    Failed,
+    Timeout,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Failed => "failed",
+            Status::Timeout => "timeout",
+        }
+    }
+
+    fn parse(s: &str) -> Result<Status> {
+        Ok(match s {
+            "ok" => Status::Ok,
+            "failed" => Status::Failed,
+            "timeout" => Status::Timeout,
+            _ => bail!("unknown run status {s:?} in the database"),
+        })
+    }
+}
+
+/// One finished run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StoredRun {
+    pub key: String,
+    pub index: usize,
+    pub setting: usize,
+    pub setting_label: String,
+    pub protocol: String,
+    pub repetition: u32,
+    pub seed: u64,
+    pub params: BTreeMap<String, String>,
+    pub status: Status,
+    pub reason: Option<String>,
+    pub flags: Vec<String>,
+    pub started_unix: f64,
+    pub duration_s: f64,
+    pub setup_ms: Option<f64>,
+    pub teardown_ms: Option<f64>,
+    pub host_steal: Option<f64>,
+    /// Filled in by [`Store::record`] (the current session) and by [`Store::runs`].
+    pub session_id: i64,
+    pub result: Option<serde_json::Value>,
+    pub metrics: BTreeMap<String, f64>,
+}
+
+/// One time series of a run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Series {
+    pub run_key: String,
+    pub name: String,
+    pub unit: String,
+    pub points: Vec<(f64, f64)>,
+}
+
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+    session: Option<i64>,
+}
+
+fn now_unix() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+impl Store {
+    /// Opens an existing results database (for `--resume`, `report`, `export`).
+    pub fn open(path: &Path) -> Result<Store> {
+        if !path.is_file() {
+            bail!(
+                "{}: no such results database (made by `quiclab run FILE --out DIR`)",
+                path.display()
+            );
+        }
+        let conn = Connection::open(path).with_context(|| format!("opening {}", path.display()))?;
+        let version: i64 = conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .with_context(|| format!("{}: not an SQLite database", path.display()))?;
+        if version != SCHEMA_VERSION {
+            bail!(
+                "{}: results schema version {version}, this quiclab reads version {SCHEMA_VERSION}",
+                path.display()
+            );
+        }
+        Self::tune(&conn)?;
+        Ok(Store {
+            conn,
+            path: path.to_owned(),
+            session: None,
+        })
+    }
+
+    /// Creates `path` for `scenario`, or, with `resume`, reopens it after checking that it holds
+    /// the same scenario. Without `resume`, an existing database with runs is an error: runs are
+    /// never overwritten.
+    pub fn create_or_resume(path: &Path, scenario: &ScenarioRecord, resume: bool) -> Result<Store> {
+        if path.exists() {
+            let store = Store::open(path)?;
+            let stored = store.scenario()?;
+            let done = store.run_count()?;
+            if !resume {
+                if done > 0 {
+                    bail!(
+                        "{} already holds {done} run(s) of scenario {:?}: add --resume to continue it, \
+                         or give another --out",
+                        path.display(),
+                        stored.name
+                    );
+                }
+            } else if stored.text != scenario.text {
+                bail!(
+                    "{} holds runs of a different scenario text ({} from {}); --resume continues only \
+                     the same scenario: give another --out for the changed file",
+                    path.display(),
+                    stored.name,
+                    stored.file
+                );
+            }
+            return Ok(store);
+        }
+        if let Some(dir) = path.parent()
+            && !dir.as_os_str().is_empty()
+        {
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        }
+        let conn =
+            Connection::open(path).with_context(|| format!("creating {}", path.display()))?;
+        Self::tune(&conn)?;
+        conn.execute_batch(&format!(
+            "BEGIN; {SCHEMA} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
+        ))
+        .with_context(|| format!("creating the schema in {}", path.display()))?;
+        conn.execute(
+            "INSERT INTO scenario (id, name, description, file, text, planned_runs, created_unix)
+             VALUES (1, ?1, ?2, ?3, ?4, ?5, ?6)",
+            params![
+                scenario.name,
+                scenario.description,
+                scenario.file,
+                scenario.text,
+                scenario.planned_runs as i64,
+                now_unix()
+            ],
+        )?;
+        Ok(Store {
+            conn,
+            path: path.to_owned(),
+            session: None,
+        })
+    }
+
+    fn tune(conn: &Connection) -> Result<()> {
+        // synchronous=FULL: a committed run survives a crash of the machine, not only of quiclab.
+        // A small page cache (512 kB instead of 2 MB): the runner only appends, and a cache that
+        // grows with the database looks like a leak in a long grid's memory figures.
+        conn.execute_batch(
+            "PRAGMA foreign_keys = ON; PRAGMA synchronous = FULL; PRAGMA cache_size = -512;",
+        )?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        Ok(())
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn scenario(&self) -> Result<ScenarioRecord> {
+        self.conn
+            .query_row(
+                "SELECT name, description, file, text, planned_runs FROM scenario WHERE id = 1",
+                [],
+                |r| {
+                    Ok(ScenarioRecord {
+                        name: r.get(0)?,
+                        description: r.get(1)?,
+                        file: r.get(2)?,
+                        text: r.get(3)?,
+                        planned_runs: r.get::<_, i64>(4)? as usize,
+                    })
+                },
+            )
+            .optional()?
+            .with_context(|| format!("{}: holds no scenario", self.path.display()))
+    }
+
+    /// Updates the planned run count (a resumed plan is the same plan; kept for completeness).
+    pub fn set_planned_runs(&self, n: usize) -> Result<()> {
+        self.conn.execute(
+            "UPDATE scenario SET planned_runs = ?1 WHERE id = 1",
+            params![n as i64],
+        )?;
+        Ok(())
+    }
+
+    pub fn run_count(&self) -> Result<usize> {
+        Ok(self
+            .conn
+            .query_row("SELECT COUNT(*) FROM runs", [], |r| r.get::<_, i64>(0))?
+            as usize)
+    }
+
+    /// Starts a session (one invocation of `quiclab run`); runs recorded afterwards point to it.
+    pub fn begin_session(&mut self, env: &Environment) -> Result<i64> {
+        self.conn.execute(
+            "INSERT INTO sessions (started_unix, quiclab_version, git_commit, kernel, cpu_model, cpus,
+                                   hostname, crates, command)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            params![
+                now_unix(),
+                env.quiclab_version,
+                env.git_commit,
+                env.kernel,
+                env.cpu_model,
+                env.cpus as i64,
+                env.hostname,
+                serde_json::to_string(&env.crates)?,
+                env.command
+            ],
+        )?;
+        let id = self.conn.last_insert_rowid();
+        self.session = Some(id);
+        Ok(id)
+    }
+
+    /// Keys of the runs already recorded (whatever their status): `--resume` skips them.
+    pub fn done_keys(&self) -> Result<HashSet<String>> {
+        let mut stmt = self.conn.prepare("SELECT key FROM runs")?;
+        let keys = stmt
+            .query_map([], |r| r.get::<_, String>(0))?
+            .collect::<rusqlite::Result<HashSet<_>>>()?;
+        Ok(keys)
+    }
+
+    /// Commits one finished run, its metrics and its time series in one transaction.
+    pub fn record(&mut self, run: &StoredRun, series: &[Series]) -> Result<()> {
+        let session = self
+            .session
+            .context("internal: record() before begin_session()")?;
+        let tx = self.conn.transaction()?;
+        tx.execute(
+            "INSERT INTO runs (key, run_index, setting, setting_label, protocol, repetition, seed, params,
+                               status, reason, flagged, flags, started_unix, duration_s, setup_ms,
+                               teardown_ms, host_steal, session_id, result)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)",
+            params![
+                run.key,
+                run.index as i64,
+                run.setting as i64,
+                run.setting_label,
+                run.protocol,
+                run.repetition,
+                run.seed.to_string(),
+                serde_json::to_string(&run.params)?,
+                run.status.as_str(),
+                run.reason,
+                !run.flags.is_empty(),
+                serde_json::to_string(&run.flags)?,
+                run.started_unix,
+                run.duration_s,
+                run.setup_ms,
+                run.teardown_ms,
+                run.host_steal,
+                session,
+                run.result.as_ref().map(|v| v.to_string()),
+            ],
+        )
+        .with_context(|| format!("recording run {}", run.key))?;
+        {
+            let mut m =
+                tx.prepare("INSERT INTO metrics (run_key, name, value) VALUES (?1, ?2, ?3)")?;
+            for (name, value) in &run.metrics {
+                // SQLite stores NaN as NULL, which the NOT NULL column refuses: a missing value
+                // is simply not stored.
+                if value.is_finite() {
+                    m.execute(params![run.key, name, value])?;
+                }
+            }
+            let mut s = tx.prepare(
+                "INSERT INTO series (run_key, name, unit, t_s, value) VALUES (?1, ?2, ?3, ?4, ?5)",
+            )?;
+            for series in series {
+                for (t, v) in &series.points {
+                    if t.is_finite() && v.is_finite() {
+                        s.execute(params![series.run_key, series.name, series.unit, t, v])?;
+                    }
+                }
+            }
+        }
+        tx.commit()
+            .with_context(|| format!("committing run {}", run.key))?;
+        Ok(())
+    }
+
+    /// Every recorded run in execution order, with its metrics.
+    pub fn runs(&self) -> Result<Vec<StoredRun>> {
+        let mut metrics: BTreeMap<String, BTreeMap<String, f64>> = BTreeMap::new();
+        {
+            let mut stmt = self
+                .conn
+                .prepare("SELECT run_key, name, value FROM metrics")?;
+            let rows = stmt.query_map([], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, f64>(2)?,
+                ))
+            })?;
+            for row in rows {
+                let (k, n, v) = row?;
+                metrics.entry(k).or_default().insert(n, v);
+            }
+        }
+        let mut stmt = self.conn.prepare(
+            "SELECT key, run_index, setting, setting_label, protocol, repetition, seed, params, status,
+                    reason, flags, started_unix, duration_s, setup_ms, teardown_ms, host_steal,
+                    session_id, result
+             FROM runs ORDER BY run_index",
+        )?;
+        let rows = stmt.query_map([], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, i64>(1)?,
+                r.get::<_, i64>(2)?,
+                r.get::<_, String>(3)?,
+                r.get::<_, String>(4)?,
+                r.get::<_, i64>(5)?,
+                r.get::<_, String>(6)?,
+                r.get::<_, String>(7)?,
+                r.get::<_, String>(8)?,
+                r.get::<_, Option<String>>(9)?,
+                r.get::<_, String>(10)?,
+                (
+                    r.get::<_, f64>(11)?,
+                    r.get::<_, f64>(12)?,
+                    r.get::<_, Option<f64>>(13)?,
+                    r.get::<_, Option<f64>>(14)?,
+                    r.get::<_, Option<f64>>(15)?,
+                    r.get::<_, i64>(16)?,
+                    r.get::<_, Option<String>>(17)?,
+                ),
+            ))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (
+                key,
+                index,
+                setting,
+                setting_label,
+                protocol,
+                repetition,
+                seed,
+                params,
+                status,
+                reason,
+                flags,
+                (started_unix, duration_s, setup_ms, teardown_ms, host_steal, session_id, result),
+            ) = row?;
+            let bad = |what: &str| format!("{}: run {key}: bad {what}", self.path.display());
+            out.push(StoredRun {
+                metrics: metrics.remove(&key).unwrap_or_default(),
+                index: index as usize,
+                setting: setting as usize,
+                setting_label,
+                protocol,
+                repetition: repetition as u32,
+                seed: seed.parse().with_context(|| bad("seed"))?,
+                params: serde_json::from_str(&params).with_context(|| bad("params"))?,
+                status: Status::parse(&status)?,
+                reason,
+                flags: serde_json::from_str(&flags).with_context(|| bad("flags"))?,
+                started_unix,
+                duration_s,
+                setup_ms,
+                teardown_ms,
+                host_steal,
+                session_id,
+                result: result
+                    .map(|r| serde_json::from_str(&r))
+                    .transpose()
+                    .with_context(|| bad("result"))?,
+                key,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Every stored time series, grouped by run and name, points in time order.
+    pub fn series(&self) -> Result<Vec<Series>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT run_key, name, unit, t_s, value FROM series ORDER BY run_key, name, t_s",
+        )?;
+        let rows = stmt.query_map([], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, f64>(3)?,
+                r.get::<_, f64>(4)?,
+            ))
+        })?;
+        let mut out: Vec<Series> = Vec::new();
+        for row in rows {
+            let (run_key, name, unit, t, v) = row?;
+            match out.last_mut() {
+                Some(s) if s.run_key == run_key && s.name == name => s.points.push((t, v)),
+                _ => out.push(Series {
+                    run_key,
+                    name,
+                    unit,
+                    points: vec![(t, v)],
+                }),
+            }
+        }
+        Ok(out)
+    }
+
+    pub fn sessions(&self) -> Result<Vec<Session>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT id, started_unix, quiclab_version, git_commit, kernel, cpu_model, cpus, hostname,
+                    crates, command FROM sessions ORDER BY id",
+        )?;
+        let rows = stmt.query_map([], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, f64>(1)?,
+                Environment {
+                    quiclab_version: r.get(2)?,
+                    git_commit: r.get(3)?,
+                    kernel: r.get(4)?,
+                    cpu_model: r.get(5)?,
+                    cpus: r.get::<_, i64>(6)? as usize,
+                    hostname: r.get(7)?,
+                    crates: BTreeMap::new(),
+                    command: r.get(9)?,
+                },
+                r.get::<_, String>(8)?,
+            ))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (id, started_unix, mut environment, crates) = row?;
+            environment.crates = serde_json::from_str(&crates).unwrap_or_default();
+            out.push(Session {
+                id,
+                started_unix,
+                environment,
+            });
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    pub(crate) fn temp_db(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!(
+            "quiclab-results-test-{}-{name}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir.join("results.sqlite")
+    }
+
+    pub(crate) fn scenario() -> ScenarioRecord {
+        ScenarioRecord {
+            name: "t".into(),
+            description: "d".into(),
+            file: "t.toml".into(),
+            text: "name = \"t\"\n".into(),
+            planned_runs: 3,
+        }
+    }
+
+    pub(crate) fn run(key: &str, index: usize, status: Status) -> StoredRun {
+        StoredRun {
+            key: key.into(),
+            index,
+            setting: 0,
+            setting_label: "rate=10mbit".into(),
+            protocol: "h2".into(),
+            repetition: 1,
+            seed: u64::MAX - 7,
+            params: BTreeMap::from([("rate".into(), "10mbit".into())]),
+            status,
+            reason: (status != Status::Ok).then(|| "the client failed".into()),
+            flags: vec![],
+            started_unix: 1.0,
+            duration_s: 2.0,
+            setup_ms: Some(80.0),
+            teardown_ms: Some(20.0),
+            host_steal: Some(0.01),
+            session_id: 0,
+            result: Some(serde_json::json!({"total_ms": 12.5})),
+            metrics: BTreeMap::from([("total_ms".into(), 12.5), ("utilization".into(), f64::NAN)]),
+        }
+    }
+
+    #[test]
+    fn runs_round_trip_and_resume_skips_them() {
+        let path = temp_db("roundtrip");
+        let mut s = Store::create_or_resume(&path, &scenario(), false).unwrap();
+        let session = s.begin_session(&Environment::default()).unwrap();
+        s.record(
+            &run("a", 0, Status::Ok),
+            &[Series {
+                run_key: "a".into(),
+                name: "cwnd_bytes".into(),
+                unit: "bytes".into(),
+                points: vec![(0.0, 14480.0), (0.005, 28960.0)],
+            }],
+        )
+        .unwrap();
+        s.record(&run("b", 1, Status::Timeout), &[]).unwrap();
+        drop(s);
+
+        // Without --resume an existing database with runs is refused, naming the way out.
+        let e = Store::create_or_resume(&path, &scenario(), false)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("--resume") && e.contains("2 run(s)"), "{e}");
+        // A changed scenario cannot be resumed into the same database.
+        let mut other = scenario();
+        other.text.push_str("repetitions = 2\n");
+        assert!(Store::create_or_resume(&path, &other, true).is_err());
+
+        let s = Store::create_or_resume(&path, &scenario(), true).unwrap();
+        assert_eq!(
+            s.done_keys().unwrap(),
+            HashSet::from(["a".to_string(), "b".to_string()])
+        );
+        let runs = s.runs().unwrap();
+        assert_eq!(runs.len(), 2);
+        assert_eq!(runs[0].seed, u64::MAX - 7);
+        assert_eq!(runs[0].session_id, session);
+        // NaN metrics are not stored.
+        assert_eq!(runs[0].metrics, BTreeMap::from([("total_ms".into(), 12.5)]));
+        assert_eq!(runs[1].status, Status::Timeout);
+        assert_eq!(runs[1].reason.as_deref(), Some("the client failed"));
+        let series = s.series().unwrap();
+        assert_eq!(series.len(), 1);
+        assert_eq!(series[0].points, vec![(0.0, 14480.0), (0.005, 28960.0)]);
+    }
+
+    #[test]
+    fn a_run_key_is_recorded_once() {
+        let path = temp_db("once");
+        let mut s = Store::create_or_resume(&path, &scenario(), false).unwrap();
+        s.begin_session(&Environment::default()).unwrap();
+        s.record(&run("a", 0, Status::Ok), &[]).unwrap();
+        assert!(s.record(&run("a", 0, Status::Ok), &[]).is_err());
+        // The failed transaction left nothing behind.
+        assert_eq!(s.run_count().unwrap(), 1);
+    }
+
+    #[test]
+    fn not_a_database_is_a_clear_error() {
+        let path = temp_db("garbage");
+        std::fs::write(&path, "hello").unwrap();
+        let e = format!("{:#}", Store::open(&path).err().unwrap());
+        assert!(e.contains("results.sqlite"), "{e}");
+        let e = Store::open(&path.with_file_name("none.sqlite"))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("no such results database"), "{e}");
+    }
+}
