@@ -1,0 +1,582 @@
+//! Sans-IO aggregation: runs → per (metric, setting, protocol) samples,
+//! summaries, improvements over the baseline and wins verdicts.
+//!
+//! Exclusion policy, applied per run and per metric, first match wins:
+//! 1. failed or timed-out runs are always excluded;
+//! 2. flagged runs (fidelity out of tolerance) are excluded unless
+//!    `include_flagged`;
+//! 3. runs without a finite value for the metric contribute nothing.
+//!
+//! Each cell counts its exclusions by reason, so the report can say exactly
+//! what every statistic left out.
+
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+
+use quiclab_experiment::stats::{self, Summary, Verdict};
+
+use crate::{MetricInfo, ReportInput, ReportOptions, RunRecord, RunStatus};
+
+/// Runs of one (setting, protocol) that a statistic left out, by reason.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Excluded {
+    /// Failed or timed out.
+    pub failed: usize,
+    /// Flagged and `include_flagged` is off.
+    pub flagged: usize,
+    /// Usable run without a finite value for the metric.
+    pub missing: usize,
+}
+
+impl Excluded {
+    pub fn total(&self) -> usize {
+        self.failed + self.flagged + self.missing
+    }
+}
+
+/// Sample of one metric for one (setting, protocol).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cell {
+    /// Values in execution order.
+    pub values: Vec<f64>,
+    pub summary: Option<Summary>,
+    pub excluded: Excluded,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Setting {
+    /// [`RunRecord::setting`].
+    pub index: usize,
+    pub label: String,
+}
+
+/// One metric over all settings and protocols.
+#[derive(Debug, Clone)]
+pub struct MetricTable {
+    pub info: MetricInfo,
+    /// `cells[s][p]`: setting `s` (position in [`Aggregate::settings`]) and
+    /// protocol `p` (position in [`Aggregate::protocols`]).
+    pub cells: Vec<Vec<Cell>>,
+    /// `improvements[s][p]` in percent, positive = better than the baseline,
+    /// for every protocol (the baseline's own entry is `None`); `None` where
+    /// a mean is missing or the baseline mean is zero. Empty when the
+    /// baseline protocol has no runs at all.
+    pub improvements: Vec<Vec<Option<f64>>>,
+}
+
+impl MetricTable {
+    /// Whether any cell has at least one value.
+    pub fn has_values(&self) -> bool {
+        self.cells.iter().flatten().any(|c| !c.values.is_empty())
+    }
+}
+
+/// Wins verdict of one setting on the primary metric.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WinRow {
+    pub verdict: Verdict,
+    /// Protocols that had values and so took part in the comparison.
+    pub compared: Vec<String>,
+}
+
+impl WinRow {
+    /// "h3", "h2+h3", "equal", or "n/a" when fewer than two protocols had
+    /// values (then there was nothing to compare).
+    pub fn label(&self) -> String {
+        if self.compared.len() < 2 {
+            return "n/a".to_string();
+        }
+        match &self.verdict {
+            Verdict::Best(names) => names.join("+"),
+            Verdict::Equal => "equal".to_string(),
+        }
+    }
+}
+
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Counts {
+    pub planned: usize,
+    /// Runs present in the input (finished, whatever their status).
+    pub finished: usize,
+    pub ok: usize,
+    pub failed: usize,
+    pub timeout: usize,
+    /// Runs with at least one flag, any status.
+    pub flagged: usize,
+    /// Ok runs that enter the statistics (flagged ones only with
+    /// `include_flagged`).
+    pub used: usize,
+}
+
+#[derive(Debug, Clone)]
+pub struct Aggregate {
+    /// h1, h2, h3 first, then others by name.
+    pub protocols: Vec<String>,
+    /// Position of the baseline in `protocols`, if it has runs.
+    pub baseline: Option<usize>,
+    /// By setting index.
+    pub settings: Vec<Setting>,
+    pub counts: Counts,
+    /// Metrics present in at least one run, in option order.
+    pub metrics: Vec<MetricTable>,
+    /// Position of the primary metric in `metrics`.
+    pub primary: Option<usize>,
+    /// Per setting, on the primary metric; empty without a primary metric.
+    pub wins: Vec<WinRow>,
+    /// Positions in `input.runs` of failed, timed-out or flagged runs, in
+    /// execution order.
+    pub problem_runs: Vec<usize>,
+    pub notes: Vec<String>,
+}
+
+/// Sort key that puts the HTTP versions first, in version order.
+fn protocol_cmp(a: &str, b: &str) -> Ordering {
+    let rank = |p: &str| match p {
+        "h1" => 0,
+        "h2" => 1,
+        "h3" => 2,
+        _ => 3,
+    };
+    rank(a).cmp(&rank(b)).then_with(|| a.cmp(b))
+}
+
+/// Why a run does not enter the statistics, if it doesn't.
+enum Exclusion {
+    Failed,
+    Flagged,
+}
+
+fn exclusion(run: &RunRecord, include_flagged: bool) -> Option<Exclusion> {
+    match run.status {
+        RunStatus::Failed | RunStatus::Timeout => Some(Exclusion::Failed),
+        RunStatus::Ok if !run.flags.is_empty() && !include_flagged => Some(Exclusion::Flagged),
+        RunStatus::Ok => None,
+    }
+}
+
+/// Improvement of `x` over `base` in percent with "positive = better":
+/// `stats::improvement` for lower-is-better metrics, its negation
+/// `(x − base) / base × 100` for higher-is-better ones. `None` when the
+/// result is not finite (baseline mean zero).
+pub fn signed_improvement(base: f64, x: f64, lower_is_better: bool) -> Option<f64> {
+    let i = stats::improvement(base, x);
+    let i = if lower_is_better { i } else { -i };
+    i.is_finite().then_some(i)
+}
+
+/// Values as fed to `stats::winners`, which assumes lower is better.
+///
+/// Higher-is-better values are mapped to their reciprocals (goodput → time
+/// per bit), not negated: `beats` compares against `0.9 × mean(b)`, and with
+/// negated values that threshold becomes "at most 10 % worse", so equal
+/// protocols would beat each other. Non-positive values (no goodput at all)
+/// become +∞, the worst possible.
+pub fn winner_values(values: &[f64], lower_is_better: bool) -> Vec<f64> {
+    if lower_is_better {
+        return values.to_vec();
+    }
+    values
+        .iter()
+        .map(|&v| if v > 0.0 { 1.0 / v } else { f64::INFINITY })
+        .collect()
+}
+
+/// Groups, filters and summarises `input.runs` as `options` asks.
+pub fn aggregate(input: &ReportInput, options: &ReportOptions) -> Aggregate {
+    let runs = &input.runs;
+    let mut notes = Vec::new();
+
+    let mut protocols: Vec<String> = Vec::new();
+    for r in runs {
+        if !protocols.contains(&r.protocol) {
+            protocols.push(r.protocol.clone());
+        }
+    }
+    protocols.sort_by(|a, b| protocol_cmp(a, b));
+
+    // First label seen per setting index wins; the labels come from the same
+    // plan, so they agree unless the input is inconsistent.
+    let mut labels: BTreeMap<usize, String> = BTreeMap::new();
+    for r in runs {
+        labels
+            .entry(r.setting)
+            .or_insert_with(|| r.setting_label.clone());
+    }
+    let settings: Vec<Setting> = labels
+        .into_iter()
+        .map(|(index, label)| Setting { index, label })
+        .collect();
+    let setting_pos: BTreeMap<usize, usize> = settings
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.index, i))
+        .collect();
+    let proto_pos = |p: &str| protocols.iter().position(|q| q == p);
+
+    let counts = Counts {
+        planned: input.planned_runs,
+        finished: runs.len(),
+        ok: runs.iter().filter(|r| r.status == RunStatus::Ok).count(),
+        failed: runs
+            .iter()
+            .filter(|r| r.status == RunStatus::Failed)
+            .count(),
+        timeout: runs
+            .iter()
+            .filter(|r| r.status == RunStatus::Timeout)
+            .count(),
+        flagged: runs.iter().filter(|r| !r.flags.is_empty()).count(),
+        used: runs
+            .iter()
+            .filter(|r| exclusion(r, options.include_flagged).is_none())
+            .count(),
+    };
+
+    let baseline = proto_pos(&options.baseline);
+    if baseline.is_none() && !runs.is_empty() {
+        notes.push(format!(
+            "Baseline protocol \"{}\" has no runs: improvement figures are omitted.",
+            options.baseline
+        ));
+    }
+
+    // Execution order, so samples and the problem list read chronologically.
+    let mut order: Vec<usize> = (0..runs.len()).collect();
+    order.sort_by(|&a, &b| {
+        runs[a]
+            .index
+            .cmp(&runs[b].index)
+            .then_with(|| runs[a].key.cmp(&runs[b].key))
+    });
+
+    let mut seen_names: Vec<&str> = Vec::new();
+    let mut metrics = Vec::new();
+    for info in &options.metrics {
+        if seen_names.contains(&info.name.as_str()) {
+            notes.push(format!(
+                "Metric \"{}\" was requested twice; shown once.",
+                info.name
+            ));
+            continue;
+        }
+        seen_names.push(&info.name);
+        // Metrics no run recorded are skipped silently, as asked.
+        if !runs.iter().any(|r| r.metrics.contains_key(&info.name)) {
+            continue;
+        }
+        let empty = Cell {
+            values: Vec::new(),
+            summary: None,
+            excluded: Excluded::default(),
+        };
+        let mut cells = vec![vec![empty; protocols.len()]; settings.len()];
+        for &i in &order {
+            let r = &runs[i];
+            // Both lookups succeed: the lists were built from these runs.
+            let (Some(&s), Some(p)) = (setting_pos.get(&r.setting), proto_pos(&r.protocol)) else {
+                continue;
+            };
+            let cell = &mut cells[s][p];
+            match exclusion(r, options.include_flagged) {
+                Some(Exclusion::Failed) => cell.excluded.failed += 1,
+                Some(Exclusion::Flagged) => cell.excluded.flagged += 1,
+                None => match r.metrics.get(&info.name) {
+                    Some(v) if v.is_finite() => cell.values.push(*v),
+                    _ => cell.excluded.missing += 1,
+                },
+            }
+        }
+        for cell in cells.iter_mut().flatten() {
+            cell.summary = stats::summarize(&cell.values);
+        }
+        let improvements = match baseline {
+            None => Vec::new(),
+            Some(b) => cells
+                .iter()
+                .map(|row| {
+                    let base = row[b].summary.as_ref().map(|s| s.mean);
+                    row.iter()
+                        .enumerate()
+                        .map(|(p, c)| {
+                            let (base, x) = (base?, c.summary.as_ref()?.mean);
+                            if p == b {
+                                return None;
+                            }
+                            signed_improvement(base, x, info.lower_is_better)
+                        })
+                        .collect()
+                })
+                .collect(),
+        };
+        metrics.push(MetricTable {
+            info: info.clone(),
+            cells,
+            improvements,
+        });
+    }
+
+    let primary = if metrics.is_empty() {
+        None
+    } else {
+        // No let-chain here: the workspace's rust-version (1.85) predates them.
+        let first = options.metrics.first();
+        if let Some(first) = first.filter(|f| f.name != metrics[0].info.name) {
+            notes.push(format!(
+                "Primary metric \"{}\" was not recorded by any run; \"{}\" is used as the primary metric instead.",
+                first.name, metrics[0].info.name
+            ));
+        }
+        Some(0)
+    };
+
+    let wins = match primary {
+        None => Vec::new(),
+        Some(m) => {
+            let table = &metrics[m];
+            table
+                .cells
+                .iter()
+                .map(|row| {
+                    let mut results = BTreeMap::new();
+                    for (p, cell) in row.iter().enumerate() {
+                        if !cell.values.is_empty() {
+                            results.insert(
+                                protocols[p].clone(),
+                                winner_values(&cell.values, table.info.lower_is_better),
+                            );
+                        }
+                    }
+                    WinRow {
+                        verdict: stats::winners(&results),
+                        compared: results.into_keys().collect(),
+                    }
+                })
+                .collect()
+        }
+    };
+
+    let problem_runs = order
+        .iter()
+        .copied()
+        .filter(|&i| runs[i].status != RunStatus::Ok || !runs[i].flags.is_empty())
+        .collect();
+
+    Aggregate {
+        protocols,
+        baseline,
+        settings,
+        counts,
+        metrics,
+        primary,
+        wins,
+        problem_runs,
+        notes,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(setting: usize, proto: &str, rep: u32, total: f64) -> RunRecord {
+        RunRecord {
+            key: format!("proto={proto};s={setting};rep={rep}"),
+            index: setting * 100 + rep as usize,
+            setting,
+            setting_label: format!("setting {setting}"),
+            protocol: proto.to_string(),
+            repetition: rep,
+            status: RunStatus::Ok,
+            reason: None,
+            flags: Vec::new(),
+            metrics: [
+                ("total_ms".to_string(), total),
+                ("goodput_mbps".to_string(), 8000.0 / total),
+            ]
+            .into_iter()
+            .collect(),
+        }
+    }
+
+    /// Setting 0: h1 = 100 ×4, h2 = 80 ×4, h3 = 50 ×4, plus one failed h3
+    /// run with a bogus value and one flagged h2 run with a bogus value.
+    fn fixture() -> ReportInput {
+        let mut runs = Vec::new();
+        for rep in 1..=4 {
+            runs.push(run(0, "h3", rep, 50.0));
+            runs.push(run(0, "h2", rep, 80.0));
+            runs.push(run(0, "h1", rep, 100.0));
+        }
+        let mut failed = run(0, "h3", 5, 1.0);
+        failed.status = RunStatus::Failed;
+        failed.reason = Some("handshake timeout".into());
+        failed.index = 50;
+        runs.push(failed);
+        let mut flagged = run(0, "h2", 5, 1000.0);
+        flagged.flags = vec!["rate off by 12 %".into()];
+        flagged.index = 60;
+        runs.push(flagged);
+        let mut nan = run(0, "h1", 6, 100.0);
+        nan.metrics.insert("total_ms".into(), f64::NAN);
+        runs.push(nan);
+        ReportInput {
+            planned_runs: 20,
+            runs,
+            ..Default::default()
+        }
+    }
+
+    fn metric<'a>(agg: &'a Aggregate, name: &str) -> &'a MetricTable {
+        agg.metrics.iter().find(|m| m.info.name == name).unwrap()
+    }
+
+    #[test]
+    fn excludes_failed_and_flagged_and_counts() {
+        let agg = aggregate(&fixture(), &ReportOptions::default());
+        assert_eq!(agg.protocols, ["h1", "h2", "h3"]);
+        assert_eq!(agg.settings.len(), 1);
+        assert_eq!(
+            agg.counts,
+            Counts {
+                planned: 20,
+                finished: 15,
+                ok: 14,
+                failed: 1,
+                timeout: 0,
+                flagged: 1,
+                used: 13,
+            }
+        );
+        let t = metric(&agg, "total_ms");
+        let [h1, h2, h3] = &t.cells[0][..] else {
+            panic!("three protocols")
+        };
+        assert_eq!(h1.values, [100.0; 4]);
+        assert_eq!(
+            h1.excluded,
+            Excluded {
+                missing: 1,
+                ..Default::default()
+            }
+        );
+        assert_eq!(h2.summary.as_ref().unwrap().mean, 80.0);
+        assert_eq!(h2.excluded.flagged, 1);
+        assert_eq!(h3.summary.as_ref().unwrap().n, 4);
+        assert_eq!(h3.summary.as_ref().unwrap().mean, 50.0);
+        assert_eq!(h3.excluded.failed, 1);
+        assert_eq!(h3.excluded.total(), 1);
+        // Problem list: the failed and the flagged run, execution order.
+        let input = fixture();
+        let keys: Vec<&str> = agg
+            .problem_runs
+            .iter()
+            .map(|&i| input.runs[i].key.as_str())
+            .collect();
+        assert_eq!(keys, ["proto=h3;s=0;rep=5", "proto=h2;s=0;rep=5"]);
+    }
+
+    #[test]
+    fn include_flagged_uses_flagged_runs() {
+        let options = ReportOptions {
+            include_flagged: true,
+            ..Default::default()
+        };
+        let agg = aggregate(&fixture(), &options);
+        let h2 = &metric(&agg, "total_ms").cells[0][1];
+        assert_eq!(h2.values.len(), 5);
+        assert_eq!(
+            h2.summary.as_ref().unwrap().mean,
+            (4.0 * 80.0 + 1000.0) / 5.0
+        );
+        assert_eq!(h2.excluded.total(), 0);
+        assert_eq!(agg.counts.used, 14);
+    }
+
+    #[test]
+    fn improvements_on_means_with_sign_per_direction() {
+        let agg = aggregate(&fixture(), &ReportOptions::default());
+        // Download time: (100 − 80) / 100 = 20 %, (100 − 50) / 100 = 50 %.
+        let t = metric(&agg, "total_ms");
+        assert_eq!(t.improvements[0], [None, Some(20.0), Some(50.0)]);
+        // Goodput 80 / 100 / 160 Mbit/s: higher is better, so
+        // (100 − 80) / 80 = +25 % and (160 − 80) / 80 = +100 %.
+        let g = metric(&agg, "goodput_mbps");
+        assert_eq!(g.improvements[0], [None, Some(25.0), Some(100.0)]);
+        assert_eq!(signed_improvement(0.0, 1.0, true), None);
+    }
+
+    #[test]
+    fn wins_and_missing_metrics() {
+        let agg = aggregate(&fixture(), &ReportOptions::default());
+        // Only total_ms and goodput_mbps were recorded; the other defaults
+        // are skipped silently.
+        let names: Vec<&str> = agg.metrics.iter().map(|m| m.info.name.as_str()).collect();
+        assert_eq!(names, ["total_ms", "goodput_mbps"]);
+        assert_eq!(agg.primary, Some(0));
+        assert_eq!(agg.wins.len(), 1);
+        assert_eq!(agg.wins[0].verdict, Verdict::Best(vec!["h3".into()]));
+        assert_eq!(agg.wins[0].label(), "h3");
+        assert!(agg.notes.is_empty(), "{:?}", agg.notes);
+    }
+
+    #[test]
+    fn higher_is_better_verdicts_use_reciprocals() {
+        // Equal goodputs: nobody wins. (Negating the values instead would
+        // make every protocol "beat" every other, and h1 would win.)
+        let equal: BTreeMap<String, Vec<f64>> = ["h1", "h2", "h3"]
+            .iter()
+            .map(|p| (p.to_string(), winner_values(&[100.0; 5], false)))
+            .collect();
+        assert_eq!(stats::winners(&equal), Verdict::Equal);
+        // Goodput 20 % higher for h3: 1/120 ≤ 0.9/100, h3 wins.
+        let mut better = equal.clone();
+        better.insert("h3".into(), winner_values(&[120.0; 5], false));
+        assert_eq!(stats::winners(&better), Verdict::Best(vec!["h3".into()]));
+        // Zero goodput is the worst possible value.
+        assert_eq!(winner_values(&[0.0], false), [f64::INFINITY]);
+    }
+
+    #[test]
+    fn primary_falls_back_and_baseline_missing_is_noted() {
+        let options = ReportOptions {
+            baseline: "h0".into(),
+            metrics: vec![
+                MetricInfo::new("nope", "Nope", "", true),
+                MetricInfo::new("goodput_mbps", "Goodput", "Mbit/s", false),
+            ],
+            include_flagged: false,
+        };
+        let agg = aggregate(&fixture(), &options);
+        assert_eq!(agg.metrics.len(), 1);
+        assert_eq!(agg.primary, Some(0));
+        assert!(agg.metrics[0].improvements.is_empty());
+        assert_eq!(agg.notes.len(), 2, "{:?}", agg.notes);
+        // Goodput 160 vs 125 vs 100: h3 beats both by ≥ 10 %.
+        assert_eq!(agg.wins[0].label(), "h3");
+    }
+
+    #[test]
+    fn no_runs_and_only_failed_runs() {
+        let agg = aggregate(&ReportInput::default(), &ReportOptions::default());
+        assert!(agg.metrics.is_empty() && agg.wins.is_empty() && agg.settings.is_empty());
+        assert_eq!(agg.primary, None);
+
+        let mut input = fixture();
+        for r in &mut input.runs {
+            r.status = RunStatus::Timeout;
+        }
+        let agg = aggregate(&input, &ReportOptions::default());
+        assert_eq!(agg.counts.used, 0);
+        assert_eq!(agg.counts.timeout, 15);
+        assert!(!metric(&agg, "total_ms").has_values());
+        assert_eq!(agg.wins[0].label(), "n/a");
+        assert_eq!(agg.problem_runs.len(), 15);
+    }
+
+    #[test]
+    fn protocol_order_puts_http_versions_first() {
+        let mut v = vec!["quic-x", "h3", "a", "h1", "h2"];
+        v.sort_by(|a, b| protocol_cmp(a, b));
+        assert_eq!(v, ["h1", "h2", "h3", "a", "quic-x"]);
+    }
+}

@@ -1,0 +1,571 @@
+//! Page assembly. Every string taken from the input goes through [`esc`];
+//! the SVGs come from plotters, which escapes the text it writes. The page
+//! has no external references except relative links to its own figure
+//! files, so it opens offline and can be mailed as one file.
+
+use std::fmt::Write as _;
+
+use quiclab_experiment::stats::Verdict;
+
+use crate::aggregate::{Aggregate, Cell, Excluded, MetricTable};
+use crate::figures::{Emitted, FigureSpec, Section};
+use crate::{ReportInput, ReportOptions, RunStatus};
+
+/// HTML-escapes text for element content and quoted attribute values.
+pub fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// About four significant digits, fewer decimals for large values; "—" for
+/// non-finite values.
+pub fn fmt_num(v: f64) -> String {
+    if !v.is_finite() {
+        return "—".to_string();
+    }
+    let a = v.abs();
+    let decimals = if a >= 1000.0 || a == 0.0 {
+        0
+    } else if a >= 100.0 {
+        1
+    } else if a >= 10.0 {
+        2
+    } else if a >= 1.0 {
+        3
+    } else {
+        // 0.0123 → 4 decimals: three significant digits below 1.
+        ((-a.log10().floor()) as usize + 2).min(12)
+    };
+    format!("{v:.decimals$}")
+}
+
+fn fmt_pct(v: Option<f64>) -> String {
+    v.map_or_else(|| "n/a".to_string(), |v| format!("{v:+.1} %"))
+}
+
+fn unit_suffix(unit: &str) -> String {
+    if unit.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", esc(unit))
+    }
+}
+
+const CSS: &str = "
+body { font-family: system-ui, -apple-system, 'DejaVu Sans', sans-serif; margin: 2em auto; max-width: 1200px; padding: 0 1em; color: #222; line-height: 1.4; }
+h1 { margin-bottom: 0.2em; } h2 { margin-top: 2em; border-bottom: 1px solid #ccc; } h3 { margin-top: 1.4em; }
+table { border-collapse: collapse; margin: 0.8em 0; font-size: 0.92em; }
+th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: left; vertical-align: top; }
+th { background: #f2f2f2; } td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+td.win { font-weight: bold; background: #eaf6ea; }
+figure { margin: 1.5em 0; } figure svg { max-width: 100%; height: auto; border: 1px solid #eee; }
+figcaption { font-size: 0.9em; color: #444; max-width: 60em; }
+pre { background: #f7f7f7; padding: 0.8em; overflow-x: auto; }
+.notice { background: #fff4d6; border-left: 4px solid #e6a700; padding: 0.5em 1em; }
+.notes li { color: #8a5a00; } .muted { color: #777; }
+code { font-size: 0.95em; }
+nav ul { columns: 2; }
+";
+
+/// The whole report page.
+pub fn page(
+    input: &ReportInput,
+    options: &ReportOptions,
+    agg: &Aggregate,
+    figures: &[(FigureSpec, Emitted)],
+    notes: &[String],
+) -> String {
+    let mut h = String::new();
+    let mut figure_no = 0;
+    let name = esc(&input.scenario_name);
+    let _ = write!(
+        h,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <title>quiclab report: {name}</title>\n<style>{CSS}</style>\n</head>\n<body>\n\
+         <h1>quiclab report: {name}</h1>\n"
+    );
+    if !input.description.is_empty() {
+        let _ = writeln!(h, "<p>{}</p>", esc(&input.description));
+    }
+
+    header(&mut h, input, options, agg, notes);
+    contents(&mut h, agg);
+
+    h.push_str("<h2 id=\"environment\">Environment</h2>\n");
+    if input.environment.is_empty() {
+        h.push_str("<p class=\"muted\">(none recorded)</p>\n");
+    } else {
+        h.push_str("<table>\n");
+        for (k, v) in &input.environment {
+            let _ = writeln!(h, "<tr><th>{}</th><td>{}</td></tr>", esc(k), esc(v));
+        }
+        h.push_str("</table>\n");
+    }
+    let _ = writeln!(
+        h,
+        "<details>\n<summary>Scenario file <code>{}</code></summary>\n<pre>{}</pre>\n</details>",
+        esc(&input.scenario_file),
+        esc(&input.scenario_text)
+    );
+
+    wins(&mut h, agg);
+
+    for (m, table) in agg.metrics.iter().enumerate() {
+        metric_section(&mut h, agg, m, table);
+        for (spec, out) in figures {
+            if spec.section == Section::Bars(m) || spec.section == Section::Improvement(m) {
+                figure(&mut h, &mut figure_no, spec, out);
+            }
+        }
+    }
+
+    h.push_str("<h2 id=\"cdf\">Distribution of the primary metric</h2>\n");
+    match agg.primary {
+        None => h.push_str("<p class=\"muted\">(no primary metric values: no CDFs)</p>\n"),
+        Some(m) => {
+            let _ = writeln!(
+                h,
+                "<p>Empirical CDFs of {} across repetitions, one figure per setting, one \
+                 line per protocol (after Megyesi et al. 2016, Fig. 4).</p>",
+                esc(&agg.metrics[m].info.label)
+            );
+            for (s, setting) in agg.settings.iter().enumerate() {
+                let spec = figures
+                    .iter()
+                    .find(|(spec, _)| spec.section == Section::Cdf(s));
+                match spec {
+                    Some((spec, out)) => figure(&mut h, &mut figure_no, spec, out),
+                    None => {
+                        let _ = writeln!(
+                            h,
+                            "<p class=\"muted\">Setting {}: no usable values, no CDF.</p>",
+                            esc(&setting.label)
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    h.push_str("<h2 id=\"timeseries\">Time series</h2>\n");
+    if input.series.is_empty() {
+        h.push_str("<p class=\"muted\">(no time series recorded)</p>\n");
+    } else {
+        h.push_str(
+            "<p>Per-run time series (after Carlucci et al. 2015, Fig. 6): congestion \
+             window and queue delay over seconds since the transfer started, one panel \
+             per series.</p>\n",
+        );
+        for (spec, out) in figures {
+            if spec.section == Section::TimeSeries {
+                figure(&mut h, &mut figure_no, spec, out);
+            }
+        }
+    }
+
+    problems(&mut h, input, options, agg);
+
+    let _ = writeln!(
+        h,
+        "<hr>\n<p class=\"muted\">Generated by quiclab-report {}. Figures are also in \
+         <code>figures/</code> as SVG and PNG.</p>\n</body>\n</html>",
+        env!("CARGO_PKG_VERSION")
+    );
+    h
+}
+
+fn header(
+    h: &mut String,
+    input: &ReportInput,
+    options: &ReportOptions,
+    agg: &Aggregate,
+    notes: &[String],
+) {
+    let c = &agg.counts;
+    let unfinished = c.planned.saturating_sub(c.finished);
+    let _ = writeln!(
+        h,
+        "<table>\n<tr><th>planned</th><th>finished</th><th>ok</th><th>failed</th>\
+         <th>timeout</th><th>flagged</th><th>not finished</th><th>used in statistics</th></tr>\n\
+         <tr><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
+         <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
+         <td class=\"num\">{}</td><td class=\"num\">{}</td></tr>\n</table>",
+        c.planned, c.finished, c.ok, c.failed, c.timeout, c.flagged, unfinished, c.used
+    );
+
+    let flagged_ok = input
+        .runs
+        .iter()
+        .filter(|r| r.status == RunStatus::Ok && !r.flags.is_empty())
+        .count();
+    let flagged_policy = if options.include_flagged {
+        format!(
+            "Flagged runs (emulator fidelity out of tolerance) are <b>included</b> \
+             (include_flagged is on): {flagged_ok} flagged ok run(s) enter the statistics."
+        )
+    } else {
+        format!(
+            "Flagged runs (emulator fidelity out of tolerance) are <b>excluded</b> \
+             (include_flagged is off): {flagged_ok} flagged ok run(s) are left out."
+        )
+    };
+    let _ = writeln!(
+        h,
+        "<p>Statistics use {} run(s). Failed and timed-out runs ({}) are always excluded. \
+         {flagged_policy} Each table's <i>excluded</i> column gives, per setting and \
+         protocol, how many runs that statistic left out and why. Baseline for \
+         improvements: <b>{}</b>.</p>",
+        c.used,
+        c.failed + c.timeout,
+        esc(&options.baseline)
+    );
+
+    if c.finished == 0 {
+        let _ = writeln!(
+            h,
+            "<p class=\"notice\">No runs finished (planned: {}): there is nothing to \
+             summarise yet.</p>",
+            c.planned
+        );
+    } else if c.used == 0 {
+        let _ = writeln!(
+            h,
+            "<p class=\"notice\">No run is usable for statistics: all {} finished run(s) \
+             failed, timed out or were flagged and excluded. The problem runs are listed \
+             <a href=\"#problems\">at the end</a>.</p>",
+            c.finished
+        );
+    } else if agg.metrics.is_empty() {
+        h.push_str(
+            "<p class=\"notice\">None of the selected metrics was recorded by any run.</p>\n",
+        );
+    }
+    if unfinished > 0 && c.finished > 0 {
+        let _ = writeln!(
+            h,
+            "<p class=\"notice\">The experiment is unfinished: {unfinished} of {} planned \
+             run(s) have no result.</p>",
+            c.planned
+        );
+    }
+
+    if !notes.is_empty() {
+        h.push_str("<ul class=\"notes\">\n");
+        for n in notes {
+            let _ = writeln!(h, "<li>{}</li>", esc(n));
+        }
+        h.push_str("</ul>\n");
+    }
+}
+
+fn contents(h: &mut String, agg: &Aggregate) {
+    h.push_str("<nav><ul>\n<li><a href=\"#environment\">Environment</a></li>\n");
+    h.push_str("<li><a href=\"#wins\">Which protocol wins</a></li>\n");
+    for (m, t) in agg.metrics.iter().enumerate() {
+        let _ = writeln!(
+            h,
+            "<li><a href=\"#metric-{m}\">{}</a></li>",
+            esc(&t.info.label)
+        );
+    }
+    h.push_str(
+        "<li><a href=\"#cdf\">Distribution of the primary metric</a></li>\n\
+         <li><a href=\"#timeseries\">Time series</a></li>\n\
+         <li><a href=\"#problems\">Failed, timed-out and flagged runs</a></li>\n</ul></nav>\n",
+    );
+}
+
+fn wins(h: &mut String, agg: &Aggregate) {
+    h.push_str("<h2 id=\"wins\">Which protocol wins</h2>\n");
+    let Some(m) = agg.primary else {
+        h.push_str("<p class=\"muted\">(no primary metric values: no verdicts)</p>\n");
+        return;
+    };
+    let info = &agg.metrics[m].info;
+    let reciprocal = if info.lower_is_better {
+        String::new()
+    } else {
+        format!(
+            " {} is higher-is-better, so the rule is applied to reciprocals (1/x): \
+             negating the values would turn the 10 % margin into a 10 % tolerance.",
+            esc(&info.label)
+        )
+    };
+    let _ = writeln!(
+        h,
+        "<p>Verdict per setting on the primary metric, {}{} (after Megyesi et al. 2016, \
+         Fig. 6). Protocol A beats protocol B when at least 70 % of A's runs are at least \
+         10 % better than B's mean. One protocol wins a setting when it beats every other; \
+         two share the win (e.g. \"h2+h3\") when each beats the rest but not each other; \
+         otherwise the setting is \"equal\". \"n/a\": fewer than two protocols had usable \
+         runs.{reciprocal}</p>",
+        esc(&info.label),
+        unit_suffix(&info.unit),
+    );
+    h.push_str("<table>\n<tr><th>Setting</th><th>Winner</th>");
+    for p in &agg.protocols {
+        let _ = write!(h, "<th>mean {}{}</th>", esc(p), unit_suffix(&info.unit));
+    }
+    h.push_str("</tr>\n");
+    for ((setting, row), cells) in agg
+        .settings
+        .iter()
+        .zip(&agg.wins)
+        .zip(&agg.metrics[m].cells)
+    {
+        // Protocol labels are opaque (may contain '+'), so take the winners
+        // from the verdict rather than from its printed form.
+        let winners: &[String] = match &row.verdict {
+            Verdict::Best(names) if row.compared.len() >= 2 => names,
+            _ => &[],
+        };
+        let class = if winners.is_empty() {
+            ""
+        } else {
+            " class=\"win\""
+        };
+        let _ = write!(
+            h,
+            "<tr><td>{}</td><td{class}>{}</td>",
+            esc(&setting.label),
+            esc(&row.label())
+        );
+        for (p, cell) in agg.protocols.iter().zip(cells) {
+            let class = if winners.contains(p) {
+                "num win"
+            } else {
+                "num"
+            };
+            let _ = write!(h, "<td class=\"{class}\">{}</td>", mean_and_n(cell));
+        }
+        h.push_str("</tr>\n");
+    }
+    h.push_str("</table>\n");
+}
+
+fn mean_and_n(cell: &Cell) -> String {
+    match &cell.summary {
+        Some(s) => format!(
+            "{} <span class=\"muted\">(n={})</span>",
+            fmt_num(s.mean),
+            s.n
+        ),
+        None => "—".to_string(),
+    }
+}
+
+fn excluded_text(e: &Excluded) -> String {
+    let mut parts = Vec::new();
+    if e.failed > 0 {
+        parts.push(format!("{} failed/timeout", e.failed));
+    }
+    if e.flagged > 0 {
+        parts.push(format!("{} flagged", e.flagged));
+    }
+    if e.missing > 0 {
+        parts.push(format!("{} without value", e.missing));
+    }
+    if parts.is_empty() {
+        "0".to_string()
+    } else {
+        format!("{} ({})", e.total(), parts.join(", "))
+    }
+}
+
+fn metric_section(h: &mut String, agg: &Aggregate, m: usize, table: &MetricTable) {
+    let info = &table.info;
+    let direction = if info.lower_is_better {
+        "lower is better"
+    } else {
+        "higher is better"
+    };
+    let _ = writeln!(
+        h,
+        "<h2 id=\"metric-{m}\">{}{}</h2>\n<p class=\"muted\">Metric <code>{}</code>, \
+         {direction}{}.</p>",
+        esc(&info.label),
+        unit_suffix(&info.unit),
+        esc(&info.name),
+        if agg.primary == Some(m) {
+            "; primary metric"
+        } else {
+            ""
+        }
+    );
+    if !table.has_values() {
+        h.push_str(
+            "<p class=\"muted\">No usable values: every run was excluded or has no finite \
+             value for this metric.</p>\n",
+        );
+    }
+    let baseline = agg.baseline.filter(|_| !table.improvements.is_empty());
+    h.push_str(
+        "<table>\n<tr><th>Setting</th><th>Protocol</th><th>n</th><th>excluded</th>\
+         <th>mean</th><th>95 % CI</th><th>median</th><th>std dev</th><th>min</th><th>max</th>",
+    );
+    if let Some(b) = baseline {
+        let _ = write!(h, "<th>vs {} (+ = better)</th>", esc(&agg.protocols[b]));
+    }
+    h.push_str("</tr>\n");
+    for (s, setting) in agg.settings.iter().enumerate() {
+        for (p, protocol) in agg.protocols.iter().enumerate() {
+            let cell = &table.cells[s][p];
+            h.push_str("<tr>");
+            if p == 0 {
+                let _ = write!(
+                    h,
+                    "<td rowspan=\"{}\">{}</td>",
+                    agg.protocols.len(),
+                    esc(&setting.label)
+                );
+            }
+            let _ = write!(
+                h,
+                "<td>{}</td><td class=\"num\">{}</td><td>{}</td>",
+                esc(protocol),
+                cell.values.len(),
+                excluded_text(&cell.excluded)
+            );
+            match &cell.summary {
+                Some(st) => {
+                    let _ = write!(
+                        h,
+                        "<td class=\"num\">{}</td><td class=\"num\">{} – {}</td>\
+                         <td class=\"num\">{}</td><td class=\"num\">{}</td>\
+                         <td class=\"num\">{}</td><td class=\"num\">{}</td>",
+                        fmt_num(st.mean),
+                        fmt_num(st.ci95_low),
+                        fmt_num(st.ci95_high),
+                        fmt_num(st.median),
+                        fmt_num(st.std_dev),
+                        fmt_num(st.min),
+                        fmt_num(st.max)
+                    );
+                }
+                None => h.push_str(&"<td class=\"num\">—</td>".repeat(6)),
+            }
+            if let Some(b) = baseline {
+                let text = if p == b {
+                    "baseline".to_string()
+                } else {
+                    fmt_pct(table.improvements[s][p])
+                };
+                let _ = write!(h, "<td class=\"num\">{text}</td>");
+            }
+            h.push_str("</tr>\n");
+        }
+    }
+    h.push_str("</table>\n");
+}
+
+fn figure(h: &mut String, figure_no: &mut usize, spec: &FigureSpec, out: &Emitted) {
+    *figure_no += 1;
+    let stem = esc(&spec.stem);
+    let _ = writeln!(h, "<figure id=\"fig-{stem}\">");
+    match &out.svg {
+        // Inlined as is: plotters escapes the text it writes into the SVG.
+        Some(svg) => h.push_str(svg),
+        None => h.push_str(
+            "<p class=\"notice\">This figure could not be drawn (see the notes at the top).</p>\n",
+        ),
+    }
+    let mut links = Vec::new();
+    for f in &out.files {
+        if let Some(name) = f.file_name().and_then(|n| n.to_str()) {
+            let ext = name.rsplit('.').next().unwrap_or("").to_uppercase();
+            links.push(format!(
+                "<a href=\"figures/{}\">{}</a>",
+                esc(name),
+                esc(&ext)
+            ));
+        }
+    }
+    let _ = writeln!(
+        h,
+        "<figcaption><b>Figure {}.</b> {}. {} <span class=\"muted\">{}</span></figcaption>\n</figure>",
+        figure_no,
+        esc(&spec.title),
+        esc(&spec.caption),
+        links.join(" · ")
+    );
+}
+
+fn problems(h: &mut String, input: &ReportInput, options: &ReportOptions, agg: &Aggregate) {
+    h.push_str("<h2 id=\"problems\">Failed, timed-out and flagged runs</h2>\n");
+    if agg.problem_runs.is_empty() {
+        h.push_str("<p class=\"muted\">(none: every finished run succeeded with fidelity in tolerance)</p>\n");
+        return;
+    }
+    let _ = writeln!(
+        h,
+        "<p>Failed and timed-out runs are never used. Flagged runs are {} (include_flagged \
+         is {}).</p>",
+        if options.include_flagged {
+            "used when they succeeded"
+        } else {
+            "not used"
+        },
+        if options.include_flagged { "on" } else { "off" }
+    );
+    h.push_str(
+        "<table>\n<tr><th>#</th><th>Run</th><th>Setting</th><th>Protocol</th><th>Rep.</th>\
+         <th>Status</th><th>Reason</th><th>Flags</th><th>In statistics</th></tr>\n",
+    );
+    for &i in &agg.problem_runs {
+        let Some(r) = input.runs.get(i) else { continue };
+        let used = r.status == RunStatus::Ok && (r.flags.is_empty() || options.include_flagged);
+        let flags: Vec<String> = r.flags.iter().map(|f| esc(f)).collect();
+        let _ = writeln!(
+            h,
+            "<tr><td class=\"num\">{}</td><td><code>{}</code></td><td>{}</td><td>{}</td>\
+             <td class=\"num\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            r.index,
+            esc(&r.key),
+            esc(&r.setting_label),
+            esc(&r.protocol),
+            r.repetition,
+            r.status.as_str(),
+            r.reason.as_deref().map(esc).unwrap_or_default(),
+            flags.join("<br>"),
+            if used { "yes" } else { "no" }
+        );
+    }
+    h.push_str("</table>\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_markup() {
+        assert_eq!(
+            esc("<script>alert('x') & \"y\"</script>"),
+            "&lt;script&gt;alert(&#39;x&#39;) &amp; &quot;y&quot;&lt;/script&gt;"
+        );
+    }
+
+    #[test]
+    fn numbers_have_sensible_precision() {
+        assert_eq!(fmt_num(12345.6), "12346");
+        assert_eq!(fmt_num(123.45), "123.5");
+        assert_eq!(fmt_num(12.345), "12.35");
+        assert_eq!(fmt_num(1.2345), "1.234");
+        assert_eq!(fmt_num(0.02), "0.0200");
+        assert_eq!(fmt_num(0.0), "0");
+        assert_eq!(fmt_num(f64::NAN), "—");
+        assert_eq!(fmt_pct(Some(20.0)), "+20.0 %");
+        assert_eq!(fmt_pct(None), "n/a");
+    }
+}
