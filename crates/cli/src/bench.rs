@@ -19,6 +19,8 @@ pub enum BenchCommand {
     /// Protocol stacks: unshaped goodput and CPU per GB of h1, h2 and h3, through the emulator and
     /// over a plain veth pair (so the emulator's share of the cost is visible)
     Stacks(BenchStacksArgs),
+    /// Experiment runner: lab set-up/teardown per run, bookkeeping, and leaks over a long grid
+    Runner(crate::runner::bench::BenchRunnerArgs),
 }
 
 #[derive(Args, Debug)]
@@ -63,6 +65,7 @@ pub fn run(cmd: BenchCommand) -> Result<i32> {
     match cmd {
         BenchCommand::Link(args) => bench_link(args),
         BenchCommand::Stacks(args) => bench_stacks(args),
+        BenchCommand::Runner(args) => crate::runner::bench::run(args),
     }
 }
 
@@ -395,6 +398,8 @@ fn bench_stacks(args: BenchStacksArgs) -> Result<i32> {
                 gquic_n: 2,
                 ipv6: false,
                 trace: None,
+                qlog: false,
+                timeout: None,
             };
             let mut doc = transfer(&run, &mut running)?;
             drop(running);

@@ -1,105 +1,140 @@
 //! `quiclab demo`: the first thing a newcomer runs.
 //!
-//! For now (the protocol stacks and the experiment runner come next) it shows the lab's foundation at
-//! work: it calibrates two contrasting emulated links with quiclab's own probes and prints, for each,
-//! what was configured next to what real packets through real kernel stacks measured, plus the
-//! emulator's fidelity figures. Results go to `./quiclab-demo/` as JSON.
+//! A small built-in scenario (the three protocols, two network settings, a few repetitions) run by
+//! the same runner as `quiclab run`, then the report, then a short table on the terminal. Everything
+//! lands in `./quiclab-demo/`: the scenario file it ran, results.sqlite, report.html, figures/.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use clap::{Args, Parser};
-
-use crate::calibrate::{self, CalibrateArgs};
+use clap::Args;
+use quiclab_experiment::{Verdict, summarize, winners};
+use quiclab_results::{Status, Store};
 
 #[derive(Args, Debug)]
 pub struct DemoArgs {
-    /// Where to write the results
+    /// Where to write the scenario, results and report (results of an earlier demo are replaced)
     #[arg(long, default_value = "quiclab-demo")]
-    pub out: std::path::PathBuf,
+    pub out: PathBuf,
+    /// Repetitions per protocol and setting
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    pub repetitions: u32,
 }
 
-/// The links the demo measures: a DSL-like path and a lossy, long, slow one (seed 000's 3 Mbit/s).
-const LINKS: &[(&str, &[&str])] = &[
-    ("10mbit-50ms", &["--rate", "10mbit", "--rtt", "50ms"]),
-    (
-        "3mbit-100ms-2pct-loss-30kB",
-        &[
-            "--rate", "3mbit", "--rtt", "100ms", "--loss", "2%", "--queue", "30kB",
-        ],
-    ),
-];
+/// The built-in scenario: seed 000's question in miniature — does HTTP/3 over QUIC download faster
+/// than HTTP/1.1 or HTTP/2 over TCP on a clean link, and on one with 2 % random loss?
+pub const SCENARIO: &str = r#"# quiclab demo: written by `quiclab demo`; run it yourself with `quiclab run demo.toml`.
+name = "demo"
+description = "1 MB downloads over h1, h2 and h3 on a 10 Mbit/s, 50 ms link, without and with 2 % random loss"
+repetitions = 5
+seed = 2026
+order = "interleaved"
 
-#[derive(Parser)]
-struct Wrapper {
-    #[command(flatten)]
-    calibrate: CalibrateArgs,
-}
+[workload]
+kind = "bulk"
+size = "1MB"
+
+[link]
+rate = "10mbit"
+rtt = "50ms"
+queue = "1bdp"
+
+[grid]
+protocol = ["h1", "h2", "h3"]
+loss = ["0%", "2%"]
+"#;
 
 pub fn run(args: DemoArgs) -> Result<i32> {
+    quiclab_lab::topology::check_privileges()?;
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating {}", args.out.display()))?;
-    println!("quiclab demo: calibrating two emulated links with real packets (about a minute)\n");
-    let mut rows = Vec::new();
-    let mut all_pass = true;
-    for (name, flags) in LINKS {
-        eprintln!("  measuring {name} …");
-        let w = Wrapper::try_parse_from(
-            [
-                "calibrate",
-                "--bulk-duration",
-                "4s",
-                "--loss-packets",
-                "6000",
-            ]
-            .iter()
-            .chain(flags.iter()),
-        )
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
-        let (doc, _) = calibrate::measure(&w.calibrate)?;
-        let path = args.out.join(format!("{name}.json"));
-        std::fs::write(&path, serde_json::to_string_pretty(&doc)?)?;
-        all_pass &= doc["pass"].as_bool() == Some(true);
-        rows.push((name.to_string(), doc));
+    let file = args.out.join("demo.toml");
+    std::fs::write(&file, SCENARIO).with_context(|| format!("writing {}", file.display()))?;
+    // A demo always starts afresh: the previous demo's results are replaced, never mixed in.
+    for old in ["results.sqlite", "report.html"] {
+        let _ = std::fs::remove_file(args.out.join(old));
     }
+    let _ = std::fs::remove_dir_all(args.out.join("figures"));
+    let _ = std::fs::remove_dir_all(args.out.join("traces"));
+
+    let (scenario, text, plan) = crate::runner::load(&file, Some(args.repetitions))?;
     println!(
-        "{:<28} {:>17} {:>21} {:>17} {:>12}  verdict",
-        "link", "RTT ms cfg/meas", "rate Mbit/s cfg/meas", "loss % cfg/meas", "late p99 us"
+        "quiclab demo: {} — {} runs, each in a fresh lab of two network namespaces joined by the \
+         emulated link\n",
+        scenario.description,
+        plan.len()
     );
-    for (name, d) in &rows {
-        let f = |v: &serde_json::Value| v.as_f64().unwrap_or(f64::NAN);
+    let outcome = crate::runner::execute(&file, &scenario, &text, &plan, &args.out, false)?;
+    let report = crate::report_cmd::write_report(&args.out, &Default::default())?;
+
+    let store = Store::open(&args.out.join("results.sqlite"))?;
+    let runs = store.runs()?;
+    // setting label → protocol → download times (ok, unflagged runs only, as in the report).
+    let mut times: BTreeMap<(usize, String), BTreeMap<String, Vec<f64>>> = BTreeMap::new();
+    let mut goodput: BTreeMap<(usize, String, String), Vec<f64>> = BTreeMap::new();
+    for r in &runs {
+        if r.status != Status::Ok || !r.flags.is_empty() {
+            continue;
+        }
+        let setting = (r.setting, r.setting_label.clone());
+        if let Some(t) = r.metrics.get("total_ms") {
+            times
+                .entry(setting.clone())
+                .or_default()
+                .entry(r.protocol.clone())
+                .or_default()
+                .push(*t);
+        }
+        if let Some(g) = r.metrics.get("goodput_mbps") {
+            goodput
+                .entry((setting.0, setting.1, r.protocol.clone()))
+                .or_default()
+                .push(*g);
+        }
+    }
+    println!(
+        "\n{:<10} {:<6} {:>3} {:>14} {:>22} {:>15}",
+        "setting", "proto", "n", "median ms", "mean ms (95 % CI)", "goodput Mbit/s"
+    );
+    for ((setting, label), by_proto) in &times {
+        for (proto, values) in by_proto {
+            let Some(s) = summarize(values) else { continue };
+            let g = goodput
+                .get(&(*setting, label.clone(), proto.clone()))
+                .and_then(|g| summarize(g))
+                .map_or(f64::NAN, |g| g.median);
+            println!(
+                "{:<10} {:<6} {:>3} {:>14.0} {:>8.0} ({:>5.0}–{:<5.0}) {:>15.2}",
+                label, proto, s.n, s.median, s.mean, s.ci95_low, s.ci95_high, g
+            );
+        }
+        let verdict = match winners(by_proto) {
+            Verdict::Best(p) => format!("{} wins", p.join(" and ")),
+            Verdict::Equal => "no protocol wins".to_string(),
+        };
         println!(
-            "{:<28} {:>8.2}/{:<8.2} {:>10.3}/{:<10.3} {:>8.3}/{:<8.3} {:>12.1}  {}",
-            name,
-            f(&d["rtt_ms"]["configured"]),
-            f(&d["rtt_ms"]["median"]),
-            f(&d["rate_mbps"]["configured"]),
-            f(&d["rate_mbps"]["measured"]),
-            f(&d["loss"]["configured"]) * 100.0,
-            f(&d["loss"]["measured"]) * 100.0,
-            f(&d["lateness_us"]["p99"]),
-            if d["pass"].as_bool() == Some(true) {
-                "ok"
-            } else {
-                "FAIL"
-            }
+            "{:<10} → {verdict} (Megyesi et al.'s rule: ≥ 70 % of its runs ≥ 10 % faster than the other's mean)",
+            label
         );
     }
-    let stolen = rows
+    let excluded = runs
         .iter()
-        .filter_map(|(_, d)| d["host"]["cpu_steal_fraction"].as_f64())
-        .fold(0.0, f64::max);
-    if stolen > 0.02 {
+        .filter(|r| r.status != Status::Ok || !r.flags.is_empty())
+        .count();
+    if excluded > 0 {
         println!(
-            "\nnote: the hypervisor stole up to {:.1}% of this machine's CPU time meanwhile: late releases \
-             and RTT tails then say more about the host than about the emulator (rerun when it is quieter)",
-            stolen * 100.0
+            "\n{excluded} run(s) failed or were flagged for emulator fidelity (often: the hypervisor \
+             stole CPU time); they are listed in the report and left out of these figures."
         );
     }
     println!(
-        "\nFull results (probes, emulator counters, fidelity figures): {}/",
+        "\nreport:  {}\nresults: {} ({} runs; `quiclab export {} --csv` for pandas/R)\n\
+         Next: write your own scenario (docs/experiments.md) and `quiclab run FILE`.",
+        report.html.display(),
+        store.path().display(),
+        runs.len(),
         args.out.display()
     );
-    println!(
-        "Next: `quiclab shell --rate 10mbit --rtt 50ms -- bash` to run your own programs across a link."
-    );
-    Ok(if all_pass { 0 } else { 1 })
+    Ok(if outcome.failed > 0 { 1 } else { 0 })
 }

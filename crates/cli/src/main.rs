@@ -5,6 +5,8 @@ mod calibrate;
 mod demo;
 mod link_args;
 mod report;
+mod report_cmd;
+mod runner;
 mod shell;
 mod signals;
 mod stacks_cmd;
@@ -27,8 +29,14 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// The main job: measure two emulated links and print configured vs measured (see README)
+    /// The main job: h1 vs h2 vs h3 on two emulated links, a few repetitions, report in ./quiclab-demo/
     Demo(demo::DemoArgs),
+    /// Run a scenario file's grid of runs, each in a fresh lab, into DIR/results.sqlite
+    Run(runner::RunArgs),
+    /// Write DIR/report.html and figures from a results directory
+    Report(report_cmd::ReportArgs),
+    /// Export a results directory as CSV for pandas/R
+    Export(report_cmd::ExportArgs),
     /// Download --size bytes over h1, h2 or h3 across a fresh lab and report timings, goodput, CPU
     Bulk(stacks_cmd::BulkArgs),
     /// Serve h1/h2 (TLS over TCP) and h3 (QUIC) on port 443 (inside a lab's server namespace)
@@ -61,6 +69,9 @@ fn main() {
     }
     let result = match cli.command {
         Command::Demo(args) => demo::run(args),
+        Command::Run(args) => runner::run(args),
+        Command::Report(args) => report_cmd::report(args),
+        Command::Export(args) => report_cmd::export(args),
         Command::Bulk(args) => stacks_cmd::bulk(args),
         Command::Serve(args) => stacks_cmd::serve(args),
         Command::Fetch(args) => stacks_cmd::fetch(args),

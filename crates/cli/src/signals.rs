@@ -13,6 +13,14 @@ use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 /// PID of the foreground command of `quiclab shell` (0 = none).
 static FOREGROUND: AtomicI32 = AtomicI32::new(0);
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+/// Printed after an interrupted command's teardown (e.g. how to resume a scenario).
+static EXIT_HINT: std::sync::Mutex<String> = std::sync::Mutex::new(String::new());
+
+pub fn set_exit_hint(hint: String) {
+    if let Ok(mut h) = EXIT_HINT.lock() {
+        *h = hint;
+    }
+}
 
 pub fn set_foreground(pid: Option<u32>) {
     FOREGROUND.store(pid.map_or(0, |p| p as i32), Ordering::SeqCst);
@@ -67,5 +75,10 @@ fn emergency_exit(sig: i32) -> ! {
     }
     quiclab_lab::registry::emergency_teardown_all();
     eprintln!("quiclab: interrupted; the lab was torn down");
+    if let Ok(h) = EXIT_HINT.try_lock()
+        && !h.is_empty()
+    {
+        eprintln!("quiclab: {h}");
+    }
     std::process::exit(128 + sig);
 }

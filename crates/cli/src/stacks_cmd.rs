@@ -299,7 +299,27 @@ pub struct BulkRun {
     pub ipv6: bool,
     /// Keep the traces here; None = a temporary directory, removed afterwards.
     pub trace: Option<PathBuf>,
+    /// With `trace`: also write qlogs of every QUIC connection (costly: off in the runner).
+    pub qlog: bool,
+    /// Give up on the transfer after this long (None: 30 s + 4 × the ideal transfer time).
+    pub timeout: Option<Duration>,
 }
+
+/// The transfer did not finish within its time limit (the runner records the run as `timeout`).
+#[derive(Debug)]
+pub struct TransferTimeout(pub Duration);
+
+impl std::fmt::Display for TransferTimeout {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the transfer did not finish within its time limit of {:.1} s",
+            self.0.as_secs_f64()
+        )
+    }
+}
+
+impl std::error::Error for TransferTimeout {}
 
 pub fn bulk(args: BulkArgs) -> Result<i32> {
     let (tcp_cc, quic_cc) = match args.proto {
@@ -336,6 +356,8 @@ pub fn bulk(args: BulkArgs) -> Result<i32> {
         gquic_n: args.gquic_n,
         ipv6: args.ipv6,
         trace: args.trace.clone(),
+        qlog: true,
+        timeout: None,
     };
     let doc = transfer(&run, &mut running)?;
     drop(running);
@@ -375,9 +397,26 @@ pub fn bulk(args: BulkArgs) -> Result<i32> {
     Ok(if doc["verified"] == false { 1 } else { 0 })
 }
 
+/// The time limit of a transfer when none is given: 30 s for set-up and handshakes plus four times
+/// the transfer's duration at the link's mean rate (losses and slow start need headroom).
+pub fn default_timeout(size: u64, spec: &quiclab_lab::LinkSpec) -> Duration {
+    Duration::from_secs(30)
+        + spec.downlink.mean_rate_bps().map_or(Duration::ZERO, |r| {
+            Duration::from_secs_f64(size as f64 * 8.0 / r * 4.0)
+        })
+}
+
 /// Runs one bulk transfer in a running lab: a fresh certificate, `quiclab serve` in the server
 /// namespace, `quiclab fetch` in the client's; stops the emulator (if any) and returns the result.
 pub fn transfer(run: &BulkRun, running: &mut quiclab_lab::RunningLab) -> Result<serde_json::Value> {
+    transfer_full(run, running).map(|(doc, _)| doc)
+}
+
+/// [`transfer`], also returning the emulator's fidelity report as a value (None over veth).
+pub fn transfer_full(
+    run: &BulkRun,
+    running: &mut quiclab_lab::RunningLab,
+) -> Result<(serde_json::Value, Option<quiclab_lab::FidelityReport>)> {
     let (tcp_cc, quic_cc) = (run.tcp_cc, run.quic_cc);
     let spec = running.spec.clone();
     let work = match &run.trace {
@@ -424,7 +463,9 @@ pub fn transfer(run: &BulkRun, running: &mut quiclab_lab::RunningLab) -> Result<
     serve.arg("--ready-file").arg(&ready);
     if run.trace.is_some() {
         serve.arg("--cwnd-log").arg(work.join("cwnd.csv"));
-        serve.arg("--qlog-dir").arg(&work);
+        if run.qlog {
+            serve.arg("--qlog-dir").arg(&work);
+        }
     }
     cc_flags(&mut serve);
     serve.stderr(std::fs::File::create(work.join("serve.stderr"))?);
@@ -446,10 +487,9 @@ pub fn transfer(run: &BulkRun, running: &mut quiclab_lab::RunningLab) -> Result<
     }
 
     // The client, in the client namespace.
-    let timeout = Duration::from_secs(30)
-        + spec.downlink.mean_rate_bps().map_or(Duration::ZERO, |r| {
-            Duration::from_secs_f64(run.size as f64 * 8.0 / r * 4.0)
-        });
+    let timeout = run
+        .timeout
+        .unwrap_or_else(|| default_timeout(run.size, &spec));
     let mut fetch = lab.command(Side::Client, exe);
     fetch
         .args([
@@ -470,16 +510,17 @@ pub fn transfer(run: &BulkRun, running: &mut quiclab_lab::RunningLab) -> Result<
     if run.zero_rtt {
         fetch.arg("--0rtt");
     }
-    if run.trace.is_some() {
+    if run.trace.is_some() && run.qlog {
         fetch.arg("--qlog-dir").arg(&work);
     }
     fetch.arg(format!("/bytes/{}", run.size));
     fetch.stdout(std::fs::File::create(work.join("fetch.json"))?);
     fetch.stderr(std::fs::File::create(work.join("fetch.stderr"))?);
     let fetch_pid = lab.spawn(fetch)?;
-    let status = lab
-        .wait_child(fetch_pid, Some(timeout + Duration::from_secs(5)))?
-        .with_context(|| format!("the client did not finish within {timeout:?}"))?;
+    // The client gives up itself at `timeout`; the grace period covers its exit.
+    let Some(status) = lab.wait_child(fetch_pid, Some(timeout + Duration::from_secs(5)))? else {
+        return Err(TransferTimeout(timeout).into());
+    };
     let server_cpu =
         quiclab_lab::process::process_cpu_seconds(server_pid as i32).unwrap_or(f64::NAN);
     let fidelity = if running.emulated() {
@@ -493,6 +534,10 @@ pub fn transfer(run: &BulkRun, running: &mut quiclab_lab::RunningLab) -> Result<
         let _ = std::fs::remove_dir_all(&work);
     }
     if !status.success() {
+        if stderr.contains("did not finish within") {
+            return Err(anyhow::Error::new(TransferTimeout(timeout))
+                .context(format!("the client gave up: {}", stderr.trim())));
+        }
         bail!("the client failed ({status}): {}", stderr.trim());
     }
     let v: serde_json::Value = serde_json::from_str(out.trim())
@@ -504,7 +549,7 @@ pub fn transfer(run: &BulkRun, running: &mut quiclab_lab::RunningLab) -> Result<
     let goodput = req.bytes as f64 * 8.0 / transfer_s;
     let configured = spec.downlink.mean_rate_bps();
     let gb = req.bytes.max(1) as f64 / 1e9;
-    Ok(json!({
+    let doc = json!({
         "proto": run.proto.to_string(),
         "negotiated": report.connection.protocol,
         "tls_version": report.connection.tls_version,
@@ -528,5 +573,6 @@ pub fn transfer(run: &BulkRun, running: &mut quiclab_lab::RunningLab) -> Result<
         "path": if fidelity.is_some() { "emulator" } else { "veth" },
         "link": spec.describe(),
         "fidelity": fidelity,
-    }))
+    });
+    Ok((doc, fidelity))
 }

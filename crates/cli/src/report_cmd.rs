@@ -1,0 +1,176 @@
+//! `quiclab report DIR` and `quiclab export DIR --csv`: what a results database becomes for people
+//! (an offline HTML report with figures) and for pandas/R (flat CSV).
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Result, bail};
+use clap::Args;
+use quiclab_report::{MetricInfo, ReportInput, ReportOptions, RunRecord, RunStatus, TimeSeries};
+use quiclab_results::{Status, Store};
+
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    /// Results directory (holding results.sqlite)
+    pub dir: PathBuf,
+    /// Protocol the improvement bars compare against
+    #[arg(long, default_value = "h1")]
+    pub baseline: String,
+    /// Metrics to show, comma-separated; the first is the primary one (CDFs, wins table).
+    /// Default: total_ms, ttfb_ms, goodput_mbps, loss_ratio, handshake_ms
+    #[arg(long, value_delimiter = ',')]
+    pub metrics: Vec<String>,
+    /// Include runs whose emulator fidelity was flagged in the statistics (default: shown apart)
+    #[arg(long)]
+    pub include_flagged: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ExportArgs {
+    /// Results directory (holding results.sqlite)
+    pub dir: PathBuf,
+    /// Write DIR/runs.csv (a row per run, a column per parameter and metric) and DIR/series.csv
+    #[arg(long, required = true)]
+    pub csv: bool,
+    /// Write the CSV files here instead of DIR
+    #[arg(long, value_name = "DIR")]
+    pub to: Option<PathBuf>,
+}
+
+/// Labels and units of the metrics quiclab records; unknown names are shown as they are.
+fn metric_info(name: &str) -> MetricInfo {
+    let (label, unit, lower) = match name {
+        "total_ms" => ("Download time", "ms", true),
+        "ttfb_ms" => ("Time to first byte", "ms", true),
+        "handshake_ms" => ("Handshake time", "ms", true),
+        "connect_ms" => ("TCP connect time", "ms", true),
+        "goodput_mbps" => ("Goodput", "Mbit/s", false),
+        "utilization" => ("Channel utilisation", "", false),
+        "loss_ratio" => ("Loss ratio", "", true),
+        "tail_drops" => ("Tail drops", "packets", true),
+        "random_losses" => ("Random losses", "packets", true),
+        "cpu_client_s" => ("Client CPU", "s", true),
+        "cpu_server_s" => ("Server CPU", "s", true),
+        "cpu_client_s_per_gb" => ("Client CPU per GB", "s/GB", true),
+        "cpu_server_s_per_gb" => ("Server CPU per GB", "s/GB", true),
+        "setup_ms" => ("Lab set-up", "ms", true),
+        "teardown_ms" => ("Lab teardown", "ms", true),
+        other => (other, "", true),
+    };
+    MetricInfo {
+        name: name.to_string(),
+        label: label.to_string(),
+        unit: unit.to_string(),
+        lower_is_better: lower,
+    }
+}
+
+pub fn report(args: ReportArgs) -> Result<i32> {
+    let options = ReportOptions {
+        baseline: args.baseline.clone(),
+        metrics: if args.metrics.is_empty() {
+            quiclab_report::default_metrics()
+        } else {
+            args.metrics.iter().map(|m| metric_info(m)).collect()
+        },
+        include_flagged: args.include_flagged,
+    };
+    let out = write_report(&args.dir, &options)?;
+    println!("{}", out.html.display());
+    Ok(0)
+}
+
+/// Renders DIR/report.html and DIR/figures/ from DIR/results.sqlite.
+pub fn write_report(dir: &Path, options: &ReportOptions) -> Result<quiclab_report::ReportOutput> {
+    let store = Store::open(&dir.join("results.sqlite"))?;
+    let scenario = store.scenario()?;
+    let runs = store.runs()?;
+    if !runs.iter().any(|r| r.protocol == options.baseline) && !runs.is_empty() {
+        let protocols: std::collections::BTreeSet<&str> =
+            runs.iter().map(|r| r.protocol.as_str()).collect();
+        bail!(
+            "--baseline {}: no run used it; the runs used {}",
+            options.baseline,
+            protocols.into_iter().collect::<Vec<_>>().join(", ")
+        );
+    }
+    let mut environment = Vec::new();
+    for s in store.sessions()? {
+        let e = &s.environment;
+        let prefix = format!("session {}", s.id);
+        environment.push((
+            format!("{prefix}: quiclab"),
+            format!("{} (git {})", e.quiclab_version, e.git_commit),
+        ));
+        environment.push((format!("{prefix}: kernel"), e.kernel.clone()));
+        environment.push((
+            format!("{prefix}: CPU"),
+            format!("{} × {}", e.cpus, e.cpu_model),
+        ));
+        environment.push((
+            format!("{prefix}: stacks"),
+            e.crates
+                .iter()
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+        ));
+        environment.push((format!("{prefix}: command"), e.command.clone()));
+    }
+    let input = ReportInput {
+        scenario_name: scenario.name,
+        description: scenario.description,
+        scenario_file: scenario.file,
+        scenario_text: scenario.text,
+        environment,
+        planned_runs: scenario.planned_runs,
+        runs: runs
+            .into_iter()
+            .map(|r| RunRecord {
+                key: r.key,
+                index: r.index,
+                setting: r.setting,
+                setting_label: r.setting_label,
+                protocol: r.protocol,
+                repetition: r.repetition,
+                status: match r.status {
+                    Status::Ok => RunStatus::Ok,
+                    Status::Failed => RunStatus::Failed,
+                    Status::Timeout => RunStatus::Timeout,
+                },
+                reason: r.reason,
+                flags: r.flags,
+                metrics: r.metrics,
+            })
+            .collect(),
+        series: store
+            .series()?
+            .into_iter()
+            .map(|s| TimeSeries {
+                run_key: s.run_key,
+                name: s.name,
+                unit: s.unit,
+                points: s.points,
+            })
+            .collect(),
+    };
+    let out = quiclab_report::render(&input, options, dir)
+        .map_err(|e| anyhow::anyhow!("writing the report into {}: {e}", dir.display()))?;
+    for note in &out.notes {
+        eprintln!("quiclab report: note: {note}");
+    }
+    Ok(out)
+}
+
+pub fn export(args: ExportArgs) -> Result<i32> {
+    let store = Store::open(&args.dir.join("results.sqlite"))?;
+    let to = args.to.unwrap_or(args.dir);
+    let s = quiclab_results::export_csv(&store, &to)?;
+    println!(
+        "{} ({} runs)\n{} ({} points)",
+        s.runs_csv.display(),
+        s.runs,
+        s.series_csv.display(),
+        s.series_points
+    );
+    Ok(0)
+}

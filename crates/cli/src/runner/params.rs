@@ -1,0 +1,383 @@
+//! From a run's parameters (strings from the scenario file) to what a lab and a transfer need.
+//!
+//! Every value goes through the same parsers as the command line (the LINK OPTIONS of `quiclab
+//! bulk`), so a scenario accepts exactly what the flags accept. Errors name the scenario file, the
+//! line the value came from and the key.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Result, anyhow};
+use clap::Parser;
+use quiclab_experiment::{RunSpec, Scenario};
+use quiclab_lab::LinkSpec;
+use quiclab_proto::options::{Protocol, QuicCongestion, TcpCongestion, TlsVersion};
+
+use crate::link_args::LinkArgs;
+use crate::stacks_cmd::{BulkRun, parse_size};
+
+#[derive(Parser)]
+struct LinkOnly {
+    #[command(flatten)]
+    link: LinkArgs,
+}
+
+/// Keys whose value is a file path, resolved against the scenario file's directory.
+const PATH_KEYS: &[&str] = &[
+    "trace",
+    "up-trace",
+    "down-trace",
+    "profile",
+    "up-profile",
+    "down-profile",
+];
+
+/// One run, ready to execute.
+pub struct PreparedRun {
+    pub link: LinkArgs,
+    pub spec: LinkSpec,
+    /// The transfer; its `timeout` is the run's time limit (set-up and teardown come on top).
+    pub bulk: BulkRun,
+}
+
+/// Turns plan entries into runnable ones, reporting errors against the scenario file.
+pub struct Preparer<'a> {
+    scenario: &'a Scenario,
+    file: String,
+    dir: PathBuf,
+}
+
+impl<'a> Preparer<'a> {
+    pub fn new(scenario: &'a Scenario, file: &Path) -> Preparer<'a> {
+        Preparer {
+            scenario,
+            file: file.display().to_string(),
+            dir: file
+                .parent()
+                .map(Path::to_path_buf)
+                .unwrap_or_else(|| PathBuf::from(".")),
+        }
+    }
+
+    /// The line a key's value came from: the grid axis if the key varies, else its table.
+    fn line_of(&self, key: &str, value: &str) -> usize {
+        if let Some((_, values)) = self.scenario.grid.iter().find(|(k, _)| k == key)
+            && let Some(v) = values.iter().find(|v| v.value.to_string() == value)
+        {
+            return v.line;
+        }
+        for table in [
+            &self.scenario.link,
+            &self.scenario.workload,
+            &self.scenario.protocol,
+        ] {
+            if let Some(v) = table.get(key) {
+                return v.line;
+            }
+        }
+        0
+    }
+
+    fn at(&self, key: &str, value: &str, message: impl std::fmt::Display) -> anyhow::Error {
+        match self.line_of(key, value) {
+            0 => anyhow!("{}: key \"{key}\": {message}", self.file),
+            line => anyhow!("{}:{line}: key \"{key}\": {message}", self.file),
+        }
+    }
+
+    fn resolve_path(&self, key: &str, value: &str) -> String {
+        let is_builtin_profile =
+            key.ends_with("profile") && quiclab_link::profile::builtin(value).is_some();
+        let p = Path::new(value);
+        if is_builtin_profile || p.is_absolute() {
+            value.to_string()
+        } else {
+            self.dir.join(p).display().to_string()
+        }
+    }
+
+    /// The link of a run: each key checked on its own (so the error names it), then all together.
+    fn link(&self, params: &BTreeMap<String, String>, seed: u64) -> Result<(LinkArgs, LinkSpec)> {
+        let mut argv = vec!["quiclab".to_string()];
+        for key in quiclab_experiment::scenario::LINK_KEYS {
+            let Some(value) = params.get(*key) else {
+                continue;
+            };
+            let value = if PATH_KEYS.contains(key) {
+                self.resolve_path(key, value)
+            } else {
+                value.clone()
+            };
+            let flag = [format!("--{key}"), value.clone()];
+            LinkOnly::try_parse_from(std::iter::once("quiclab".to_string()).chain(flag.clone()))
+                .map_err(|e| self.at(key, &params[*key], clap_message(&e)))?;
+            argv.extend(flag);
+        }
+        // The run's seed, unless the scenario pins one for every run.
+        if !params.contains_key("seed") {
+            argv.extend(["--seed".to_string(), seed.to_string()]);
+        }
+        let args = LinkOnly::try_parse_from(&argv)
+            .map_err(|e| anyhow!("{}: {}", self.file, clap_message(&e)))?
+            .link;
+        let spec = args.to_spec().map_err(|e| {
+            anyhow!(
+                "{}: the link of setting {} is impossible: {e:#}",
+                self.file,
+                describe(params)
+            )
+        })?;
+        Ok((args, spec))
+    }
+
+    /// Validates and converts one run of the plan.
+    pub fn prepare(&self, run: &RunSpec) -> Result<PreparedRun> {
+        let p = &run.params;
+        let (link, spec) = self.link(p, run.seed)?;
+        let get = |k: &str| p.get(k).map(String::as_str);
+
+        let proto_s = get("protocol").unwrap_or("h2");
+        let proto: Protocol = proto_s
+            .parse()
+            .map_err(|e| self.at("protocol", proto_s, e))?;
+        let size_s = get("size").ok_or_else(|| {
+            anyhow!(
+                "{}: [workload] needs a size (bulk), e.g. size = \"5MB\"",
+                self.file
+            )
+        })?;
+        let size = match size_s.parse::<u64>() {
+            Ok(n) if n > 0 => n,
+            _ => parse_size(size_s).map_err(|e| self.at("size", size_s, e))?,
+        };
+        let tls = get("tls")
+            .map(|t| t.parse::<TlsVersion>().map_err(|e| self.at("tls", t, e)))
+            .transpose()?;
+        let flag = |k: &str| -> Result<bool> {
+            match get(k) {
+                None | Some("false") => Ok(false),
+                Some("true") => Ok(true),
+                Some(v) => Err(self.at(k, v, "expected true or false")),
+            }
+        };
+        let resume = flag("resume")?;
+        let zero_rtt = flag("zero_rtt")?;
+        if zero_rtt && proto != Protocol::H3 {
+            return Err(self.at(
+                "zero_rtt",
+                "true",
+                format!(
+                    "0-RTT is QUIC's (quiclab's TCP stacks send no TLS early data), but this run is {proto}: \
+                     put zero_rtt in a grid with protocol = [\"h3\"], or use resume = true to compare \
+                     resumed handshakes"
+                ),
+            ));
+        }
+        let (mut tcp_cc, mut quic_cc) = (TcpCongestion::Cubic, QuicCongestion::Cubic);
+        if let Some(cc) = get("cc") {
+            if proto == Protocol::H3 {
+                quic_cc = cc.parse().map_err(|e| {
+                    self.at(
+                        "cc",
+                        cc,
+                        format!("{e} (for h3: cubic, newreno, bbr, gquic-cubic)"),
+                    )
+                })?;
+            } else {
+                tcp_cc = cc
+                    .parse()
+                    .map_err(|e| self.at("cc", cc, format!("{e} (for h1/h2: cubic, reno, bbr)")))?;
+            }
+        }
+        let timeout = match &self.scenario.timeout {
+            Some(t) => {
+                let s = t.value.to_string();
+                let ns = quiclab_link::units::parse_duration(&s)
+                    .map_err(|e| anyhow!("{}:{}: key \"timeout\": {e}", self.file, t.line))?;
+                if ns == 0 {
+                    return Err(anyhow!(
+                        "{}:{}: key \"timeout\": must be more than 0",
+                        self.file,
+                        t.line
+                    ));
+                }
+                Duration::from_nanos(ns)
+            }
+            None => crate::stacks_cmd::default_timeout(size, &spec),
+        };
+        Ok(PreparedRun {
+            link,
+            spec,
+            bulk: BulkRun {
+                proto,
+                size,
+                resume,
+                zero_rtt,
+                tcp_cc,
+                quic_cc,
+                tls,
+                gquic_n: 2,
+                ipv6: false,
+                trace: None,
+                qlog: false,
+                timeout: Some(timeout),
+            },
+        })
+    }
+}
+
+/// clap's message without its "Usage:" tail and "error:" prefix.
+fn clap_message(e: &clap::Error) -> String {
+    let text = e.to_string();
+    let first = text.lines().next().unwrap_or("").trim();
+    first.trim_start_matches("error: ").to_string()
+}
+
+fn describe(params: &BTreeMap<String, String>) -> String {
+    params
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The grid values of a run without the protocol, e.g. `rate=10mbit, loss=2%` ("all runs" when
+/// the grid varies nothing else).
+pub fn setting_label(scenario: &Scenario, run: &RunSpec) -> String {
+    let parts: Vec<String> = scenario
+        .grid
+        .iter()
+        .filter(|(k, _)| k != "protocol")
+        .filter_map(|(k, _)| run.params.get(k).map(|v| format!("{k}={v}")))
+        .collect();
+    if parts.is_empty() {
+        "all runs".to_string()
+    } else {
+        parts.join(", ")
+    }
+}
+
+/// A rough duration of one run, for `--dry-run` and the progress bar: lab set-up and process
+/// start-up, handshakes, and the transfer at the smaller of the link rate and the Mathis et al.
+/// loss-limited rate (MSS/RTT · 1.22/√p). It is an estimate, and says so wherever it is shown.
+pub fn estimate_seconds(prepared: &PreparedRun) -> f64 {
+    // Lab set-up and teardown, server start-up and process spawns (measured: ≈ 0.15–0.2 s).
+    const OVERHEAD_S: f64 = 0.2;
+    let rtt = (prepared.spec.base_rtt() as f64 / 1e9).max(1e-4);
+    let rate = prepared.spec.downlink.mean_rate_bps().unwrap_or(2e9);
+    let loss = match prepared.spec.downlink.loss {
+        quiclab_link::LossSpec::Bernoulli(p) => p,
+        _ => 0.0,
+    };
+    let mathis = if loss > 0.0 {
+        1448.0 * 8.0 / rtt * 1.22 / loss.sqrt()
+    } else {
+        f64::INFINITY
+    };
+    let transfer = prepared.bulk.size as f64 * 8.0 / rate.min(mathis);
+    OVERHEAD_S + 4.0 * rtt + transfer * 1.1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn prepare_all(text: &str) -> Result<Vec<PreparedRun>> {
+        let s = quiclab_experiment::parse(text, "s.toml").map_err(|e| anyhow!("{e}"))?;
+        let p = Preparer::new(&s, Path::new("s.toml"));
+        quiclab_experiment::expand(&s)
+            .iter()
+            .map(|r| p.prepare(r))
+            .collect()
+    }
+
+    const BASE: &str = "name = \"t\"\nrepetitions = 2\n[workload]\nkind = \"bulk\"\nsize = \"1MB\"\n[link]\nrtt = \"50ms\"\n";
+
+    #[test]
+    fn valid_runs_get_their_link_and_seed() {
+        let runs = prepare_all(&format!(
+            "{BASE}[grid]\nprotocol = [\"h1\", \"h3\"]\nrate = [\"3mbit\", \"10mbit\"]\nloss = [\"0%\", \"2%\"]\n"
+        ))
+        .unwrap();
+        assert_eq!(runs.len(), 2 * 2 * 2 * 2);
+        assert_eq!(runs[0].spec.downlink.constant_rate_bps(), Some(3_000_000));
+        assert_eq!(runs[0].bulk.size, 1_000_000);
+        // The protocols of one repetition share the seed; repetitions differ.
+        assert_eq!(runs[0].spec.seed, runs[1].spec.seed);
+        assert_ne!(runs[0].spec.seed, runs[2].spec.seed);
+        assert!(runs[0].bulk.timeout.unwrap() > Duration::from_secs(30));
+    }
+
+    #[test]
+    fn bad_values_name_file_line_and_key() {
+        let e = prepare_all(&format!(
+            "{BASE}[grid]\nrate = [\"3mbit\", \"10 parsecs\"]\n"
+        ))
+        .err()
+        .unwrap()
+        .to_string();
+        assert!(e.starts_with("s.toml:9: key \"rate\""), "{e}");
+        let e = prepare_all(&BASE.replace("rtt = \"50ms\"", "rtt = \"50ms\"\nloss = \"120%\""))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.starts_with("s.toml:8: key \"loss\""), "{e}");
+        let e = prepare_all(&BASE.replace("\"1MB\"", "\"1 elephant\""))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.starts_with("s.toml:5: key \"size\""), "{e}");
+        let e = prepare_all(&format!("{BASE}[protocol]\ncc = \"vegas\"\n"))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.starts_with("s.toml:9: key \"cc\"") && e.contains("cubic"),
+            "{e}"
+        );
+        let e = prepare_all(&format!("{BASE}[protocol]\nzero_rtt = true\n"))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("zero_rtt") && e.contains("0-RTT"), "{e}");
+        // A bdp queue on a link without delay cannot be sized.
+        let e = prepare_all(&BASE.replace("rtt = \"50ms\"", "rate = \"10mbit\""))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("impossible") && e.contains("--rtt"), "{e}");
+        let e = prepare_all(&format!("timeout = \"soon\"\n{BASE}"))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.starts_with("s.toml:1: key \"timeout\""), "{e}");
+    }
+
+    #[test]
+    fn trace_files_are_relative_to_the_scenario() {
+        let s = quiclab_experiment::parse(
+            &format!("{BASE}[grid]\ndown-trace = [\"missing.trace\"]\n"),
+            "dir/s.toml",
+        )
+        .unwrap();
+        let p = Preparer::new(&s, Path::new("/nonexistent/dir/s.toml"));
+        let e = p
+            .prepare(&quiclab_experiment::expand(&s)[0])
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("/nonexistent/dir/missing.trace"), "{e}");
+    }
+
+    #[test]
+    fn estimates_grow_with_size_and_loss() {
+        let runs = prepare_all(&format!(
+            "{BASE}[grid]\nprotocol = [\"h2\"]\nrate = [\"10mbit\"]\nloss = [\"0%\", \"5%\"]\n"
+        ))
+        .unwrap();
+        let (clean, lossy) = (estimate_seconds(&runs[0]), estimate_seconds(&runs[2]));
+        assert!(clean > 0.8 && clean < 2.5, "{clean}");
+        assert!(lossy > clean, "{lossy} vs {clean}");
+    }
+}

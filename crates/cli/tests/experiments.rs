@@ -1,0 +1,360 @@
+//! `quiclab run`, `report` and `export` as a user meets them: scenario errors, dry runs, a tiny real
+//! grid end to end, and runs interrupted by SIGKILL and Ctrl-C then resumed. Tests that build labs
+//! need root and skip (saying so) without it.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use quiclab_results::{Status, Store};
+
+fn quiclab() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_quiclab"))
+}
+
+fn root_or_skip(test: &str) -> bool {
+    quiclab_lab::host::can_build_labs_or_skip(test)
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("quiclab-exp-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn namespaces_of(pid: u32) -> Vec<String> {
+    std::fs::read_dir("/run/netns")
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| e.file_name().into_string().ok())
+                .filter(|n| n.starts_with(&format!("ql-{pid}-")))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+const SMALL: &str = r#"name = "small"
+repetitions = 2
+seed = 5
+[workload]
+kind = "bulk"
+size = "200kB"
+[link]
+rate = "20mbit"
+rtt = "20ms"
+[grid]
+protocol = ["h1", "h2", "h3"]
+loss = ["0%", "1%"]
+"#;
+
+#[test]
+fn dry_run_lists_every_run_with_its_seed_and_an_estimate() {
+    let dir = temp_dir("dry");
+    let file = write(&dir, "s.toml", SMALL);
+    let out = quiclab()
+        .args(["run", "--dry-run"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("12 run(s)"), "{text}");
+    let runs: Vec<&str> = text.lines().filter(|l| l.contains("rep=")).collect();
+    assert_eq!(runs.len(), 12, "{text}");
+    // Interleaved: the protocols of a repetition back to back, sharing a seed.
+    assert!(runs[0].contains("proto=h1;loss=0%;rep=1"), "{text}");
+    assert!(runs[2].contains("proto=h3;loss=0%;rep=1"), "{text}");
+    let seed = |l: &str| l.split_whitespace().nth(1).unwrap().to_string();
+    assert_eq!(seed(runs[0]), seed(runs[2]));
+    assert_ne!(seed(runs[0]), seed(runs[3]));
+    assert!(text.contains("estimated total"), "{text}");
+    // --repetitions overrides the file.
+    let out = quiclab()
+        .args(["run", "--dry-run", "--repetitions", "5"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("30 run(s)"));
+}
+
+#[test]
+fn bad_scenarios_are_refused_naming_file_line_and_key() {
+    let dir = temp_dir("bad");
+    for (text, expected) in [
+        (
+            SMALL.replace("rtt = \"20ms\"", "rtts = \"20ms\""),
+            vec!["s.toml:9:", "unknown key \"rtts\"", "rtt"],
+        ),
+        (
+            SMALL.replace("\"0%\", \"1%\"", "\"0%\", \"1 percent\""),
+            vec!["s.toml:12:", "key \"loss\""],
+        ),
+        (
+            SMALL.replace("repetitions = 2", "repetitions = \"two\""),
+            vec!["s.toml:2:", "repetitions", "integer"],
+        ),
+        (
+            SMALL.replace("kind = \"bulk\"", "kind = \"video\""),
+            vec!["s.toml:5:", "kind"],
+        ),
+    ] {
+        let file = write(&dir, "s.toml", &text);
+        for args in [vec!["run", "--dry-run"], vec!["run"]] {
+            let out = quiclab().args(&args).arg(&file).output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{err}");
+            for e in &expected {
+                assert!(err.contains(e), "stderr lacks {e:?}: {err}");
+            }
+            assert!(!err.contains("panicked"), "{err}");
+        }
+    }
+    let out = quiclab()
+        .args(["run"])
+        .arg(dir.join("missing.toml"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(err.contains("missing.toml"), "{err}");
+    let out = quiclab().args(["report"]).arg(&dir).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(err.contains("no such results database"), "{err}");
+}
+
+#[test]
+fn a_tiny_scenario_runs_end_to_end_into_sqlite_csv_and_a_report() {
+    if !root_or_skip("a_tiny_scenario_runs_end_to_end_into_sqlite_csv_and_a_report") {
+        return;
+    }
+    let dir = temp_dir("e2e");
+    let file = write(&dir, "s.toml", SMALL);
+    let out_dir = dir.join("out");
+    let child = quiclab()
+        .arg("run")
+        .arg(&file)
+        .arg("--out")
+        .arg(&out_dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(namespaces_of(pid).is_empty(), "namespaces left behind");
+
+    let store = Store::open(&out_dir.join("results.sqlite")).unwrap();
+    let runs = store.runs().unwrap();
+    assert_eq!(runs.len(), 12);
+    for r in &runs {
+        assert_eq!(r.status, Status::Ok, "{}: {:?}", r.key, r.reason);
+        let total = r.metrics["total_ms"];
+        // 200 kB at 20 Mbit/s is 80 ms on the wire; plus handshakes and slow start at 20 ms RTT.
+        assert!(total > 80.0 && total < 20_000.0, "{}: {total}", r.key);
+        assert_eq!(r.metrics["bytes"], 200_000.0);
+        assert!(r.metrics["setup_ms"] < 2_000.0);
+        assert!(r.result.as_ref().unwrap()["fidelity"].is_object());
+    }
+    let protocols: std::collections::BTreeSet<_> =
+        runs.iter().map(|r| r.protocol.as_str()).collect();
+    assert_eq!(protocols.len(), 3);
+    // Lossy runs lost packets, clean ones did not (random loss only where configured).
+    for r in &runs {
+        let lost = r.metrics["random_losses"];
+        if r.params["loss"] == "0%" {
+            assert_eq!(lost, 0.0, "{}", r.key);
+        }
+    }
+    // The environment is recorded.
+    let sessions = store.sessions().unwrap();
+    assert_eq!(sessions.len(), 1);
+    assert!(sessions[0].environment.kernel.contains("Linux"));
+    assert!(sessions[0].environment.crates.contains_key("quinn"));
+    // Repetition 1 of each setting and protocol is traced: cwnd and queue over time.
+    let series = store.series().unwrap();
+    for proto in ["h1", "h2", "h3"] {
+        for name in ["cwnd_bytes", "queue_bytes"] {
+            assert!(
+                series.iter().any(|s| s.name == name
+                    && s.run_key.starts_with(&format!("proto={proto};"))
+                    && s.points.len() > 3),
+                "no {name} series for {proto}"
+            );
+        }
+    }
+
+    let out = quiclab().arg("report").arg(&out_dir).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let html = std::fs::read_to_string(out_dir.join("report.html")).unwrap();
+    for needle in [
+        "small",
+        "improvement",
+        "wins",
+        "<svg",
+        "congestion window",
+        "h3",
+    ] {
+        assert!(
+            html.to_lowercase().contains(needle),
+            "report lacks {needle}"
+        );
+    }
+    let figures: Vec<_> = std::fs::read_dir(out_dir.join("figures"))
+        .unwrap()
+        .flatten()
+        .collect();
+    assert!(
+        figures
+            .iter()
+            .any(|f| f.file_name().to_string_lossy().starts_with("cdf_"))
+    );
+    assert!(
+        figures
+            .iter()
+            .any(|f| f.file_name().to_string_lossy().starts_with("timeseries_"))
+    );
+
+    let out = quiclab()
+        .args(["export", "--csv"])
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let csv = std::fs::read_to_string(out_dir.join("runs.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 13);
+    assert!(csv.lines().next().unwrap().contains("goodput_mbps"));
+}
+
+/// Starts `quiclab run` and waits until at least `n` runs are committed.
+fn start_and_wait_for_runs(file: &Path, out_dir: &Path, n: usize) -> Child {
+    let mut child = quiclab()
+        .arg("run")
+        .arg(file)
+        .arg("--out")
+        .arg(out_dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let db = out_dir.join("results.sqlite");
+    let t = Instant::now();
+    loop {
+        if let Ok(s) = Store::open(&db)
+            && s.run_count().unwrap_or(0) >= n
+        {
+            return child;
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("quiclab run ended early: {status}");
+        }
+        assert!(t.elapsed() < Duration::from_secs(120), "no runs committed");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+const NINE: &str = r#"name = "nine"
+repetitions = 3
+[workload]
+kind = "bulk"
+size = "300kB"
+[link]
+rate = "10mbit"
+rtt = "20ms"
+"#;
+
+#[test]
+fn a_run_killed_with_sigkill_resumes_without_repeating_or_losing_runs() {
+    if !root_or_skip("a_run_killed_with_sigkill_resumes_without_repeating_or_losing_runs") {
+        return;
+    }
+    let dir = temp_dir("kill");
+    let file = write(&dir, "s.toml", NINE);
+    let out_dir = dir.join("out");
+    let mut child = start_and_wait_for_runs(&file, &out_dir, 3);
+    let pid = child.id();
+    // SAFETY: killing the child we started.
+    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    child.wait().unwrap();
+    let before = Store::open(&out_dir.join("results.sqlite"))
+        .unwrap()
+        .runs()
+        .unwrap();
+    assert!(before.len() >= 3 && before.len() < 9, "{}", before.len());
+
+    // Without --resume the runs are not overwritten.
+    let out = quiclab()
+        .arg("run")
+        .arg(&file)
+        .arg("--out")
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--resume"));
+
+    let out = quiclab()
+        .arg("run")
+        .arg(&file)
+        .arg("--out")
+        .arg(&out_dir)
+        .arg("--resume")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("already stored, skipped"), "{err}");
+    // SIGKILL left the lab's namespaces; the next run removed them.
+    assert!(namespaces_of(pid).is_empty(), "{:?}", namespaces_of(pid));
+
+    let store = Store::open(&out_dir.join("results.sqlite")).unwrap();
+    let after = store.runs().unwrap();
+    assert_eq!(after.len(), 9);
+    let keys: std::collections::BTreeSet<_> = after.iter().map(|r| &r.key).collect();
+    assert_eq!(keys.len(), 9);
+    // The runs finished before the kill are the same records, untouched.
+    for b in &before {
+        let a = after.iter().find(|a| a.key == b.key).unwrap();
+        assert_eq!(a.started_unix, b.started_unix);
+        assert_eq!(a.session_id, b.session_id);
+    }
+    assert_eq!(store.sessions().unwrap().len(), 2);
+}
+
+#[test]
+fn ctrl_c_tears_the_lab_down_and_says_how_to_resume() {
+    if !root_or_skip("ctrl_c_tears_the_lab_down_and_says_how_to_resume") {
+        return;
+    }
+    let dir = temp_dir("int");
+    let file = write(&dir, "s.toml", NINE);
+    let out_dir = dir.join("out");
+    let child = start_and_wait_for_runs(&file, &out_dir, 1);
+    let pid = child.id();
+    // SAFETY: signalling the child we started.
+    unsafe { libc::kill(pid as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(err.contains("--resume"), "{err}");
+    assert!(namespaces_of(pid).is_empty());
+    let n = Store::open(&out_dir.join("results.sqlite"))
+        .unwrap()
+        .run_count()
+        .unwrap();
+    assert!(n >= 1);
+}
