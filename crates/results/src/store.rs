@@ -674,6 +674,15 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn the_documented_schema_is_the_schema() {
+        let doc = include_str!("../../../docs/results.md");
+        assert!(
+            doc.contains(SCHEMA),
+            "docs/results.md must quote SCHEMA verbatim; update it"
+        );
+    }
+
+    #[test]
     fn not_a_database_is_a_clear_error() {
         let path = temp_db("garbage");
         std::fs::write(&path, "hello").unwrap();

@@ -231,7 +231,13 @@ impl<'a> Preparer<'a> {
 fn clap_message(e: &clap::Error) -> String {
     let text = e.to_string();
     let first = text.lines().next().unwrap_or("").trim();
-    first.trim_start_matches("error: ").to_string()
+    let first = first.trim_start_matches("error: ");
+    // "invalid value 'x' for '--loss <LOSS>': expected …": the flag means nothing in a scenario
+    // file (the caller names the key), the explanation after it does.
+    match first.find(">': ") {
+        Some(i) => first[i + 4..].to_string(),
+        None => first.to_string(),
+    }
 }
 
 fn describe(params: &BTreeMap<String, String>) -> String {
