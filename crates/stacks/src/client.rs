@@ -86,7 +86,7 @@ pub async fn fetch(opts: &FetchOptions) -> Result<FetchReport> {
         .with_context(|| format!("the fetch did not finish within {:?}", opts.timeout))?
 }
 
-fn ms(t0: Instant) -> f64 {
+pub(crate) fn ms(t0: Instant) -> f64 {
     t0.elapsed().as_secs_f64() * 1e3
 }
 
@@ -126,40 +126,7 @@ async fn fetch_tcp(opts: &FetchOptions) -> Result<FetchReport> {
 
 async fn tcp_once(opts: &FetchOptions, config: Arc<rustls::ClientConfig>) -> Result<FetchReport> {
     let t0 = Instant::now();
-    let socket = socket2::Socket::new(
-        socket2::Domain::for_address(opts.server),
-        socket2::Type::STREAM,
-        Some(socket2::Protocol::TCP),
-    )?;
-    crate::sockopt::set_tcp_congestion(&socket, opts.tcp_cc.kernel_name())?;
-    socket.set_tcp_nodelay(true)?;
-    socket.set_nonblocking(true)?;
-    let std_stream: std::net::TcpStream = socket.into();
-    let tcp = tokio::net::TcpSocket::from_std_stream(std_stream)
-        .connect(opts.server)
-        .await
-        .with_context(|| format!("connecting to {}", opts.server))?;
-    let tcp_connect_ms = ms(t0);
-    let connector = tokio_rustls::TlsConnector::from(config);
-    let tls = connector
-        .connect(SERVER_NAME.try_into()?, tcp)
-        .await
-        .context("TLS handshake")?;
-    let handshake_ms = ms(t0);
-    let (_, state) = tls.get_ref();
-    let connection = ConnectionTiming {
-        tcp_connect_ms: Some(tcp_connect_ms),
-        handshake_ms,
-        protocol: String::from_utf8_lossy(state.alpn_protocol().unwrap_or(b"")).to_string(),
-        tls_version: match state.protocol_version() {
-            Some(rustls::ProtocolVersion::TLSv1_3) => "1.3".into(),
-            Some(rustls::ProtocolVersion::TLSv1_2) => "1.2".into(),
-            other => format!("{other:?}"),
-        },
-        resumed: state.handshake_kind() == Some(rustls::HandshakeKind::Resumed),
-        zero_rtt_accepted: false,
-        tickets_held: 0,
-    };
+    let (tls, connection) = connect_tcp_tls(opts.server, opts.tcp_cc, config, t0).await?;
     let io = TokioIo::new(tls);
     let mut requests = Vec::new();
     if opts.protocol == Protocol::H2 {
@@ -204,6 +171,96 @@ async fn tcp_once(opts: &FetchOptions, config: Arc<rustls::ClientConfig>) -> Res
     Ok(finish(connection, requests, t0))
 }
 
+/// The TLS-over-TCP stream of one client connection.
+pub(crate) type TlsTcpStream = tokio_rustls::client::TlsStream<tokio::net::TcpStream>;
+
+/// Opens a TCP connection to `server` (congestion control `cc`, Nagle off) and completes a TLS
+/// handshake over it with `config`. The returned timing's milestones are ms since `t0`. Shared by
+/// `fetch` and the page loader so both measure connection set-up the same way.
+pub(crate) async fn connect_tcp_tls(
+    server: SocketAddr,
+    cc: TcpCongestion,
+    config: Arc<rustls::ClientConfig>,
+    t0: Instant,
+) -> Result<(TlsTcpStream, ConnectionTiming)> {
+    let socket = socket2::Socket::new(
+        socket2::Domain::for_address(server),
+        socket2::Type::STREAM,
+        Some(socket2::Protocol::TCP),
+    )
+    .context("creating a TCP socket")?;
+    crate::sockopt::set_tcp_congestion(&socket, cc.kernel_name())?;
+    socket.set_tcp_nodelay(true)?;
+    socket.set_nonblocking(true)?;
+    let std_stream: std::net::TcpStream = socket.into();
+    let tcp = tokio::net::TcpSocket::from_std_stream(std_stream)
+        .connect(server)
+        .await
+        .with_context(|| format!("connecting to {server}"))?;
+    let tcp_connect_ms = ms(t0);
+    let connector = tokio_rustls::TlsConnector::from(config);
+    let tls = connector
+        .connect(SERVER_NAME.try_into()?, tcp)
+        .await
+        .context("TLS handshake")?;
+    let handshake_ms = ms(t0);
+    let (_, state) = tls.get_ref();
+    let connection = ConnectionTiming {
+        tcp_connect_ms: Some(tcp_connect_ms),
+        handshake_ms,
+        protocol: String::from_utf8_lossy(state.alpn_protocol().unwrap_or(b"")).to_string(),
+        tls_version: match state.protocol_version() {
+            Some(rustls::ProtocolVersion::TLSv1_3) => "1.3".into(),
+            Some(rustls::ProtocolVersion::TLSv1_2) => "1.2".into(),
+            other => format!("{other:?}"),
+        },
+        resumed: state.handshake_kind() == Some(rustls::HandshakeKind::Resumed),
+        zero_rtt_accepted: false,
+        tickets_held: 0,
+    };
+    Ok((tls, connection))
+}
+
+/// A client QUIC endpoint on an ephemeral port of the server's address family.
+pub(crate) fn quic_client_endpoint(server: SocketAddr) -> Result<quinn::Endpoint> {
+    let bind: SocketAddr = if server.is_ipv6() {
+        "[::]:0".parse()?
+    } else {
+        "0.0.0.0:0".parse()?
+    };
+    quinn::Endpoint::client(bind).with_context(|| format!("binding a QUIC client socket on {bind}"))
+}
+
+/// The rustls part of a QUIC client configuration (ALPN h3, sessions kept in `store`).
+pub(crate) fn quic_client_crypto(
+    cert: &LabCertificate,
+    early_data: bool,
+    store: Arc<tls::CountingSessionStore>,
+) -> Result<Arc<quinn::crypto::rustls::QuicClientConfig>> {
+    let crypto = tls::client_config(cert, None, b"h3", early_data, store)?;
+    Ok(Arc::new(
+        quinn::crypto::rustls::QuicClientConfig::try_from(crypto)
+            .context("QUIC client TLS configuration")?,
+    ))
+}
+
+/// A QUIC client configuration: `crypto` with the lab's transport parameters (congestion
+/// controller, initial window, flow-control windows) and an optional qlog file.
+pub(crate) fn quic_client_config(
+    crypto: Arc<quinn::crypto::rustls::QuicClientConfig>,
+    cc: QuicCongestion,
+    initial_window_packets: u64,
+    qlog: Option<&std::path::Path>,
+) -> Result<quinn::ClientConfig> {
+    let mut c = quinn::ClientConfig::new(crypto);
+    c.transport_config(Arc::new(transport_config(
+        cc,
+        initial_window_packets,
+        qlog,
+    )?));
+    Ok(c)
+}
+
 async fn hyper_response(
     t0: Instant,
     path: String,
@@ -245,31 +302,18 @@ fn finish(connection: ConnectionTiming, requests: Vec<RequestTiming>, t0: Instan
 }
 
 async fn fetch_quic(opts: &FetchOptions) -> Result<FetchReport> {
-    let bind: SocketAddr = if opts.server.is_ipv6() {
-        "[::]:0".parse()?
-    } else {
-        "0.0.0.0:0".parse()?
-    };
-    let endpoint = quinn::Endpoint::client(bind)?;
+    let endpoint = quic_client_endpoint(opts.server)?;
     // Early data enabled whenever resuming: `into_0rtt` then tells whether a ticket is held.
     let store = Arc::new(tls::CountingSessionStore::default());
-    let crypto = tls::client_config(
-        &opts.cert,
-        None,
-        b"h3",
-        opts.resume || opts.zero_rtt,
-        store.clone(),
-    )?;
-    let crypto = Arc::new(quinn::crypto::rustls::QuicClientConfig::try_from(crypto)?);
+    let crypto = quic_client_crypto(&opts.cert, opts.resume || opts.zero_rtt, store.clone())?;
     let config = |name: &str| -> Result<quinn::ClientConfig> {
-        let mut c = quinn::ClientConfig::new(crypto.clone());
         let qlog = opts.qlog_dir.as_ref().map(|d| d.join(name));
-        c.transport_config(Arc::new(transport_config(
+        quic_client_config(
+            crypto.clone(),
             opts.quic_cc,
             opts.initial_window_packets,
             qlog.as_deref(),
-        )?));
-        Ok(c)
+        )
     };
     if opts.resume || opts.zero_rtt {
         let _ = quic_once(opts, &endpoint, config("client-warmup.sqlog")?, false).await?;

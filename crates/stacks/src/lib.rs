@@ -1,13 +1,15 @@
 //! Real protocol stacks for quiclab, run as processes inside a lab's namespaces:
 //! HTTP/1.1 and HTTP/2 over TLS (rustls) over the kernel's TCP (hyper), and HTTP/3 over QUIC
 //! (quinn + h3). The server (`quiclab serve`) serves a directory and synthetic `/bytes/<N>`
-//! resources; the client (`quiclab fetch`) records per-connection and per-request timings.
+//! resources; the client (`quiclab fetch`) records per-connection and per-request timings; the
+//! page loader (`page_load`) loads a web page as a browser would, driven by `quiclab-page`'s plan.
 //! The sans-IO pieces (options, ranges, the gQUIC CUBIC controller, TCP_INFO decoding) live in
 //! `quiclab-proto`.
 
 pub mod client;
 pub mod cwnd;
 pub mod gquic;
+pub mod page_load;
 pub mod server;
 pub mod tls;
 

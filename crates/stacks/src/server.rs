@@ -387,19 +387,18 @@ async fn read_file(dir: Option<&Path>, path: &str) -> Option<(&'static str, Byte
     }
     let full = dir.join(rel);
     let data = tokio::fs::read(&full).await.ok()?;
-    let ct = match full.extension().and_then(|e| e.to_str()).unwrap_or("") {
-        "html" | "htm" => "text/html; charset=utf-8",
-        "css" => "text/css",
-        "js" => "text/javascript",
-        "json" => "application/json",
-        "jpg" | "jpeg" => "image/jpeg",
-        "png" => "image/png",
-        "gif" => "image/gif",
-        "svg" => "image/svg+xml",
-        "txt" => "text/plain; charset=utf-8",
-        "mp4" | "m4s" => "video/mp4",
-        "mpd" => "application/dash+xml",
-        _ => "application/octet-stream",
+    // The page corpus's table, so that every object of a page is served with the type its
+    // `PageSpec` declares; the video types (DASH segments and manifests) are not web-page objects
+    // and stay here.
+    let ct = match quiclab_page::content_type_for_path(path) {
+        "application/octet-stream" => {
+            match full.extension().and_then(|e| e.to_str()).unwrap_or("") {
+                "mp4" | "m4s" => "video/mp4",
+                "mpd" => "application/dash+xml",
+                _ => "application/octet-stream",
+            }
+        }
+        ct => ct,
     };
     Some((ct, Bytes::from(data)))
 }
