@@ -227,9 +227,16 @@ async fn accept_quic(
                 Some(c) => incoming.accept_with(c),
                 None => incoming.accept(),
             };
-            let Ok(connecting) = accepted else {
+            let Ok(mut connecting) = accepted else {
                 return;
             };
+            // Wait for the whole ClientHello first. Chromium's ClientHello (with its post-quantum
+            // key share) spans two Initial packets; a 0.5-RTT connection made after the first one
+            // could leave h3's control-stream set-up blocked for good (seen: 1 page load in 6
+            // hung until Chromium gave up). 0-RTT data still arrives with the ClientHello.
+            if connecting.handshake_data().await.is_err() {
+                return;
+            }
             // Accept 0-RTT data when the client offers it.
             let conn = match connecting.into_0rtt() {
                 Ok((conn, _accepted)) => conn,
@@ -251,16 +258,34 @@ async fn accept_quic(
                     }
                 });
             }
-            let Ok(mut h3) =
-                h3::server::Connection::<_, Bytes>::new(h3_quinn::Connection::new(conn)).await
-            else {
-                return;
+            let mut h3 = match h3::server::Connection::<_, Bytes>::new(h3_quinn::Connection::new(
+                conn,
+            ))
+            .await
+            {
+                Ok(h3) => h3,
+                Err(e) => {
+                    eprintln!("quiclab serve: h3 connection set-up failed: {e}");
+                    return;
+                }
             };
-            while let Ok(Some(resolver)) = h3.accept().await {
+            loop {
+                let resolver = match h3.accept().await {
+                    Ok(Some(r)) => r,
+                    Ok(None) => break,
+                    Err(e) => {
+                        eprintln!("quiclab serve: h3 connection ended: {e}");
+                        break;
+                    }
+                };
                 let opts = opts.clone();
                 tokio::spawn(async move {
-                    let Ok((req, mut stream)) = resolver.resolve_request().await else {
-                        return;
+                    let (req, mut stream) = match resolver.resolve_request().await {
+                        Ok(r) => r,
+                        Err(e) => {
+                            eprintln!("quiclab serve: h3 request: {e}");
+                            return;
+                        }
                     };
                     let reply = resolve(&opts, req.uri().path(), range_header(req.headers())).await;
                     let mut resp = Response::builder().status(reply.status);
