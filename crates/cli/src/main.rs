@@ -4,6 +4,7 @@ mod bench;
 mod calibrate;
 mod demo;
 mod link_args;
+mod page_cmd;
 mod report;
 mod report_cmd;
 mod runner;
@@ -31,6 +32,12 @@ struct Cli {
 enum Command {
     /// The main job: h1 vs h2 vs h3 on two emulated links, a few repetitions, report in ./quiclab-demo/
     Demo(demo::DemoArgs),
+    /// Load a web page (built-in corpus or a directory) over h1, h2 or h3 across a fresh lab, with
+    /// quiclab's browser-like loader or headless Chromium; HAR and waterfall
+    Page(page_cmd::PageArgs),
+    /// The client half of `quiclab page` (runs inside a lab's client namespace)
+    #[command(hide = true)]
+    PageClient(page_cmd::PageClientArgs),
     /// Run a scenario file's grid of runs, each in a fresh lab, into DIR/results.sqlite
     Run(runner::RunArgs),
     /// Write DIR/report.html and figures from a results directory
@@ -64,12 +71,17 @@ fn main() {
     let cli = Cli::parse();
     // Commands that build labs tear them down on signals; `serve` and `fetch` run inside a lab
     // that someone else owns and simply end on SIGTERM.
-    if !matches!(cli.command, Command::Serve(_) | Command::Fetch(_)) {
+    if !matches!(
+        cli.command,
+        Command::Serve(_) | Command::Fetch(_) | Command::PageClient(_)
+    ) {
         signals::install();
     }
     let result = match cli.command {
         Command::Demo(args) => demo::run(args),
         Command::Run(args) => runner::run(args),
+        Command::Page(args) => page_cmd::page(args),
+        Command::PageClient(args) => page_cmd::page_client(args),
         Command::Report(args) => report_cmd::report(args),
         Command::Export(args) => report_cmd::export(args),
         Command::Bulk(args) => stacks_cmd::bulk(args),

@@ -397,6 +397,42 @@ pub fn bulk(args: BulkArgs) -> Result<i32> {
     Ok(if doc["verified"] == false { 1 } else { 0 })
 }
 
+/// Starts `quiclab serve` (`serve` is `lab.command(Side::Server, exe)` with the `serve` argument
+/// and its options already added) with the certificate saved in `work`, and waits until every listener is up.
+pub fn start_server(
+    lab: &quiclab_lab::Lab,
+    mut serve: std::process::Command,
+    work: &std::path::Path,
+) -> Result<u32> {
+    let ready = work.join("ready");
+    let _ = std::fs::remove_file(&ready);
+    serve
+        .arg("--cert")
+        .arg(work.join("cert.pem"))
+        .arg("--key")
+        .arg(work.join("key.pem"))
+        .arg("--ready-file")
+        .arg(&ready);
+    serve.stderr(std::fs::File::create(work.join("serve.stderr"))?);
+    let server_pid = lab.spawn(serve)?;
+    let t = Instant::now();
+    while !ready.exists() {
+        if let Some(status) = lab.wait_child(server_pid, Some(Duration::ZERO))? {
+            bail!(
+                "the server exited before it was ready ({status}): {}",
+                std::fs::read_to_string(work.join("serve.stderr"))
+                    .unwrap_or_default()
+                    .trim()
+            );
+        }
+        if t.elapsed() > Duration::from_secs(10) {
+            bail!("the server was not ready within 10 s");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    Ok(server_pid)
+}
+
 /// The time limit of a transfer when none is given: 30 s for set-up and handshakes plus four times
 /// the transfer's duration at the link's mean rate (losses and slow start need headroom).
 pub fn default_timeout(size: u64, spec: &quiclab_lab::LinkSpec) -> Duration {
@@ -451,16 +487,8 @@ pub fn transfer_full(
     };
 
     // The server, in the server namespace.
-    let ready = work.join("ready");
-    let _ = std::fs::remove_file(&ready);
     let mut serve = lab.command(Side::Server, exe);
-    serve
-        .arg("serve")
-        .arg("--cert")
-        .arg(work.join("cert.pem"))
-        .arg("--key")
-        .arg(work.join("key.pem"));
-    serve.arg("--ready-file").arg(&ready);
+    serve.arg("serve");
     if run.trace.is_some() {
         serve.arg("--cwnd-log").arg(work.join("cwnd.csv"));
         if run.qlog {
@@ -468,23 +496,7 @@ pub fn transfer_full(
         }
     }
     cc_flags(&mut serve);
-    serve.stderr(std::fs::File::create(work.join("serve.stderr"))?);
-    let server_pid = lab.spawn(serve)?;
-    let t = Instant::now();
-    while !ready.exists() {
-        if let Some(status) = lab.wait_child(server_pid, Some(Duration::ZERO))? {
-            bail!(
-                "the server exited before it was ready ({status}): {}",
-                std::fs::read_to_string(work.join("serve.stderr"))
-                    .unwrap_or_default()
-                    .trim()
-            );
-        }
-        if t.elapsed() > Duration::from_secs(10) {
-            bail!("the server was not ready within 10 s");
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    let server_pid = start_server(lab, serve, &work)?;
 
     // The client, in the client namespace.
     let timeout = run
