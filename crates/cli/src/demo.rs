@@ -65,7 +65,14 @@ pub fn run(args: DemoArgs) -> Result<i32> {
         scenario.description,
         plan.len()
     );
-    let outcome = crate::runner::execute(&file, &scenario, &text, &plan, &args.out, false)?;
+    let outcome = crate::runner::execute(
+        &file,
+        &scenario,
+        &text,
+        &plan,
+        &args.out,
+        crate::runner::Resume::No,
+    )?;
     let report = crate::report_cmd::write_report(&args.out, &Default::default())?;
 
     let store = Store::open(&args.out.join("results.sqlite"))?;

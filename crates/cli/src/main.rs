@@ -8,6 +8,7 @@ mod page_cmd;
 mod report;
 mod report_cmd;
 mod runner;
+mod self_exe;
 mod shell;
 mod signals;
 mod stacks_cmd;

@@ -169,50 +169,18 @@ pub fn page(args: PageArgs) -> Result<i32> {
     };
     let (doc, _, objects) = load(&run, &mut running)?;
     drop(running);
-    let title = format!(
-        "{} over {} ({}), {}",
-        run.page.name(),
-        run.proto,
-        if run.chromium { "Chromium" } else { "quiclab" },
-        spec.describe().downlink
+    let notes = write_har_and_waterfall(
+        &run,
+        &doc,
+        &objects,
+        &spec,
+        args.har.as_deref(),
+        args.waterfall.as_deref(),
     );
-    if let Some(path) = &args.har {
-        let har = quiclab_page::har::build_har(
-            &HarPage {
-                title: title.clone(),
-                origin: "https://100.64.0.2".into(),
-                navigation_start: std::time::UNIX_EPOCH
-                    + Duration::from_millis(doc["navigation_start_unix_ms"].as_u64().unwrap_or(0)),
-                page_load_ms: doc["plt_ms"].as_f64(),
-                content_load_ms: doc["dom_content_loaded_ms"].as_f64(),
-                server_ip: Some("100.64.0.2".into()),
-                comment: Some(format!("quiclab page; link: {}", spec.describe().downlink)),
-            },
-            &objects,
-        );
-        har.write_to(path)
-            .map_err(|e| anyhow!("writing {}: {e}", path.display()))?;
+    for note in notes {
+        eprintln!("quiclab page: {note}");
     }
-    if let Some(path) = &args.waterfall {
-        let (svg, png) = match path.extension().and_then(|e| e.to_str()) {
-            Some("png") => (path.with_extension("svg"), Some(path.clone())),
-            _ => (path.clone(), None),
-        };
-        let out = quiclab_page::waterfall::write_waterfall(
-            &objects,
-            &quiclab_page::waterfall::WaterfallOptions {
-                title: title.clone(),
-                page_load_ms: doc["plt_ms"].as_f64(),
-                ..Default::default()
-            },
-            &svg,
-            png.as_deref(),
-        )
-        .map_err(|e| anyhow!("writing the waterfall: {e}"))?;
-        if let Some(note) = out.note {
-            eprintln!("quiclab page: note: {note}");
-        }
-    }
+    let title = title(&run, &spec);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
@@ -227,6 +195,68 @@ pub fn page(args: PageArgs) -> Result<i32> {
         );
     }
     Ok(0)
+}
+
+fn title(run: &PageRun, spec: &quiclab_lab::LinkSpec) -> String {
+    format!(
+        "{} over {} ({}), {}",
+        run.page.name(),
+        run.proto,
+        if run.chromium { "Chromium" } else { "quiclab" },
+        spec.describe().downlink
+    )
+}
+
+/// Writes the HAR and/or the waterfall (FILE.svg, or FILE.png with an SVG beside it) of a load;
+/// returns notes and errors as text (a figure that cannot be written does not fail a measurement).
+pub fn write_har_and_waterfall(
+    run: &PageRun,
+    doc: &Value,
+    objects: &[ObjectTiming],
+    spec: &quiclab_lab::LinkSpec,
+    har: Option<&Path>,
+    waterfall: Option<&Path>,
+) -> Vec<String> {
+    let mut notes = Vec::new();
+    let title = title(run, spec);
+    if let Some(path) = har {
+        let har = quiclab_page::har::build_har(
+            &HarPage {
+                title: title.clone(),
+                origin: "https://100.64.0.2".into(),
+                navigation_start: std::time::UNIX_EPOCH
+                    + Duration::from_millis(doc["navigation_start_unix_ms"].as_u64().unwrap_or(0)),
+                page_load_ms: doc["plt_ms"].as_f64(),
+                content_load_ms: doc["dom_content_loaded_ms"].as_f64(),
+                server_ip: Some("100.64.0.2".into()),
+                comment: Some(format!("quiclab page; link: {}", spec.describe().downlink)),
+            },
+            objects,
+        );
+        if let Err(e) = har.write_to(path) {
+            notes.push(format!("error: writing {}: {e}", path.display()));
+        }
+    }
+    if let Some(path) = waterfall {
+        let (svg, png) = match path.extension().and_then(|e| e.to_str()) {
+            Some("png") => (path.with_extension("svg"), Some(path.to_path_buf())),
+            _ => (path.to_path_buf(), None),
+        };
+        match quiclab_page::waterfall::write_waterfall(
+            objects,
+            &quiclab_page::waterfall::WaterfallOptions {
+                title,
+                page_load_ms: doc["plt_ms"].as_f64(),
+                ..Default::default()
+            },
+            &svg,
+            png.as_deref(),
+        ) {
+            Ok(out) => notes.extend(out.note.map(|n| format!("note: {n}"))),
+            Err(e) => notes.push(format!("error: writing the waterfall: {e}")),
+        }
+    }
+    notes
 }
 
 /// Loads one page in a running lab and stops its emulator. Returns the result document, the
@@ -283,7 +313,7 @@ fn load_in(
         lab.address_v6(Side::Server).into(),
     ])?;
     cert.save(work)?;
-    let exe = std::env::current_exe()?;
+    let exe = crate::self_exe::path()?;
     let exe = exe.to_str().context("executable path")?;
     let cc_flags = |c: &mut std::process::Command| {
         c.args([

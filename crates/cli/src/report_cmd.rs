@@ -40,6 +40,10 @@ pub struct ExportArgs {
 fn metric_info(name: &str) -> MetricInfo {
     let (label, unit, lower) = match name {
         "total_ms" => ("Download time", "ms", true),
+        "plt_ms" => ("Page load time", "ms", true),
+        "dom_content_loaded_ms" => ("DOMContentLoaded", "ms", true),
+        "connections" => ("Connections", "", true),
+        "objects" => ("Objects", "", false),
         "ttfb_ms" => ("Time to first byte", "ms", true),
         "handshake_ms" => ("Handshake time", "ms", true),
         "connect_ms" => ("TCP connect time", "ms", true),
@@ -84,6 +88,22 @@ pub fn write_report(dir: &Path, options: &ReportOptions) -> Result<quiclab_repor
     let store = Store::open(&dir.join("results.sqlite"))?;
     let scenario = store.scenario()?;
     let runs = store.runs()?;
+    // Page loads have their own headline metric: page load time.
+    let page_defaults;
+    let options = if runs.iter().any(|r| r.metrics.contains_key("plt_ms"))
+        && options.metrics == quiclab_report::default_metrics()
+    {
+        page_defaults = ReportOptions {
+            metrics: ["plt_ms", "connections", "loss_ratio"]
+                .iter()
+                .map(|m| metric_info(m))
+                .collect(),
+            ..options.clone()
+        };
+        &page_defaults
+    } else {
+        options
+    };
     if !runs.iter().any(|r| r.protocol == options.baseline) && !runs.is_empty() {
         let protocols: std::collections::BTreeSet<&str> =
             runs.iter().map(|r| r.protocol.as_str()).collect();

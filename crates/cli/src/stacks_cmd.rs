@@ -471,7 +471,7 @@ pub fn transfer_full(
         lab.address_v6(Side::Server).into(),
     ])?;
     cert.save(&work)?;
-    let exe = std::env::current_exe()?;
+    let exe = crate::self_exe::path()?;
     let exe = exe.to_str().context("executable path")?;
     let cc_flags = |c: &mut std::process::Command| {
         c.args([

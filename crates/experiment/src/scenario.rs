@@ -62,15 +62,30 @@ pub const LINK_KEYS: &[&str] = &[
 /// Keys accepted in `[workload]` when `kind = "bulk"`.
 pub const BULK_KEYS: &[&str] = &["kind", "size"];
 
+/// Keys accepted in `[workload]` when `kind = "page"`: `page` is a built-in page name or a
+/// directory with an index.html; `browser` is `builtin` or `chromium`; `max_streams` limits the
+/// concurrent requests of h2/h3.
+pub const PAGE_KEYS: &[&str] = &["kind", "page", "browser", "max_streams"];
+
+const BROWSERS: &[&str] = &["builtin", "chromium"];
+
+/// The `[workload]` keys of a kind.
+pub fn workload_keys(kind: &str) -> &'static [&'static str] {
+    match kind {
+        "page" => PAGE_KEYS,
+        _ => BULK_KEYS,
+    }
+}
+
 /// Keys accepted in `[protocol]` (and as `[grid]` axes).
 pub const PROTOCOL_KEYS: &[&str] = &["protocol", "tls", "cc", "resume", "zero_rtt"];
 
 /// Workload kinds implemented today.
-pub const WORKLOAD_KINDS: &[&str] = &["bulk"];
+pub const WORKLOAD_KINDS: &[&str] = &["bulk", "page"];
 
 /// Workload kinds that are planned; named separately so the error can say
 /// "not supported yet" rather than "unknown".
-const PLANNED_KINDS: &[&str] = &["page", "dash", "flows"];
+const PLANNED_KINDS: &[&str] = &["dash", "flows"];
 
 /// Protocols, in the order used when none are given.
 pub const PROTOCOLS: &[&str] = &["h1", "h2", "h3"];
@@ -384,6 +399,18 @@ impl Parser<'_> {
                     WORKLOAD_KINDS.join(", ")
                 ))),
             },
+            "browser" => match &value.value {
+                Value::String(_) => one_of(BROWSERS),
+                _ => Err(bad(&format!("one of: {}", BROWSERS.join(", ")))),
+            },
+            "page" => match &value.value {
+                Value::String(s) if !s.is_empty() => Ok(()),
+                _ => Err(bad("a built-in page name or a directory (string)")),
+            },
+            "max_streams" => match value.value {
+                Value::Integer(i) if i >= 1 => Ok(()),
+                _ => Err(bad("an integer ≥ 1")),
+            },
             "size" => match value.value {
                 Value::String(_) => Ok(()),
                 Value::Integer(i) if i >= 0 => Ok(()),
@@ -617,13 +644,15 @@ impl Parser<'_> {
         })?;
         let kind_value = self.scalar("[workload]", "kind", kind)?;
         self.check("[workload]", "kind", &kind_value)?;
-        let workload = self.scalar_table("[workload]", wl_table, BULK_KEYS)?;
+        let kind_name = kind_value.value.to_string();
+        let kind_keys = workload_keys(&kind_name);
+        let workload = self.scalar_table("[workload]", wl_table, kind_keys)?;
 
         let mut grid: Vec<(String, Vec<Located<Value>>)> = Vec::new();
         if let Some(g) = grid_value {
             let known: Vec<&str> = LINK_KEYS
                 .iter()
-                .chain(BULK_KEYS.iter().filter(|&&k| k != "kind"))
+                .chain(kind_keys.iter().filter(|&&k| k != "kind"))
                 .chain(PROTOCOL_KEYS)
                 .copied()
                 .collect();
@@ -679,7 +708,16 @@ impl Parser<'_> {
             }
         }
 
-        if !workload.contains_key("size") && !grid.iter().any(|(k, _)| k == "size") {
+        let missing =
+            |key: &str| !workload.contains_key(key) && !grid.iter().any(|(k, _)| k == key);
+        if kind_name == "page" && missing("page") {
+            return Err(self.at(
+                wl_value.span(),
+                "missing key \"page\" in [workload] (a built-in page such as \"carlucci-small\", or a directory with an index.html)"
+                    .into(),
+            ));
+        }
+        if kind_name == "bulk" && missing("size") {
             return Err(self.at(
                 wl_value.span(),
                 "missing key \"size\" in [workload] (bulk needs a transfer size, e.g. size = \"5MB\")"
@@ -875,9 +913,36 @@ loss = ["0%", "2%"]
 
     #[test]
     fn workload_kinds() {
-        let e = err(&with_line(8, "kind = \"page\""));
+        let e = err(&with_line(8, "kind = \"dash\""));
         assert!(e.starts_with("s.toml:8:"), "{e}");
-        assert!(e.contains("not supported yet; accepted kinds: bulk"), "{e}");
+        assert!(
+            e.contains("not supported yet; accepted kinds: bulk, page"),
+            "{e}"
+        );
+        // A page workload takes page keys, not bulk's, and needs a page.
+        let e = err(&with_line(8, "kind = \"page\""));
+        assert!(e.starts_with("s.toml:9: unknown key \"size\""), "{e}");
+        let e = err(&with_line(
+            8,
+            "kind = \"page\"\npage = \"carlucci-small\"\nbrowser = \"netscape\"",
+        ));
+        assert!(
+            e.contains("key \"browser\"") && e.contains("builtin, chromium"),
+            "{e}"
+        );
+        let page = EXAMPLE
+            .replace(
+                "kind = \"bulk\"\nsize = \"5MB\"",
+                "kind = \"page\"\nmax_streams = 6",
+            )
+            .replace(
+                "loss = [",
+                "page = [\"carlucci-small\", \"megyesi-5-large\"]\nloss = [",
+            );
+        let s = parse(&page, "s.toml").unwrap();
+        assert!(s.grid.iter().any(|(k, v)| k == "page" && v.len() == 2));
+        let e = err(&EXAMPLE.replace("kind = \"bulk\"\nsize = \"5MB\"", "kind = \"page\""));
+        assert!(e.contains("missing key \"page\""), "{e}");
         let e = err(&with_line(8, "kind = \"video\""));
         assert!(e.contains("accepted kinds") || e.contains("bulk"), "{e}");
         let e = err(&with_line(9, "sizes = \"5MB\""));

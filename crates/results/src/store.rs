@@ -347,6 +347,24 @@ impl Store {
         Ok(keys)
     }
 
+    /// Removes the runs that failed or timed out (with their metrics and series), so that a resumed
+    /// plan runs them again; returns how many. Runs that finished `ok` are never touched.
+    pub fn forget_failed(&mut self) -> Result<usize> {
+        let tx = self.conn.transaction()?;
+        let filter = "SELECT key FROM runs WHERE status != 'ok'";
+        tx.execute(
+            &format!("DELETE FROM metrics WHERE run_key IN ({filter})"),
+            [],
+        )?;
+        tx.execute(
+            &format!("DELETE FROM series WHERE run_key IN ({filter})"),
+            [],
+        )?;
+        let n = tx.execute("DELETE FROM runs WHERE status != 'ok'", [])?;
+        tx.commit()?;
+        Ok(n)
+    }
+
     /// Commits one finished run, its metrics and its time series in one transaction.
     pub fn record(&mut self, run: &StoredRun, series: &[Series]) -> Result<()> {
         let session = self
@@ -632,6 +650,15 @@ pub(crate) mod tests {
         .unwrap();
         s.record(&run("b", 1, Status::Timeout), &[]).unwrap();
         drop(s);
+        {
+            // A copy: forgetting failed runs leaves the ok ones alone.
+            let copy = path.with_file_name("copy.sqlite");
+            std::fs::copy(&path, &copy).unwrap();
+            let mut c = Store::open(&copy).unwrap();
+            assert_eq!(c.forget_failed().unwrap(), 1);
+            assert_eq!(c.done_keys().unwrap(), HashSet::from(["a".to_string()]));
+            assert_eq!(c.series().unwrap().len(), 1);
+        }
 
         // Without --resume an existing database with runs is refused, naming the way out.
         let e = Store::create_or_resume(&path, &scenario(), false)

@@ -73,7 +73,7 @@ pub fn run(args: BenchRunnerArgs) -> Result<i32> {
     let before = leftovers();
     let (fds_before, rss_before) = super::own_resources();
     let t = std::time::Instant::now();
-    let outcome = super::execute(&file, &scenario, &text, &plan, &out, false)?;
+    let outcome = super::execute(&file, &scenario, &text, &plan, &out, super::Resume::No)?;
     let wall = t.elapsed().as_secs_f64();
     let after = leftovers();
     let (fds_after, rss_after) = super::own_resources();

@@ -22,7 +22,7 @@ use quiclab_results::{ScenarioRecord, Series, Status, Store, StoredRun};
 use serde_json::Value;
 
 use crate::stacks_cmd::TransferTimeout;
-use params::{PreparedRun, Preparer};
+use params::{PreparedRun, Preparer, Workload};
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
@@ -34,6 +34,9 @@ pub struct RunArgs {
     /// Continue an interrupted run of the same scenario: skip the runs already stored
     #[arg(long)]
     pub resume: bool,
+    /// With --resume: run the stored failed and timed-out runs again (their records are replaced)
+    #[arg(long, requires = "resume")]
+    pub retry_failed: bool,
     /// List the runs and an estimate of how long they take, and run nothing
     #[arg(long)]
     pub dry_run: bool,
@@ -130,11 +133,27 @@ pub fn run(args: RunArgs) -> Result<i32> {
         return Ok(0);
     }
 
-    let outcome = execute(&args.file, &scenario, &text, &plan, &out, args.resume)?;
+    let resume = if args.retry_failed {
+        Resume::RetryFailed
+    } else if args.resume {
+        Resume::Yes
+    } else {
+        Resume::No
+    };
+    let outcome = execute(&args.file, &scenario, &text, &plan, &out, resume)?;
     if args.report {
         crate::report_cmd::write_report(&outcome.out, &Default::default())?;
     }
     Ok(if outcome.failed > 0 { 1 } else { 0 })
+}
+
+/// Whether a run continues a results database.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resume {
+    No,
+    Yes,
+    /// Resume, and run the stored failed/timed-out runs again.
+    RetryFailed,
 }
 
 /// Runs the plan's runs not yet stored in `out/results.sqlite`.
@@ -144,7 +163,7 @@ pub fn execute(
     text: &str,
     plan: &[RunSpec],
     out: &Path,
-    resume: bool,
+    resume: Resume,
 ) -> Result<RunOutcome> {
     quiclab_lab::topology::check_privileges()?;
     // Labs of an earlier runner killed with SIGKILL (which no handler sees) go first.
@@ -164,8 +183,12 @@ pub fn execute(
         text: text.to_string(),
         planned_runs: plan.len(),
     };
-    let mut store = Store::create_or_resume(&db, &record, resume)?;
+    let mut store = Store::create_or_resume(&db, &record, resume != Resume::No)?;
     store.set_planned_runs(plan.len())?;
+    if resume == Resume::RetryFailed {
+        let n = store.forget_failed()?;
+        eprintln!("quiclab run: {n} failed or timed-out run(s) will run again");
+    }
     let done = store.done_keys()?;
     let todo: Vec<&RunSpec> = plan.iter().filter(|r| !done.contains(&r.key)).collect();
     let skipped = plan.len() - todo.len();
@@ -193,6 +216,7 @@ pub fn execute(
         format_duration(estimates.iter().sum()),
         db.display()
     );
+    crate::self_exe::pin();
     let progress = Progress::new(todo.len() as u64);
     let mut outcome = RunOutcome {
         out: out.to_path_buf(),
@@ -226,6 +250,7 @@ pub fn execute(
         progress.finish_one(&stored);
     }
     progress.done();
+    crate::self_exe::unpin();
     let total = store.run_count()?;
     eprintln!(
         "quiclab run: {} of {} run(s) stored in {} ({} ran now, {} failed or timed out, {} flagged)",
@@ -302,7 +327,7 @@ fn execute_one(
         index: run.index,
         setting: run.setting,
         setting_label: params::setting_label(scenario, run),
-        protocol: prepared.bulk.proto.to_string(),
+        protocol: prepared.protocol().to_string(),
         repetition: run.repetition,
         seed: prepared.spec.seed,
         params: run.params.clone(),
@@ -339,8 +364,28 @@ fn execute_one(
             return (stored, series);
         }
     };
-    prepared.bulk.trace = trace_dir.clone();
-    let result = crate::stacks_cmd::transfer_full(&prepared.bulk, &mut running);
+    let result = match &mut prepared.work {
+        Workload::Bulk(bulk) => {
+            bulk.trace = trace_dir.clone();
+            crate::stacks_cmd::transfer_full(bulk, &mut running)
+        }
+        Workload::Page(page) => {
+            page.trace = trace_dir.clone();
+            crate::page_cmd::load(page, &mut running).map(|(doc, fidelity, objects)| {
+                if let Some(dir) = &trace_dir {
+                    crate::page_cmd::write_har_and_waterfall(
+                        page,
+                        &doc,
+                        &objects,
+                        &running.spec,
+                        Some(&dir.join("page.har")),
+                        Some(&dir.join("waterfall.svg")),
+                    );
+                }
+                (doc, fidelity)
+            })
+        }
+    };
     let t1 = Instant::now();
     drop(running);
     let teardown_ms = t1.elapsed().as_secs_f64() * 1e3;
@@ -475,6 +520,7 @@ impl Progress {
         let headline = run
             .metrics
             .get("total_ms")
+            .or_else(|| run.metrics.get("plt_ms"))
             .map_or(String::new(), |t| format!(" {t:.0} ms"));
         let line = format!(
             "[{}/{}] {} {}{headline}{}{}",

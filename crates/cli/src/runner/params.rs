@@ -15,6 +15,7 @@ use quiclab_lab::LinkSpec;
 use quiclab_proto::options::{Protocol, QuicCongestion, TcpCongestion, TlsVersion};
 
 use crate::link_args::LinkArgs;
+use crate::page_cmd::{PageRun, PageSource};
 use crate::stacks_cmd::{BulkRun, parse_size};
 
 #[derive(Parser)]
@@ -37,8 +38,22 @@ const PATH_KEYS: &[&str] = &[
 pub struct PreparedRun {
     pub link: LinkArgs,
     pub spec: LinkSpec,
-    /// The transfer; its `timeout` is the run's time limit (set-up and teardown come on top).
-    pub bulk: BulkRun,
+    pub work: Workload,
+}
+
+/// What a run measures. Each carries its own time limit (set-up and teardown come on top).
+pub enum Workload {
+    Bulk(BulkRun),
+    Page(PageRun),
+}
+
+impl PreparedRun {
+    pub fn protocol(&self) -> Protocol {
+        match &self.work {
+            Workload::Bulk(b) => b.proto,
+            Workload::Page(p) => p.proto,
+        }
+    }
 }
 
 /// Turns plan entries into runnable ones, reporting errors against the scenario file.
@@ -141,16 +156,6 @@ impl<'a> Preparer<'a> {
         let proto: Protocol = proto_s
             .parse()
             .map_err(|e| self.at("protocol", proto_s, e))?;
-        let size_s = get("size").ok_or_else(|| {
-            anyhow!(
-                "{}: [workload] needs a size (bulk), e.g. size = \"5MB\"",
-                self.file
-            )
-        })?;
-        let size = match size_s.parse::<u64>() {
-            Ok(n) if n > 0 => n,
-            _ => parse_size(size_s).map_err(|e| self.at("size", size_s, e))?,
-        };
         let tls = get("tls")
             .map(|t| t.parse::<TlsVersion>().map_err(|e| self.at("tls", t, e)))
             .transpose()?;
@@ -202,14 +207,70 @@ impl<'a> Preparer<'a> {
                         t.line
                     ));
                 }
-                Duration::from_nanos(ns)
+                Some(Duration::from_nanos(ns))
             }
-            None => crate::stacks_cmd::default_timeout(size, &spec),
+            None => None,
         };
-        Ok(PreparedRun {
-            link,
-            spec,
-            bulk: BulkRun {
+        let work = if get("kind") == Some("page") {
+            if resume || zero_rtt {
+                let key = if resume { "resume" } else { "zero_rtt" };
+                return Err(self.at(
+                    key,
+                    "true",
+                    "page loads start cold (a fresh browser, no session tickets); resumption is \
+                     measured with kind = \"bulk\"",
+                ));
+            }
+            let page_s = get("page").ok_or_else(|| {
+                anyhow!(
+                    "{}: [workload] needs a page, e.g. page = \"carlucci-small\"",
+                    self.file
+                )
+            })?;
+            // A name without a slash is a built-in page; anything else a directory, relative to
+            // the scenario file.
+            let page = if page_s.contains('/') {
+                PageSource::Dir(PathBuf::from(self.resolve_path("page", page_s)))
+            } else {
+                PageSource::Builtin(page_s.to_string())
+            };
+            page.validate().map_err(|e| self.at("page", page_s, e))?;
+            let chromium = get("browser") == Some("chromium");
+            if chromium {
+                quiclab_browser::check_chromium(Path::new(quiclab_browser::DEFAULT_CHROMIUM))
+                    .map_err(|e| self.at("browser", "chromium", e))?;
+            }
+            let max_streams = get("max_streams")
+                .map(|m| {
+                    m.parse::<u64>()
+                        .ok()
+                        .filter(|&n| n >= 1)
+                        .ok_or_else(|| self.at("max_streams", m, "expected an integer ≥ 1"))
+                })
+                .transpose()?;
+            Workload::Page(PageRun {
+                proto,
+                page,
+                chromium,
+                max_streams,
+                tls,
+                tcp_cc,
+                quic_cc,
+                timeout: timeout.unwrap_or(Duration::from_secs(60)),
+                trace: None,
+            })
+        } else {
+            let size_s = get("size").ok_or_else(|| {
+                anyhow!(
+                    "{}: [workload] needs a size (bulk), e.g. size = \"5MB\"",
+                    self.file
+                )
+            })?;
+            let size = match size_s.parse::<u64>() {
+                Ok(n) if n > 0 => n,
+                _ => parse_size(size_s).map_err(|e| self.at("size", size_s, e))?,
+            };
+            Workload::Bulk(BulkRun {
                 proto,
                 size,
                 resume,
@@ -221,9 +282,12 @@ impl<'a> Preparer<'a> {
                 ipv6: false,
                 trace: None,
                 qlog: false,
-                timeout: Some(timeout),
-            },
-        })
+                timeout: Some(
+                    timeout.unwrap_or_else(|| crate::stacks_cmd::default_timeout(size, &spec)),
+                ),
+            })
+        };
+        Ok(PreparedRun { link, spec, work })
     }
 }
 
@@ -281,8 +345,21 @@ pub fn estimate_seconds(prepared: &PreparedRun) -> f64 {
     } else {
         f64::INFINITY
     };
-    let transfer = prepared.bulk.size as f64 * 8.0 / rate.min(mathis);
-    OVERHEAD_S + 4.0 * rtt + transfer * 1.1
+    let (bytes, extra_s) = match &prepared.work {
+        Workload::Bulk(b) => (b.size as f64, 0.0),
+        Workload::Page(p) => {
+            let bytes = match &p.page {
+                PageSource::Builtin(n) => {
+                    quiclab_page::corpus::lookup(n).map_or(1e6, |s| s.total_bytes() as f64)
+                }
+                PageSource::Dir(_) => 1e6,
+            };
+            // Chromium's start-up; a few more round trips for discovery.
+            (bytes, if p.chromium { 2.5 } else { 0.0 } + 4.0 * rtt)
+        }
+    };
+    let transfer = bytes * 8.0 / rate.min(mathis);
+    OVERHEAD_S + 4.0 * rtt + transfer * 1.1 + extra_s
 }
 
 #[cfg(test)]
@@ -308,11 +385,14 @@ mod tests {
         .unwrap();
         assert_eq!(runs.len(), 2 * 2 * 2 * 2);
         assert_eq!(runs[0].spec.downlink.constant_rate_bps(), Some(3_000_000));
-        assert_eq!(runs[0].bulk.size, 1_000_000);
+        let Workload::Bulk(bulk) = &runs[0].work else {
+            panic!("a bulk run")
+        };
+        assert_eq!(bulk.size, 1_000_000);
         // The protocols of one repetition share the seed; repetitions differ.
         assert_eq!(runs[0].spec.seed, runs[1].spec.seed);
         assert_ne!(runs[0].spec.seed, runs[2].spec.seed);
-        assert!(runs[0].bulk.timeout.unwrap() > Duration::from_secs(30));
+        assert!(bulk.timeout.unwrap() > Duration::from_secs(30));
     }
 
     #[test]

@@ -1,0 +1,227 @@
+//! `quiclab page` as a user meets it: the built-in loader over every protocol through the emulator,
+//! Chromium as the reference, HAR and waterfall output, bad input, and page scenarios in the runner.
+//! Tests that build labs need root and skip (saying so) without it.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use serde_json::Value;
+
+fn quiclab() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_quiclab"))
+}
+
+fn root_or_skip(test: &str) -> bool {
+    quiclab_lab::host::can_build_labs_or_skip(test)
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("quiclab-page-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn page_json(args: &[&str]) -> Value {
+    let out = quiclab()
+        .arg("page")
+        .args(args)
+        .arg("--json")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{args:?}: {e}"))
+}
+
+fn expected_protocol(proto: &str) -> &'static str {
+    match proto {
+        "h1" => "http/1.1",
+        "h2" => "h2",
+        _ => "h3",
+    }
+}
+
+#[test]
+fn each_carlucci_page_loads_over_each_protocol_through_the_emulator() {
+    if !root_or_skip("each_carlucci_page_loads_over_each_protocol_through_the_emulator") {
+        return;
+    }
+    let dir = temp_dir("carlucci");
+    for page in ["carlucci-small", "carlucci-medium", "carlucci-large"] {
+        let spec = quiclab_page::corpus::lookup(page).unwrap();
+        for proto in ["h1", "h2", "h3"] {
+            let har = dir.join(format!("{page}-{proto}.har"));
+            let svg = dir.join(format!("{page}-{proto}.svg"));
+            let d = page_json(&[
+                "--proto",
+                proto,
+                "--page",
+                page,
+                "--rate",
+                "20mbit",
+                "--rtt",
+                "20ms",
+                "--har",
+                har.to_str().unwrap(),
+                "--waterfall",
+                svg.to_str().unwrap(),
+            ]);
+            let what = format!("{page} over {proto}");
+            for key in [
+                "proto",
+                "page",
+                "objects",
+                "bytes",
+                "plt_ms",
+                "connections",
+                "browser",
+                "negotiated_protocols",
+                "fidelity",
+            ] {
+                assert!(!d[key].is_null(), "{what}: no {key}: {d}");
+            }
+            assert_eq!(d["objects"], spec.objects().len() as u64, "{what}");
+            assert_eq!(d["bytes"], spec.total_bytes(), "{what}");
+            assert_eq!(d["browser"], "builtin");
+            assert_eq!(
+                d["negotiated_protocols"],
+                serde_json::json!([expected_protocol(proto)]),
+                "{what}"
+            );
+            let connections = d["connections"].as_u64().unwrap();
+            if proto == "h1" {
+                assert!(connections > 1 && connections <= 6, "{what}: {connections}");
+            } else {
+                assert_eq!(connections, 1, "{what}");
+            }
+            // At 20 Mbit/s the bytes alone take this long; handshakes and discovery add round trips.
+            let wire_ms = spec.total_bytes() as f64 * 8.0 / 20e6 * 1e3;
+            let plt = d["plt_ms"].as_f64().unwrap();
+            assert!(plt > wire_ms && plt < 30_000.0, "{what}: {plt} ms");
+            let har_text = std::fs::read_to_string(&har).unwrap();
+            quiclab_page::har::validate(&har_text)
+                .unwrap_or_else(|e| panic!("{what}: HAR invalid: {e:?}"));
+            assert!(std::fs::read_to_string(&svg).unwrap().contains("<svg"));
+        }
+    }
+}
+
+#[test]
+fn chromium_loads_over_each_protocol_with_the_asked_next_hop_protocol() {
+    if !root_or_skip("chromium_loads_over_each_protocol_with_the_asked_next_hop_protocol") {
+        return;
+    }
+    if !std::path::Path::new(quiclab_browser::DEFAULT_CHROMIUM).exists() {
+        quiclab_lab::host::report_skip(
+            "chromium_loads_over_each_protocol_with_the_asked_next_hop_protocol: no Chromium \
+             (apt-get install chromium; scripts/test installs it)",
+        );
+        return;
+    }
+    for proto in ["h1", "h2", "h3"] {
+        let d = page_json(&[
+            "--proto",
+            proto,
+            "--page",
+            "megyesi-5-small",
+            "--browser",
+            "chromium",
+            "--rate",
+            "20mbit",
+            "--rtt",
+            "20ms",
+        ]);
+        assert_eq!(d["browser"], "chromium");
+        assert_eq!(
+            d["negotiated_protocols"],
+            serde_json::json!([expected_protocol(proto)]),
+            "{proto}: {d}"
+        );
+        assert_eq!(d["objects"], 6, "{proto}");
+        assert!(d["plt_ms"].as_f64().unwrap() > 20.0, "{proto}");
+    }
+}
+
+#[test]
+fn bad_pages_are_clear_errors() {
+    let dir = temp_dir("bad");
+    let out = quiclab()
+        .args(["page", "--proto", "h2", "--page-dir"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("index.html") && err.contains(&*dir.to_string_lossy()),
+        "{err}"
+    );
+
+    std::fs::write(dir.join("index.html"), "<img src=\"gone.png\">").unwrap();
+    let out = quiclab()
+        .args(["page", "--proto", "h2", "--page-dir"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("gone.png"), "{err}");
+
+    let out = quiclab()
+        .args(["page", "--proto", "h2", "--page", "carlucci-huge"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("carlucci-small") && err.contains("megyesi-50-large"),
+        "{err}"
+    );
+}
+
+#[test]
+fn page_scenarios_run_in_the_runner() {
+    if !root_or_skip("page_scenarios_run_in_the_runner") {
+        return;
+    }
+    let dir = temp_dir("scenario");
+    let file = dir.join("s.toml");
+    std::fs::write(
+        &file,
+        "name = \"pages\"\n[workload]\nkind = \"page\"\npage = \"megyesi-5-small\"\n\
+         [link]\nrate = \"10mbit\"\nrtt = \"20ms\"\n",
+    )
+    .unwrap();
+    let out_dir = dir.join("out");
+    let out = quiclab()
+        .arg("run")
+        .arg(&file)
+        .arg("--out")
+        .arg(&out_dir)
+        .arg("--report")
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let runs = quiclab_results::Store::open(&out_dir.join("results.sqlite"))
+        .unwrap()
+        .runs()
+        .unwrap();
+    assert_eq!(runs.len(), 3);
+    for r in &runs {
+        assert!(r.metrics["plt_ms"] > 20.0, "{}", r.key);
+        assert_eq!(r.metrics["objects"], 6.0, "{}", r.key);
+    }
+    // Repetition 1 is traced: its HAR and waterfall are kept.
+    assert!(out_dir.join("traces/run-00000/page.har").exists());
+    let html = std::fs::read_to_string(out_dir.join("report.html")).unwrap();
+    assert!(
+        html.contains("Page load time"),
+        "the report's primary metric is PLT"
+    );
+}
