@@ -117,7 +117,8 @@ pub struct PageRun {
     pub trace: Option<PathBuf>,
 }
 
-/// Splits `--cc` by protocol, as `quiclab bulk` does.
+/// Splits a congestion-control name by protocol (TCP for h1/h2, QUIC for h3): `--cc` of `bulk` and
+/// `page`, `cc` of scenarios.
 pub fn congestion(proto: Protocol, cc: &str) -> Result<(TcpCongestion, QuicCongestion)> {
     Ok(match proto {
         Protocol::H3 => (

@@ -322,20 +322,7 @@ impl std::fmt::Display for TransferTimeout {
 impl std::error::Error for TransferTimeout {}
 
 pub fn bulk(args: BulkArgs) -> Result<i32> {
-    let (tcp_cc, quic_cc) = match args.proto {
-        Protocol::H3 => (
-            TcpCongestion::Cubic,
-            args.cc
-                .parse::<QuicCongestion>()
-                .map_err(|e| anyhow::anyhow!("--cc: {e}"))?,
-        ),
-        _ => (
-            args.cc
-                .parse::<TcpCongestion>()
-                .map_err(|e| anyhow::anyhow!("--cc: {e} (for h1/h2: cubic, reno, bbr)"))?,
-            QuicCongestion::Cubic,
-        ),
-    };
+    let (tcp_cc, quic_cc) = crate::page_cmd::congestion(args.proto, &args.cc).context("--cc")?;
     if args.zero_rtt && args.proto != Protocol::H3 {
         bail!("--0rtt needs --proto h3 (quiclab's TCP stacks do not send TLS early data)");
     }

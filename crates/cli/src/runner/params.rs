@@ -179,22 +179,10 @@ impl<'a> Preparer<'a> {
                 ),
             ));
         }
-        let (mut tcp_cc, mut quic_cc) = (TcpCongestion::Cubic, QuicCongestion::Cubic);
-        if let Some(cc) = get("cc") {
-            if proto == Protocol::H3 {
-                quic_cc = cc.parse().map_err(|e| {
-                    self.at(
-                        "cc",
-                        cc,
-                        format!("{e} (for h3: cubic, newreno, bbr, gquic-cubic)"),
-                    )
-                })?;
-            } else {
-                tcp_cc = cc
-                    .parse()
-                    .map_err(|e| self.at("cc", cc, format!("{e} (for h1/h2: cubic, reno, bbr)")))?;
-            }
-        }
+        let (tcp_cc, quic_cc) = match get("cc") {
+            Some(cc) => crate::page_cmd::congestion(proto, cc).map_err(|e| self.at("cc", cc, e))?,
+            None => (TcpCongestion::Cubic, QuicCongestion::Cubic),
+        };
         let timeout = match &self.scenario.timeout {
             Some(t) => {
                 let s = t.value.to_string();
