@@ -111,6 +111,9 @@ impl Lab {
     /// Creates the namespaces and TUN devices. Needs root and `/dev/net/tun`.
     pub fn create(opts: &LabOptions) -> Result<Lab> {
         check_privileges()?;
+        let Some(_setup) = crate::registry::setup_guard() else {
+            bail!("quiclab is shutting down (interrupted): no new lab");
+        };
         let started = Instant::now();
         let pid = std::process::id() as i32;
         let id = format!(
