@@ -221,6 +221,28 @@ pub(crate) async fn connect_tcp_tls(
     Ok((tls, connection))
 }
 
+/// The QUIC application close code of an HTTP/3 connection that ends normally (RFC 9114 §8.1).
+pub(crate) const H3_NO_ERROR: quinn::VarInt = quinn::VarInt::from_u32(0x100);
+
+/// Ends the sending side of an HTTP/3 request (its FIN).
+///
+/// RFC 9114 §4.1: a server may send its whole response before reading the whole request and then
+/// stop our sending side (STOP_SENDING); clients "MUST NOT discard complete responses as a result
+/// of having their request terminated abruptly". So a stop here is not an error: the response is
+/// read as usual. When the client task is descheduled between HEADERS and FIN (a loaded host), the
+/// stop can arrive first; treating it as fatal failed h3 page loads at random.
+pub(crate) async fn finish_h3_request<S>(
+    stream: &mut h3::client::RequestStream<S, Bytes>,
+) -> Result<(), h3::error::StreamError>
+where
+    S: h3::quic::SendStream<Bytes>,
+{
+    match stream.finish().await {
+        Err(h3::error::StreamError::RemoteTerminate { .. }) => Ok(()),
+        other => other,
+    }
+}
+
 /// A client QUIC endpoint on an ephemeral port of the server's address family.
 pub(crate) fn quic_client_endpoint(server: SocketAddr) -> Result<quinn::Endpoint> {
     let bind: SocketAddr = if server.is_ipv6() {
@@ -349,7 +371,7 @@ async fn quic_once(
                     let mut report = report;
                     report.connection.resumed = resumed;
                     report.connection.zero_rtt_accepted = zero_rtt_accepted;
-                    conn.close(0u32.into(), b"done");
+                    conn.close(H3_NO_ERROR, b"done");
                     return Ok(report);
                 }
                 accepted.await;
@@ -372,7 +394,7 @@ async fn quic_once(
         // closing the warm-up connection.
         tokio::time::sleep(conn.rtt() * 2).await;
     }
-    conn.close(0u32.into(), b"done");
+    conn.close(H3_NO_ERROR, b"done");
     Ok(report)
 }
 
@@ -397,7 +419,7 @@ async fn quic_requests(
             let req = Request::get(format!("https://{SERVER_NAME}{path}")).body(())?;
             let sent = ms(t0);
             let mut stream = sender.send_request(req).await?;
-            stream.finish().await?;
+            finish_h3_request(&mut stream).await?;
             let resp = stream.recv_response().await?;
             let first_byte_ms = ms(t0);
             let mut bytes = 0u64;
@@ -462,4 +484,152 @@ async fn quic_requests(
         requests,
         t0,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    //! The end of an HTTP/3 request when the response comes first (RFC 9114 §4.1). Both tests hold
+    //! the request's FIN back until the whole response is in, the order a descheduled client task
+    //! produces by chance.
+
+    use std::net::{IpAddr, Ipv4Addr};
+
+    use super::*;
+    use crate::server::{ServerOptions, serve};
+
+    const LOCAL: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
+
+    type Stream = h3::client::RequestStream<h3_quinn::BidiStream<Bytes>, Bytes>;
+
+    /// What the client holds after [`get_without_fin`]; dropping the request sender would close the
+    /// HTTP/3 connection.
+    struct Held {
+        stream: Stream,
+        conn: quinn::Connection,
+        _sender: h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>,
+        bytes: u64,
+    }
+
+    /// Connects an HTTP/3 client, sends a GET without its FIN and reads the whole response.
+    async fn get_without_fin(cert: &LabCertificate, server: SocketAddr) -> Held {
+        let endpoint = quic_client_endpoint(server).unwrap();
+        let crypto = quic_client_crypto(cert, false, Arc::default()).unwrap();
+        let config = quic_client_config(crypto, QuicCongestion::Cubic, 10, None).unwrap();
+        let conn = endpoint
+            .connect_with(config, server, SERVER_NAME)
+            .unwrap()
+            .await
+            .unwrap();
+        let (mut driver, mut sender) = h3::client::new(h3_quinn::Connection::new(conn.clone()))
+            .await
+            .unwrap();
+        tokio::spawn(async move {
+            let _ = std::future::poll_fn(|cx| driver.poll_close(cx)).await;
+        });
+        let req = Request::get(format!("https://{SERVER_NAME}/bytes/5000"))
+            .body(())
+            .unwrap();
+        let mut stream = sender.send_request(req).await.unwrap();
+        let resp = stream.recv_response().await.unwrap();
+        assert_eq!(resp.status(), 200);
+        let mut bytes = 0;
+        while let Some(chunk) = stream.recv_data().await.unwrap() {
+            bytes += chunk.remaining() as u64;
+        }
+        // Time for anything the server does on dropping the stream to arrive here.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        Held {
+            stream,
+            conn,
+            _sender: sender,
+            bytes,
+        }
+    }
+
+    #[tokio::test]
+    async fn the_server_waits_for_the_request_end_instead_of_stopping_it() {
+        let cert = LabCertificate::generate(&[LOCAL]).unwrap();
+        let port = 14451;
+        let opts = ServerOptions {
+            cert: cert.clone(),
+            addresses: vec![LOCAL],
+            port,
+            dir: None,
+            tls: None,
+            tcp_cc: TcpCongestion::Cubic,
+            quic_cc: QuicCongestion::Cubic,
+            initial_window_packets: 10,
+            cwnd_log: None,
+            qlog_dir: None,
+        };
+        let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
+        tokio::spawn(async move {
+            let _ = serve(opts, move || {
+                let _ = ready_tx.send(());
+            })
+            .await;
+        });
+        ready_rx.await.unwrap();
+        let mut held = get_without_fin(&cert, SocketAddr::new(LOCAL, port)).await;
+        assert_eq!(held.bytes, 5000);
+        // A plain finish: it fails if the server stopped the stream when it was done with it.
+        held.stream
+            .finish()
+            .await
+            .expect("the server still reads the request after its response");
+        held.conn.close(H3_NO_ERROR, b"done");
+    }
+
+    #[tokio::test]
+    async fn a_client_keeps_a_complete_response_when_the_server_stops_its_request() {
+        let cert = LabCertificate::generate(&[LOCAL]).unwrap();
+        // A server that answers and then stops the request stream at once, as RFC 9114 allows.
+        let crypto = quinn::crypto::rustls::QuicServerConfig::try_from(
+            tls::quic_server_config(&cert).unwrap(),
+        )
+        .unwrap();
+        let endpoint = quinn::Endpoint::server(
+            quinn::ServerConfig::with_crypto(Arc::new(crypto)),
+            SocketAddr::new(LOCAL, 0),
+        )
+        .unwrap();
+        let server = endpoint.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Some(incoming) = endpoint.accept().await {
+                tokio::spawn(async move {
+                    let conn = incoming.await.unwrap();
+                    let mut h3 =
+                        h3::server::Connection::<_, Bytes>::new(h3_quinn::Connection::new(conn))
+                            .await
+                            .unwrap();
+                    while let Ok(Some(resolver)) = h3.accept().await {
+                        let (_req, mut stream) = resolver.resolve_request().await.unwrap();
+                        let resp = http::Response::new(());
+                        stream.send_response(resp).await.unwrap();
+                        let body = Bytes::from(vec![7u8; 5000]);
+                        stream.send_data(body).await.unwrap();
+                        stream.finish().await.unwrap();
+                        stream.stop_sending(h3::error::Code::H3_NO_ERROR);
+                        // Keep the connection until the client is done.
+                        tokio::time::sleep(Duration::from_secs(2)).await;
+                    }
+                });
+            }
+        });
+        // A plain finish fails: the stop really arrives before the FIN in this set-up ...
+        let mut plain = get_without_fin(&cert, server).await;
+        assert_eq!(plain.bytes, 5000, "the whole response arrived");
+        assert!(matches!(
+            plain.stream.finish().await,
+            Err(h3::error::StreamError::RemoteTerminate { .. })
+        ));
+        plain.conn.close(H3_NO_ERROR, b"done");
+        // ... and the client's own finish takes it as the end of a good exchange.
+        let mut held = get_without_fin(&cert, server).await;
+        assert_eq!(held.bytes, 5000, "the whole response arrived");
+        finish_h3_request(&mut held.stream)
+            .await
+            .expect("a stopped request is not an error");
+        held.conn.close(H3_NO_ERROR, b"done");
+    }
 }

@@ -604,7 +604,7 @@ async fn connection(
             async move { h3_get(&mut sender, path, t0).await }
         })
         .await;
-        quic.close(0u32.into(), b"done");
+        quic.close(crate::client::H3_NO_ERROR, b"done");
         return Ok(());
     }
 
@@ -774,7 +774,9 @@ async fn h3_get(
         .send_request(req)
         .await
         .context("sending the request")?;
-    stream.finish().await.context("finishing the request")?;
+    crate::client::finish_h3_request(&mut stream)
+        .await
+        .context("finishing the request")?;
     let sent_ms = ms(t0);
     let resp = stream
         .recv_response()

@@ -25,6 +25,9 @@ use crate::tls::{self, LabCertificate};
 /// so the initial window of 10 packets is comparable with TCP's 10 × 1448-byte segments.
 pub const QUIC_MTU: u16 = 1452;
 
+/// How long an HTTP/3 request task waits, once its response is sent, for the end of the request.
+const REQUEST_END_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// How the server runs.
 #[derive(Clone)]
 pub struct ServerOptions {
@@ -273,6 +276,8 @@ async fn accept_quic(
                 let resolver = match h3.accept().await {
                     Ok(Some(r)) => r,
                     Ok(None) => break,
+                    // A client's normal close is no news.
+                    Err(e) if e.is_h3_no_error() => break,
                     Err(e) => {
                         eprintln!("quiclab serve: h3 connection ended: {e}");
                         break;
@@ -306,6 +311,14 @@ async fn accept_quic(
                         }
                     }
                     let _ = stream.finish().await;
+                    // Read the request to its end before dropping the stream: dropping quinn's
+                    // receive side unread sends STOP_SENDING (code 0, not even H3_NO_ERROR), which
+                    // fails the client's FIN if it has not gone out yet. The FIN is normally
+                    // already here; the bound only keeps a silent client from holding the task.
+                    let _ = tokio::time::timeout(REQUEST_END_WAIT, async {
+                        while let Ok(Some(_)) = stream.recv_data().await {}
+                    })
+                    .await;
                 });
             }
         });
