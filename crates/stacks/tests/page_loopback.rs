@@ -270,8 +270,9 @@ fn a_page_that_never_finishes_fails_within_the_timeout() {
     let text = format!("{e:#}");
     assert!(text.contains("/index.html"), "{text}");
     assert!(text.contains("did not finish"), "{text}");
-    // The error is due at the timeout, not after some clean-up.
-    assert!(elapsed < Duration::from_millis(1300), "took {elapsed:?}");
+    // The error is due at the timeout, not after some clean-up (that would take seconds); the
+    // margin is for a loaded CI host.
+    assert!(elapsed < Duration::from_millis(2500), "took {elapsed:?}");
 }
 
 #[test]
