@@ -113,6 +113,64 @@ pub fn improvement(base: f64, x: f64) -> f64 {
     (base - x) / base * 100.0
 }
 
+/// A paired comparison of protocol `x` with a baseline: each pair is one repetition of one setting,
+/// the two runs made back to back (interleaved order) with the same seed, so they met the same
+/// drawn losses and nearly the same state of the machine. Differences within a pair are free of
+/// the drift between repetitions that the comparison of two means carries.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Paired {
+    /// Pairs compared.
+    pub n: usize,
+    /// Median over pairs of the per-pair improvement, in percent, positive = `x` better.
+    pub median_improvement: f64,
+    /// Pairs where `x` was better / worse than the baseline (equal ones count in neither).
+    pub better: usize,
+    pub worse: usize,
+    /// Two-sided exact sign test of "x is as often better as worse" (ties dropped); 1 when
+    /// every pair is a tie.
+    pub sign_test_p: f64,
+}
+
+/// Compares `x` with `base` pair by pair; each pair is `(base value, x value)`. `improvement`
+/// gives the per-pair improvement in percent with positive = better (e.g. [`improvement`] for
+/// lower-is-better metrics); pairs where it is not finite are left out. `None` without pairs.
+pub fn paired(pairs: &[(f64, f64)], improvement: impl Fn(f64, f64) -> f64) -> Option<Paired> {
+    let diffs: Vec<f64> = pairs
+        .iter()
+        .map(|&(b, x)| improvement(b, x))
+        .filter(|d| d.is_finite())
+        .collect();
+    let summary = summarize(&diffs)?;
+    let better = diffs.iter().filter(|&&d| d > 0.0).count();
+    let worse = diffs.iter().filter(|&&d| d < 0.0).count();
+    Some(Paired {
+        n: diffs.len(),
+        median_improvement: summary.median,
+        better,
+        worse,
+        sign_test_p: sign_test_p(better, worse),
+    })
+}
+
+/// Two-sided exact binomial sign test: the probability, if either outcome of a pair were equally
+/// likely, of a split at least as uneven as `a` against `b`. 1 when `a + b = 0`.
+pub fn sign_test_p(a: usize, b: usize) -> f64 {
+    let n = a + b;
+    if n == 0 {
+        return 1.0;
+    }
+    let k = a.min(b);
+    // Sum of C(n, i) / 2^n for i = 0..=k, term by term in log space so n in the thousands
+    // neither overflows nor underflows to a wrong 0.
+    let mut ln_term = -(n as f64) * std::f64::consts::LN_2; // i = 0: C(n, 0) / 2^n
+    let mut tail = ln_term.exp();
+    for i in 1..=k {
+        ln_term += ((n - i + 1) as f64).ln() - (i as f64).ln();
+        tail += ln_term.exp();
+    }
+    (2.0 * tail).min(1.0)
+}
+
 /// The winning rule of Megyesi et al. 2016 (Fig. 6), for metrics where lower
 /// is better (e.g. page load time).
 ///
@@ -226,6 +284,45 @@ mod tests {
         assert_eq!(improvement(10.0, 8.0), 20.0);
         assert_eq!(improvement(10.0, 12.0), -20.0);
         assert_eq!(improvement(10.0, 10.0), 0.0);
+    }
+
+    #[test]
+    fn sign_test_matches_binomial_tables() {
+        assert_eq!(sign_test_p(0, 0), 1.0);
+        // 10 of 10: 2 / 1024.
+        assert!(close(sign_test_p(10, 0), 2.0 / 1024.0, 1e-12));
+        assert!(close(sign_test_p(0, 10), 2.0 / 1024.0, 1e-12));
+        // 8 of 10: 2 × (1 + 10 + 45) / 1024 = 0.109375.
+        assert!(close(sign_test_p(8, 2), 0.109375, 1e-12));
+        // 5 of 10 is no evidence at all.
+        assert_eq!(sign_test_p(5, 5), 1.0);
+        // Large n stays finite and tiny instead of NaN or 0 from overflow.
+        let p = sign_test_p(2000, 0);
+        assert!((0.0..1e-300).contains(&p), "{p}");
+        // 600 of 1000: 2.72846e-10 (exact, Python's integer arithmetic).
+        let p = sign_test_p(600, 400);
+        assert!(close(p, 2.728_464_156e-10, 1e-18), "{p}");
+    }
+
+    #[test]
+    fn paired_counts_and_median() {
+        // Lower is better: x beats the baseline in pairs 1-3, loses pair 4, ties pair 5.
+        let pairs = [
+            (100.0, 90.0),
+            (100.0, 80.0),
+            (200.0, 100.0),
+            (100.0, 110.0),
+            (50.0, 50.0),
+        ];
+        let p = paired(&pairs, improvement).unwrap();
+        assert_eq!((p.n, p.better, p.worse), (5, 3, 1));
+        // Per-pair improvements 10, 20, 50, -10, 0: median 10.
+        assert!(close(p.median_improvement, 10.0, 1e-12));
+        assert!(close(p.sign_test_p, 0.625, 1e-12));
+        // A zero baseline gives no finite improvement: that pair is left out.
+        let p = paired(&[(0.0, 1.0), (10.0, 5.0)], improvement).unwrap();
+        assert_eq!(p.n, 1);
+        assert!(paired(&[], improvement).is_none());
     }
 
     #[test]

@@ -13,7 +13,7 @@
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
-use quiclab_experiment::stats::{self, Summary, Verdict};
+use quiclab_experiment::stats::{self, Paired, Summary, Verdict};
 
 use crate::{MetricInfo, ReportInput, ReportOptions, RunRecord, RunStatus};
 
@@ -39,6 +39,8 @@ impl Excluded {
 pub struct Cell {
     /// Values in execution order.
     pub values: Vec<f64>,
+    /// The repetition of each value (parallel to `values`).
+    pub repetitions: Vec<u32>,
     pub summary: Option<Summary>,
     pub excluded: Excluded,
 }
@@ -62,6 +64,9 @@ pub struct MetricTable {
     /// a mean is missing or the baseline mean is zero. Empty when the
     /// baseline protocol has no runs at all.
     pub improvements: Vec<Vec<Option<f64>>>,
+    /// `paired[s][p]`: protocol `p` against the baseline repetition by repetition (pairs where
+    /// both runs have a value); same shape and emptiness rules as `improvements`.
+    pub paired: Vec<Vec<Option<Paired>>>,
 }
 
 impl MetricTable {
@@ -181,6 +186,22 @@ pub fn winner_values(values: &[f64], lower_is_better: bool) -> Vec<f64> {
         .collect()
 }
 
+/// `(base, x)` value pairs of the repetitions both cells have, in repetition order. A repetition
+/// with more than one value in a cell (not made by the runner) pairs its first.
+fn pairs(base: &Cell, x: &Cell) -> Vec<(f64, f64)> {
+    let by_rep = |c: &Cell| {
+        let mut m = BTreeMap::new();
+        for (&r, &v) in c.repetitions.iter().zip(&c.values) {
+            m.entry(r).or_insert(v);
+        }
+        m
+    };
+    let (base, x) = (by_rep(base), by_rep(x));
+    base.iter()
+        .filter_map(|(r, &b)| x.get(r).map(|&v| (b, v)))
+        .collect()
+}
+
 /// Groups, filters and summarises `input.runs` as `options` asks.
 pub fn aggregate(input: &ReportInput, options: &ReportOptions) -> Aggregate {
     let runs = &input.runs;
@@ -266,6 +287,7 @@ pub fn aggregate(input: &ReportInput, options: &ReportOptions) -> Aggregate {
         }
         let empty = Cell {
             values: Vec::new(),
+            repetitions: Vec::new(),
             summary: None,
             excluded: Excluded::default(),
         };
@@ -281,7 +303,10 @@ pub fn aggregate(input: &ReportInput, options: &ReportOptions) -> Aggregate {
                 Some(Exclusion::Failed) => cell.excluded.failed += 1,
                 Some(Exclusion::Flagged) => cell.excluded.flagged += 1,
                 None => match r.metrics.get(&info.name) {
-                    Some(v) if v.is_finite() => cell.values.push(*v),
+                    Some(v) if v.is_finite() => {
+                        cell.values.push(*v);
+                        cell.repetitions.push(r.repetition);
+                    }
                     _ => cell.excluded.missing += 1,
                 },
             }
@@ -308,10 +333,31 @@ pub fn aggregate(input: &ReportInput, options: &ReportOptions) -> Aggregate {
                 })
                 .collect(),
         };
+        let paired = match baseline {
+            None => Vec::new(),
+            Some(b) => cells
+                .iter()
+                .map(|row| {
+                    row.iter()
+                        .enumerate()
+                        .map(|(p, c)| {
+                            if p == b {
+                                return None;
+                            }
+                            let lower = info.lower_is_better;
+                            stats::paired(&pairs(&row[b], c), |base, x| {
+                                signed_improvement(base, x, lower).unwrap_or(f64::NAN)
+                            })
+                        })
+                        .collect()
+                })
+                .collect(),
+        };
         metrics.push(MetricTable {
             info: info.clone(),
             cells,
             improvements,
+            paired,
         });
     }
 
@@ -490,6 +536,40 @@ mod tests {
         );
         assert_eq!(h2.excluded.total(), 0);
         assert_eq!(agg.counts.used, 14);
+    }
+
+    #[test]
+    fn paired_comparison_matches_repetitions_and_skips_unpaired_runs() {
+        let mut runs = Vec::new();
+        // h2 is 20 % faster than h1 in repetitions 1-4 and 10 % slower in 5; repetition 6 has
+        // no h2 run, repetition 7 no h1 run: neither is paired.
+        for (rep, h1, h2) in [
+            (1, 100.0, 80.0),
+            (2, 200.0, 160.0),
+            (3, 50.0, 40.0),
+            (4, 100.0, 80.0),
+            (5, 100.0, 110.0),
+        ] {
+            runs.push(run(0, "h1", rep, h1));
+            runs.push(run(0, "h2", rep, h2));
+        }
+        runs.push(run(0, "h1", 6, 100.0));
+        runs.push(run(0, "h2", 7, 1.0));
+        let input = ReportInput {
+            planned_runs: runs.len(),
+            runs,
+            ..Default::default()
+        };
+        let agg = aggregate(&input, &ReportOptions::default());
+        let total = metric(&agg, "total_ms");
+        assert!(total.paired[0][0].is_none(), "the baseline has no pair");
+        let p = total.paired[0][1].as_ref().unwrap();
+        assert_eq!((p.n, p.better, p.worse), (5, 4, 1));
+        assert!((p.median_improvement - 20.0).abs() < 1e-9);
+        // Higher-is-better goodput flips the sign, pair by pair.
+        let g = metric(&agg, "goodput_mbps").paired[0][1].as_ref().unwrap();
+        assert_eq!((g.better, g.worse), (4, 1));
+        assert!((g.median_improvement - 25.0).abs() < 1e-9);
     }
 
     #[test]

@@ -5,7 +5,7 @@
 
 use std::fmt::Write as _;
 
-use quiclab_experiment::stats::Verdict;
+use quiclab_experiment::stats::{Paired, Verdict};
 
 use crate::aggregate::{Aggregate, Cell, Excluded, MetricTable};
 use crate::figures::{Emitted, FigureSpec, Section};
@@ -51,6 +51,33 @@ pub fn fmt_num(v: f64) -> String {
 
 fn fmt_pct(v: Option<f64>) -> String {
     v.map_or_else(|| "n/a".to_string(), |v| format!("{v:+.1} %"))
+}
+
+/// "+20.0 % · 8/2 · p 0.11" for a paired comparison; "n/a" without pairs.
+fn fmt_paired(p: Option<&Paired>) -> String {
+    let Some(p) = p else {
+        return "n/a".to_string();
+    };
+    let strong = if p.sign_test_p < 0.05 { " <b>" } else { " " };
+    let end = if p.sign_test_p < 0.05 { "</b>" } else { "" };
+    format!(
+        "{:+.1} % · {}/{} ·{strong}p {}{end}",
+        p.median_improvement,
+        p.better,
+        p.worse,
+        fmt_p(p.sign_test_p)
+    )
+}
+
+/// A p-value: two decimals, three below 0.01, "&lt; 0.001" below that.
+fn fmt_p(p: f64) -> String {
+    if p < 0.001 {
+        "&lt; 0.001".to_string()
+    } else if p < 0.01 {
+        format!("{p:.3}")
+    } else {
+        format!("{p:.2}")
+    }
 }
 
 fn unit_suffix(unit: &str) -> String {
@@ -415,7 +442,14 @@ fn metric_section(h: &mut String, agg: &Aggregate, m: usize, table: &MetricTable
          <th>mean</th><th>95 % CI</th><th>median</th><th>std dev</th><th>min</th><th>max</th>",
     );
     if let Some(b) = baseline {
-        let _ = write!(h, "<th>vs {} (+ = better)</th>", esc(&agg.protocols[b]));
+        let base = esc(&agg.protocols[b]);
+        let _ = write!(
+            h,
+            "<th>vs {base} (+ = better)</th><th title=\"Each repetition's run against the \
+             {base} run of the same repetition (same seed, run back to back): median of the \
+             per-pair improvements, pairs better / worse, two-sided sign test\">paired vs \
+             {base}: median · better/worse · p</th>"
+        );
     }
     h.push_str("</tr>\n");
     for (s, setting) in agg.settings.iter().enumerate() {
@@ -456,12 +490,18 @@ fn metric_section(h: &mut String, agg: &Aggregate, m: usize, table: &MetricTable
                 None => h.push_str(&"<td class=\"num\">—</td>".repeat(6)),
             }
             if let Some(b) = baseline {
-                let text = if p == b {
-                    "baseline".to_string()
+                let (text, paired) = if p == b {
+                    ("baseline".to_string(), "baseline".to_string())
                 } else {
-                    fmt_pct(table.improvements[s][p])
+                    (
+                        fmt_pct(table.improvements[s][p]),
+                        fmt_paired(table.paired[s][p].as_ref()),
+                    )
                 };
-                let _ = write!(h, "<td class=\"num\">{text}</td>");
+                let _ = write!(
+                    h,
+                    "<td class=\"num\">{text}</td><td class=\"num\">{paired}</td>"
+                );
             }
             h.push_str("</tr>\n");
         }
@@ -567,5 +607,26 @@ mod tests {
         assert_eq!(fmt_num(f64::NAN), "—");
         assert_eq!(fmt_pct(Some(20.0)), "+20.0 %");
         assert_eq!(fmt_pct(None), "n/a");
+    }
+
+    #[test]
+    fn paired_cells_mark_significant_results() {
+        let p = Paired {
+            n: 10,
+            median_improvement: 20.04,
+            better: 10,
+            worse: 0,
+            sign_test_p: 0.001953125,
+        };
+        assert_eq!(fmt_paired(Some(&p)), "+20.0 % · 10/0 · <b>p 0.002</b>");
+        let p = Paired {
+            better: 8,
+            worse: 2,
+            sign_test_p: 0.109375,
+            ..p
+        };
+        assert_eq!(fmt_paired(Some(&p)), "+20.0 % · 8/2 · p 0.11");
+        assert_eq!(fmt_paired(None), "n/a");
+        assert_eq!(fmt_p(1e-7), "&lt; 0.001");
     }
 }

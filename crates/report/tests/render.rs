@@ -69,6 +69,11 @@ fn full_report() {
     }
     assert!(html.contains("are <b>excluded</b>"));
 
+    // Paired comparison: in setting 0, h2 is 10 % faster than h1 in every repetition (4 pairs:
+    // one h1 run there is flagged).
+    assert!(html.contains("paired vs h1: median · better/worse · p"));
+    assert!(html.contains("<td class=\"num\">+10.0 % · 4/0 · p 0.12</td>"));
+
     // Wins table: h3 wins both settings, with the rule explained.
     assert!(html.contains("Which protocol wins"));
     assert!(html.contains("at least 70 % of A's runs are at least 10 % better than B's mean"));
