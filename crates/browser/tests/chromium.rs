@@ -9,8 +9,7 @@ use std::time::Duration;
 use quiclab_browser::{
     BrowserOptions, DEFAULT_CHROMIUM, Protocol, check_chromium, load, load_with, prefixed,
 };
-use quiclab_proto::options::{QuicCongestion, TcpCongestion};
-use quiclab_stacks::server::{ServerOptions, serve};
+use quiclab_stacks::server::{ServerOptions, spawn_server};
 use quiclab_stacks::tls::LabCertificate;
 
 const LOCAL: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
@@ -59,27 +58,9 @@ fn write_site(dir: &Path) {
 
 fn start_server(dir: &Path, port: u16) -> LabCertificate {
     let cert = LabCertificate::generate(&[LOCAL]).expect("certificate");
-    let opts = ServerOptions {
-        cert: cert.clone(),
-        addresses: vec![LOCAL],
-        port,
-        dir: Some(dir.to_path_buf()),
-        tls: None,
-        tcp_cc: TcpCongestion::Cubic,
-        quic_cc: QuicCongestion::Cubic,
-        initial_window_packets: 10,
-        cwnd_log: None,
-        qlog_dir: None,
-    };
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Runtime::new().expect("runtime");
-        let _ = rt.block_on(serve(opts, move || {
-            let _ = tx.send(());
-        }));
-    });
-    rx.recv_timeout(Duration::from_secs(10))
-        .expect("server ready");
+    let mut opts = ServerOptions::new(cert.clone(), vec![LOCAL], port);
+    opts.dir = Some(dir.to_path_buf());
+    spawn_server(opts).expect("server");
     cert
 }
 

@@ -495,7 +495,7 @@ mod tests {
     use std::net::{IpAddr, Ipv4Addr};
 
     use super::*;
-    use crate::server::{ServerOptions, serve};
+    use crate::server::{ServerOptions, spawn_server};
 
     const LOCAL: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
 
@@ -550,26 +550,7 @@ mod tests {
     async fn the_server_waits_for_the_request_end_instead_of_stopping_it() {
         let cert = LabCertificate::generate(&[LOCAL]).unwrap();
         let port = 14451;
-        let opts = ServerOptions {
-            cert: cert.clone(),
-            addresses: vec![LOCAL],
-            port,
-            dir: None,
-            tls: None,
-            tcp_cc: TcpCongestion::Cubic,
-            quic_cc: QuicCongestion::Cubic,
-            initial_window_packets: 10,
-            cwnd_log: None,
-            qlog_dir: None,
-        };
-        let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
-        tokio::spawn(async move {
-            let _ = serve(opts, move || {
-                let _ = ready_tx.send(());
-            })
-            .await;
-        });
-        ready_rx.await.unwrap();
+        spawn_server(ServerOptions::new(cert.clone(), vec![LOCAL], port)).unwrap();
         let mut held = get_without_fin(&cert, SocketAddr::new(LOCAL, port)).await;
         assert_eq!(held.bytes, 5000);
         // A plain finish: it fails if the server stopped the stream when it was done with it.

@@ -45,6 +45,50 @@ pub struct ServerOptions {
     pub qlog_dir: Option<PathBuf>,
 }
 
+impl ServerOptions {
+    /// A server of `/bytes/<N>` content on `addresses`:`port`: TLS 1.2 and 1.3, CUBIC for TCP and
+    /// QUIC, an initial window of 10 packets, no logs. Set the public fields for anything else.
+    pub fn new(cert: LabCertificate, addresses: Vec<IpAddr>, port: u16) -> ServerOptions {
+        ServerOptions {
+            cert,
+            addresses,
+            port,
+            dir: None,
+            tls: None,
+            tcp_cc: TcpCongestion::Cubic,
+            quic_cc: QuicCongestion::Cubic,
+            initial_window_packets: 10,
+            cwnd_log: None,
+            qlog_dir: None,
+        }
+    }
+}
+
+/// Runs [`serve`] on a thread of its own (with its own runtime) and returns once it listens, or
+/// with the reason it could not start; for tests and tools that need a server beside them. The
+/// server runs until the process ends.
+pub fn spawn_server(opts: ServerOptions) -> Result<()> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let failed = tx.clone();
+    std::thread::Builder::new()
+        .name("quiclab-server".into())
+        .spawn(move || {
+            let result = tokio::runtime::Runtime::new()
+                .context("server runtime")
+                .and_then(|rt| {
+                    rt.block_on(serve(opts, move || {
+                        let _ = tx.send(Ok(()));
+                    }))
+                });
+            if let Err(e) = result {
+                let _ = failed.send(Err(e));
+            }
+        })
+        .context("starting the server thread")?;
+    rx.recv_timeout(std::time::Duration::from_secs(10))
+        .context("the server did not listen within 10 s")?
+}
+
 /// Binds every listener, calls `ready` once they all listen, then serves until the process ends.
 pub async fn serve(opts: ServerOptions, ready: impl FnOnce()) -> Result<()> {
     let opts = Arc::new(opts);

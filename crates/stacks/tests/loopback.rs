@@ -6,33 +6,14 @@ use std::time::Duration;
 
 use quiclab_proto::options::{Protocol, QuicCongestion, TcpCongestion, TlsVersion};
 use quiclab_stacks::client::{FetchOptions, fetch};
-use quiclab_stacks::server::{ServerOptions, serve};
+use quiclab_stacks::server::{ServerOptions, spawn_server};
 use quiclab_stacks::tls::LabCertificate;
 
 const LOCAL: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
 
 fn start_server(port: u16) -> LabCertificate {
     let cert = LabCertificate::generate(&[LOCAL]).unwrap();
-    let opts = ServerOptions {
-        cert: cert.clone(),
-        addresses: vec![LOCAL],
-        port,
-        dir: None,
-        tls: None,
-        tcp_cc: TcpCongestion::Cubic,
-        quic_cc: QuicCongestion::Cubic,
-        initial_window_packets: 10,
-        cwnd_log: None,
-        qlog_dir: None,
-    };
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Runtime::new().unwrap();
-        rt.block_on(serve(opts, move || tx.send(()).unwrap()))
-            .unwrap();
-    });
-    rx.recv_timeout(Duration::from_secs(10))
-        .expect("server ready");
+    spawn_server(ServerOptions::new(cert.clone(), vec![LOCAL], port)).expect("server");
     cert
 }
 

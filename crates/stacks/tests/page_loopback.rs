@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use quiclab_page::har::ObjectTiming;
-use quiclab_proto::options::{Protocol, QuicCongestion, TcpCongestion};
+use quiclab_proto::options::Protocol;
 use quiclab_stacks::page_load::{PageLoadOptions, PageLoadReport, load_page};
-use quiclab_stacks::server::{ServerOptions, serve};
+use quiclab_stacks::server::{ServerOptions, spawn_server};
 use quiclab_stacks::tls::LabCertificate;
 
 const LOCAL: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
@@ -25,26 +25,9 @@ fn temp_dir(tag: &str) -> PathBuf {
 
 fn start_server(port: u16, dir: &Path) -> LabCertificate {
     let cert = LabCertificate::generate(&[LOCAL]).unwrap();
-    let opts = ServerOptions {
-        cert: cert.clone(),
-        addresses: vec![LOCAL],
-        port,
-        dir: Some(dir.to_path_buf()),
-        tls: None,
-        tcp_cc: TcpCongestion::Cubic,
-        quic_cc: QuicCongestion::Cubic,
-        initial_window_packets: 10,
-        cwnd_log: None,
-        qlog_dir: None,
-    };
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Runtime::new().unwrap();
-        rt.block_on(serve(opts, move || tx.send(()).unwrap()))
-            .unwrap();
-    });
-    rx.recv_timeout(Duration::from_secs(10))
-        .expect("server ready");
+    let mut opts = ServerOptions::new(cert.clone(), vec![LOCAL], port);
+    opts.dir = Some(dir.to_path_buf());
+    spawn_server(opts).expect("server");
     cert
 }
 
