@@ -4,6 +4,9 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+mod common;
+use common::*;
+
 /// A timing check with retries; skipped (and said so) when the hypervisor steals much CPU.
 fn timing(name: &str, check: impl FnMut() -> Result<(), String>) {
     if let Err(skipped) = quiclab_lab::host::timing_check(name, 3, check) {
@@ -13,25 +16,6 @@ fn timing(name: &str, check: impl FnMut() -> Result<(), String>) {
 
 fn ensure(cond: bool, msg: impl FnOnce() -> String) -> Result<(), String> {
     if cond { Ok(()) } else { Err(msg()) }
-}
-
-fn quiclab() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_quiclab"))
-}
-
-fn root_or_skip(test: &str) -> bool {
-    quiclab_lab::host::can_build_labs_or_skip(test)
-}
-
-fn namespaces_of(pid: u32) -> Vec<String> {
-    std::fs::read_dir("/run/netns")
-        .map(|d| {
-            d.flatten()
-                .filter_map(|e| e.file_name().into_string().ok())
-                .filter(|n| n.starts_with(&format!("ql-{pid}-")))
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 #[test]

@@ -2,43 +2,14 @@
 //! grid end to end, and runs interrupted by SIGKILL and Ctrl-C then resumed. Tests that build labs
 //! need root and skip (saying so) without it.
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use quiclab_results::{Status, Store};
 
-fn quiclab() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_quiclab"))
-}
-
-fn root_or_skip(test: &str) -> bool {
-    quiclab_lab::host::can_build_labs_or_skip(test)
-}
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("quiclab-exp-test-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
-    let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
-    p
-}
-
-fn namespaces_of(pid: u32) -> Vec<String> {
-    std::fs::read_dir("/run/netns")
-        .map(|d| {
-            d.flatten()
-                .filter_map(|e| e.file_name().into_string().ok())
-                .filter(|n| n.starts_with(&format!("ql-{pid}-")))
-                .collect()
-        })
-        .unwrap_or_default()
-}
+mod common;
+use common::*;
 
 const SMALL: &str = r#"name = "small"
 repetitions = 2

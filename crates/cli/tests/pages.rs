@@ -2,25 +2,10 @@
 //! Chromium as the reference, HAR and waterfall output, bad input, and page scenarios in the runner.
 //! Tests that build labs need root and skip (saying so) without it.
 
-use std::path::PathBuf;
-use std::process::Command;
-
 use serde_json::Value;
 
-fn quiclab() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_quiclab"))
-}
-
-fn root_or_skip(test: &str) -> bool {
-    quiclab_lab::host::can_build_labs_or_skip(test)
-}
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("quiclab-page-test-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
+mod common;
+use common::*;
 
 fn page_json(args: &[&str]) -> Value {
     let out = quiclab()

@@ -1,0 +1,43 @@
+//! Helpers the CLI's integration tests share. Each test binary uses a part of them, hence the
+//! `dead_code` allowance.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The `quiclab` binary under test.
+pub fn quiclab() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_quiclab"))
+}
+
+/// Whether labs can be built here; says why the test is skipped when not.
+pub fn root_or_skip(test: &str) -> bool {
+    quiclab_lab::host::can_build_labs_or_skip(test)
+}
+
+/// A fresh directory for one test (removed first, in case an earlier run left it).
+pub fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("quiclab-cli-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Writes `text` to `dir/name` and returns the path.
+pub fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+/// The lab namespaces process `pid` has (quiclab names them `ql-<pid>-…`).
+pub fn namespaces_of(pid: u32) -> Vec<String> {
+    std::fs::read_dir("/run/netns")
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| e.file_name().into_string().ok())
+                .filter(|n| n.starts_with(&format!("ql-{pid}-")))
+                .collect()
+        })
+        .unwrap_or_default()
+}
