@@ -56,6 +56,46 @@ fn dry_run_lists_every_run_with_its_seed_and_an_estimate() {
 }
 
 #[test]
+fn every_shipped_scenario_is_valid() {
+    // The files under scenarios/ are what users run first: each must pass the checks every run
+    // goes through before a lab is built (a dry run needs no root).
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 5, "{files:?}");
+    let chromium =
+        quiclab_browser::check_chromium(std::path::Path::new(quiclab_browser::DEFAULT_CHROMIUM));
+    for file in files {
+        let uses_chromium = std::fs::read_to_string(&file)
+            .unwrap()
+            .contains("\"chromium\"");
+        if let (true, Err(e)) = (uses_chromium, &chromium) {
+            // Refusing it is right (the run could not be made); that error is tested elsewhere.
+            eprintln!("SKIPPED {} (uses Chromium): {e:#}", file.display());
+            continue;
+        }
+        let out = quiclab()
+            .args(["run", "--dry-run"])
+            .arg(&file)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{}: {err}", file.display());
+        assert!(
+            text.contains("estimated total"),
+            "{}: {text}",
+            file.display()
+        );
+    }
+}
+
+#[test]
 fn bad_scenarios_are_refused_naming_file_line_and_key() {
     let dir = temp_dir("bad");
     for (text, expected) in [
