@@ -10,23 +10,12 @@
 //! Without a font the SVG is still written and the result carries a note instead of a PNG.
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::har::{ObjectTiming, page_load_ms};
-
-/// Font files tried for PNG text, in order (Debian/Ubuntu, Fedora, Arch, then Liberation).
-pub const FONT_CANDIDATES: &[&str] = &[
-    "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
-    "/usr/share/fonts/dejavu-sans-fonts/DejaVuSans.ttf",
-    "/usr/share/fonts/dejavu/DejaVuSans.ttf",
-    "/usr/share/fonts/TTF/DejaVuSans.ttf",
-    "/usr/share/fonts/truetype/liberation/LiberationSans-Regular.ttf",
-    "/usr/share/fonts/liberation-sans/LiberationSans-Regular.ttf",
-];
 
 /// Errors of drawing or writing a waterfall.
 #[derive(Debug, thiserror::Error)]
@@ -58,7 +47,7 @@ pub struct WaterfallOptions {
     pub page_load_ms: Option<f64>,
     /// Width in pixels (the height follows from the number of rows).
     pub width: u32,
-    /// A font file for PNG text, tried before [`FONT_CANDIDATES`]. Fonts are registered with
+    /// A font file for PNG text, tried before the usual places ([`quiclab_fonts::CANDIDATES`]). Fonts are registered with
     /// plotters once per process, so only the first successful call's font is used.
     pub font_path: Option<PathBuf>,
 }
@@ -205,7 +194,7 @@ fn draw<DB: DrawingBackend>(
     root.fill(&WHITE)?;
     let width = i32::try_from(width).unwrap_or(i32::MAX);
     let font = |size: u32, color: &'static RGBColor, h: HPos| {
-        TextStyle::from(("sans-serif", size).into_font())
+        TextStyle::from((quiclab_fonts::FAMILY, size).into_font())
             .color(color)
             .pos(Pos::new(h, VPos::Center))
     };
@@ -423,62 +412,15 @@ pub fn write_waterfall(
     Ok(out)
 }
 
-/// The first font file that exists: `preferred`, then [`FONT_CANDIDATES`].
+/// The first font file that exists: `preferred`, then the usual places ([`quiclab_fonts::find`]).
 pub fn find_font(preferred: Option<&Path>) -> Option<PathBuf> {
-    preferred
-        .map(Path::to_path_buf)
-        .into_iter()
-        .chain(FONT_CANDIDATES.iter().map(PathBuf::from))
-        .find(|p| p.is_file())
+    quiclab_fonts::find(preferred)
 }
 
-/// The font registered with plotters for PNG text (once per process: plotters keeps fonts in a
-/// global table and needs `'static` bytes, so the file is read once and leaked deliberately).
-static REGISTERED_FONT: Mutex<Option<PathBuf>> = Mutex::new(None);
-
+/// Registers the font for PNG text (`preferred` first), or says why there is no PNG.
 fn register_font(preferred: Option<&Path>) -> Result<PathBuf, String> {
-    let mut registered = REGISTERED_FONT
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
-    if let Some(path) = registered.as_ref() {
-        return Ok(path.clone());
-    }
-    let mut tried = Vec::new();
-    let candidates = preferred
-        .map(Path::to_path_buf)
-        .into_iter()
-        .chain(FONT_CANDIDATES.iter().map(PathBuf::from));
-    for path in candidates {
-        let bytes = match read_font(&path) {
-            Ok(b) => b,
-            Err(why) => {
-                tried.push(why);
-                continue;
-            }
-        };
-        let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
-        match plotters::style::register_font("sans-serif", FontStyle::Normal, bytes) {
-            Ok(()) => {
-                *registered = Some(path.clone());
-                return Ok(path);
-            }
-            Err(_) => tried.push(format!("{}: the font could not be parsed", path.display())),
-        }
-    }
-    Err(format!(
-        "no PNG written: no usable font for its text (tried {}); the SVG needs none",
-        tried.join("; ")
-    ))
-}
-
-/// A font file's bytes if it looks like a TrueType/OpenType font (checked before the bytes are
-/// leaked, so only plausible fonts are kept); else why not, naming the file.
-fn read_font(path: &Path) -> Result<Vec<u8>, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    match bytes.get(..4) {
-        Some([0, 1, 0, 0] | b"true" | b"OTTO" | b"ttcf") => Ok(bytes),
-        _ => Err(format!("{}: not a TrueType/OpenType font", path.display())),
-    }
+    quiclab_fonts::register(quiclab_fonts::with_candidates(preferred))
+        .map_err(|e| format!("no PNG written: {e}; the SVG needs none"))
 }
 
 #[cfg(test)]
@@ -491,18 +433,6 @@ mod tests {
         assert_eq!(tick_step(2100.0, 8.0), 500.0);
         assert_eq!(tick_step(80.0, 8.0), 10.0);
         assert_eq!(tick_step(3.0, 8.0), 0.5);
-    }
-
-    #[test]
-    fn unusable_fonts_are_named() {
-        let err = read_font(Path::new("/nonexistent/font.ttf")).expect_err("missing");
-        assert!(err.starts_with("/nonexistent/font.ttf: "), "{err}");
-        let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml");
-        let err = read_font(&manifest).expect_err("not a font");
-        assert!(err.ends_with("not a TrueType/OpenType font"), "{err}");
-        if let Some(font) = find_font(None) {
-            assert!(read_font(&font).is_ok());
-        }
     }
 
     #[test]
