@@ -3,7 +3,9 @@
 //! A *setting* is one grid point without the protocol (e.g. rate=10mbit,
 //! loss=2%). Each setting is measured `repetitions` times with every
 //! protocol; the protocols of one repetition share a seed so they meet the
-//! same emulated random losses, which makes their comparison paired.
+//! same emulated random losses, which makes their comparison paired. The
+//! same holds for the other axes that name the client being compared rather
+//! than the network ([`CLIENT_AXES`]: the built-in loader and Chromium).
 
 use std::collections::BTreeMap;
 
@@ -34,6 +36,11 @@ pub struct RunSpec {
     /// skip runs already done when a plan is resumed.
     pub key: String,
 }
+
+/// Grid axes that choose the client under comparison, not the network or the workload: like the
+/// protocol, they stay out of the seed, so e.g. the built-in loader and Chromium loading a page in
+/// the same repetition meet the same random-loss draws.
+pub const CLIENT_AXES: &[&str] = &["browser"];
 
 /// Seed of a run, from the scenario seed, the setting key (grid values
 /// without the protocol, e.g. `rate=10mbit;loss=2%`) and the repetition.
@@ -120,7 +127,13 @@ pub fn expand(s: &Scenario) -> Vec<RunSpec> {
             setting_parts.push(format!("{k}={v}"));
             params.insert(k.clone(), v);
         }
-        let setting_key = setting_parts.join(";");
+        let seed_key = others
+            .iter()
+            .zip(&setting_parts)
+            .filter(|&(&axis, _)| !CLIENT_AXES.contains(&s.grid[axis].0.as_str()))
+            .map(|(_, part)| part.as_str())
+            .collect::<Vec<_>>()
+            .join(";");
         let mut key_parts = Vec::new();
         if let Some(p) = proto_axis {
             let v = s.grid[p].1[proto].value.to_string();
@@ -134,7 +147,7 @@ pub fn expand(s: &Scenario) -> Vec<RunSpec> {
             setting,
             repetition: rep,
             params,
-            seed: run_seed(s.seed, &setting_key, rep),
+            seed: run_seed(s.seed, &seed_key, rep),
             key: key_parts.join(";"),
         }
     };
@@ -288,6 +301,39 @@ loss = ["0%", "2%"]
         assert!(by_pair.values().all(|s| s.len() == 1));
         let distinct: BTreeSet<u64> = by_pair.values().flatten().copied().collect();
         assert_eq!(distinct.len(), 40);
+    }
+
+    #[test]
+    fn client_axes_share_the_seed_like_protocols() {
+        let text = r#"name = "t"
+repetitions = 2
+[workload]
+kind = "page"
+[grid]
+protocol = ["h1", "h3"]
+page = ["carlucci-small", "carlucci-large"]
+browser = ["builtin", "chromium"]
+"#;
+        let runs = expand(&parse(text, "t.toml").unwrap());
+        assert_eq!(runs.len(), 2 * 2 * 2 * 2);
+        let mut by_page_rep: BTreeMap<(String, u32), BTreeSet<u64>> = BTreeMap::new();
+        for r in &runs {
+            by_page_rep
+                .entry((r.params["page"].clone(), r.repetition))
+                .or_default()
+                .insert(r.seed);
+        }
+        // Both browsers and both protocols of a (page, repetition): one seed; four seeds in all.
+        assert!(
+            by_page_rep.values().all(|s| s.len() == 1),
+            "{by_page_rep:?}"
+        );
+        let distinct: BTreeSet<u64> = by_page_rep.values().flatten().copied().collect();
+        assert_eq!(distinct.len(), 4);
+        // The browser still makes settings and keys of their own.
+        let settings: BTreeSet<usize> = runs.iter().map(|r| r.setting).collect();
+        assert_eq!(settings.len(), 4);
+        assert!(runs[0].key.contains("browser="), "{}", runs[0].key);
     }
 
     #[test]
