@@ -22,6 +22,12 @@ pub struct ReportArgs {
     /// Include runs whose emulator fidelity was flagged in the statistics (default: shown apart)
     #[arg(long)]
     pub include_flagged: bool,
+    /// Draw the time series (congestion window, queue) only of the traced runs matching this
+    /// filter: comma-separated key=value parts of the run key, all required, e.g.
+    /// `proto=h3,loss=2%,rep=1` (`quiclab export` lists the keys). Repeat for more runs; default:
+    /// every traced run
+    #[arg(long, value_name = "FILTER")]
+    pub series: Vec<String>,
 }
 
 #[derive(Args, Debug)]
@@ -78,13 +84,66 @@ pub fn report(args: ReportArgs) -> Result<i32> {
         },
         include_flagged: args.include_flagged,
     };
-    let out = write_report(&args.dir, &options)?;
+    let out = write_report_with(&args.dir, &options, &args.series)?;
     println!("{}", out.html.display());
     Ok(0)
 }
 
+/// Whether run `key` (e.g. `proto=h3;rate=10mbit;loss=2%;rep=1`) matches a `--series` filter
+/// (`proto=h3,loss=2%`): every part of the filter is one of the key's parts.
+fn key_matches(key: &str, filter: &str) -> bool {
+    let parts: Vec<&str> = key.split(';').collect();
+    filter
+        .split(',')
+        .map(str::trim)
+        .filter(|f| !f.is_empty())
+        .all(|f| parts.contains(&f))
+}
+
+/// The traced runs' keys that `filters` keep (all when there are none); an error names a filter
+/// that matches no traced run and shows what the keys look like.
+fn chosen_series_keys(
+    traced: &std::collections::BTreeSet<String>,
+    filters: &[String],
+) -> Result<std::collections::BTreeSet<String>> {
+    if filters.is_empty() {
+        return Ok(traced.clone());
+    }
+    let mut chosen = std::collections::BTreeSet::new();
+    for f in filters {
+        if !f.contains('=') {
+            bail!(
+                "--series {f}: expected key=value parts separated by commas, e.g. proto=h3,rep=1"
+            );
+        }
+        let hits: Vec<&String> = traced.iter().filter(|k| key_matches(k, f)).collect();
+        if hits.is_empty() {
+            let examples: Vec<&str> = traced.iter().take(3).map(String::as_str).collect();
+            if examples.is_empty() {
+                bail!("--series {f}: no run of this experiment was traced (scenario key `trace`)");
+            }
+            bail!(
+                "--series {f}: no traced run matches; {} runs were traced, e.g. {}",
+                traced.len(),
+                examples.join(" | ")
+            );
+        }
+        chosen.extend(hits.into_iter().cloned());
+    }
+    Ok(chosen)
+}
+
 /// Renders DIR/report.html and DIR/figures/ from DIR/results.sqlite.
 pub fn write_report(dir: &Path, options: &ReportOptions) -> Result<quiclab_report::ReportOutput> {
+    write_report_with(dir, options, &[])
+}
+
+/// [`write_report`] with the time series of only the runs `series_filters` choose.
+fn write_report_with(
+    dir: &Path,
+    options: &ReportOptions,
+    series_filters: &[String],
+) -> Result<quiclab_report::ReportOutput> {
     let store = Store::open(&dir.join("results.sqlite"))?;
     let scenario = store.scenario()?;
     let runs = store.runs()?;
@@ -113,6 +172,10 @@ pub fn write_report(dir: &Path, options: &ReportOptions) -> Result<quiclab_repor
             protocols.into_iter().collect::<Vec<_>>().join(", ")
         );
     }
+    let series = store.series()?;
+    let traced: std::collections::BTreeSet<String> =
+        series.iter().map(|s| s.run_key.clone()).collect();
+    let chosen = chosen_series_keys(&traced, series_filters)?;
     let mut environment = Vec::new();
     for s in store.sessions()? {
         let e = &s.environment;
@@ -162,9 +225,9 @@ pub fn write_report(dir: &Path, options: &ReportOptions) -> Result<quiclab_repor
                 metrics: r.metrics,
             })
             .collect(),
-        series: store
-            .series()?
+        series: series
             .into_iter()
+            .filter(|s| chosen.contains(&s.run_key))
             .map(|s| TimeSeries {
                 run_key: s.run_key,
                 name: s.name,
@@ -193,4 +256,42 @@ pub fn export(args: ExportArgs) -> Result<i32> {
         s.series_points
     );
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn series_filters_match_whole_key_parts() {
+        let key = "proto=h3;page=carlucci-large;rate=10mbit;loss=2%;rep=1";
+        assert!(key_matches(key, "proto=h3"));
+        assert!(key_matches(key, "proto=h3, loss=2%,rep=1"));
+        assert!(!key_matches(key, "proto=h3,loss=0%"));
+        // Parts, not substrings: rate=10 is not rate=10mbit, rep=1 does not match rep=10.
+        assert!(!key_matches(key, "rate=10"));
+        assert!(!key_matches("proto=h1;rep=10", "rep=1"));
+    }
+
+    #[test]
+    fn series_choice_names_a_filter_that_matches_nothing() {
+        let traced: std::collections::BTreeSet<String> = ["proto=h1;rep=1", "proto=h3;rep=1"]
+            .into_iter()
+            .map(String::from)
+            .collect();
+        assert_eq!(chosen_series_keys(&traced, &[]).unwrap(), traced);
+        let one = chosen_series_keys(&traced, &["proto=h3".into()]).unwrap();
+        assert_eq!(one.into_iter().collect::<Vec<_>>(), ["proto=h3;rep=1"]);
+        let e = chosen_series_keys(&traced, &["proto=h4".into()]).unwrap_err();
+        let e = format!("{e:#}");
+        assert!(
+            e.contains("--series proto=h4") && e.contains("proto=h1;rep=1"),
+            "{e}"
+        );
+        let e = chosen_series_keys(&traced, &["h3".into()]).unwrap_err();
+        assert!(format!("{e:#}").contains("key=value"), "{e:#}");
+        let none = std::collections::BTreeSet::new();
+        let e = chosen_series_keys(&none, &["proto=h3".into()]).unwrap_err();
+        assert!(format!("{e:#}").contains("trace"), "{e:#}");
+    }
 }

@@ -212,6 +212,25 @@ pub fn render_with_fonts(
         path: fig_dir.clone(),
         source,
     })?;
+    // figures/ holds this report's figures only: those of an earlier report of the same results
+    // (another --series choice, other metrics) would otherwise stay beside them and mislead.
+    for entry in std::fs::read_dir(&fig_dir)
+        .map_err(|source| ReportError::Io {
+            action: "reading",
+            path: fig_dir.clone(),
+            source,
+        })?
+        .flatten()
+    {
+        let path = entry.path();
+        if path.is_file() && path.extension().is_some_and(|e| e == "svg" || e == "png") {
+            std::fs::remove_file(&path).map_err(|source| ReportError::Io {
+                action: "removing",
+                path: path.clone(),
+                source,
+            })?;
+        }
+    }
 
     let font = fonts::ensure_font(font_candidates);
     if font.is_none() {

@@ -8,9 +8,15 @@ use quiclab_report::{ReportInput, ReportOptions, RunStatus, render};
 #[test]
 fn full_report() {
     let dir = temp_dir("full");
+    // A figure of an earlier report of the same directory is removed; other files are kept.
+    std::fs::create_dir_all(dir.join("figures")).unwrap();
+    std::fs::write(dir.join("figures/timeseries_99_old.svg"), "<svg/>").unwrap();
+    std::fs::write(dir.join("figures/notes.txt"), "mine").unwrap();
     let out = render(&synthetic(), &ReportOptions::default(), &dir).unwrap();
     let html = std::fs::read_to_string(&out.html).unwrap();
     assert_eq!(out.html, dir.join("report.html"));
+    assert!(!dir.join("figures/timeseries_99_old.svg").exists());
+    assert!(dir.join("figures/notes.txt").exists());
 
     // Figures: total_ms, ttfb_ms, goodput_mbps and handshake_ms have values
     // (loss_ratio is missing everywhere and skipped): 4 bar + 4 improvement
