@@ -25,15 +25,20 @@ protocol = ["h1", "h2", "h3"]
 loss = ["0%", "1%"]
 "#;
 
+/// `quiclab run --dry-run FILE`.
+fn dry_run(file: &Path) -> std::process::Output {
+    quiclab()
+        .args(["run", "--dry-run"])
+        .arg(file)
+        .output()
+        .unwrap()
+}
+
 #[test]
 fn dry_run_lists_every_run_with_its_seed_and_an_estimate() {
     let dir = temp_dir("dry");
     let file = write(&dir, "s.toml", SMALL);
-    let out = quiclab()
-        .args(["run", "--dry-run"])
-        .arg(&file)
-        .output()
-        .unwrap();
+    let out = dry_run(&file);
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{text}");
     assert!(text.contains("12 run(s)"), "{text}");
@@ -79,11 +84,7 @@ fn every_shipped_scenario_is_valid() {
             eprintln!("SKIPPED {} (uses Chromium): {e:#}", file.display());
             continue;
         }
-        let out = quiclab()
-            .args(["run", "--dry-run"])
-            .arg(&file)
-            .output()
-            .unwrap();
+        let out = dry_run(&file);
         let text = String::from_utf8_lossy(&out.stdout);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(0), "{}: {err}", file.display());
