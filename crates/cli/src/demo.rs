@@ -81,6 +81,12 @@ pub fn run(args: DemoArgs) -> Result<i32> {
     let mut times: BTreeMap<(usize, String), BTreeMap<String, Vec<f64>>> = BTreeMap::new();
     let mut goodput: BTreeMap<(usize, String, String), Vec<f64>> = BTreeMap::new();
     for r in &runs {
+        // Every setting and protocol gets a row, even when none of its runs is usable.
+        times
+            .entry((r.setting, r.setting_label.clone()))
+            .or_default()
+            .entry(r.protocol.clone())
+            .or_default();
         if r.status != Status::Ok || !r.flags.is_empty() {
             continue;
         }
@@ -106,7 +112,13 @@ pub fn run(args: DemoArgs) -> Result<i32> {
     );
     for ((setting, label), by_proto) in &times {
         for (proto, values) in by_proto {
-            let Some(s) = summarize(values) else { continue };
+            let Some(s) = summarize(values) else {
+                println!(
+                    "{:<10} {:<6} {:>3} {:>14} (every run failed or was flagged)",
+                    label, proto, 0, "—"
+                );
+                continue;
+            };
             let g = goodput
                 .get(&(*setting, label.clone(), proto.clone()))
                 .and_then(|g| summarize(g))
@@ -116,7 +128,15 @@ pub fn run(args: DemoArgs) -> Result<i32> {
                 label, proto, s.n, s.median, s.mean, s.ci95_low, s.ci95_high, g
             );
         }
-        let verdict = match winners(by_proto) {
+        let usable: BTreeMap<String, Vec<f64>> = by_proto
+            .iter()
+            .filter(|(_, v)| !v.is_empty())
+            .map(|(p, v)| (p.clone(), v.clone()))
+            .collect();
+        let verdict = match winners(&usable) {
+            _ if usable.len() < by_proto.len() => {
+                "no verdict: a protocol has no usable run".to_string()
+            }
             Verdict::Best(p) => format!("{} wins", p.join(" and ")),
             Verdict::Equal => "no protocol wins".to_string(),
         };
@@ -132,7 +152,9 @@ pub fn run(args: DemoArgs) -> Result<i32> {
     if excluded > 0 {
         println!(
             "\n{excluded} run(s) failed or were flagged for emulator fidelity (often: the hypervisor \
-             stole CPU time); they are listed in the report and left out of these figures."
+             stole CPU time); they are listed in the report and left out of these figures \
+             (`quiclab report {} --include-flagged` puts the flagged ones in).",
+            args.out.display()
         );
     }
     println!(
