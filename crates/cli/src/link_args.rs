@@ -284,6 +284,19 @@ impl LinkArgs {
         quiclab_lab::RunningLab::start(spec, &self.lab_options(spec), self.scheduler(), log)
     }
 
+    /// [`Self::start_lab`] for a command with `--trace DIR`: the directory is made and the link's
+    /// packet log goes to `DIR/link.log`; without one, no log.
+    pub fn start_traced_lab(
+        &self,
+        spec: &LinkSpec,
+        trace: Option<&std::path::Path>,
+    ) -> Result<quiclab_lab::RunningLab> {
+        if let Some(d) = trace {
+            std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
+        }
+        self.start_lab(spec, trace.map(|d| d.join("link.log")))
+    }
+
     pub fn lab_options(&self, spec: &LinkSpec) -> quiclab_lab::LabOptions {
         quiclab_lab::LabOptions {
             tcp_congestion_control: self.tcp_cc.clone(),

@@ -152,11 +152,7 @@ pub fn page(args: PageArgs) -> Result<i32> {
         quiclab_browser::check_chromium(Path::new(quiclab_browser::DEFAULT_CHROMIUM))?;
     }
     let spec = args.link.to_spec()?;
-    if let Some(d) = &args.trace {
-        std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
-    }
-    let log = args.trace.as_ref().map(|d| d.join("link.log"));
-    let mut running = args.link.start_lab(&spec, log)?;
+    let mut running = args.link.start_traced_lab(&spec, args.trace.as_deref())?;
     let run = PageRun {
         proto: args.proto,
         page: source,

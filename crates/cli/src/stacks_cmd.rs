@@ -327,11 +327,7 @@ pub fn bulk(args: BulkArgs) -> Result<i32> {
         bail!("--0rtt needs --proto h3 (quiclab's TCP stacks do not send TLS early data)");
     }
     let spec = args.link.to_spec()?;
-    if let Some(d) = &args.trace {
-        std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
-    }
-    let log = args.trace.as_ref().map(|d| d.join("link.log"));
-    let mut running = args.link.start_lab(&spec, log)?;
+    let mut running = args.link.start_traced_lab(&spec, args.trace.as_deref())?;
     let run = BulkRun {
         proto: args.proto,
         size: args.size,

@@ -213,12 +213,7 @@ fn a_tiny_scenario_runs_end_to_end_into_sqlite_csv_and_a_report() {
         .arg("--include-flagged")
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     let html = std::fs::read_to_string(out_dir.join("report.html")).unwrap();
     for needle in [
         "small",

@@ -186,12 +186,7 @@ fn page_scenarios_run_in_the_runner() {
         .arg(&out_dir)
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     let runs = quiclab_results::Store::open(&out_dir.join("results.sqlite"))
         .unwrap()
         .runs()

@@ -41,3 +41,13 @@ pub fn namespaces_of(pid: u32) -> Vec<String> {
         })
         .unwrap_or_default()
 }
+
+/// Asserts that a finished `quiclab` exited 0, showing its stderr when not.
+pub fn assert_success(out: &std::process::Output) {
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
