@@ -67,7 +67,7 @@ fn start_server(dir: &Path, port: u16) -> LabCertificate {
 #[test]
 fn chromium_loads_a_page_over_h1_h2_h3() {
     if let Err(e) = check_chromium(Path::new(DEFAULT_CHROMIUM)) {
-        eprintln!("SKIPPED chromium_loads_a_page_over_h1_h2_h3: {e:#}");
+        quiclab_testkit::skip("chromium_loads_a_page_over_h1_h2_h3", &format!("{e:#}"));
         return;
     }
     let site = std::env::temp_dir().join(format!("quiclab-browser-site-{}", std::process::id()));

@@ -10,7 +10,7 @@ use quiclab_link::{LossSpec, QueueLimit, RateSpec, units};
 use serde_json::{Value, json};
 
 use crate::calibrate::binomial_interval;
-use crate::link_args::DEFAULT_TUN_COMPENSATION;
+use quiclab_link::options::{DEFAULT_TUN_COMPENSATION, Steering};
 
 #[derive(Subcommand, Debug)]
 pub enum BenchCommand {
@@ -20,13 +20,13 @@ pub enum BenchCommand {
     /// over a plain veth pair (so the emulator's share of the cost is visible)
     Stacks(BenchStacksArgs),
     /// Experiment runner: lab set-up/teardown per run, bookkeeping, and leaks over a long grid
-    Runner(crate::runner::bench::BenchRunnerArgs),
+    Runner(BenchRunnerArgs),
 }
 
 #[derive(Args, Debug)]
 pub struct BenchStacksArgs {
     /// Bytes per transfer
-    #[arg(long, default_value = "200MB", value_parser = crate::stacks_cmd::parse_size)]
+    #[arg(long, default_value = "200MB", value_parser = quiclab_runner::prepare::parse_size)]
     pub size: u64,
     /// Print one JSON object
     #[arg(long)]
@@ -45,8 +45,8 @@ pub struct BenchLinkArgs {
     #[arg(long)]
     pub no_realtime: bool,
     /// Receive steering (RPS to other CPUs, emulator pinned): auto = for links >= 400 Mbit/s
-    #[arg(long, default_value = "auto", value_parser = ["auto", "on", "off"])]
-    pub steering: String,
+    #[arg(long, default_value = "auto", value_name = "auto|on|off")]
+    pub steering: Steering,
     /// Spin this long before each release (default: the scheduler's default)
     #[arg(long, value_parser = |s: &str| quiclab_link::units::parse_duration(s).map_err(|e| e.to_string()))]
     pub spin: Option<u64>,
@@ -65,7 +65,7 @@ pub fn run(cmd: BenchCommand) -> Result<i32> {
     match cmd {
         BenchCommand::Link(args) => bench_link(args),
         BenchCommand::Stacks(args) => bench_stacks(args),
-        BenchCommand::Runner(args) => crate::runner::bench::run(args),
+        BenchCommand::Runner(args) => bench_runner(args),
     }
 }
 
@@ -113,7 +113,7 @@ fn with_steal(b: &Bench, name: &str, part: impl FnOnce() -> Result<Value>) -> Re
 
 struct Bench {
     scheduler: SchedulerOptions,
-    steering: String,
+    steering: Steering,
     quick: bool,
     log: bool,
 }
@@ -121,7 +121,7 @@ struct Bench {
 impl Bench {
     fn start(&self, spec: &LinkSpec) -> Result<RunningLab> {
         let options = quiclab_lab::LabOptions {
-            steer_receive: crate::link_args::steering(&self.steering, spec),
+            steer_receive: self.steering.applies_to(spec),
             ..Default::default()
         };
         RunningLab::start(spec, &options, self.scheduler.clone(), None)
@@ -275,7 +275,7 @@ fn bench_link(args: BenchLinkArgs) -> Result<i32> {
                 .unwrap_or(SchedulerOptions::default().spin),
             batch_window: Duration::from_nanos(args.batch_window.unwrap_or(0)),
         },
-        steering: args.steering.clone(),
+        steering: args.steering,
         quick: args.quick,
         log: true,
     };
@@ -367,8 +367,9 @@ fn bench_link(args: BenchLinkArgs) -> Result<i32> {
 }
 
 fn bench_stacks(args: BenchStacksArgs) -> Result<i32> {
-    use crate::stacks_cmd::{BulkRun, transfer};
-    use quiclab_proto::options::{Protocol, QuicCongestion, TcpCongestion};
+    use quiclab_proto::options::Protocol;
+    use quiclab_workload::Workload;
+    use quiclab_workload::bulk::BulkRun;
     // No shaping at all: no rate, no delay, no queue limit. What is measured is the stacks (and, on
     // the emulator path, the emulator's own cost).
     let mut unshaped = link(None, 0.0, 0.0);
@@ -387,21 +388,9 @@ fn bench_stacks(args: BenchStacksArgs) -> Result<i32> {
             } else {
                 RunningLab::start_direct(&Default::default())?
             };
-            let run = BulkRun {
-                proto,
-                size: args.size,
-                resume: false,
-                zero_rtt: false,
-                tcp_cc: TcpCongestion::Cubic,
-                quic_cc: QuicCongestion::Cubic,
-                tls: None,
-                gquic_n: 2,
-                ipv6: false,
-                trace: None,
-                qlog: false,
-                timeout: None,
-            };
-            let mut doc = transfer(&run, &mut running)?;
+            let run = BulkRun::new(proto, args.size);
+            let out = run.run(&mut running, None)?;
+            let mut doc = serde_json::to_value(&out.result)?;
             drop(running);
             let stolen = meter.fraction();
             doc["cpu_steal_fraction"] = json!(stolen);
@@ -434,4 +423,65 @@ fn bench_stacks(args: BenchStacksArgs) -> Result<i32> {
         println!("{}", serde_json::to_string_pretty(&Value::Array(rows))?);
     }
     Ok(0)
+}
+
+#[derive(clap::Args, Debug)]
+pub struct BenchRunnerArgs {
+    /// Runs in the grid (rounded up to a multiple of 3 protocols)
+    #[arg(long, default_value_t = 100)]
+    pub runs: u32,
+    /// Keep the results here: a new or empty directory (default: a temporary directory, removed
+    /// afterwards)
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<std::path::PathBuf>,
+    /// Print one JSON object
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn bench_runner(args: BenchRunnerArgs) -> Result<i32> {
+    let report = quiclab_runner::bench::run(args.runs, args.out.as_deref())?;
+    let doc = &report.doc;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(doc)?);
+    } else {
+        let f = |p: &str| doc.pointer(p).and_then(|v| v.as_f64()).unwrap_or(f64::NAN);
+        println!(
+            "{} runs ({} ok) in {:.1} s\n\
+             lab set-up    median {:.1} ms, p95 {:.1}, max {:.1}\n\
+             lab teardown  median {:.1} ms, p95 {:.1}, max {:.1}\n\
+             set-up + teardown median {:.1} ms, p95 {:.1}, max {:.1} (target < 200 ms)\n\
+             runner bookkeeping {:.2} ms per run\n\
+             namespaces {} → {}, child processes {} → {}\n\
+             file descriptors {} before, {} at run 10, {} at the last run, {} after\n\
+             resident memory {} kB before, {} at run 10, {} at the last run\n\
+             leak: {}",
+            doc["runs"],
+            doc["ok"],
+            f("/wall_s"),
+            f("/setup_ms/median"),
+            f("/setup_ms/p95"),
+            f("/setup_ms/max"),
+            f("/teardown_ms/median"),
+            f("/teardown_ms/p95"),
+            f("/teardown_ms/max"),
+            f("/setup_plus_teardown_ms/median"),
+            f("/setup_plus_teardown_ms/p95"),
+            f("/setup_plus_teardown_ms/max"),
+            f("/bookkeeping_ms_per_run"),
+            doc["namespaces"]["before"],
+            doc["namespaces"]["after"],
+            doc["child_processes"]["before"],
+            doc["child_processes"]["after"],
+            doc["fds"]["before"],
+            doc["fds"]["run_10"],
+            doc["fds"]["last"],
+            doc["fds"]["after"],
+            doc["rss_kb"]["before"],
+            doc["rss_kb"]["run_10"],
+            doc["rss_kb"]["last"],
+            if doc["leak"] == true { "YES" } else { "none" }
+        );
+    }
+    Ok(if report.passed { 0 } else { 1 })
 }

@@ -16,15 +16,7 @@ use serde_json::json;
 use crate::link_args::LinkArgs;
 use crate::report;
 
-/// Tolerances (documented in docs/link.md; change both together).
-pub const RTT_MEDIAN_TOL_MS: f64 = 0.5;
-pub const RTT_MEDIAN_TOL_FRAC: f64 = 0.01;
-pub const RTT_P99_TOL_MS: f64 = 2.0;
-pub const RTT_P99_TOL_FRAC: f64 = 0.02;
-pub const RATE_TOL_FRAC: f64 = 0.02;
-pub const LATENESS_P99_TOL_US: f64 = 250.0;
-/// z for the two-sided 99 % binomial interval of the measured loss.
-pub const LOSS_Z: f64 = 2.576;
+use quiclab_lab::tolerance::*;
 
 #[derive(Args, Debug)]
 pub struct CalibrateArgs {
@@ -78,12 +70,8 @@ pub fn loss_variance_factor(loss: &quiclab_link::LossSpec) -> f64 {
     }
 }
 
-fn percentile(sorted: &[f64], q: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let idx = ((sorted.len() - 1) as f64 * q).round() as usize;
-    sorted[idx]
+fn percentile(values: &[f64], q: f64) -> f64 {
+    quiclab_experiment::stats::percentile(values, q).unwrap_or(f64::NAN)
 }
 
 pub fn run(args: CalibrateArgs) -> Result<i32> {
@@ -392,13 +380,5 @@ mod tests {
         let (lo1, _) = binomial_interval(0.05, 20_000, LOSS_Z);
         let (lo2, _) = loss_interval(0.05, 20_000, LOSS_Z, f);
         assert!(lo2 < lo1);
-    }
-
-    #[test]
-    fn percentile_picks_the_nearest_rank() {
-        let v: Vec<f64> = (0..=100).map(f64::from).collect();
-        assert_eq!(percentile(&v, 0.5), 50.0);
-        assert_eq!(percentile(&v, 0.99), 99.0);
-        assert!(percentile(&[], 0.5).is_nan());
     }
 }

@@ -47,8 +47,7 @@ loss = ["0%", "2%"]
 
 pub fn run(args: DemoArgs) -> Result<i32> {
     quiclab_lab::topology::check_privileges()?;
-    std::fs::create_dir_all(&args.out)
-        .with_context(|| format!("creating {}", args.out.display()))?;
+    claim_demo_dir(&args.out)?;
     let file = args.out.join("demo.toml");
     std::fs::write(&file, SCENARIO).with_context(|| format!("writing {}", file.display()))?;
     // A demo always starts afresh: the previous demo's results are replaced, never mixed in.
@@ -58,22 +57,24 @@ pub fn run(args: DemoArgs) -> Result<i32> {
     let _ = std::fs::remove_dir_all(args.out.join("figures"));
     let _ = std::fs::remove_dir_all(args.out.join("traces"));
 
-    let (scenario, text, plan) = crate::runner::load(&file, Some(args.repetitions))?;
+    let (scenario, text, plan) = quiclab_runner::load(&file, Some(args.repetitions))?;
     println!(
         "quiclab demo: {} — {} runs, each in a fresh lab of two network namespaces joined by the \
          emulated link\n",
         scenario.description,
         plan.len()
     );
-    let outcome = crate::runner::execute(
+    let outcome = quiclab_runner::execute(
         &file,
         &scenario,
         &text,
         &plan,
         &args.out,
-        crate::runner::Resume::No,
+        quiclab_runner::Resume::No,
+        &crate::signals::set_exit_hint,
     )?;
-    let report = crate::report_cmd::write_report(&args.out, &Default::default())?;
+    let report =
+        crate::report_cmd::write_report(&args.out, &crate::report_cmd::ReportChoice::default())?;
 
     let store = Store::open(&args.out.join("results.sqlite"))?;
     let runs = store.runs()?;
@@ -85,7 +86,7 @@ pub fn run(args: DemoArgs) -> Result<i32> {
         times
             .entry((r.setting, r.setting_label.clone()))
             .or_default()
-            .entry(r.protocol.clone())
+            .entry(r.contender.clone())
             .or_default();
         if r.status != Status::Ok || !r.flags.is_empty() {
             continue;
@@ -95,13 +96,13 @@ pub fn run(args: DemoArgs) -> Result<i32> {
             times
                 .entry(setting.clone())
                 .or_default()
-                .entry(r.protocol.clone())
+                .entry(r.contender.clone())
                 .or_default()
                 .push(*t);
         }
         if let Some(g) = r.metrics.get("goodput_mbps") {
             goodput
-                .entry((setting.0, setting.1, r.protocol.clone()))
+                .entry((setting.0, setting.1, r.contender.clone()))
                 .or_default()
                 .push(*g);
         }
@@ -166,4 +167,30 @@ pub fn run(args: DemoArgs) -> Result<i32> {
         args.out.display()
     );
     Ok(if outcome.failed > 0 { 1 } else { 0 })
+}
+
+/// Makes the demo's directory, or accepts it when it is empty or holds an earlier demo (its
+/// demo.toml): the demo replaces its own earlier results there, so it must never clear a directory
+/// of someone else's files (`--out ~` would have lost ~/figures).
+fn claim_demo_dir(out: &std::path::Path) -> Result<()> {
+    match std::fs::read_dir(out) {
+        Ok(mut entries) => {
+            let empty = entries.next().is_none();
+            let earlier_demo = std::fs::read_to_string(out.join("demo.toml"))
+                .is_ok_and(|t| t.starts_with("# quiclab demo: written by `quiclab demo`"));
+            if !empty && !earlier_demo {
+                anyhow::bail!(
+                    "--out {}: the directory holds files that are not an earlier quiclab demo; give \
+                     a new or empty directory (the demo replaces its own earlier results and never \
+                     touches anything else)",
+                    out.display()
+                );
+            }
+            Ok(())
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))
+        }
+        Err(e) => Err(anyhow::anyhow!("--out {}: {e}", out.display())),
+    }
 }

@@ -7,8 +7,7 @@ mod link_args;
 mod page_cmd;
 mod report;
 mod report_cmd;
-mod runner;
-mod self_exe;
+mod run_cmd;
 mod shell;
 mod signals;
 mod stacks_cmd;
@@ -36,11 +35,15 @@ enum Command {
     /// Load a web page (built-in corpus or a directory) over h1, h2 or h3 across a fresh lab, with
     /// quiclab's browser-like loader or headless Chromium; HAR and waterfall
     Page(page_cmd::PageArgs),
-    /// The client half of `quiclab page` (runs inside a lab's client namespace)
+    /// A workload's half inside a lab's namespace (server, fetch or page client), configured by one
+    /// JSON file; prints one JSON report
     #[command(hide = true)]
-    PageClient(page_cmd::PageClientArgs),
+    Child {
+        /// The configuration (written by the workload that starts the child)
+        config: std::path::PathBuf,
+    },
     /// Run a scenario file's grid of runs, each in a fresh lab, into DIR/results.sqlite
-    Run(runner::RunArgs),
+    Run(run_cmd::RunArgs),
     /// Write DIR/report.html and figures from a results directory
     Report(report_cmd::ReportArgs),
     /// Export a results directory as CSV for pandas/R
@@ -74,15 +77,15 @@ fn main() {
     // that someone else owns and simply end on SIGTERM.
     if !matches!(
         cli.command,
-        Command::Serve(_) | Command::Fetch(_) | Command::PageClient(_)
+        Command::Serve(_) | Command::Fetch(_) | Command::Child { .. }
     ) {
         signals::install();
     }
     let result = match cli.command {
         Command::Demo(args) => demo::run(args),
-        Command::Run(args) => runner::run(args),
+        Command::Run(args) => run_cmd::run(args),
         Command::Page(args) => page_cmd::page(args),
-        Command::PageClient(args) => page_cmd::page_client(args),
+        Command::Child { config } => quiclab_workload::child::main(&config),
         Command::Report(args) => report_cmd::report(args),
         Command::Export(args) => report_cmd::export(args),
         Command::Bulk(args) => stacks_cmd::bulk(args),

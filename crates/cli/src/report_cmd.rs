@@ -16,7 +16,8 @@ pub struct ReportArgs {
     #[arg(long, default_value = "h1")]
     pub baseline: String,
     /// Metrics to show, comma-separated; the first is the primary one (CDFs, wins table).
-    /// Default: total_ms, ttfb_ms, goodput_mbps, loss_ratio, handshake_ms
+    /// Default: the workload kind's (bulk: total_ms, ttfb_ms, goodput_mbps, loss_ratio,
+    /// handshake_ms; page: plt_ms, connections, loss_ratio)
     #[arg(long, value_delimiter = ',')]
     pub metrics: Vec<String>,
     /// Include runs whose emulator fidelity was flagged in the statistics (default: shown apart)
@@ -42,49 +43,60 @@ pub struct ExportArgs {
     pub to: Option<PathBuf>,
 }
 
-/// Labels and units of the metrics quiclab records; unknown names are shown as they are.
+/// What the user chose for a report; unset parts come from the results (the workload kind's
+/// metrics).
+#[derive(Debug, Clone)]
+pub struct ReportChoice {
+    pub baseline: String,
+    /// Empty: the metrics the workload kind declares for reports.
+    pub metrics: Vec<String>,
+    pub include_flagged: bool,
+    pub series: Vec<String>,
+}
+
+impl Default for ReportChoice {
+    fn default() -> Self {
+        ReportChoice {
+            baseline: "h1".into(),
+            metrics: Vec::new(),
+            include_flagged: false,
+            series: Vec::new(),
+        }
+    }
+}
+
+/// How to show `name`: as declared in the metric registry (workloads, emulator, runner); a name
+/// nothing declares is shown as it is, lower taken as better, and said so.
 fn metric_info(name: &str) -> MetricInfo {
-    let (label, unit, lower) = match name {
-        "total_ms" => ("Download time", "ms", true),
-        "plt_ms" => ("Page load time", "ms", true),
-        "dom_content_loaded_ms" => ("DOMContentLoaded", "ms", true),
-        "connections" => ("Connections", "", true),
-        "objects" => ("Objects", "", false),
-        "ttfb_ms" => ("Time to first byte", "ms", true),
-        "handshake_ms" => ("Handshake time", "ms", true),
-        "connect_ms" => ("TCP connect time", "ms", true),
-        "goodput_mbps" => ("Goodput", "Mbit/s", false),
-        "utilization" => ("Channel utilisation", "", false),
-        "loss_ratio" => ("Loss ratio", "", true),
-        "tail_drops" => ("Tail drops", "packets", true),
-        "random_losses" => ("Random losses", "packets", true),
-        "cpu_client_s" => ("Client CPU", "s", true),
-        "cpu_server_s" => ("Server CPU", "s", true),
-        "cpu_client_s_per_gb" => ("Client CPU per GB", "s/GB", true),
-        "cpu_server_s_per_gb" => ("Server CPU per GB", "s/GB", true),
-        "setup_ms" => ("Lab set-up", "ms", true),
-        "teardown_ms" => ("Lab teardown", "ms", true),
-        other => (other, "", true),
-    };
-    MetricInfo {
-        name: name.to_string(),
-        label: label.to_string(),
-        unit: unit.to_string(),
-        lower_is_better: lower,
+    match quiclab_experiment::metric::find(&quiclab_runner::metric_registry(), name) {
+        Some(m) => MetricInfo {
+            name: m.name.to_string(),
+            label: m.label.to_string(),
+            unit: m.unit.to_string(),
+            lower_is_better: m.lower_is_better(),
+        },
+        None => {
+            eprintln!(
+                "quiclab report: note: no workload declares a metric {name:?}; shown as it is, lower taken as better"
+            );
+            MetricInfo {
+                name: name.to_string(),
+                label: name.to_string(),
+                unit: String::new(),
+                lower_is_better: true,
+            }
+        }
     }
 }
 
 pub fn report(args: ReportArgs) -> Result<i32> {
-    let options = ReportOptions {
+    let choice = ReportChoice {
         baseline: args.baseline.clone(),
-        metrics: if args.metrics.is_empty() {
-            quiclab_report::default_metrics()
-        } else {
-            args.metrics.iter().map(|m| metric_info(m)).collect()
-        },
+        metrics: args.metrics.clone(),
         include_flagged: args.include_flagged,
+        series: args.series.clone(),
     };
-    let out = write_report_with(&args.dir, &options, &args.series)?;
+    let out = write_report(&args.dir, &choice)?;
     println!("{}", out.html.display());
     Ok(0)
 }
@@ -134,38 +146,31 @@ fn chosen_series_keys(
 }
 
 /// Renders DIR/report.html and DIR/figures/ from DIR/results.sqlite.
-pub fn write_report(dir: &Path, options: &ReportOptions) -> Result<quiclab_report::ReportOutput> {
-    write_report_with(dir, options, &[])
-}
-
-/// [`write_report`] with the time series of only the runs `series_filters` choose.
-fn write_report_with(
-    dir: &Path,
-    options: &ReportOptions,
-    series_filters: &[String],
-) -> Result<quiclab_report::ReportOutput> {
+pub fn write_report(dir: &Path, choice: &ReportChoice) -> Result<quiclab_report::ReportOutput> {
     let store = Store::open(&dir.join("results.sqlite"))?;
     let scenario = store.scenario()?;
     let runs = store.runs()?;
-    // Page loads have their own headline metric: page load time.
-    let page_defaults;
-    let options = if runs.iter().any(|r| r.metrics.contains_key("plt_ms"))
-        && options.metrics == quiclab_report::default_metrics()
-    {
-        page_defaults = ReportOptions {
-            metrics: ["plt_ms", "connections", "loss_ratio"]
-                .iter()
-                .map(|m| metric_info(m))
-                .collect(),
-            ..options.clone()
-        };
-        &page_defaults
+    // The kind's own headline metrics unless the user chose: read from the stored scenario.
+    let metrics: Vec<String> = if choice.metrics.is_empty() {
+        let kind = quiclab_experiment::parse(&scenario.text, &scenario.file)
+            .map(|s| s.kind)
+            .map_err(|e| anyhow::anyhow!("the stored scenario does not parse any more: {e}"))?;
+        quiclab_workload::report_metrics(kind)
+            .iter()
+            .map(|m| m.to_string())
+            .collect()
     } else {
-        options
+        choice.metrics.clone()
     };
-    if !runs.iter().any(|r| r.protocol == options.baseline) && !runs.is_empty() {
+    let options = &ReportOptions {
+        baseline: choice.baseline.clone(),
+        metrics: metrics.iter().map(|m| metric_info(m)).collect(),
+        include_flagged: choice.include_flagged,
+    };
+    let series_filters = &choice.series;
+    if !runs.iter().any(|r| r.contender == options.baseline) && !runs.is_empty() {
         let protocols: std::collections::BTreeSet<&str> =
-            runs.iter().map(|r| r.protocol.as_str()).collect();
+            runs.iter().map(|r| r.contender.as_str()).collect();
         bail!(
             "--baseline {}: no run used it; the runs used {}",
             options.baseline,
@@ -213,7 +218,7 @@ fn write_report_with(
                 index: r.index,
                 setting: r.setting,
                 setting_label: r.setting_label,
-                protocol: r.protocol,
+                protocol: r.contender,
                 repetition: r.repetition,
                 status: match r.status {
                     Status::Ok => RunStatus::Ok,

@@ -9,14 +9,10 @@ use common::*;
 
 /// A timing check with retries; skipped (and said so) when the hypervisor steals much CPU.
 fn timing(name: &str, check: impl FnMut() -> Result<(), String>) {
-    if let Err(skipped) = quiclab_lab::host::timing_check(name, 3, check) {
-        quiclab_lab::host::report_skip(&skipped);
-    }
+    quiclab_testkit::timing(name, 3, check)
 }
 
-fn ensure(cond: bool, msg: impl FnOnce() -> String) -> Result<(), String> {
-    if cond { Ok(()) } else { Err(msg()) }
-}
+use quiclab_testkit::ensure;
 
 #[test]
 fn bad_values_name_the_flag_and_the_accepted_forms() {
@@ -241,7 +237,7 @@ fn not_root_is_explained() {
     // As root: run a copy of the binary as `nobody`, from a directory nobody can enter (the build
     // tree may sit under a private 0700 directory).
     let Ok(Some(nobody)) = nix::unistd::User::from_name("nobody") else {
-        quiclab_lab::host::report_skip("SKIPPED not_root: no 'nobody' user");
+        quiclab_testkit::skip("not_root", "no 'nobody' user");
         return;
     };
     use std::os::unix::fs::PermissionsExt;
@@ -340,4 +336,22 @@ fn bulk_resumes_and_sends_0rtt_through_the_emulator() {
             })
         });
     }
+}
+
+#[test]
+fn bench_runner_refuses_a_non_empty_out_and_deletes_nothing() {
+    // `--out ~` once ran remove_dir_all on a home directory. Whatever the privileges, a non-empty
+    // directory is refused before anything runs, and its files stay.
+    let dir = temp_dir("bench-runner-out");
+    let precious = write(&dir, "precious.txt", "not quiclab's");
+    let out = quiclab()
+        .args(["bench", "runner", "--runs", "3", "--out"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--out") && err.contains("not empty"), "{err}");
+    assert_eq!(std::fs::read_to_string(&precious).unwrap(), "not quiclab's");
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -81,7 +81,10 @@ fn every_shipped_scenario_is_valid() {
             .contains("\"chromium\"");
         if let (true, Err(e)) = (uses_chromium, &chromium) {
             // Refusing it is right (the run could not be made); that error is tested elsewhere.
-            eprintln!("SKIPPED {} (uses Chromium): {e:#}", file.display());
+            quiclab_testkit::skip(
+                &format!("dry run of {} (uses Chromium)", file.display()),
+                &format!("{e:#}"),
+            );
             continue;
         }
         let out = dry_run(&file);
@@ -178,7 +181,7 @@ fn a_tiny_scenario_runs_end_to_end_into_sqlite_csv_and_a_report() {
         assert!(r.result.as_ref().unwrap()["fidelity"].is_object());
     }
     let protocols: std::collections::BTreeSet<_> =
-        runs.iter().map(|r| r.protocol.as_str()).collect();
+        runs.iter().map(|r| r.contender.as_str()).collect();
     assert_eq!(protocols.len(), 3);
     // Lossy runs lost packets, clean ones did not (random loss only where configured).
     for r in &runs {

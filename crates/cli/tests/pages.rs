@@ -98,9 +98,9 @@ fn chromium_loads_over_each_protocol_with_the_asked_next_hop_protocol() {
         return;
     }
     if !std::path::Path::new(quiclab_browser::DEFAULT_CHROMIUM).exists() {
-        quiclab_lab::host::report_skip(
-            "chromium_loads_over_each_protocol_with_the_asked_next_hop_protocol: no Chromium \
-             (apt-get install chromium; scripts/test installs it)",
+        quiclab_testkit::skip(
+            "chromium_loads_over_each_protocol_with_the_asked_next_hop_protocol",
+            "no Chromium (apt-get install chromium; scripts/test installs it)",
         );
         return;
     }

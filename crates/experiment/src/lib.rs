@@ -7,13 +7,21 @@
 //! * [`stats`] summarises measurements (mean, median, Student-t confidence
 //!   intervals, CDFs) and decides which protocol wins a setting.
 //!
-//! The runner that executes the runs in labs and stores them in SQLite comes
-//! later; keeping this part free of I/O makes it deterministic and testable.
+//! * [`metric`] is the registry format in which workloads, the runner and the
+//!   emulator declare what each of their numbers is.
+//!
+//! The runner that executes the runs in labs and stores them in SQLite is the
+//! crate `quiclab-runner`; keeping this part free of I/O makes it
+//! deterministic and testable.
 
+pub mod metric;
 pub mod plan;
 pub mod scenario;
 pub mod stats;
 
+pub use metric::{Better, MetricDef};
 pub use plan::{RunSpec, estimate_seconds, expand};
-pub use scenario::{Located, Order, Scenario, ScenarioError, TraceRuns, Value, load, parse};
+pub use scenario::{
+    Located, Order, Scenario, ScenarioError, TraceRuns, Value, WorkloadKind, load, parse,
+};
 pub use stats::{Summary, Verdict, beats, cdf, improvement, summarize, winners};

@@ -35,6 +35,10 @@ pub struct RunSpec {
     /// protocol, the other grid axes in file order, the repetition. Used to
     /// skip runs already done when a plan is resumed.
     pub key: String,
+    /// What this run is compared as: its protocol (`h1`, `h2`, `h3`) for runs of one protocol;
+    /// workloads that mix protocols in one run describe the mix (`h3+h1`, `h3x2+h1x2`). Reports
+    /// group runs by it; the key's first part is `proto=<contender>`.
+    pub contender: String,
 }
 
 /// Grid axes that choose the client under comparison, not the network or the workload: like the
@@ -135,10 +139,12 @@ pub fn expand(s: &Scenario) -> Vec<RunSpec> {
             .collect::<Vec<_>>()
             .join(";");
         let mut key_parts = Vec::new();
+        let mut contender = String::new();
         if let Some(p) = proto_axis {
             let v = s.grid[p].1[proto].value.to_string();
             key_parts.push(format!("proto={v}"));
-            params.insert("protocol".to_string(), v);
+            params.insert("protocol".to_string(), v.clone());
+            contender = v;
         }
         key_parts.extend(setting_parts);
         key_parts.push(format!("rep={rep}"));
@@ -149,6 +155,7 @@ pub fn expand(s: &Scenario) -> Vec<RunSpec> {
             params,
             seed: run_seed(s.seed, &seed_key, rep),
             key: key_parts.join(";"),
+            contender,
         }
     };
 

@@ -35,29 +35,8 @@ use serde::Serialize;
 use toml::Spanned;
 use toml::de::{DeString, DeTable, DeValue};
 
-/// Keys accepted in `[link]` (and as `[grid]` axes).
-pub const LINK_KEYS: &[&str] = &[
-    "rate",
-    "up-rate",
-    "down-rate",
-    "delay",
-    "rtt",
-    "up-delay",
-    "down-delay",
-    "loss",
-    "up-loss",
-    "down-loss",
-    "queue",
-    "up-queue",
-    "down-queue",
-    "trace",
-    "profile",
-    "up-trace",
-    "down-trace",
-    "up-profile",
-    "down-profile",
-    "seed",
-];
+/// Keys accepted in `[link]` (and as `[grid]` axes): the link's own options.
+pub use quiclab_link::options::LINK_KEYS;
 
 /// Keys accepted in `[workload]` when `kind = "bulk"`.
 pub const BULK_KEYS: &[&str] = &["kind", "size"];
@@ -69,19 +48,48 @@ pub const PAGE_KEYS: &[&str] = &["kind", "page", "browser", "max_streams"];
 
 const BROWSERS: &[&str] = &["builtin", "chromium"];
 
-/// The `[workload]` keys of a kind.
-pub fn workload_keys(kind: &str) -> &'static [&'static str] {
-    match kind {
-        "page" => PAGE_KEYS,
-        _ => BULK_KEYS,
+/// What a scenario's runs measure: `kind` in `[workload]`. Every match over it is exhaustive, so
+/// a new kind is a compile error wherever it needs handling, never a silent fallthrough.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WorkloadKind {
+    /// One download of `size` bytes over one connection.
+    Bulk,
+    /// One page load (built-in corpus or a directory).
+    Page,
+}
+
+impl WorkloadKind {
+    /// Every kind, in the order error messages list them.
+    pub const ALL: [WorkloadKind; 2] = [WorkloadKind::Bulk, WorkloadKind::Page];
+
+    pub const fn name(self) -> &'static str {
+        match self {
+            WorkloadKind::Bulk => "bulk",
+            WorkloadKind::Page => "page",
+        }
     }
+
+    pub fn from_name(s: &str) -> Option<WorkloadKind> {
+        WorkloadKind::ALL.into_iter().find(|k| k.name() == s)
+    }
+
+    /// The `[workload]` keys of this kind (including `kind`).
+    pub const fn keys(self) -> &'static [&'static str] {
+        match self {
+            WorkloadKind::Bulk => BULK_KEYS,
+            WorkloadKind::Page => PAGE_KEYS,
+        }
+    }
+}
+
+/// Workload kinds implemented today, by name.
+pub fn workload_kind_names() -> Vec<&'static str> {
+    WorkloadKind::ALL.iter().map(|k| k.name()).collect()
 }
 
 /// Keys accepted in `[protocol]` (and as `[grid]` axes).
 pub const PROTOCOL_KEYS: &[&str] = &["protocol", "tls", "cc", "resume", "zero_rtt"];
-
-/// Workload kinds implemented today.
-pub const WORKLOAD_KINDS: &[&str] = &["bulk", "page"];
 
 /// Workload kinds that are planned; named separately so the error can say
 /// "not supported yet" rather than "unknown".
@@ -190,6 +198,8 @@ pub struct Scenario {
     /// unit. `None`: the runner derives one from the workload and link.
     pub timeout: Option<Located<Value>>,
     pub trace: TraceRuns,
+    /// `kind` of `[workload]`.
+    pub kind: WorkloadKind,
     /// `[workload]`, including `kind`.
     pub workload: BTreeMap<String, Located<Value>>,
     /// `[link]` defaults for every run.
@@ -386,17 +396,17 @@ impl Parser<'_> {
                 _ => Err(bad("true or false")),
             },
             "kind" => match &value.value {
-                Value::String(s) if WORKLOAD_KINDS.contains(&s.as_str()) => Ok(()),
+                Value::String(s) if WorkloadKind::from_name(s).is_some() => Ok(()),
                 Value::String(s) if PLANNED_KINDS.contains(&s.as_str()) => Err(self.at_line(
                     value.line,
                     format!(
                         "workload kind \"{s}\" is not supported yet; accepted kinds: {}",
-                        WORKLOAD_KINDS.join(", ")
+                        workload_kind_names().join(", ")
                     ),
                 )),
                 _ => Err(bad(&format!(
                     "a workload kind: {}",
-                    WORKLOAD_KINDS.join(", ")
+                    workload_kind_names().join(", ")
                 ))),
             },
             "browser" => match &value.value {
@@ -629,7 +639,7 @@ impl Parser<'_> {
         let (wl_table, wl_value) = workload.ok_or_else(|| {
             self.whole(format!(
                 "missing [workload] table; accepted kinds: {}",
-                WORKLOAD_KINDS.join(", ")
+                workload_kind_names().join(", ")
             ))
         })?;
         // `kind` first: the other keys are only known once the kind is.
@@ -638,14 +648,16 @@ impl Parser<'_> {
                 wl_value.span(),
                 format!(
                     "missing key \"kind\" in [workload]; accepted kinds: {}",
-                    WORKLOAD_KINDS.join(", ")
+                    workload_kind_names().join(", ")
                 ),
             )
         })?;
         let kind_value = self.scalar("[workload]", "kind", kind)?;
         self.check("[workload]", "kind", &kind_value)?;
         let kind_name = kind_value.value.to_string();
-        let kind_keys = workload_keys(&kind_name);
+        let kind = WorkloadKind::from_name(&kind_name)
+            .ok_or_else(|| self.whole(format!("unknown workload kind {kind_name:?}")))?;
+        let kind_keys = kind.keys();
         let workload = self.scalar_table("[workload]", wl_table, kind_keys)?;
 
         let mut grid: Vec<(String, Vec<Located<Value>>)> = Vec::new();
@@ -710,14 +722,14 @@ impl Parser<'_> {
 
         let missing =
             |key: &str| !workload.contains_key(key) && !grid.iter().any(|(k, _)| k == key);
-        if kind_name == "page" && missing("page") {
+        if kind == WorkloadKind::Page && missing("page") {
             return Err(self.at(
                 wl_value.span(),
                 "missing key \"page\" in [workload] (a built-in page such as \"carlucci-small\", or a directory with an index.html)"
                     .into(),
             ));
         }
-        if kind_name == "bulk" && missing("size") {
+        if kind == WorkloadKind::Bulk && missing("size") {
             return Err(self.at(
                 wl_value.span(),
                 "missing key \"size\" in [workload] (bulk needs a transfer size, e.g. size = \"5MB\")"
@@ -728,6 +740,7 @@ impl Parser<'_> {
         Ok(Scenario {
             name,
             description,
+            kind,
             repetitions,
             seed,
             order,

@@ -229,6 +229,20 @@ pub fn winners(results: &BTreeMap<String, Vec<f64>>) -> Verdict {
     Verdict::Equal
 }
 
+/// The `q`-quantile of `values` (any order; non-finite values ignored) by the rank
+/// `round((n − 1) · q)` of the sorted values; None when there are none. The one percentile of
+/// quiclab's own summaries (calibrate, benchmarks); the emulator's distributions come from
+/// HdrHistograms instead.
+pub fn percentile(values: &[f64], q: f64) -> Option<f64> {
+    let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let idx = ((v.len() - 1) as f64 * q.clamp(0.0, 1.0)).round() as usize;
+    Some(v[idx])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -365,5 +379,16 @@ mod tests {
         let two_protocols = results(&[("h2", &[50.0; 3]), ("h3", &[100.0; 3])]);
         assert_eq!(winners(&two_protocols), Verdict::Best(vec!["h2".into()]));
         assert_eq!(winners(&results(&[("h3", &[1.0])])), Verdict::Equal);
+    }
+
+    #[test]
+    fn percentile_picks_the_nearest_rank() {
+        let mut v: Vec<f64> = (0..=100).map(f64::from).collect();
+        v.reverse();
+        v.push(f64::NAN);
+        assert_eq!(percentile(&v, 0.5), Some(50.0));
+        assert_eq!(percentile(&v, 0.99), Some(99.0));
+        assert_eq!(percentile(&v, 1.0), Some(100.0));
+        assert_eq!(percentile(&[], 0.5), None);
     }
 }

@@ -127,7 +127,10 @@ mod tests {
         assert!(err.contains("/nonexistent/font.ttf: "), "{err}");
         assert!(err.contains("not a TrueType/OpenType font"), "{err}");
         let Some(font) = find(None) else {
-            eprintln!("SKIPPED the registration half: no font installed (fonts-dejavu-core)");
+            quiclab_testkit::skip(
+                "registration_names_what_it_tried_and_then_sticks (registration half)",
+                "no font installed (fonts-dejavu-core)",
+            );
             return;
         };
         assert_eq!(register([font.clone()]), Ok(font.clone()));

@@ -17,9 +17,11 @@ pub mod process;
 pub mod registry;
 pub mod running;
 pub mod stats;
+pub mod tolerance;
 pub mod topology;
 
 pub use emulator::{Emulator, EmulatorConfig, FidelityReport, SchedulerOptions};
 pub use link_spec::{DirectionSpec, LinkSpec};
+pub use quiclab_link::LinkOptions;
 pub use running::RunningLab;
 pub use topology::{Lab, LabOptions, Side};

@@ -7,6 +7,7 @@ use anyhow::Result;
 use crate::emulator::{Emulator, EmulatorConfig, FidelityReport, LaneSnapshot, SchedulerOptions};
 use crate::link_spec::LinkSpec;
 use crate::topology::{Lab, LabOptions};
+use quiclab_link::LinkOptions;
 
 pub struct RunningLab {
     // Field order matters: the emulator (which holds duplicates of the TUN fds) stops before the lab
@@ -17,6 +18,26 @@ pub struct RunningLab {
 }
 
 impl RunningLab {
+    /// A fresh lab with its emulator running for `spec`, with the lab and scheduler settings of
+    /// `options` (the LINK OPTIONS of a command or a scenario run) and an optional packet log.
+    pub fn start_for(
+        options: &LinkOptions,
+        spec: &LinkSpec,
+        log: Option<PathBuf>,
+    ) -> Result<RunningLab> {
+        let lab = LabOptions {
+            tcp_congestion_control: options.tcp_cc.clone(),
+            steer_receive: options.steering.applies_to(spec),
+            ..Default::default()
+        };
+        let scheduler = SchedulerOptions {
+            spin: std::time::Duration::from_nanos(options.spin),
+            batch_window: std::time::Duration::from_nanos(options.batch_window),
+            realtime: options.realtime,
+        };
+        RunningLab::start(spec, &lab, scheduler, log)
+    }
+
     pub fn start(
         spec: &LinkSpec,
         options: &LabOptions,

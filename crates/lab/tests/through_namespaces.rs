@@ -4,12 +4,11 @@
 
 use std::time::Duration;
 
-use quiclab_lab::host::timing_check;
 use quiclab_lab::{Lab, LinkSpec, RunningLab, SchedulerOptions, Side, netns, probe};
 use quiclab_link::{LossSpec, QueueLimit, RateSpec};
 
 fn root_or_skip(test: &str) -> bool {
-    quiclab_lab::host::can_build_labs_or_skip(test)
+    quiclab_testkit::can_build_labs_or_skip(test)
 }
 
 fn spec(rate_bps: Option<u64>, rtt_ms: f64, loss: f64) -> LinkSpec {
@@ -39,16 +38,12 @@ fn start(s: &LinkSpec) -> RunningLab {
 }
 
 /// Runs a timing check (up to 3 attempts); on a host whose hypervisor steals much CPU it is reported
-/// as skipped instead (see `quiclab_lab::host::timing_check`).
+/// as skipped instead (see `quiclab_testkit::timing`).
 fn timing(name: &str, check: impl FnMut() -> Result<(), String>) {
-    if let Err(skipped) = timing_check(name, 3, check) {
-        quiclab_lab::host::report_skip(&skipped);
-    }
+    quiclab_testkit::timing(name, 3, check)
 }
 
-fn ensure(cond: bool, msg: impl FnOnce() -> String) -> Result<(), String> {
-    if cond { Ok(()) } else { Err(msg()) }
-}
+use quiclab_testkit::ensure;
 
 fn median(v: &[f64]) -> f64 {
     let mut s = v.to_vec();

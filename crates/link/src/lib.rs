@@ -32,11 +32,17 @@
 //! - [`loss`]: seeded Bernoulli and Gilbert–Elliott loss.
 //! - [`model`]: the link model of one direction ([`LinkModel`]).
 //! - [`stats`]: percentile summaries shared with the I/O shell.
+//! - [`spec`]: a whole link (both directions) as asked for ([`LinkSpec`]), turned into the two
+//!   directions' configurations.
+//! - [`options`]: the link options every lab command and scenario shares ([`LinkOptions`]), each
+//!   settable by name and parsed once by [`units`], and how they make a [`LinkSpec`].
 
 pub mod error;
 pub mod loss;
 pub mod model;
+pub mod options;
 pub mod profile;
+pub mod spec;
 pub mod stats;
 pub mod trace;
 pub mod units;
@@ -58,7 +64,9 @@ pub use loss::LossProcess;
 pub use model::{
     Counters, Departure, DirectionConfig, LinkModel, ModelError, ModelSummary, RateSpec, Verdict,
 };
+pub use options::LinkOptions;
 pub use profile::{Profile, ProfileStep};
+pub use spec::{DirectionSpec, LinkSpec};
 pub use stats::Distribution;
 pub use trace::DeliveryTrace;
 pub use units::{

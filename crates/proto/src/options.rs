@@ -258,6 +258,66 @@ impl FromStr for QuicCongestion {
     }
 }
 
+/// How the protocol stacks of one run are set up, on both ends. The lab's child processes
+/// (`quiclab serve`, `fetch`, `page-client`) receive it whole, serialised, so no option travels
+/// through the environment or gets lost between two copies of a flag list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StackOptions {
+    /// TLS version for HTTP/1.1 and HTTP/2 (`None`: 1.3 or 1.2 as negotiated); QUIC is always 1.3.
+    pub tls: Option<TlsVersion>,
+    /// Kernel TCP congestion control, set per socket on both ends.
+    pub tcp_cc: TcpCongestion,
+    /// QUIC congestion control on both ends.
+    pub quic_cc: QuicCongestion,
+    /// QUIC's initial congestion window in packets (TCP's is the kernel's 10 segments).
+    pub initial_window_packets: u64,
+    /// N, the connections `gquic-cubic` emulates (β = (N−1+0.7)/N).
+    pub gquic_n: u32,
+}
+
+impl Default for StackOptions {
+    /// TLS negotiated, CUBIC for TCP and QUIC, an initial window of 10 packets, N = 2.
+    fn default() -> Self {
+        StackOptions {
+            tls: None,
+            tcp_cc: TcpCongestion::Cubic,
+            quic_cc: QuicCongestion::Cubic,
+            initial_window_packets: 10,
+            gquic_n: crate::gquic_cubic::DEFAULT_CONNECTIONS,
+        }
+    }
+}
+
+impl StackOptions {
+    /// Sets the congestion controller of the transport `proto` uses (TCP for h1/h2, QUIC for h3)
+    /// from one name: `--cc` of `bulk` and `page`, `cc` of scenarios. The other transport keeps
+    /// its default.
+    pub fn with_cc(mut self, proto: Protocol, cc: &str) -> Result<Self, String> {
+        match proto {
+            Protocol::H3 => {
+                self.quic_cc = cc
+                    .parse()
+                    .map_err(|e| format!("{e} (for h3: cubic, newreno, bbr, gquic-cubic)"))?;
+            }
+            Protocol::H1 | Protocol::H2 => {
+                self.tcp_cc = cc
+                    .parse()
+                    .map_err(|e| format!("{e} (for h1/h2: cubic, reno, bbr)"))?;
+            }
+        }
+        Ok(self)
+    }
+
+    /// The congestion controller `proto` runs under, by its canonical name.
+    pub fn cc_name(&self, proto: Protocol) -> &'static str {
+        match proto {
+            Protocol::H3 => self.quic_cc.as_str(),
+            Protocol::H1 | Protocol::H2 => self.tcp_cc.kernel_name(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -452,5 +512,22 @@ mod tests {
         for c in QuicCongestion::ALL {
             assert_eq!(name(c), c.to_string());
         }
+    }
+
+    #[test]
+    fn stack_options_split_cc_by_transport_and_round_trip() {
+        let o = StackOptions::default()
+            .with_cc(Protocol::H3, "gquic-cubic")
+            .unwrap();
+        assert_eq!(o.quic_cc, QuicCongestion::GquicCubic);
+        assert_eq!(o.tcp_cc, TcpCongestion::Cubic);
+        assert_eq!(o.cc_name(Protocol::H3), "gquic-cubic");
+        let e = StackOptions::default()
+            .with_cc(Protocol::H1, "newreno")
+            .unwrap_err();
+        assert!(e.contains("for h1/h2: cubic, reno, bbr"), "{e}");
+        let back: StackOptions = serde_json::from_str(&serde_json::to_string(&o).unwrap()).unwrap();
+        assert_eq!(back, o);
+        assert!(serde_json::from_str::<StackOptions>("{\"tls\":null}").is_err());
     }
 }

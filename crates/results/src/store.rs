@@ -8,7 +8,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
 
 /// Bumped on any incompatible change of [`SCHEMA`]; stored in `PRAGMA user_version`.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// The whole schema. Kept as one string so that `docs/results.md` can quote it and a test can
 /// check that the documentation and the code agree.
@@ -40,9 +40,9 @@ CREATE TABLE sessions (
 CREATE TABLE runs (
     key           TEXT PRIMARY KEY,   -- stable identity, e.g. proto=h2;rate=10mbit;loss=2%;rep=3
     run_index     INTEGER NOT NULL,   -- position in the plan's execution order (0-based)
-    setting       INTEGER NOT NULL,   -- grid point without the protocol (0-based)
+    setting       INTEGER NOT NULL,   -- grid point without the contender (0-based)
     setting_label TEXT NOT NULL,      -- e.g. rate=10mbit, loss=2%
-    protocol      TEXT NOT NULL,      -- h1 | h2 | h3
+    contender     TEXT NOT NULL,      -- what the run is compared as: h1 | h2 | h3, or a mix (h3+h1)
     repetition    INTEGER NOT NULL,   -- 1-based
     seed          TEXT NOT NULL,      -- the run's 64-bit seed in decimal (the link's loss processes)
     params        TEXT NOT NULL,      -- JSON object of every parameter of the run
@@ -140,7 +140,8 @@ pub struct StoredRun {
     pub index: usize,
     pub setting: usize,
     pub setting_label: String,
-    pub protocol: String,
+    /// What the run is compared as: its protocol, or a mix of protocols (`h3+h1`).
+    pub contender: String,
     pub repetition: u32,
     pub seed: u64,
     pub params: BTreeMap<String, String>,
@@ -192,7 +193,14 @@ impl Store {
         let version: i64 = conn
             .pragma_query_value(None, "user_version", |r| r.get(0))
             .with_context(|| format!("{}: not an SQLite database", path.display()))?;
-        if version != SCHEMA_VERSION {
+        if version == 1 {
+            // Version 1 called the contender `protocol` (every run was one protocol).
+            conn.execute_batch(
+                "BEGIN; ALTER TABLE runs RENAME COLUMN protocol TO contender; \
+                 PRAGMA user_version = 2; COMMIT;",
+            )
+            .with_context(|| format!("{}: upgrading the results schema 1 → 2", path.display()))?;
+        } else if version != SCHEMA_VERSION {
             bail!(
                 "{}: results schema version {version}, this quiclab reads version {SCHEMA_VERSION}",
                 path.display()
@@ -372,7 +380,7 @@ impl Store {
             .context("internal: record() before begin_session()")?;
         let tx = self.conn.transaction()?;
         tx.execute(
-            "INSERT INTO runs (key, run_index, setting, setting_label, protocol, repetition, seed, params,
+            "INSERT INTO runs (key, run_index, setting, setting_label, contender, repetition, seed, params,
                                status, reason, flagged, flags, started_unix, duration_s, setup_ms,
                                teardown_ms, host_steal, session_id, result)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)",
@@ -381,7 +389,7 @@ impl Store {
                 run.index as i64,
                 run.setting as i64,
                 run.setting_label,
-                run.protocol,
+                run.contender,
                 run.repetition,
                 run.seed.to_string(),
                 serde_json::to_string(&run.params)?,
@@ -445,7 +453,7 @@ impl Store {
             }
         }
         let mut stmt = self.conn.prepare(
-            "SELECT key, run_index, setting, setting_label, protocol, repetition, seed, params, status,
+            "SELECT key, run_index, setting, setting_label, contender, repetition, seed, params, status,
                     reason, flags, started_unix, duration_s, setup_ms, teardown_ms, host_steal,
                     session_id, result
              FROM runs ORDER BY run_index",
@@ -481,7 +489,7 @@ impl Store {
                 index,
                 setting,
                 setting_label,
-                protocol,
+                contender,
                 repetition,
                 seed,
                 params,
@@ -496,7 +504,7 @@ impl Store {
                 index: index as usize,
                 setting: setting as usize,
                 setting_label,
-                protocol,
+                contender,
                 repetition: repetition as u32,
                 seed: seed.parse().with_context(|| bad("seed"))?,
                 params: serde_json::from_str(&params).with_context(|| bad("params"))?,
@@ -615,7 +623,7 @@ pub(crate) mod tests {
             index,
             setting: 0,
             setting_label: "rate=10mbit".into(),
-            protocol: "h2".into(),
+            contender: "h2".into(),
             repetition: 1,
             seed: u64::MAX - 7,
             params: BTreeMap::from([("rate".into(), "10mbit".into())]),

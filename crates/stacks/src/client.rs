@@ -13,7 +13,7 @@ use bytes::{Buf, Bytes};
 use http::Request;
 use http_body_util::{BodyExt, Empty};
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use quiclab_proto::options::{Protocol, QuicCongestion, TcpCongestion, TlsVersion};
+use quiclab_proto::options::{Protocol, StackOptions, TcpCongestion};
 use serde::{Deserialize, Serialize};
 
 use crate::server::{pattern_byte, transport_config};
@@ -26,10 +26,8 @@ pub struct FetchOptions {
     pub server: SocketAddr,
     pub protocol: Protocol,
     pub paths: Vec<String>,
-    pub tls: Option<TlsVersion>,
-    pub tcp_cc: TcpCongestion,
-    pub quic_cc: QuicCongestion,
-    pub initial_window_packets: u64,
+    /// TLS version, congestion controllers, QUIC's initial window.
+    pub stack: StackOptions,
     pub resume: bool,
     pub zero_rtt: bool,
     /// Check `/bytes/<N>` bodies byte by byte.
@@ -108,7 +106,7 @@ async fn fetch_tcp(opts: &FetchOptions) -> Result<FetchReport> {
     let store = Arc::new(tls::CountingSessionStore::default());
     let config = Arc::new(tls::client_config(
         &opts.cert,
-        opts.tls,
+        opts.stack.tls,
         alpn,
         false,
         store.clone(),
@@ -126,7 +124,7 @@ async fn fetch_tcp(opts: &FetchOptions) -> Result<FetchReport> {
 
 async fn tcp_once(opts: &FetchOptions, config: Arc<rustls::ClientConfig>) -> Result<FetchReport> {
     let t0 = Instant::now();
-    let (tls, connection) = connect_tcp_tls(opts.server, opts.tcp_cc, config, t0).await?;
+    let (tls, connection) = connect_tcp_tls(opts.server, opts.stack.tcp_cc, config, t0).await?;
     let io = TokioIo::new(tls);
     let mut requests = Vec::new();
     if opts.protocol == Protocol::H2 {
@@ -270,16 +268,11 @@ pub(crate) fn quic_client_crypto(
 /// controller, initial window, flow-control windows) and an optional qlog file.
 pub(crate) fn quic_client_config(
     crypto: Arc<quinn::crypto::rustls::QuicClientConfig>,
-    cc: QuicCongestion,
-    initial_window_packets: u64,
+    stack: &StackOptions,
     qlog: Option<&std::path::Path>,
 ) -> Result<quinn::ClientConfig> {
     let mut c = quinn::ClientConfig::new(crypto);
-    c.transport_config(Arc::new(transport_config(
-        cc,
-        initial_window_packets,
-        qlog,
-    )?));
+    c.transport_config(Arc::new(transport_config(stack, qlog)?));
     Ok(c)
 }
 
@@ -330,12 +323,7 @@ async fn fetch_quic(opts: &FetchOptions) -> Result<FetchReport> {
     let crypto = quic_client_crypto(&opts.cert, opts.resume || opts.zero_rtt, store.clone())?;
     let config = |name: &str| -> Result<quinn::ClientConfig> {
         let qlog = opts.qlog_dir.as_ref().map(|d| d.join(name));
-        quic_client_config(
-            crypto.clone(),
-            opts.quic_cc,
-            opts.initial_window_packets,
-            qlog.as_deref(),
-        )
+        quic_client_config(crypto.clone(), &opts.stack, qlog.as_deref())
     };
     if opts.resume || opts.zero_rtt {
         let _ = quic_once(opts, &endpoint, config("client-warmup.sqlog")?, false).await?;
@@ -514,7 +502,7 @@ mod tests {
     async fn get_without_fin(cert: &LabCertificate, server: SocketAddr) -> Held {
         let endpoint = quic_client_endpoint(server).unwrap();
         let crypto = quic_client_crypto(cert, false, Arc::default()).unwrap();
-        let config = quic_client_config(crypto, QuicCongestion::Cubic, 10, None).unwrap();
+        let config = quic_client_config(crypto, &StackOptions::default(), None).unwrap();
         let conn = endpoint
             .connect_with(config, server, SERVER_NAME)
             .unwrap()

@@ -24,7 +24,7 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use quiclab_page::har::{Har, HarPage, ObjectTiming, build_har};
 use quiclab_page::schedule::{Action, ConnId, LoadConfig, LoadPlan};
 use quiclab_page::{ObjectKind, Origin};
-use quiclab_proto::options::{Protocol, QuicCongestion, TcpCongestion, TlsVersion};
+use quiclab_proto::options::{Protocol, StackOptions, TcpCongestion};
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 use tokio::task::{JoinHandle, JoinSet};
@@ -41,10 +41,9 @@ pub struct PageLoadOptions {
     pub server: SocketAddr,
     pub protocol: Protocol,
     /// TLS version for h1/h2 (`None`: 1.3 or 1.2, as negotiated); QUIC is always TLS 1.3.
-    pub tls: Option<TlsVersion>,
-    pub tcp_cc: TcpCongestion,
-    pub quic_cc: QuicCongestion,
-    pub initial_window_packets: u64,
+    /// TLS version for h1/h2 (`None`: 1.3 or 1.2, as negotiated; QUIC is always TLS 1.3),
+    /// congestion controllers, QUIC's initial window.
+    pub stack: StackOptions,
     /// For h2/h3: the most requests in flight at once (`None`: no limit of the loader's own).
     pub max_streams: Option<usize>,
     /// The whole load (connections included) must finish within this.
@@ -61,10 +60,7 @@ impl PageLoadOptions {
             cert,
             server,
             protocol,
-            tls: None,
-            tcp_cc: TcpCongestion::Cubic,
-            quic_cc: QuicCongestion::Cubic,
-            initial_window_packets: 10,
+            stack: StackOptions::default(),
             max_streams: None,
             timeout: Duration::from_secs(60),
             entry: quiclab_page::INDEX_PATH.to_string(),
@@ -261,10 +257,16 @@ pub async fn load_page(opts: &PageLoadOptions) -> Result<PageLoadReport> {
     let (tcp_tls, quic) = if opts.protocol.is_quic() {
         let endpoint = quic_client_endpoint(opts.server)?;
         let crypto = quic_client_crypto(&opts.cert, false, store)?;
-        let config = quic_client_config(crypto, opts.quic_cc, opts.initial_window_packets, None)?;
+        let config = quic_client_config(crypto, &opts.stack, None)?;
         (None, Some((endpoint, config)))
     } else {
-        let config = tls::client_config(&opts.cert, opts.tls, opts.protocol.alpn(), false, store)?;
+        let config = tls::client_config(
+            &opts.cert,
+            opts.stack.tls,
+            opts.protocol.alpn(),
+            false,
+            store,
+        )?;
         (Some(Arc::new(config)), None)
     };
 
@@ -277,7 +279,7 @@ pub async fn load_page(opts: &PageLoadOptions) -> Result<PageLoadReport> {
         t0,
         server: opts.server,
         protocol: opts.protocol,
-        tcp_cc: opts.tcp_cc,
+        tcp_cc: opts.stack.tcp_cc,
         tcp_tls,
         quic,
     });

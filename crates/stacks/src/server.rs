@@ -16,7 +16,7 @@ use bytes::{Bytes, BytesMut};
 use http::{Request, Response, StatusCode};
 use hyper::body::{Body, Frame, SizeHint};
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use quiclab_proto::options::{QuicCongestion, TcpCongestion, TlsVersion};
+use quiclab_proto::options::{QuicCongestion, StackOptions, TcpCongestion};
 use quiclab_proto::range;
 
 use crate::tls::{self, LabCertificate};
@@ -35,10 +35,8 @@ pub struct ServerOptions {
     pub addresses: Vec<IpAddr>,
     pub port: u16,
     pub dir: Option<PathBuf>,
-    pub tls: Option<TlsVersion>,
-    pub tcp_cc: TcpCongestion,
-    pub quic_cc: QuicCongestion,
-    pub initial_window_packets: u64,
+    /// TLS version, congestion controllers, QUIC's initial window.
+    pub stack: StackOptions,
     /// Sample every connection's congestion state into this log.
     pub cwnd_log: Option<crate::cwnd::CwndLog>,
     /// Write a qlog of every QUIC connection into this directory (`server-<n>.sqlog`).
@@ -54,10 +52,7 @@ impl ServerOptions {
             addresses,
             port,
             dir: None,
-            tls: None,
-            tcp_cc: TcpCongestion::Cubic,
-            quic_cc: QuicCongestion::Cubic,
-            initial_window_packets: 10,
+            stack: StackOptions::default(),
             cwnd_log: None,
             qlog_dir: None,
         }
@@ -92,13 +87,13 @@ pub fn spawn_server(opts: ServerOptions) -> Result<()> {
 /// Binds every listener, calls `ready` once they all listen, then serves until the process ends.
 pub async fn serve(opts: ServerOptions, ready: impl FnOnce()) -> Result<()> {
     let opts = Arc::new(opts);
-    let tcp_config = Arc::new(tls::tcp_server_config(&opts.cert, opts.tls)?);
+    let tcp_config = Arc::new(tls::tcp_server_config(&opts.cert, opts.stack.tls)?);
     let acceptor = tokio_rustls::TlsAcceptor::from(tcp_config);
     let quic_config = quic_server_config(&opts)?;
     let mut tasks = tokio::task::JoinSet::new();
     for &ip in &opts.addresses {
         let addr = SocketAddr::new(ip, opts.port);
-        let listener = tcp_listener(addr, opts.tcp_cc)?;
+        let listener = tcp_listener(addr, opts.stack.tcp_cc)?;
         let endpoint = quinn::Endpoint::server(quic_config.clone(), addr)
             .with_context(|| format!("binding QUIC on UDP {addr}"))?;
         tasks.spawn(accept_tcp(listener, acceptor.clone(), opts.clone()));
@@ -135,11 +130,7 @@ fn quic_server_config(opts: &ServerOptions) -> Result<quinn::ServerConfig> {
     let crypto =
         quinn::crypto::rustls::QuicServerConfig::try_from(tls::quic_server_config(&opts.cert)?)?;
     let mut config = quinn::ServerConfig::with_crypto(Arc::new(crypto));
-    config.transport_config(Arc::new(transport_config(
-        opts.quic_cc,
-        opts.initial_window_packets,
-        None,
-    )?));
+    config.transport_config(Arc::new(transport_config(&opts.stack, None)?));
     Ok(config)
 }
 
@@ -148,8 +139,17 @@ fn quic_server_config(opts: &ServerOptions) -> Result<quinn::ServerConfig> {
 /// autotuning, the congestion controller and not flow control limits a bulk transfer). With
 /// `qlog`, the connection's events are written there (a JSON-SEQ qlog, openable in qvis).
 pub fn transport_config(
+    stack: &StackOptions,
+    qlog: Option<&Path>,
+) -> Result<quinn::TransportConfig> {
+    let (cc, iw_packets) = (stack.quic_cc, stack.initial_window_packets);
+    transport_config_for(cc, iw_packets, stack.gquic_n, qlog)
+}
+
+fn transport_config_for(
     cc: QuicCongestion,
     iw_packets: u64,
+    gquic_n: u32,
     qlog: Option<&Path>,
 ) -> Result<quinn::TransportConfig> {
     let mut t = quinn::TransportConfig::default();
@@ -179,7 +179,7 @@ pub fn transport_config(
             c.initial_window(iw);
             Arc::new(c)
         }
-        QuicCongestion::GquicCubic => crate::gquic::factory(iw_packets)?,
+        QuicCongestion::GquicCubic => crate::gquic::factory(gquic_n, iw_packets)?,
     };
     t.congestion_controller_factory(factory);
     t.stream_receive_window((16u32 << 20).into());
@@ -200,7 +200,7 @@ async fn accept_tcp(
         let opts = opts.clone();
         tokio::spawn(async move {
             let _ = stream.set_nodelay(true);
-            let _ = crate::sockopt::set_tcp_congestion(&stream, opts.tcp_cc.kernel_name());
+            let _ = crate::sockopt::set_tcp_congestion(&stream, opts.stack.tcp_cc.kernel_name());
             let fd = std::os::fd::AsRawFd::as_raw_fd(&stream);
             let Ok(tls) = acceptor.accept(stream).await else {
                 return;
@@ -260,8 +260,7 @@ async fn accept_quic(
             Some(dir) => {
                 let mut c = config.clone();
                 c.transport_config(Arc::new(transport_config(
-                    opts.quic_cc,
-                    opts.initial_window_packets,
+                    &opts.stack,
                     Some(&dir.join(format!("server-{count}.sqlog"))),
                 )?));
                 Some(Arc::new(c))

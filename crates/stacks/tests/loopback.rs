@@ -4,7 +4,7 @@
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
-use quiclab_proto::options::{Protocol, QuicCongestion, TcpCongestion, TlsVersion};
+use quiclab_proto::options::{Protocol, StackOptions, TlsVersion};
 use quiclab_stacks::client::{FetchOptions, fetch};
 use quiclab_stacks::server::{ServerOptions, spawn_server};
 use quiclab_stacks::tls::LabCertificate;
@@ -23,10 +23,7 @@ fn options(cert: &LabCertificate, port: u16, protocol: Protocol) -> FetchOptions
         server: SocketAddr::new(LOCAL, port),
         protocol,
         paths: vec!["/bytes/300000".into(), "/bytes/1000".into()],
-        tls: None,
-        tcp_cc: TcpCongestion::Cubic,
-        quic_cc: QuicCongestion::Cubic,
-        initial_window_packets: 10,
+        stack: StackOptions::default(),
         resume: false,
         zero_rtt: false,
         verify: true,
@@ -66,7 +63,7 @@ fn tls_versions_are_negotiated_as_asked() {
     let cert = start_server(14432);
     for v in [TlsVersion::Tls12, TlsVersion::Tls13] {
         let mut o = options(&cert, 14432, Protocol::H2);
-        o.tls = Some(v);
+        o.stack.tls = Some(v);
         assert_eq!(run(&o).connection.tls_version, v.to_string());
     }
 }
@@ -78,7 +75,7 @@ fn tcp_resumption_is_used_on_the_second_connection() {
         for v in [TlsVersion::Tls12, TlsVersion::Tls13] {
             let mut o = options(&cert, 14433, p);
             o.resume = true;
-            o.tls = Some(v);
+            o.stack.tls = Some(v);
             let r = run(&o);
             assert!(r.connection.resumed, "{p} TLS {v}: not resumed");
             assert!(!r.connection.zero_rtt_accepted);

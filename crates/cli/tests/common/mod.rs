@@ -12,7 +12,7 @@ pub fn quiclab() -> Command {
 
 /// Whether labs can be built here; says why the test is skipped when not.
 pub fn root_or_skip(test: &str) -> bool {
-    quiclab_lab::host::can_build_labs_or_skip(test)
+    quiclab_testkit::can_build_labs_or_skip(test)
 }
 
 /// A fresh directory for one test (removed first, in case an earlier run left it).

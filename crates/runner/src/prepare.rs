@@ -1,58 +1,42 @@
-//! From a run's parameters (strings from the scenario file) to what a lab and a transfer need.
+//! From a run's parameters (strings from the scenario file) to a typed run: the link's options
+//! and spec, and the workload.
 //!
-//! Every value goes through the same parsers as the command line (the LINK OPTIONS of `quiclab
-//! bulk`), so a scenario accepts exactly what the flags accept. Errors name the scenario file, the
-//! line the value came from and the key.
+//! Every link value goes through quiclab-link's own parser ([`LinkOptions::set`], the one behind
+//! the LINK OPTIONS flags), so a scenario accepts exactly what the flags accept; the workload keys
+//! become a [`WorkloadSpec`] by an exhaustive match on the scenario's kind. Errors name the
+//! scenario file, the line the value came from and the key.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Result, anyhow};
-use clap::Parser;
-use quiclab_experiment::{RunSpec, Scenario};
+use quiclab_experiment::{RunSpec, Scenario, WorkloadKind};
 use quiclab_lab::LinkSpec;
-use quiclab_proto::options::{Protocol, QuicCongestion, TcpCongestion, TlsVersion};
-
-use crate::link_args::LinkArgs;
-use crate::page_cmd::{PageRun, PageSource};
-use crate::stacks_cmd::{BulkRun, parse_size};
-
-#[derive(Parser)]
-struct LinkOnly {
-    #[command(flatten)]
-    link: LinkArgs,
-}
-
-/// Keys whose value is a file path, resolved against the scenario file's directory.
-const PATH_KEYS: &[&str] = &[
-    "trace",
-    "up-trace",
-    "down-trace",
-    "profile",
-    "up-profile",
-    "down-profile",
-];
+use quiclab_link::LinkOptions;
+use quiclab_link::options::PATH_KEYS;
+use quiclab_proto::options::{Protocol, StackOptions, TlsVersion};
+use quiclab_workload::WorkloadSpec;
+use quiclab_workload::bulk::BulkRun;
+use quiclab_workload::child::Browser;
+use quiclab_workload::page::{PageRun, PageSource};
 
 /// One run, ready to execute.
+#[derive(Debug, Clone)]
 pub struct PreparedRun {
-    pub link: LinkArgs,
+    pub link: LinkOptions,
     pub spec: LinkSpec,
-    pub work: Workload,
-}
-
-/// What a run measures. Each carries its own time limit (set-up and teardown come on top).
-pub enum Workload {
-    Bulk(BulkRun),
-    Page(PageRun),
+    pub work: WorkloadSpec,
 }
 
 impl PreparedRun {
-    pub fn protocol(&self) -> Protocol {
-        match &self.work {
-            Workload::Bulk(b) => b.proto,
-            Workload::Page(p) => p.proto,
-        }
+    pub fn contender(&self) -> String {
+        self.work.contender()
+    }
+
+    /// A rough duration of the run (an estimate; see the workloads' `estimate_seconds`).
+    pub fn estimate_seconds(&self) -> f64 {
+        self.work.estimate_seconds(&self.spec)
     }
 }
 
@@ -112,10 +96,18 @@ impl<'a> Preparer<'a> {
         }
     }
 
-    /// The link of a run: each key checked on its own (so the error names it), then all together.
-    fn link(&self, params: &BTreeMap<String, String>, seed: u64) -> Result<(LinkArgs, LinkSpec)> {
-        let mut argv = vec!["quiclab".to_string()];
-        for key in quiclab_experiment::scenario::LINK_KEYS {
+    /// The link of a run: each key parsed on its own (so the error names it), then all together.
+    fn link(
+        &self,
+        params: &BTreeMap<String, String>,
+        seed: u64,
+    ) -> Result<(LinkOptions, LinkSpec)> {
+        let mut options = LinkOptions {
+            // The run's seed, unless the scenario pins one for every run.
+            seed,
+            ..LinkOptions::default()
+        };
+        for key in quiclab_link::options::LINK_KEYS {
             let Some(value) = params.get(*key) else {
                 continue;
             };
@@ -124,26 +116,18 @@ impl<'a> Preparer<'a> {
             } else {
                 value.clone()
             };
-            let flag = [format!("--{key}"), value.clone()];
-            LinkOnly::try_parse_from(std::iter::once("quiclab".to_string()).chain(flag.clone()))
-                .map_err(|e| self.at(key, &params[*key], clap_message(&e)))?;
-            argv.extend(flag);
+            options
+                .set(key, &value)
+                .map_err(|e| self.at(key, &params[*key], e))?;
         }
-        // The run's seed, unless the scenario pins one for every run.
-        if !params.contains_key("seed") {
-            argv.extend(["--seed".to_string(), seed.to_string()]);
-        }
-        let args = LinkOnly::try_parse_from(&argv)
-            .map_err(|e| anyhow!("{}: {}", self.file, clap_message(&e)))?
-            .link;
-        let spec = args.to_spec().map_err(|e| {
+        let spec = options.to_spec().map_err(|e| {
             anyhow!(
-                "{}: the link of setting {} is impossible: {e:#}",
+                "{}: the link of setting {} is impossible: {e}",
                 self.file,
                 describe(params)
             )
         })?;
-        Ok((args, spec))
+        Ok((options, spec))
     }
 
     /// Validates and converts one run of the plan.
@@ -156,9 +140,15 @@ impl<'a> Preparer<'a> {
         let proto: Protocol = proto_s
             .parse()
             .map_err(|e| self.at("protocol", proto_s, e))?;
-        let tls = get("tls")
-            .map(|t| t.parse::<TlsVersion>().map_err(|e| self.at("tls", t, e)))
-            .transpose()?;
+        let mut stack = StackOptions {
+            tls: get("tls")
+                .map(|t| t.parse::<TlsVersion>().map_err(|e| self.at("tls", t, e)))
+                .transpose()?,
+            ..StackOptions::default()
+        };
+        if let Some(cc) = get("cc") {
+            stack = stack.with_cc(proto, cc).map_err(|e| self.at("cc", cc, e))?;
+        }
         let flag = |k: &str| -> Result<bool> {
             match get(k) {
                 None | Some("false") => Ok(false),
@@ -179,10 +169,6 @@ impl<'a> Preparer<'a> {
                 ),
             ));
         }
-        let (tcp_cc, quic_cc) = match get("cc") {
-            Some(cc) => crate::page_cmd::congestion(proto, cc).map_err(|e| self.at("cc", cc, e))?,
-            None => (TcpCongestion::Cubic, QuicCongestion::Cubic),
-        };
         let timeout = match &self.scenario.timeout {
             Some(t) => {
                 let s = t.value.to_string();
@@ -199,96 +185,96 @@ impl<'a> Preparer<'a> {
             }
             None => None,
         };
-        let work = if get("kind") == Some("page") {
-            if resume || zero_rtt {
-                let key = if resume { "resume" } else { "zero_rtt" };
-                return Err(self.at(
-                    key,
-                    "true",
-                    "page loads start cold (a fresh browser, no session tickets); resumption is \
-                     measured with kind = \"bulk\"",
-                ));
-            }
-            let page_s = get("page").ok_or_else(|| {
-                anyhow!(
-                    "{}: [workload] needs a page, e.g. page = \"carlucci-small\"",
-                    self.file
-                )
-            })?;
-            // A name without a slash is a built-in page; anything else a directory, relative to
-            // the scenario file.
-            let page = if page_s.contains('/') {
-                PageSource::Dir(PathBuf::from(self.resolve_path("page", page_s)))
-            } else {
-                PageSource::Builtin(page_s.to_string())
-            };
-            page.validate().map_err(|e| self.at("page", page_s, e))?;
-            let chromium = get("browser") == Some("chromium");
-            if chromium {
-                quiclab_browser::check_chromium(Path::new(quiclab_browser::DEFAULT_CHROMIUM))
-                    .map_err(|e| self.at("browser", "chromium", e))?;
-            }
-            let max_streams = get("max_streams")
-                .map(|m| {
-                    m.parse::<u64>()
-                        .ok()
-                        .filter(|&n| n >= 1)
-                        .ok_or_else(|| self.at("max_streams", m, "expected an integer ≥ 1"))
+        let work = match self.scenario.kind {
+            WorkloadKind::Page => {
+                if resume || zero_rtt {
+                    let key = if resume { "resume" } else { "zero_rtt" };
+                    return Err(self.at(
+                        key,
+                        "true",
+                        "page loads start cold (a fresh browser, no session tickets); resumption is \
+                         measured with kind = \"bulk\"",
+                    ));
+                }
+                let page_s = get("page").ok_or_else(|| {
+                    anyhow!(
+                        "{}: [workload] needs a page, e.g. page = \"carlucci-small\"",
+                        self.file
+                    )
+                })?;
+                // A name without a slash is a built-in page; anything else a directory, relative
+                // to the scenario file.
+                let page = if page_s.contains('/') {
+                    PageSource::Dir(PathBuf::from(self.resolve_path("page", page_s)))
+                } else {
+                    PageSource::Builtin(page_s.to_string())
+                };
+                page.validate().map_err(|e| self.at("page", page_s, e))?;
+                let browser = match get("browser") {
+                    None | Some("builtin") => Browser::Builtin,
+                    Some("chromium") => {
+                        quiclab_browser::check_chromium(Path::new(
+                            quiclab_browser::DEFAULT_CHROMIUM,
+                        ))
+                        .map_err(|e| self.at("browser", "chromium", e))?;
+                        Browser::Chromium
+                    }
+                    Some(other) => {
+                        return Err(self.at("browser", other, "expected builtin or chromium"));
+                    }
+                };
+                let max_streams = get("max_streams")
+                    .map(|m| {
+                        m.parse::<u64>()
+                            .ok()
+                            .filter(|&n| n >= 1)
+                            .ok_or_else(|| self.at("max_streams", m, "expected an integer ≥ 1"))
+                    })
+                    .transpose()?;
+                WorkloadSpec::Page(PageRun {
+                    proto,
+                    page,
+                    browser,
+                    max_streams,
+                    stack,
+                    timeout: timeout.unwrap_or(Duration::from_secs(60)),
                 })
-                .transpose()?;
-            Workload::Page(PageRun {
-                proto,
-                page,
-                chromium,
-                max_streams,
-                tls,
-                tcp_cc,
-                quic_cc,
-                timeout: timeout.unwrap_or(Duration::from_secs(60)),
-                trace: None,
-            })
-        } else {
-            let size_s = get("size").ok_or_else(|| {
-                anyhow!(
-                    "{}: [workload] needs a size (bulk), e.g. size = \"5MB\"",
-                    self.file
-                )
-            })?;
-            let size = match size_s.parse::<u64>() {
-                Ok(n) if n > 0 => n,
-                _ => parse_size(size_s).map_err(|e| self.at("size", size_s, e))?,
-            };
-            Workload::Bulk(BulkRun {
-                proto,
-                size,
-                resume,
-                zero_rtt,
-                tcp_cc,
-                quic_cc,
-                tls,
-                gquic_n: 2,
-                ipv6: false,
-                trace: None,
-                qlog: false,
-                timeout: Some(
-                    timeout.unwrap_or_else(|| crate::stacks_cmd::default_timeout(size, &spec)),
-                ),
-            })
+            }
+            WorkloadKind::Bulk => {
+                let size_s = get("size").ok_or_else(|| {
+                    anyhow!(
+                        "{}: [workload] needs a size (bulk), e.g. size = \"5MB\"",
+                        self.file
+                    )
+                })?;
+                let size = match size_s.parse::<u64>() {
+                    Ok(n) if n > 0 => n,
+                    _ => parse_size(size_s).map_err(|e| self.at("size", size_s, e))?,
+                };
+                WorkloadSpec::Bulk(BulkRun {
+                    resume,
+                    zero_rtt,
+                    stack,
+                    timeout: Some(
+                        timeout.unwrap_or_else(|| {
+                            quiclab_workload::bulk::default_timeout(size, &spec)
+                        }),
+                    ),
+                    ..BulkRun::new(proto, size)
+                })
+            }
         };
         Ok(PreparedRun { link, spec, work })
     }
 }
 
-/// clap's message without its "Usage:" tail and "error:" prefix.
-fn clap_message(e: &clap::Error) -> String {
-    let text = e.to_string();
-    let first = text.lines().next().unwrap_or("").trim();
-    let first = first.trim_start_matches("error: ");
-    // "invalid value 'x' for '--loss <LOSS>': expected …": the flag means nothing in a scenario
-    // file (the caller names the key), the explanation after it does.
-    match first.find(">': ") {
-        Some(i) => first[i + 4..].to_string(),
-        None => first.to_string(),
+/// A size such as 10MB, 500kB, 1MiB or 1000B (`--size` of `bulk`, `size` of scenarios).
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    match quiclab_link::units::parse_queue(s) {
+        Ok(quiclab_link::QueueLimit::Bytes(b)) if b > 0 => Ok(b),
+        _ => Err(format!(
+            "expected a size such as 10MB, 500kB, 1MiB or 1000B (units B, kB, KiB, MB, MiB); got {s:?}"
+        )),
     }
 }
 
@@ -316,40 +302,6 @@ pub fn setting_label(scenario: &Scenario, run: &RunSpec) -> String {
     }
 }
 
-/// A rough duration of one run, for `--dry-run` and the progress bar: lab set-up and process
-/// start-up, handshakes, and the transfer at the smaller of the link rate and the Mathis et al.
-/// loss-limited rate (MSS/RTT · 1.22/√p). It is an estimate, and says so wherever it is shown.
-pub fn estimate_seconds(prepared: &PreparedRun) -> f64 {
-    // Lab set-up and teardown, server start-up and process spawns (measured: ≈ 0.15–0.2 s).
-    const OVERHEAD_S: f64 = 0.2;
-    let rtt = (prepared.spec.base_rtt() as f64 / 1e9).max(1e-4);
-    let rate = prepared.spec.downlink.mean_rate_bps().unwrap_or(2e9);
-    let loss = match prepared.spec.downlink.loss {
-        quiclab_link::LossSpec::Bernoulli(p) => p,
-        _ => 0.0,
-    };
-    let mathis = if loss > 0.0 {
-        1448.0 * 8.0 / rtt * 1.22 / loss.sqrt()
-    } else {
-        f64::INFINITY
-    };
-    let (bytes, extra_s) = match &prepared.work {
-        Workload::Bulk(b) => (b.size as f64, 0.0),
-        Workload::Page(p) => {
-            let bytes = match &p.page {
-                PageSource::Builtin(n) => {
-                    quiclab_page::corpus::lookup(n).map_or(1e6, |s| s.total_bytes() as f64)
-                }
-                PageSource::Dir(_) => 1e6,
-            };
-            // Chromium's start-up; a few more round trips for discovery.
-            (bytes, if p.chromium { 2.5 } else { 0.0 } + 4.0 * rtt)
-        }
-    };
-    let transfer = bytes * 8.0 / rate.min(mathis);
-    OVERHEAD_S + 4.0 * rtt + transfer * 1.1 + extra_s
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -373,7 +325,7 @@ mod tests {
         .unwrap();
         assert_eq!(runs.len(), 2 * 2 * 2 * 2);
         assert_eq!(runs[0].spec.downlink.constant_rate_bps(), Some(3_000_000));
-        let Workload::Bulk(bulk) = &runs[0].work else {
+        let WorkloadSpec::Bulk(bulk) = &runs[0].work else {
             panic!("a bulk run")
         };
         assert_eq!(bulk.size, 1_000_000);
@@ -450,7 +402,7 @@ mod tests {
             "{BASE}[grid]\nprotocol = [\"h2\"]\nrate = [\"10mbit\"]\nloss = [\"0%\", \"5%\"]\n"
         ))
         .unwrap();
-        let (clean, lossy) = (estimate_seconds(&runs[0]), estimate_seconds(&runs[2]));
+        let (clean, lossy) = (runs[0].estimate_seconds(), runs[2].estimate_seconds());
         assert!(clean > 0.8 && clean < 2.5, "{clean}");
         assert!(lossy > clean, "{lossy} vs {clean}");
     }

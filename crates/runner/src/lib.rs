@@ -1,13 +1,17 @@
-//! `quiclab run FILE`: a scenario's grid, run by run, each in a fresh lab, into `DIR/results.sqlite`.
+//! The experiment runner: a scenario's grid, run by run, each in a fresh lab, into
+//! `DIR/results.sqlite`.
 //!
-//! The plan (order, identities, seeds) comes from the sans-IO `quiclab-experiment`; this module is the
-//! shell around it: it validates every run before the first starts, executes them one at a time,
-//! commits each the moment it ends, and on `--resume` skips the runs already stored.
+//! The plan (order, identities, seeds) comes from the sans-IO `quiclab-experiment`; this crate is
+//! the shell around it: it validates every run before the first starts ([`prepare`]), executes
+//! them one at a time through `quiclab-workload`, commits each the moment it ends (ingestion:
+//! declared metrics, fidelity flags ([`fidelity`]), time series ([`series`]), the environment
+//! ([`environment`])), shows progress, and on resume skips the runs already stored.
+//! `quiclab run`, `quiclab demo` and `quiclab bench runner` ([`bench`]) drive it.
 
 pub mod bench;
 pub mod environment;
 pub mod fidelity;
-pub mod params;
+pub mod prepare;
 pub mod series;
 
 use std::collections::BTreeMap;
@@ -16,37 +20,12 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, Result, anyhow};
-use clap::Args;
-use quiclab_experiment::{RunSpec, Scenario, TraceRuns};
+use quiclab_experiment::{MetricDef, RunSpec, Scenario, TraceRuns};
 use quiclab_results::{ScenarioRecord, Series, Status, Store, StoredRun};
-use serde_json::Value;
+use quiclab_workload::RunError;
+use quiclab_workload::harness::exe;
 
-use crate::stacks_cmd::TransferTimeout;
-use params::{PreparedRun, Preparer, Workload};
-
-#[derive(Args, Debug)]
-pub struct RunArgs {
-    /// Scenario file (TOML; see docs/experiments.md)
-    pub file: PathBuf,
-    /// Results directory (results.sqlite, traces/, report.html); default quiclab-results/<name>
-    #[arg(long, value_name = "DIR")]
-    pub out: Option<PathBuf>,
-    /// Continue an interrupted run of the same scenario: skip the runs already stored
-    #[arg(long)]
-    pub resume: bool,
-    /// With --resume: run the stored failed and timed-out runs again (their records are replaced)
-    #[arg(long, requires = "resume")]
-    pub retry_failed: bool,
-    /// List the runs and an estimate of how long they take, and run nothing
-    #[arg(long)]
-    pub dry_run: bool,
-    /// Override the scenario's `repetitions`
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
-    pub repetitions: Option<u32>,
-    /// Write the report (DIR/report.html) when the runs are done
-    #[arg(long)]
-    pub report: bool,
-}
+pub use prepare::{PreparedRun, Preparer};
 
 /// What a finished (or interrupted) `run` did.
 pub struct RunOutcome {
@@ -91,7 +70,8 @@ pub fn load(file: &Path, repetitions: Option<u32>) -> Result<(Scenario, String, 
     Ok((scenario, text, plan))
 }
 
-fn format_duration(s: f64) -> String {
+/// `42 s`, `3 min 05 s`, `1 h 20 min`.
+pub fn format_duration(s: f64) -> String {
     let s = s.round() as u64;
     match s {
         0..60 => format!("{s} s"),
@@ -100,51 +80,27 @@ fn format_duration(s: f64) -> String {
     }
 }
 
-pub fn run(args: RunArgs) -> Result<i32> {
-    let (scenario, text, plan) = load(&args.file, args.repetitions)?;
-    let preparer = Preparer::new(&scenario, &args.file);
-    let out = args.out.clone().unwrap_or_else(|| default_out(&scenario));
+/// One line of a dry run: a run of the plan and its estimated duration in seconds.
+pub struct DryRunLine<'a> {
+    pub run: &'a RunSpec,
+    pub estimate_s: f64,
+}
 
-    if args.dry_run {
-        let mut total = 0.0;
-        println!(
-            "{}: {} run(s) = {} setting(s) × {} repetition(s) × protocols, order {:?}",
-            args.file.display(),
-            plan.len(),
-            plan.iter().map(|r| r.setting).max().map_or(0, |m| m + 1),
-            scenario.repetitions,
-            scenario.order
-        );
-        println!("{:>5}  {:>20}  {:>8}  key", "run", "seed", "≈ s");
-        for run in &plan {
-            let est = params::estimate_seconds(&preparer.prepare(run)?);
-            total += est;
-            println!(
-                "{:>5}  {:>20}  {est:>8.1}  {}",
-                run.index, run.seed, run.key
-            );
-        }
-        println!(
-            "estimated total: {} (lab set-up, handshakes and transfers at the link rate or the \
-             loss-limited rate; an estimate) → {}",
-            format_duration(total),
-            out.join("results.sqlite").display()
-        );
-        return Ok(0);
-    }
-
-    let resume = if args.retry_failed {
-        Resume::RetryFailed
-    } else if args.resume {
-        Resume::Yes
-    } else {
-        Resume::No
-    };
-    let outcome = execute(&args.file, &scenario, &text, &plan, &out, resume)?;
-    if args.report {
-        crate::report_cmd::write_report(&outcome.out, &Default::default())?;
-    }
-    Ok(if outcome.failed > 0 { 1 } else { 0 })
+/// The plan's runs with their estimates (for `--dry-run`); errors as [`load`]'s.
+pub fn dry_run<'a>(
+    file: &Path,
+    scenario: &Scenario,
+    plan: &'a [RunSpec],
+) -> Result<Vec<DryRunLine<'a>>> {
+    let preparer = Preparer::new(scenario, file);
+    plan.iter()
+        .map(|run| {
+            Ok(DryRunLine {
+                run,
+                estimate_s: preparer.prepare(run)?.estimate_seconds(),
+            })
+        })
+        .collect()
 }
 
 /// Whether a run continues a results database.
@@ -157,6 +113,8 @@ pub enum Resume {
 }
 
 /// Runs the plan's runs not yet stored in `out/results.sqlite`.
+/// `on_hint` receives, before the first run, what to tell a user who interrupts the grid (how to
+/// resume it).
 pub fn execute(
     file: &Path,
     scenario: &Scenario,
@@ -164,6 +122,7 @@ pub fn execute(
     plan: &[RunSpec],
     out: &Path,
     resume: Resume,
+    on_hint: &dyn Fn(String),
 ) -> Result<RunOutcome> {
     quiclab_lab::topology::check_privileges()?;
     // Labs of an earlier runner killed with SIGKILL (which no handler sees) go first.
@@ -193,7 +152,7 @@ pub fn execute(
     let todo: Vec<&RunSpec> = plan.iter().filter(|r| !done.contains(&r.key)).collect();
     let skipped = plan.len() - todo.len();
     store.begin_session(&environment::current())?;
-    crate::signals::set_exit_hint(format!(
+    on_hint(format!(
         "finished runs are in {}; continue with: quiclab run {} --out {} --resume",
         db.display(),
         file.display(),
@@ -202,7 +161,7 @@ pub fn execute(
 
     let estimates: Vec<f64> = todo
         .iter()
-        .map(|r| preparer.prepare(r).map(|p| params::estimate_seconds(&p)))
+        .map(|r| preparer.prepare(r).map(|p| p.estimate_seconds()))
         .collect::<Result<_>>()?;
     eprintln!(
         "quiclab run: {} — {} run(s) to do{}, estimated {} → {}",
@@ -216,7 +175,7 @@ pub fn execute(
         format_duration(estimates.iter().sum()),
         db.display()
     );
-    crate::self_exe::pin();
+    exe::pin();
     let progress = Progress::new(todo.len() as u64);
     let mut outcome = RunOutcome {
         out: out.to_path_buf(),
@@ -250,7 +209,7 @@ pub fn execute(
         progress.finish_one(&stored);
     }
     progress.done();
-    crate::self_exe::unpin();
+    exe::unpin();
     let total = store.run_count()?;
     eprintln!(
         "quiclab run: {} of {} run(s) stored in {} ({} ran now, {} failed or timed out, {} flagged)",
@@ -270,30 +229,21 @@ fn now_unix() -> f64 {
         .map_or(0.0, |d| d.as_secs_f64())
 }
 
-/// The numbers of a run's result document, plus the emulator's headline figures.
-fn metrics(doc: &Value, extra: &[(&str, Option<f64>)]) -> BTreeMap<String, f64> {
-    let mut m = BTreeMap::new();
-    if let Some(obj) = doc.as_object() {
-        for (k, v) in obj {
-            match v {
-                Value::Number(n) => {
-                    if let Some(x) = n.as_f64() {
-                        m.insert(k.clone(), x);
-                    }
-                }
-                Value::Bool(b) if k == "resumed" || k == "zero_rtt" => {
-                    m.insert(k.clone(), f64::from(u8::from(*b)));
-                }
-                _ => {}
-            }
-        }
-    }
-    for (k, v) in extra {
-        if let Some(v) = v {
-            m.insert(k.to_string(), *v);
-        }
-    }
-    m
+/// What the runner itself measures of every run (lab set-up and teardown, the host, its own
+/// resources), declared like a workload's metrics.
+pub const RUNNER_METRICS: &[MetricDef] = &[
+    MetricDef::lower("setup_ms", "Lab set-up", "ms"),
+    MetricDef::lower("teardown_ms", "Lab teardown", "ms"),
+    MetricDef::lower("host_steal", "CPU stolen by the hypervisor", ""),
+    MetricDef::lower("runner_fds", "Runner file descriptors", ""),
+    MetricDef::lower("runner_rss_kb", "Runner resident memory", "kB"),
+];
+
+/// Every metric a results database can hold: the workloads', the emulator's and the runner's.
+pub fn metric_registry() -> Vec<MetricDef> {
+    let mut r = quiclab_workload::registry();
+    r.extend_from_slice(RUNNER_METRICS);
+    r
 }
 
 /// The runner's own open file descriptors and resident memory (kB): recorded with every run so a
@@ -316,7 +266,7 @@ pub fn own_resources() -> (f64, f64) {
 fn execute_one(
     scenario: &Scenario,
     run: &RunSpec,
-    mut prepared: PreparedRun,
+    prepared: PreparedRun,
     trace_dir: Option<PathBuf>,
 ) -> (StoredRun, Vec<Series>) {
     let started_unix = now_unix();
@@ -326,8 +276,8 @@ fn execute_one(
         key: run.key.clone(),
         index: run.index,
         setting: run.setting,
-        setting_label: params::setting_label(scenario, run),
-        protocol: prepared.protocol().to_string(),
+        setting_label: prepare::setting_label(scenario, run),
+        contender: prepared.contender(),
         repetition: run.repetition,
         seed: prepared.spec.seed,
         params: run.params.clone(),
@@ -344,15 +294,8 @@ fn execute_one(
         metrics: BTreeMap::new(),
     };
     let mut series = Vec::new();
-    if let Some(d) = &trace_dir
-        && let Err(e) = std::fs::create_dir_all(d)
-    {
-        stored.status = Status::Failed;
-        stored.reason = Some(format!("creating {}: {e}", d.display()));
-        return (stored, series);
-    }
-    let log = trace_dir.as_ref().map(|d| d.join("link.log"));
-    let lab = prepared.link.start_lab(&prepared.spec, log.clone());
+    let lab =
+        quiclab_workload::harness::start_lab(&prepared.link, &prepared.spec, trace_dir.as_deref());
     let setup_ms = t0.elapsed().as_secs_f64() * 1e3;
     stored.setup_ms = Some(setup_ms);
     let mut running = match lab {
@@ -364,28 +307,7 @@ fn execute_one(
             return (stored, series);
         }
     };
-    let result = match &mut prepared.work {
-        Workload::Bulk(bulk) => {
-            bulk.trace = trace_dir.clone();
-            crate::stacks_cmd::transfer_full(bulk, &mut running)
-        }
-        Workload::Page(page) => {
-            page.trace = trace_dir.clone();
-            crate::page_cmd::load(page, &mut running).map(|(doc, fidelity, objects)| {
-                if let Some(dir) = &trace_dir {
-                    crate::page_cmd::write_har_and_waterfall(
-                        page,
-                        &doc,
-                        &objects,
-                        &running.spec,
-                        Some(&dir.join("page.har")),
-                        Some(&dir.join("waterfall.svg")),
-                    );
-                }
-                (doc, fidelity)
-            })
-        }
-    };
+    let result = prepared.work.run(&mut running, trace_dir.as_deref());
     let t1 = Instant::now();
     drop(running);
     let teardown_ms = t1.elapsed().as_secs_f64() * 1e3;
@@ -394,72 +316,41 @@ fn execute_one(
     let host_steal = steal.fraction();
     stored.host_steal = Some(host_steal);
     let (fds, rss_kb) = own_resources();
+    let runner_values = [
+        ("setup_ms", Some(setup_ms)),
+        ("teardown_ms", Some(teardown_ms)),
+        ("host_steal", Some(host_steal)),
+        ("runner_fds", Some(fds)),
+        ("runner_rss_kb", Some(rss_kb)),
+    ];
     match result {
-        Ok((doc, fidelity)) => {
-            if let Some(f) = &fidelity {
+        Ok(output) => {
+            if let Some(f) = &output.fidelity {
                 stored.flags = fidelity::flags(&prepared.spec, f, host_steal);
             }
-            if doc["verified"] == false {
+            if let Some(reason) = output.failure {
                 stored.status = Status::Failed;
-                stored.reason = Some("the body did not match the expected bytes".into());
+                stored.reason = Some(reason);
             }
-            let down = fidelity.as_ref().map(|f| &f.downlink);
-            stored.metrics = metrics(
-                &doc,
-                &[
-                    ("setup_ms", Some(setup_ms)),
-                    ("teardown_ms", Some(teardown_ms)),
-                    ("host_steal", Some(host_steal)),
-                    ("runner_fds", Some(fds)),
-                    ("runner_rss_kb", Some(rss_kb)),
-                    (
-                        "emu_lateness_p99_us",
-                        fidelity.as_ref().map(|f| f.lateness_us.p99),
-                    ),
-                    (
-                        "emu_cpu_core_fraction",
-                        fidelity.as_ref().map(|f| f.cpu_core_fraction),
-                    ),
-                    (
-                        "emu_down_backlogged_mbps",
-                        down.and_then(|d| d.backlogged_rate_bps).map(|r| r / 1e6),
-                    ),
-                    (
-                        "tail_drops",
-                        down.map(|d| d.model.counters.dropped_queue_packets as f64),
-                    ),
-                    (
-                        "random_losses",
-                        down.map(|d| d.model.counters.dropped_random_packets as f64),
-                    ),
-                    (
-                        "max_queue_bytes",
-                        down.map(|d| d.model.counters.max_queue_bytes as f64),
-                    ),
-                ],
-            );
-            stored.result = Some(doc);
+            for note in &output.notes {
+                eprintln!("quiclab run: {}: {note}", run.key);
+            }
+            stored.metrics = output.metrics;
+            stored
+                .metrics
+                .extend(quiclab_workload::collect_metrics(runner_values));
+            stored.result = Some(output.document);
             if let Some(dir) = &trace_dir {
                 series = read_series(&run.key, dir, &prepared.spec);
             }
         }
         Err(e) => {
-            stored.status = if e.chain().any(|c| c.is::<TransferTimeout>()) {
-                Status::Timeout
-            } else {
-                Status::Failed
+            stored.status = match e {
+                RunError::Timeout { .. } => Status::Timeout,
+                RunError::Failed(_) => Status::Failed,
             };
-            stored.reason = Some(format!("{e:#}"));
-            stored.metrics = metrics(
-                &Value::Null,
-                &[
-                    ("setup_ms", Some(setup_ms)),
-                    ("teardown_ms", Some(teardown_ms)),
-                    ("host_steal", Some(host_steal)),
-                    ("runner_fds", Some(fds)),
-                    ("runner_rss_kb", Some(rss_kb)),
-                ],
-            );
+            stored.reason = Some(e.to_string());
+            stored.metrics = quiclab_workload::collect_metrics(runner_values);
         }
     }
     (stored, series)

@@ -5,7 +5,7 @@
 
 use quiclab_lab::{FidelityReport, LinkSpec};
 
-use crate::calibrate::{LATENESS_P99_TOL_US, RATE_TOL_FRAC};
+use quiclab_lab::tolerance::{LATENESS_P99_TOL_US, RATE_TOL_FRAC};
 
 /// Below this many bytes sent back to back, the measured backlogged rate is too noisy to judge.
 const MIN_BACKLOGGED_BYTES: u64 = 100_000;

@@ -2,24 +2,34 @@
 //! its bookkeeping between runs, and whether anything leaks (namespaces, processes, file
 //! descriptors, memory) from the first run to the last.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use clap::Args;
 use quiclab_results::Store;
 use serde_json::json;
 
-#[derive(Args, Debug)]
-pub struct BenchRunnerArgs {
-    /// Runs in the grid (rounded up to a multiple of 3 protocols)
-    #[arg(long, default_value_t = 100)]
-    pub runs: u32,
-    /// Keep the results here (default: a temporary directory, removed afterwards)
-    #[arg(long, value_name = "DIR")]
-    pub out: Option<PathBuf>,
-    /// Print one JSON object
-    #[arg(long)]
-    pub json: bool,
+/// Makes `dir` (and its parents) or accepts it when it exists and is empty; anything else is an
+/// error naming `flag`: a results directory never mixes with files quiclab did not write.
+pub fn claim_empty_dir(dir: &Path, flag: &str) -> Result<PathBuf> {
+    match std::fs::read_dir(dir) {
+        Ok(mut entries) => {
+            if entries.next().is_some() {
+                anyhow::bail!(
+                    "{flag} {}: the directory is not empty; give a new or empty directory \
+                     (quiclab never deletes or overwrites files it did not create)",
+                    dir.display()
+                );
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            std::fs::create_dir_all(dir).with_context(|| format!("{flag} {}", dir.display()))?;
+        }
+        Err(e) => anyhow::bail!(
+            "{flag} {}: {e} (expected a new or empty directory)",
+            dir.display()
+        ),
+    }
+    Ok(dir.to_path_buf())
 }
 
 /// Namespaces that look like quiclab's (`ql-…`), and this process's children.
@@ -44,23 +54,33 @@ fn leftovers() -> (usize, usize) {
     (namespaces, children)
 }
 
-fn quantile(mut v: Vec<f64>, q: f64) -> f64 {
-    v.retain(|x| x.is_finite());
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(f64::total_cmp);
-    v[((v.len() - 1) as f64 * q).round() as usize]
+fn quantile(v: Vec<f64>, q: f64) -> f64 {
+    quiclab_experiment::stats::percentile(&v, q).unwrap_or(f64::NAN)
 }
 
-pub fn run(args: BenchRunnerArgs) -> Result<i32> {
-    let reps = args.runs.div_ceil(3).max(1);
-    let temp = args.out.is_none();
-    let out = args.out.clone().unwrap_or_else(|| {
-        std::env::temp_dir().join(format!("quiclab-bench-runner-{}", std::process::id()))
-    });
-    let _ = std::fs::remove_dir_all(&out);
-    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+/// What `quiclab bench runner` measured (`doc`, its `--json` output) and whether it passed (no
+/// leak, every run ok).
+pub struct BenchRunnerReport {
+    pub doc: serde_json::Value,
+    pub passed: bool,
+}
+
+/// Runs a grid of `runs` small bulk runs (rounded up to a multiple of 3 protocols) into `out` (a
+/// new or empty directory; default a temporary one, removed afterwards) and measures the runner's
+/// own costs and leaks.
+pub fn run(runs: u32, out: Option<&Path>) -> Result<BenchRunnerReport> {
+    let reps = runs.div_ceil(3).max(1);
+    // quiclab runs as root: it writes only into a directory it creates (or an empty one) and
+    // removes only the temporary directory it created itself.
+    let (out, temp) = match out {
+        Some(dir) => (claim_empty_dir(dir, "--out")?, false),
+        None => {
+            let dir =
+                std::env::temp_dir().join(format!("quiclab-bench-runner-{}", std::process::id()));
+            std::fs::create_dir(&dir).with_context(|| format!("creating {}", dir.display()))?;
+            (dir, true)
+        }
+    };
     let file = out.join("bench-runner.toml");
     // Small transfers on a fast link: the runner's own costs dominate each run.
     let text = format!(
@@ -73,7 +93,15 @@ pub fn run(args: BenchRunnerArgs) -> Result<i32> {
     let before = leftovers();
     let (fds_before, rss_before) = super::own_resources();
     let t = std::time::Instant::now();
-    let outcome = super::execute(&file, &scenario, &text, &plan, &out, super::Resume::No)?;
+    let outcome = super::execute(
+        &file,
+        &scenario,
+        &text,
+        &plan,
+        &out,
+        super::Resume::No,
+        &|_| {},
+    )?;
     let wall = t.elapsed().as_secs_f64();
     let after = leftovers();
     let (fds_after, rss_after) = super::own_resources();
@@ -99,7 +127,12 @@ pub fn run(args: BenchRunnerArgs) -> Result<i32> {
             .copied()
             .unwrap_or(f64::NAN)
     };
+    let leak = after.0 > before.0
+        || after.1 > before.1
+        || fds_after > fds_before
+        || fds.last().copied().unwrap_or(0.0) > settled(&fds);
     let doc = json!({
+        "leak": leak,
         "runs": runs.len(),
         "ok": ok,
         "wall_s": wall,
@@ -112,53 +145,11 @@ pub fn run(args: BenchRunnerArgs) -> Result<i32> {
         "fds": { "before": fds_before, "run_10": settled(&fds), "last": fds.last(), "max": quantile(fds.clone(), 1.0), "after": fds_after },
         "rss_kb": { "before": rss_before, "run_10": settled(&rss), "last": rss.last(), "after": rss_after },
     });
-    let leak = after.0 > before.0
-        || after.1 > before.1
-        || fds_after > fds_before
-        || fds.last().copied().unwrap_or(0.0) > settled(&fds);
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&doc)?);
-    } else {
-        let f = |p: &str| doc.pointer(p).and_then(|v| v.as_f64()).unwrap_or(f64::NAN);
-        println!(
-            "{} runs ({} ok) in {:.1} s\n\
-             lab set-up    median {:.1} ms, p95 {:.1}, max {:.1}\n\
-             lab teardown  median {:.1} ms, p95 {:.1}, max {:.1}\n\
-             set-up + teardown median {:.1} ms, p95 {:.1}, max {:.1} (target < 200 ms)\n\
-             runner bookkeeping {:.2} ms per run\n\
-             namespaces {} → {}, child processes {} → {}\n\
-             file descriptors {} before, {} at run 10, {} at the last run, {} after\n\
-             resident memory {} kB before, {} at run 10, {} at the last run\n\
-             leak: {}",
-            runs.len(),
-            ok,
-            wall,
-            f("/setup_ms/median"),
-            f("/setup_ms/p95"),
-            f("/setup_ms/max"),
-            f("/teardown_ms/median"),
-            f("/teardown_ms/p95"),
-            f("/teardown_ms/max"),
-            f("/setup_plus_teardown_ms/median"),
-            f("/setup_plus_teardown_ms/p95"),
-            f("/setup_plus_teardown_ms/max"),
-            f("/bookkeeping_ms_per_run"),
-            before.0,
-            after.0,
-            before.1,
-            after.1,
-            fds_before,
-            settled(&fds),
-            fds.last().copied().unwrap_or(f64::NAN),
-            fds_after,
-            rss_before,
-            settled(&rss),
-            rss.last().copied().unwrap_or(f64::NAN),
-            if leak { "YES" } else { "none" }
-        );
-    }
     if temp {
         let _ = std::fs::remove_dir_all(&out);
     }
-    Ok(if leak || ok < runs.len() { 1 } else { 0 })
+    Ok(BenchRunnerReport {
+        passed: !leak && ok == runs.len(),
+        doc,
+    })
 }

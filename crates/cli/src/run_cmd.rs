@@ -1,0 +1,89 @@
+//! `quiclab run FILE`: flags in, the runner (quiclab-runner) does the grid, progress and results
+//! out.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::Args;
+use quiclab_runner::{Resume, format_duration};
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// Scenario file (TOML; see docs/experiments.md)
+    pub file: PathBuf,
+    /// Results directory (results.sqlite, traces/, report.html); default quiclab-results/<name>
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Continue an interrupted run of the same scenario: skip the runs already stored
+    #[arg(long)]
+    pub resume: bool,
+    /// With --resume: run the stored failed and timed-out runs again (their records are replaced)
+    #[arg(long, requires = "resume")]
+    pub retry_failed: bool,
+    /// List the runs and an estimate of how long they take, and run nothing
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Override the scenario's `repetitions`
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub repetitions: Option<u32>,
+    /// Write the report (DIR/report.html) when the runs are done
+    #[arg(long)]
+    pub report: bool,
+}
+
+pub fn run(args: RunArgs) -> Result<i32> {
+    let (scenario, text, plan) = quiclab_runner::load(&args.file, args.repetitions)?;
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| quiclab_runner::default_out(&scenario));
+
+    if args.dry_run {
+        let lines = quiclab_runner::dry_run(&args.file, &scenario, &plan)?;
+        println!(
+            "{}: {} run(s) = {} setting(s) × {} repetition(s) × contenders, order {:?}",
+            args.file.display(),
+            plan.len(),
+            plan.iter().map(|r| r.setting).max().map_or(0, |m| m + 1),
+            scenario.repetitions,
+            scenario.order
+        );
+        println!("{:>5}  {:>20}  {:>8}  key", "run", "seed", "≈ s");
+        let mut total = 0.0;
+        for l in &lines {
+            total += l.estimate_s;
+            println!(
+                "{:>5}  {:>20}  {:>8.1}  {}",
+                l.run.index, l.run.seed, l.estimate_s, l.run.key
+            );
+        }
+        println!(
+            "estimated total: {} (lab set-up, handshakes and transfers at the link rate or the \
+             loss-limited rate; an estimate) → {}",
+            format_duration(total),
+            out.join("results.sqlite").display()
+        );
+        return Ok(0);
+    }
+
+    let resume = if args.retry_failed {
+        Resume::RetryFailed
+    } else if args.resume {
+        Resume::Yes
+    } else {
+        Resume::No
+    };
+    let outcome = quiclab_runner::execute(
+        &args.file,
+        &scenario,
+        &text,
+        &plan,
+        &out,
+        resume,
+        &crate::signals::set_exit_hint,
+    )?;
+    if args.report {
+        crate::report_cmd::write_report(&outcome.out, &crate::report_cmd::ReportChoice::default())?;
+    }
+    Ok(if outcome.failed > 0 { 1 } else { 0 })
+}

@@ -1,0 +1,82 @@
+//! What a measured number is: the one registry format every workload's result type, the runner
+//! and the emulator declare their metrics in, and that reports read their labels, units and
+//! directions from (never guessed from which keys a run happens to have).
+
+use serde::Serialize;
+
+/// Whether smaller or larger values of a metric are better (decides improvements, wins and the
+/// sign of paired comparisons).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Better {
+    Lower,
+    Higher,
+}
+
+/// One metric as declared by whoever measures it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct MetricDef {
+    /// Key in a run's metrics, e.g. `total_ms`.
+    pub name: &'static str,
+    /// Human-readable name, e.g. "Download time".
+    pub label: &'static str,
+    /// Unit for axes and tables, e.g. "ms"; empty for dimensionless metrics.
+    pub unit: &'static str,
+    pub better: Better,
+}
+
+impl MetricDef {
+    pub const fn lower(name: &'static str, label: &'static str, unit: &'static str) -> Self {
+        MetricDef {
+            name,
+            label,
+            unit,
+            better: Better::Lower,
+        }
+    }
+
+    pub const fn higher(name: &'static str, label: &'static str, unit: &'static str) -> Self {
+        MetricDef {
+            name,
+            label,
+            unit,
+            better: Better::Higher,
+        }
+    }
+
+    pub fn lower_is_better(&self) -> bool {
+        self.better == Better::Lower
+    }
+}
+
+/// The definition of `name` in `registry`, if declared.
+pub fn find<'a>(registry: &'a [MetricDef], name: &str) -> Option<&'a MetricDef> {
+    registry.iter().find(|m| m.name == name)
+}
+
+/// Names declared twice in `registry` (a registry must declare each name once).
+pub fn duplicates(registry: &[MetricDef]) -> Vec<&'static str> {
+    let mut seen = std::collections::BTreeSet::new();
+    registry
+        .iter()
+        .filter(|m| !seen.insert(m.name))
+        .map(|m| m.name)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lookup_and_duplicates() {
+        let r = [
+            MetricDef::lower("total_ms", "Download time", "ms"),
+            MetricDef::higher("goodput_mbps", "Goodput", "Mbit/s"),
+            MetricDef::lower("total_ms", "again", "ms"),
+        ];
+        assert!(find(&r, "goodput_mbps").is_some_and(|m| !m.lower_is_better()));
+        assert!(find(&r, "nope").is_none());
+        assert_eq!(duplicates(&r), ["total_ms"]);
+    }
+}

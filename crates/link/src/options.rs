@@ -1,0 +1,440 @@
+//! The link options every lab command and scenario shares, as plain values.
+//!
+//! `quiclab shell|bulk|page|calibrate …` take them as flags (`--rate 10mbit`, `--down-loss 1%`),
+//! scenario files as keys (`rate = "10mbit"` in `[link]` or `[grid]`): both end here. A value is
+//! parsed once, by [`LinkOptions::set`] with this crate's own parsers, and the options become a
+//! [`LinkSpec`] in [`LinkOptions::to_spec`]. Plain flags set both directions; `up-*`/`down-*`
+//! override one.
+//!
+//! The scheduler and lab settings (`spin`, `batch-window`, `steering`, …) ride along because every
+//! lab command takes them together with the link; they do not change the link's model.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::spec::{DirectionSpec, LinkSpec};
+use crate::{LossSpec, Nanos, QueueLimit, RateSpec, units};
+
+/// Half the median RTT of a zero-delay link measured by `quiclab bench link` on the reference
+/// machine (0.126 ms, 2 vCPU Firecracker VM, kernel 6.18): the TUN → emulator → TUN path adds this
+/// much one-way latency on its own.
+pub const DEFAULT_TUN_COMPENSATION: Nanos = 63_000;
+
+/// Keys accepted by [`LinkOptions::set`]: the link's own (`[link]` of scenarios, the LINK OPTIONS
+/// flags without their `--`).
+pub const LINK_KEYS: &[&str] = &[
+    "rate",
+    "up-rate",
+    "down-rate",
+    "delay",
+    "rtt",
+    "up-delay",
+    "down-delay",
+    "loss",
+    "up-loss",
+    "down-loss",
+    "queue",
+    "up-queue",
+    "down-queue",
+    "trace",
+    "profile",
+    "up-trace",
+    "down-trace",
+    "up-profile",
+    "down-profile",
+    "seed",
+];
+
+/// Keys whose value names a file (resolved against a scenario file's directory by the runner).
+pub const PATH_KEYS: &[&str] = &[
+    "trace",
+    "up-trace",
+    "down-trace",
+    "profile",
+    "up-profile",
+    "down-profile",
+];
+
+/// Whether the receiving kernels' processing is steered to other CPUs (see `LabOptions`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Steering {
+    /// Only for links of 400 Mbit/s or more ([`LinkSpec::wants_receive_steering`]).
+    #[default]
+    Auto,
+    On,
+    Off,
+}
+
+impl Steering {
+    /// Resolves the choice for a link.
+    pub fn applies_to(self, spec: &LinkSpec) -> bool {
+        match self {
+            Steering::On => true,
+            Steering::Off => false,
+            Steering::Auto => spec.wants_receive_steering(),
+        }
+    }
+}
+
+impl std::str::FromStr for Steering {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "auto" => Ok(Steering::Auto),
+            "on" => Ok(Steering::On),
+            "off" => Ok(Steering::Off),
+            _ => Err(format!("expected auto, on or off; got {s:?}")),
+        }
+    }
+}
+
+/// The rate choice of one direction (or of both): at most one of these.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RateChoice {
+    /// Bits per second; 0 = unlimited.
+    pub rate: Option<u64>,
+    /// A Mahimahi packet-delivery trace.
+    pub trace: Option<PathBuf>,
+    /// A built-in profile name or a profile file.
+    pub profile: Option<String>,
+}
+
+impl RateChoice {
+    fn given(&self) -> usize {
+        usize::from(self.rate.is_some())
+            + usize::from(self.trace.is_some())
+            + usize::from(self.profile.is_some())
+    }
+}
+
+/// What a lab command or a scenario run asked of the link (and of the lab's scheduler).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LinkOptions {
+    pub shared: RateChoice,
+    pub up: RateChoice,
+    pub down: RateChoice,
+    pub delay: Option<Nanos>,
+    pub rtt: Option<Nanos>,
+    pub up_delay: Option<Nanos>,
+    pub down_delay: Option<Nanos>,
+    pub loss: Option<LossSpec>,
+    pub up_loss: Option<LossSpec>,
+    pub down_loss: Option<LossSpec>,
+    pub queue: Option<QueueLimit>,
+    pub up_queue: Option<QueueLimit>,
+    pub down_queue: Option<QueueLimit>,
+    /// Seed of the random-loss processes.
+    pub seed: u64,
+    /// `None`: [`DEFAULT_TUN_COMPENSATION`].
+    pub tun_compensation: Option<Nanos>,
+    /// Scheduler: SCHED_FIFO unless false.
+    pub realtime: bool,
+    /// Scheduler: spin this long before each release.
+    pub spin: Nanos,
+    /// Scheduler: release packets due within this window together.
+    pub batch_window: Nanos,
+    pub steering: Steering,
+    /// Default TCP congestion control inside the lab's namespaces.
+    pub tcp_cc: String,
+}
+
+impl Default for LinkOptions {
+    fn default() -> Self {
+        LinkOptions {
+            shared: RateChoice::default(),
+            up: RateChoice::default(),
+            down: RateChoice::default(),
+            delay: None,
+            rtt: None,
+            up_delay: None,
+            down_delay: None,
+            loss: None,
+            up_loss: None,
+            down_loss: None,
+            queue: None,
+            up_queue: None,
+            down_queue: None,
+            seed: 1,
+            tun_compensation: None,
+            realtime: true,
+            spin: 10_000,
+            batch_window: 0,
+            steering: Steering::Auto,
+            tcp_cc: "cubic".into(),
+        }
+    }
+}
+
+/// Parses a rate value; `unlimited` is 0.
+pub fn parse_rate_or_unlimited(s: &str) -> Result<u64, String> {
+    if s.eq_ignore_ascii_case("unlimited") {
+        return Ok(0);
+    }
+    units::parse_rate(s).map_err(|e| e.to_string())
+}
+
+impl LinkOptions {
+    /// Sets one option by its key (see [`LINK_KEYS`]) from its text, with the parser the flag of
+    /// the same name uses. The error says what is accepted; the caller names the key and where
+    /// it came from.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
+        let dur = |s: &str| units::parse_duration(s).map_err(|e| e.to_string());
+        let loss = |s: &str| units::parse_loss(s).map_err(|e| e.to_string());
+        let queue = |s: &str| units::parse_queue(s).map_err(|e| e.to_string());
+        match key {
+            "rate" => self.shared.rate = Some(parse_rate_or_unlimited(value)?),
+            "up-rate" => self.up.rate = Some(parse_rate_or_unlimited(value)?),
+            "down-rate" => self.down.rate = Some(parse_rate_or_unlimited(value)?),
+            "trace" => self.shared.trace = Some(PathBuf::from(value)),
+            "up-trace" => self.up.trace = Some(PathBuf::from(value)),
+            "down-trace" => self.down.trace = Some(PathBuf::from(value)),
+            "profile" => self.shared.profile = Some(value.to_string()),
+            "up-profile" => self.up.profile = Some(value.to_string()),
+            "down-profile" => self.down.profile = Some(value.to_string()),
+            "delay" => self.delay = Some(dur(value)?),
+            "rtt" => self.rtt = Some(dur(value)?),
+            "up-delay" => self.up_delay = Some(dur(value)?),
+            "down-delay" => self.down_delay = Some(dur(value)?),
+            "loss" => self.loss = Some(loss(value)?),
+            "up-loss" => self.up_loss = Some(loss(value)?),
+            "down-loss" => self.down_loss = Some(loss(value)?),
+            "queue" => self.queue = Some(queue(value)?),
+            "up-queue" => self.up_queue = Some(queue(value)?),
+            "down-queue" => self.down_queue = Some(queue(value)?),
+            "seed" => {
+                self.seed = value
+                    .parse()
+                    .map_err(|_| format!("expected a whole number ≥ 0; got {value:?}"))?
+            }
+            _ => {
+                return Err(format!(
+                    "not a link option; accepted: {}",
+                    LINK_KEYS.join(", ")
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Builds the link, applying per-direction overrides over the shared options. Errors name the
+    /// flag (`--up-rate`, …) the user actually typed.
+    pub fn to_spec(&self) -> Result<LinkSpec, String> {
+        if self.delay.is_some() && self.rtt.is_some() {
+            return Err(
+                "--delay and --rtt are alternatives (--rtt 50ms = --delay 25ms): give one".into(),
+            );
+        }
+        let half_rtt = self.rtt.map(|r| r / 2);
+        let shared_delay = self.delay.or(half_rtt);
+        let direction = |prefix: &'static str,
+                         own: &RateChoice,
+                         delay: Option<Nanos>,
+                         loss: Option<LossSpec>,
+                         queue: Option<QueueLimit>|
+         -> Result<DirectionSpec, String> {
+            // A per-direction trace/profile/rate replaces the shared choice entirely.
+            let (prefix, choice) = if own.given() > 0 {
+                (prefix, own)
+            } else {
+                ("", &self.shared)
+            };
+            if choice.given() > 1 {
+                return Err(format!(
+                    "--{prefix}rate, --{prefix}trace and --{prefix}profile are alternatives: give one"
+                ));
+            }
+            build_direction(prefix, choice, delay, loss, queue)
+        };
+        let uplink = direction(
+            "up-",
+            &self.up,
+            self.up_delay.or(shared_delay),
+            self.up_loss.or(self.loss),
+            self.up_queue.or(self.queue),
+        )?;
+        let downlink = direction(
+            "down-",
+            &self.down,
+            self.down_delay.or(shared_delay),
+            self.down_loss.or(self.loss),
+            self.down_queue.or(self.queue),
+        )?;
+        let base_rtt = uplink.base_delay() + downlink.base_delay();
+        for (name, d, explicit) in [
+            ("up", &uplink, self.up_queue.or(self.queue).is_some()),
+            ("down", &downlink, self.down_queue.or(self.queue).is_some()),
+        ] {
+            if base_rtt == 0 && matches!(d.queue, QueueLimit::Bdp(_)) {
+                return Err(format!(
+                    "the {name}link queue is {} (a bandwidth-delay product) but the link has no delay, so it would hold 0 bytes: \
+                     give a delay (--rtt 50ms, --delay 25ms) or a queue in bytes or packets (--queue 64kB, --queue 100pkt)",
+                    if explicit {
+                        "given in bdp"
+                    } else {
+                        "1bdp by default"
+                    }
+                ));
+            }
+        }
+        Ok(LinkSpec {
+            uplink,
+            downlink,
+            seed: self.seed,
+            tun_compensation: self.tun_compensation.unwrap_or(DEFAULT_TUN_COMPENSATION),
+        })
+    }
+}
+
+fn load_profile(s: &str) -> Result<Arc<crate::Profile>, String> {
+    if let Some(p) = crate::profile::builtin(s) {
+        return Ok(Arc::new(p));
+    }
+    let path = PathBuf::from(s);
+    if !path.exists() {
+        return Err(format!(
+            "no built-in profile named {s:?} and no such file (built-in: {})",
+            crate::profile::builtin_names().join(", ")
+        ));
+    }
+    crate::profile::load(&path)
+        .map(Arc::new)
+        .map_err(|e| e.to_string())
+}
+
+fn build_direction(
+    flag: &str,
+    choice: &RateChoice,
+    delay: Option<Nanos>,
+    loss: Option<LossSpec>,
+    queue: Option<QueueLimit>,
+) -> Result<DirectionSpec, String> {
+    let mut d = DirectionSpec::default();
+    if let Some(bps) = choice.rate {
+        if bps > 0 {
+            d.rate = RateSpec::Constant { bps };
+            d.rate_label = units::format_rate(bps);
+        }
+    } else if let Some(path) = &choice.trace {
+        let t = crate::DeliveryTrace::load(path).map_err(|e| format!("--{flag}trace: {e}"))?;
+        d.rate_label = format!(
+            "trace {} (mean {})",
+            path.display(),
+            units::format_rate(t.mean_rate_bps() as u64)
+        );
+        d.rate = RateSpec::Trace(Arc::new(t));
+    } else if let Some(p) = &choice.profile {
+        let prof = load_profile(p).map_err(|e| format!("--{flag}profile: {e}"))?;
+        d.rate_label = format!("profile {}", prof.name);
+        d.rate = RateSpec::Profile(prof);
+    }
+    if let Some(delay) = delay {
+        d.delay = delay;
+    }
+    if let Some(loss) = loss {
+        d.loss = loss;
+    }
+    if let Some(q) = queue {
+        d.queue = q;
+    }
+    if matches!(d.rate, RateSpec::Unlimited) && matches!(d.queue, QueueLimit::Bdp(_)) {
+        // Without a bottleneck there is no queue to size.
+        d.queue = QueueLimit::Unlimited;
+    }
+    Ok(d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(pairs: &[(&str, &str)]) -> Result<LinkSpec, String> {
+        let mut o = LinkOptions::default();
+        for (k, v) in pairs {
+            o.set(k, v).map_err(|e| format!("--{k}: {e}"))?;
+        }
+        o.to_spec()
+    }
+
+    #[test]
+    fn rtt_is_split_equally_and_options_apply_to_both_directions() {
+        let s = spec(&[("rate", "10mbit"), ("rtt", "50ms"), ("loss", "2%")]).unwrap();
+        for d in [&s.uplink, &s.downlink] {
+            assert_eq!(d.delay, 25_000_000);
+            assert_eq!(d.constant_rate_bps(), Some(10_000_000));
+            assert_eq!(d.loss, LossSpec::Bernoulli(0.02));
+            assert_eq!(d.queue, QueueLimit::Bdp(1.0));
+        }
+        assert_eq!(s.base_rtt(), 50_000_000);
+        assert_eq!(s.tun_compensation, DEFAULT_TUN_COMPENSATION);
+    }
+
+    #[test]
+    fn per_direction_options_override_the_shared_ones() {
+        let s = spec(&[
+            ("rate", "10mbit"),
+            ("up-rate", "1mbit"),
+            ("delay", "10ms"),
+            ("down-delay", "40ms"),
+            ("down-loss", "0.5%"),
+            ("up-queue", "20pkt"),
+        ])
+        .unwrap();
+        assert_eq!(s.uplink.constant_rate_bps(), Some(1_000_000));
+        assert_eq!(s.downlink.constant_rate_bps(), Some(10_000_000));
+        assert_eq!((s.uplink.delay, s.downlink.delay), (10_000_000, 40_000_000));
+        assert_eq!(s.uplink.loss, LossSpec::None);
+        assert_eq!(s.downlink.loss, LossSpec::Bernoulli(0.005));
+        assert_eq!(s.uplink.queue, QueueLimit::Packets(20));
+        assert_eq!(s.downlink.queue, QueueLimit::Bdp(1.0));
+    }
+
+    #[test]
+    fn a_direction_profile_replaces_the_shared_rate() {
+        let s = spec(&[
+            ("rate", "10mbit"),
+            ("down-profile", "np2b-typical"),
+            ("rtt", "20ms"),
+        ])
+        .unwrap();
+        assert_eq!(s.uplink.constant_rate_bps(), Some(10_000_000));
+        assert!(s.downlink.is_time_varying());
+        assert!(s.downlink.rate_label.contains("np2b-typical"));
+    }
+
+    #[test]
+    fn unlimited_rate_has_no_queue_and_needs_no_delay() {
+        let s = spec(&[]).unwrap();
+        assert!(matches!(s.uplink.rate, RateSpec::Unlimited));
+        assert_eq!(s.uplink.queue, QueueLimit::Unlimited);
+        let s = spec(&[("rate", "unlimited")]).unwrap();
+        assert!(matches!(s.downlink.rate, RateSpec::Unlimited));
+    }
+
+    #[test]
+    fn errors_name_the_option_and_what_is_accepted() {
+        let e = spec(&[("rate", "10mbit")]).unwrap_err();
+        assert!(e.contains("--rtt") && e.contains("--queue"), "{e}");
+        let e = spec(&[("profile", "nope")]).unwrap_err();
+        assert!(
+            e.starts_with("--profile") && e.contains("np2b-typical"),
+            "{e}"
+        );
+        let e = spec(&[("down-profile", "nope")]).unwrap_err();
+        assert!(e.starts_with("--down-profile"), "{e}");
+        let e = spec(&[("rate", "3 mbit")]).unwrap_err();
+        assert!(e.starts_with("--rate") && e.contains("mbit"), "{e}");
+        let e = spec(&[("up-rate", "1mbit"), ("up-trace", "x.trace")]).unwrap_err();
+        assert!(e.contains("alternatives"), "{e}");
+        let e = spec(&[("delay", "10ms"), ("rtt", "20ms")]).unwrap_err();
+        assert!(e.contains("alternatives"), "{e}");
+        let e = spec(&[("loss", "120%")]).unwrap_err();
+        assert!(e.starts_with("--loss"), "{e}");
+        let e = spec(&[("bandwidth", "1mbit")]).unwrap_err();
+        assert!(
+            e.contains("not a link option") && e.contains("up-rate"),
+            "{e}"
+        );
+        let e = spec(&[("seed", "-1")]).unwrap_err();
+        assert!(e.contains("whole number"), "{e}");
+    }
+}

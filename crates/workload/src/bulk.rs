@@ -1,0 +1,281 @@
+//! `bulk`: one download of `size` bytes over one connection (h1, h2 or h3), with resumption and
+//! 0-RTT on request. The seed studies' download-time and handshake measurements.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::Path;
+use std::time::Duration;
+
+use quiclab_experiment::MetricDef;
+use quiclab_lab::{FidelityReport, LinkSpec, RunningLab, Side};
+use quiclab_link::spec::LinkDescription;
+use quiclab_proto::options::{Protocol, StackOptions};
+use serde::Serialize;
+
+use crate::child::{ChildConfig, FetchChildReport, FetchConfig};
+use crate::harness::{self, RunError, WorkDir};
+use crate::{Outcome, Workload, WorkloadResult};
+
+/// One bulk transfer's parameters.
+#[derive(Debug, Clone)]
+pub struct BulkRun {
+    pub proto: Protocol,
+    pub size: u64,
+    pub resume: bool,
+    pub zero_rtt: bool,
+    pub stack: StackOptions,
+    pub ipv6: bool,
+    /// With a kept directory: also write qlogs of every QUIC connection (costly: off in the runner).
+    pub qlog: bool,
+    /// Give up on the transfer after this long (None: [`default_timeout`]).
+    pub timeout: Option<Duration>,
+}
+
+impl BulkRun {
+    /// A download of `size` bytes over `proto` with the default stacks.
+    pub fn new(proto: Protocol, size: u64) -> BulkRun {
+        BulkRun {
+            proto,
+            size,
+            resume: false,
+            zero_rtt: false,
+            stack: StackOptions::default(),
+            ipv6: false,
+            qlog: false,
+            timeout: None,
+        }
+    }
+
+    /// Refuses combinations the stacks cannot do.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.zero_rtt && self.proto != Protocol::H3 {
+            return Err(format!(
+                "0-RTT is QUIC's (quiclab's TCP stacks send no TLS early data), but this run is {}",
+                self.proto
+            ));
+        }
+        if self.size == 0 {
+            return Err("the size must be more than 0 bytes".into());
+        }
+        Ok(())
+    }
+}
+
+/// The time limit of a transfer when none is given: 30 s for set-up and handshakes plus four times
+/// the transfer's duration at the link's mean rate (losses and slow start need headroom).
+pub fn default_timeout(size: u64, spec: &LinkSpec) -> Duration {
+    Duration::from_secs(30)
+        + spec.downlink.mean_rate_bps().map_or(Duration::ZERO, |r| {
+            Duration::from_secs_f64(size as f64 * 8.0 / r * 4.0)
+        })
+}
+
+/// A rough duration of moving `bytes` across `spec` (lab set-up and process start-up, handshakes,
+/// and the transfer at the smaller of the link rate and the Mathis et al. loss-limited rate
+/// MSS/RTT · 1.22/√p). An estimate, and every place that shows it says so.
+pub fn transfer_estimate_seconds(bytes: f64, spec: &LinkSpec) -> f64 {
+    // Lab set-up and teardown, server start-up and process spawns (measured: ≈ 0.15–0.2 s).
+    const OVERHEAD_S: f64 = 0.2;
+    let rtt = (spec.base_rtt() as f64 / 1e9).max(1e-4);
+    let rate = spec.downlink.mean_rate_bps().unwrap_or(2e9);
+    let loss = match spec.downlink.loss {
+        quiclab_link::LossSpec::Bernoulli(p) => p,
+        _ => 0.0,
+    };
+    let mathis = if loss > 0.0 {
+        1448.0 * 8.0 / rtt * 1.22 / loss.sqrt()
+    } else {
+        f64::INFINITY
+    };
+    OVERHEAD_S + 4.0 * rtt + bytes * 8.0 / rate.min(mathis) * 1.1
+}
+
+/// The result of one bulk transfer: the `quiclab bulk --json` contract.
+#[derive(Debug, Clone, Serialize)]
+pub struct BulkResult {
+    pub proto: String,
+    /// ALPN as negotiated.
+    pub negotiated: String,
+    pub tls_version: String,
+    pub resumed: bool,
+    pub zero_rtt: bool,
+    /// TCP's three-way handshake (None for QUIC).
+    pub connect_ms: Option<f64>,
+    pub handshake_ms: f64,
+    pub ttfb_ms: f64,
+    pub total_ms: f64,
+    pub bytes: u64,
+    pub verified: Option<bool>,
+    pub goodput_mbps: f64,
+    /// Goodput over the configured mean rate (None on an unlimited link).
+    pub utilization: Option<f64>,
+    /// Downlink packets lost at the bottleneck (random and tail drops) over those that arrived.
+    pub loss_ratio: Option<f64>,
+    pub cpu_client_s: f64,
+    pub cpu_server_s: f64,
+    pub cpu_client_s_per_gb: f64,
+    pub cpu_server_s_per_gb: f64,
+    pub cpu_emulator_s: Option<f64>,
+    pub congestion_control: String,
+    /// `emulator` or `veth` (benchmarks without the emulator).
+    pub path: String,
+    pub link: LinkDescription,
+    pub fidelity: Option<FidelityReport>,
+}
+
+impl WorkloadResult for BulkResult {
+    const METRICS: &'static [MetricDef] = &[
+        MetricDef::lower("total_ms", "Download time", "ms"),
+        MetricDef::lower("ttfb_ms", "Time to first byte", "ms"),
+        MetricDef::higher("goodput_mbps", "Goodput", "Mbit/s"),
+        MetricDef::lower("loss_ratio", "Loss ratio", ""),
+        MetricDef::lower("handshake_ms", "Handshake time", "ms"),
+        MetricDef::lower("connect_ms", "TCP connect time", "ms"),
+        MetricDef::higher("utilization", "Goodput utilisation", ""),
+        MetricDef::higher("bytes", "Bytes received", "B"),
+        MetricDef::higher("resumed", "Resumed (1 = yes)", ""),
+        MetricDef::higher("zero_rtt", "0-RTT accepted (1 = yes)", ""),
+        MetricDef::lower("cpu_client_s", "Client CPU", "s"),
+        MetricDef::lower("cpu_server_s", "Server CPU", "s"),
+        MetricDef::lower("cpu_client_s_per_gb", "Client CPU per GB", "s/GB"),
+        MetricDef::lower("cpu_server_s_per_gb", "Server CPU per GB", "s/GB"),
+        MetricDef::lower("cpu_emulator_s", "Emulator CPU", "s"),
+    ];
+
+    fn metric_values(&self) -> Vec<(&'static str, Option<f64>)> {
+        let flag = |b: bool| Some(f64::from(u8::from(b)));
+        vec![
+            ("total_ms", Some(self.total_ms)),
+            ("ttfb_ms", Some(self.ttfb_ms)),
+            ("goodput_mbps", Some(self.goodput_mbps)),
+            ("loss_ratio", self.loss_ratio),
+            ("handshake_ms", Some(self.handshake_ms)),
+            ("connect_ms", self.connect_ms),
+            ("utilization", self.utilization),
+            ("bytes", Some(self.bytes as f64)),
+            ("resumed", flag(self.resumed)),
+            ("zero_rtt", flag(self.zero_rtt)),
+            ("cpu_client_s", Some(self.cpu_client_s)),
+            ("cpu_server_s", Some(self.cpu_server_s)),
+            ("cpu_client_s_per_gb", Some(self.cpu_client_s_per_gb)),
+            ("cpu_server_s_per_gb", Some(self.cpu_server_s_per_gb)),
+            ("cpu_emulator_s", self.cpu_emulator_s),
+        ]
+    }
+
+    fn failure(&self) -> Option<String> {
+        (self.verified == Some(false)).then(|| "the body did not match the expected bytes".into())
+    }
+}
+
+impl Workload for BulkRun {
+    type Output = BulkResult;
+
+    fn name(&self) -> &'static str {
+        "bulk"
+    }
+
+    fn contender(&self) -> String {
+        self.proto.to_string()
+    }
+
+    fn estimate_seconds(&self, spec: &LinkSpec) -> f64 {
+        transfer_estimate_seconds(self.size as f64, spec)
+    }
+
+    fn run(
+        &self,
+        running: &mut RunningLab,
+        keep: Option<&Path>,
+    ) -> Result<Outcome<BulkResult>, RunError> {
+        let spec = running.spec.clone();
+        let work = WorkDir::new(keep, "bulk", &running.lab)?;
+        let lab = &running.lab;
+        harness::write_certificate(lab, &work)?;
+        let mut serve = harness::serve_config(lab, &work, self.stack);
+        if work.is_kept() {
+            serve.cwnd_log = Some(work.join("cwnd.csv"));
+            if self.qlog {
+                serve.qlog_dir = Some(work.path().to_path_buf());
+            }
+        }
+        let server_pid = harness::start_server(lab, &work, serve)?;
+
+        let server_ip: IpAddr = if self.ipv6 {
+            lab.address_v6(Side::Server).into()
+        } else {
+            lab.address_v4(Side::Server).into()
+        };
+        let timeout = self
+            .timeout
+            .unwrap_or_else(|| default_timeout(self.size, &spec));
+        let fetch = ChildConfig::Fetch(FetchConfig {
+            proto: self.proto,
+            cert: work.join("cert.pem"),
+            server: SocketAddr::new(server_ip, 443),
+            paths: vec![format!("/bytes/{}", self.size)],
+            resume: self.resume,
+            zero_rtt: self.zero_rtt,
+            verify: true,
+            qlog_dir: (work.is_kept() && self.qlog).then(|| work.path().to_path_buf()),
+            timeout_ms: timeout.as_millis() as u64,
+            stack: self.stack,
+        });
+        let client = harness::run_client::<FetchChildReport>(
+            lab,
+            &work,
+            "fetch",
+            &fetch,
+            timeout,
+            Duration::from_secs(5),
+        );
+        let server_cpu =
+            quiclab_lab::process::process_cpu_seconds(server_pid as i32).unwrap_or(f64::NAN);
+        let fidelity = if running.emulated() {
+            Some(running.stop_emulator()?)
+        } else {
+            None
+        };
+        let client = client?;
+        let Some(req) = client.report.requests.first() else {
+            return Err(RunError::Failed("the fetch's report has no request".into()));
+        };
+        let transfer_s = (req.last_byte_ms - req.request_sent_ms).max(1e-9) / 1e3;
+        let goodput = req.bytes as f64 * 8.0 / transfer_s;
+        let gb = req.bytes.max(1) as f64 / 1e9;
+        let result = BulkResult {
+            proto: self.proto.to_string(),
+            negotiated: client.report.connection.protocol.clone(),
+            tls_version: client.report.connection.tls_version.clone(),
+            resumed: client.report.connection.resumed,
+            zero_rtt: client.report.connection.zero_rtt_accepted,
+            connect_ms: client.report.connection.tcp_connect_ms,
+            handshake_ms: client.report.connection.handshake_ms,
+            ttfb_ms: req.first_byte_ms,
+            total_ms: req.last_byte_ms,
+            bytes: req.bytes,
+            verified: req.verified,
+            goodput_mbps: goodput / 1e6,
+            utilization: spec.downlink.mean_rate_bps().map(|r| goodput / r),
+            loss_ratio: fidelity
+                .as_ref()
+                .map(|f| f.downlink.model.counters.loss_ratio()),
+            cpu_client_s: client.cpu_s,
+            cpu_server_s: server_cpu,
+            cpu_client_s_per_gb: client.cpu_s / gb,
+            cpu_server_s_per_gb: server_cpu / gb,
+            cpu_emulator_s: fidelity
+                .as_ref()
+                .map(|f| f.cpu_core_fraction * f.wall_seconds),
+            congestion_control: self.stack.cc_name(self.proto).to_string(),
+            path: if fidelity.is_some() {
+                "emulator"
+            } else {
+                "veth"
+            }
+            .into(),
+            link: spec.describe(),
+            fidelity: fidelity.clone(),
+        };
+        Ok(Outcome { result, fidelity })
+    }
+}

@@ -1,0 +1,392 @@
+//! The halves of a workload that run inside a lab's namespaces, as `quiclab child CONFIG`: the
+//! server (`quiclab serve`), the bulk client (`quiclab fetch`) and the page client.
+//!
+//! Each is told everything by one serialised [`ChildConfig`] and prints one JSON report. A client
+//! that fails once its time limit has passed exits with [`crate::harness::EXIT_TIMED_OUT`]: the
+//! parent learns "timeout" from the exit code, not from the wording of an error.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use quiclab_page::har::ObjectTiming;
+use quiclab_proto::options::{Protocol, StackOptions};
+use quiclab_stacks::client::{FetchOptions, FetchReport};
+use quiclab_stacks::page_load::PageConnection;
+use quiclab_stacks::server::ServerOptions;
+use quiclab_stacks::tls::LabCertificate;
+use serde::{Deserialize, Serialize};
+
+use crate::harness::EXIT_TIMED_OUT;
+
+/// What a child process runs: the one argument of `quiclab child`, as JSON.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum ChildConfig {
+    Serve(ServeConfig),
+    Fetch(FetchConfig),
+    PageClient(PageClientConfig),
+}
+
+/// `quiclab serve`: h1/h2 over TLS/TCP and h3 over QUIC.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ServeConfig {
+    pub cert: PathBuf,
+    pub key: PathBuf,
+    /// Serve the files of this directory (and always `/bytes/<N>`).
+    pub dir: Option<PathBuf>,
+    pub addresses: Vec<IpAddr>,
+    pub port: u16,
+    /// Created once every listener is up.
+    pub ready_file: Option<PathBuf>,
+    /// Sample every connection's congestion state into this CSV.
+    pub cwnd_log: Option<PathBuf>,
+    /// Write a qlog of every QUIC connection into this directory.
+    pub qlog_dir: Option<PathBuf>,
+    pub stack: StackOptions,
+}
+
+/// `quiclab fetch`: request paths over one protocol.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FetchConfig {
+    pub proto: Protocol,
+    /// The lab certificate to trust (and nothing else).
+    pub cert: PathBuf,
+    pub server: SocketAddr,
+    pub paths: Vec<String>,
+    /// Obtain a session ticket on a first connection, then measure a resumed second one.
+    pub resume: bool,
+    /// Like `resume`, and send the request in 0-RTT (h3).
+    pub zero_rtt: bool,
+    /// Check `/bytes/<N>` bodies byte by byte.
+    pub verify: bool,
+    pub qlog_dir: Option<PathBuf>,
+    pub timeout_ms: u64,
+    pub stack: StackOptions,
+}
+
+/// Who loads a page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Browser {
+    /// quiclab's browser-like loader over its own stacks.
+    Builtin,
+    /// Headless Chromium over CDP.
+    Chromium,
+}
+
+impl Browser {
+    pub fn name(self) -> &'static str {
+        match self {
+            Browser::Builtin => "builtin",
+            Browser::Chromium => "chromium",
+        }
+    }
+}
+
+/// The client half of a page load.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PageClientConfig {
+    pub proto: Protocol,
+    pub browser: Browser,
+    pub cert: PathBuf,
+    pub server: SocketAddr,
+    pub timeout_ms: u64,
+    pub max_streams: Option<u64>,
+    pub stack: StackOptions,
+}
+
+/// What `quiclab fetch` reports: the stacks' report and the client's own CPU time.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FetchChildReport {
+    #[serde(flatten)]
+    pub report: FetchReport,
+    /// User + system CPU seconds of the client process.
+    pub cpu_s: f64,
+}
+
+/// The page client's summary of one load.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PageSummary {
+    pub proto: String,
+    pub browser: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub browser_version: Option<String>,
+    pub objects: usize,
+    pub bytes: u64,
+    pub plt_ms: f64,
+    pub dom_content_loaded_ms: Option<f64>,
+    pub connections: usize,
+    pub negotiated_protocols: Vec<String>,
+    /// Wall-clock time of the navigation's start (for the HAR), not a measurement.
+    pub navigation_start_unix_ms: u64,
+    pub max_streams: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chromium_wall_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connection_details: Option<Vec<PageConnection>>,
+}
+
+/// What the page client reports: the summary and per-object timings (for a HAR and a waterfall).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PageClientReport {
+    pub summary: PageSummary,
+    pub objects: Vec<ObjectTiming>,
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?)
+}
+
+/// `quiclab child FILE`: reads the configuration, runs it, prints the report; returns the exit code.
+pub fn main(config_file: &Path) -> Result<i32> {
+    let text = std::fs::read_to_string(config_file)
+        .with_context(|| format!("reading {}", config_file.display()))?;
+    let config: ChildConfig = serde_json::from_str(&text)
+        .with_context(|| format!("{}: not a child configuration", config_file.display()))?;
+    match config {
+        ChildConfig::Serve(c) => serve(&c).map(|()| 0),
+        ChildConfig::Fetch(c) => {
+            report_or_timeout(Duration::from_millis(c.timeout_ms), || fetch(&c))
+        }
+        ChildConfig::PageClient(c) => {
+            report_or_timeout(Duration::from_millis(c.timeout_ms), || page_client(&c))
+        }
+    }
+}
+
+/// Prints `run`'s report as one line of JSON (exit 0), or its error on stderr with exit code
+/// [`EXIT_TIMED_OUT`] when it failed at or after `limit` (it gave up because time ran out).
+fn report_or_timeout<R: Serialize>(
+    limit: Duration,
+    run: impl FnOnce() -> Result<R>,
+) -> Result<i32> {
+    let t0 = Instant::now();
+    match run() {
+        Ok(report) => {
+            println!("{}", serde_json::to_string(&report)?);
+            Ok(0)
+        }
+        Err(e) if t0.elapsed() >= limit => {
+            eprintln!("quiclab: error: {e:#}");
+            Ok(EXIT_TIMED_OUT)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Runs the server until the process is ended.
+pub fn serve(c: &ServeConfig) -> Result<()> {
+    let cert = LabCertificate::load(&c.cert, &c.key)?;
+    if let Some(dir) = &c.dir
+        && !dir.is_dir()
+    {
+        anyhow::bail!("{}: not a directory", dir.display());
+    }
+    let mut opts = ServerOptions::new(cert, c.addresses.clone(), c.port);
+    opts.dir = c.dir.clone();
+    opts.stack = c.stack;
+    opts.cwnd_log = c
+        .cwnd_log
+        .as_deref()
+        .map(quiclab_stacks::cwnd::CwndLog::create)
+        .transpose()?;
+    opts.qlog_dir = c.qlog_dir.clone();
+    let ready_file = c.ready_file.clone();
+    runtime()?.block_on(quiclab_stacks::server::serve(opts, move || {
+        if let Some(f) = ready_file {
+            let _ = std::fs::write(f, std::process::id().to_string());
+        }
+    }))
+}
+
+/// The lab certificate beside `cert` (its key is `key.pem` in the same directory, or in the same
+/// file).
+fn load_client_certificate(cert: &Path) -> Result<LabCertificate> {
+    let dir = cert.parent().unwrap_or(Path::new("."));
+    LabCertificate::load(cert, &dir.join("key.pem")).or_else(|_| LabCertificate::load(cert, cert))
+}
+
+/// One fetch, with the client's own CPU time.
+pub fn fetch(c: &FetchConfig) -> Result<FetchChildReport> {
+    let opts = FetchOptions {
+        cert: load_client_certificate(&c.cert)?,
+        server: c.server,
+        protocol: c.proto,
+        paths: c.paths.clone(),
+        stack: c.stack,
+        resume: c.resume,
+        zero_rtt: c.zero_rtt,
+        verify: c.verify,
+        qlog_dir: c.qlog_dir.clone(),
+        timeout: Duration::from_millis(c.timeout_ms),
+    };
+    let report = runtime()?.block_on(quiclab_stacks::client::fetch(&opts))?;
+    let (user, system) = quiclab_lab::process::own_cpu_seconds();
+    Ok(FetchChildReport {
+        report,
+        cpu_s: user + system,
+    })
+}
+
+/// One page load by the built-in loader or Chromium.
+pub fn page_client(c: &PageClientConfig) -> Result<PageClientReport> {
+    let cert = load_client_certificate(&c.cert)?;
+    let timeout = Duration::from_millis(c.timeout_ms);
+    let nav_unix_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    let proto = c.proto.to_string();
+    match c.browser {
+        Browser::Chromium => {
+            let origin = format!("https://{}", c.server);
+            let mut opts =
+                quiclab_browser::BrowserOptions::new(c.proto, &origin, &cert.spki_sha256_base64);
+            opts.timeout = timeout;
+            let load = quiclab_browser::load(&opts, &format!("{origin}/index.html"))?;
+            load.check_protocol(c.proto)?;
+            let objects = chromium_objects(&load);
+            let entries = || std::iter::once(&load.navigation.timing).chain(&load.resources);
+            // Resource Timing has no connection ids: count the entries that opened a connection.
+            let connections = entries()
+                .filter(|r| r.connect_end > r.connect_start)
+                .count();
+            let bytes: f64 = entries().map(|r| r.encoded_body_size).sum();
+            Ok(PageClientReport {
+                summary: PageSummary {
+                    proto,
+                    browser: Browser::Chromium.name().into(),
+                    browser_version: Some(load.browser_version.clone()),
+                    objects: load.resources.len() + 1,
+                    bytes: bytes as u64,
+                    plt_ms: load.plt_ms,
+                    dom_content_loaded_ms: Some(load.dom_content_loaded_ms),
+                    connections,
+                    negotiated_protocols: load.protocols.clone(),
+                    navigation_start_unix_ms: nav_unix_ms,
+                    max_streams: c.max_streams,
+                    chromium_wall_ms: Some(load.wall_ms),
+                    connection_details: None,
+                },
+                objects,
+            })
+        }
+        Browser::Builtin => {
+            let mut opts = quiclab_stacks::page_load::PageLoadOptions::new(cert, c.server, c.proto);
+            opts.stack = c.stack;
+            opts.max_streams = c.max_streams.map(|m| m as usize);
+            opts.timeout = timeout;
+            let report = runtime()?.block_on(quiclab_stacks::page_load::load_page(&opts))?;
+            Ok(PageClientReport {
+                summary: PageSummary {
+                    proto,
+                    browser: Browser::Builtin.name().into(),
+                    browser_version: None,
+                    objects: report.objects.len(),
+                    bytes: report.bytes,
+                    plt_ms: report.plt_ms,
+                    dom_content_loaded_ms: report.content_load_ms(),
+                    connections: report.connections,
+                    negotiated_protocols: report.negotiated_protocols.clone(),
+                    navigation_start_unix_ms: report.navigation_start_unix_ms,
+                    max_streams: c.max_streams,
+                    chromium_wall_ms: None,
+                    connection_details: Some(report.connection_details.clone()),
+                },
+                objects: report.objects,
+            })
+        }
+    }
+}
+
+/// Chromium's Resource Timing entries as HAR object timings (ms since navigation start).
+fn chromium_objects(load: &quiclab_browser::BrowserLoad) -> Vec<ObjectTiming> {
+    let path_of = |url: &str| {
+        url.split_once("://")
+            .and_then(|(_, rest)| rest.find('/').map(|i| rest[i..].to_string()))
+            .unwrap_or_else(|| url.to_string())
+    };
+    std::iter::once(&load.navigation.timing)
+        .chain(&load.resources)
+        .enumerate()
+        .map(|(i, r)| {
+            let new_connection = r.connect_end > r.connect_start;
+            let tls = if new_connection && r.secure_connection_start > 0.0 {
+                (r.connect_end - r.secure_connection_start).max(0.0)
+            } else {
+                0.0
+            };
+            let connect = if new_connection {
+                (r.connect_end - r.connect_start - tls).max(0.0)
+            } else {
+                0.0
+            };
+            let blocked = if new_connection {
+                (r.connect_start - r.start_time).max(0.0)
+            } else {
+                (r.request_start - r.start_time).max(0.0)
+            };
+            ObjectTiming {
+                path: path_of(&r.name),
+                // Resource Timing does not say which connection an object used.
+                connection: i as u64,
+                protocol: r.next_hop_protocol.clone(),
+                started_ms: r.start_time,
+                blocked_ms: blocked,
+                connect_ms: connect,
+                tls_ms: tls,
+                send_ms: 0.0,
+                wait_ms: (r.response_start - r.request_start).max(0.0),
+                receive_ms: (r.response_end - r.response_start).max(0.0),
+                bytes: r.encoded_body_size.max(0.0) as u64,
+                status: r.response_status as u16,
+                mime: String::new(),
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn configurations_round_trip_and_reject_unknown_roles() {
+        let c = ChildConfig::Fetch(FetchConfig {
+            proto: Protocol::H3,
+            cert: "/w/cert.pem".into(),
+            server: "100.64.0.2:443".parse().unwrap(),
+            paths: vec!["/bytes/10".into()],
+            resume: false,
+            zero_rtt: false,
+            verify: true,
+            qlog_dir: None,
+            timeout_ms: 1000,
+            stack: StackOptions {
+                gquic_n: 4,
+                ..Default::default()
+            },
+        });
+        let text = serde_json::to_string(&c).unwrap();
+        assert!(
+            text.contains("\"role\":\"fetch\"") && text.contains("\"gquic_n\":4"),
+            "{text}"
+        );
+        let ChildConfig::Fetch(back) = serde_json::from_str(&text).unwrap() else {
+            panic!("a fetch")
+        };
+        assert_eq!(back.stack.gquic_n, 4);
+        assert!(serde_json::from_str::<ChildConfig>("{\"role\":\"dance\"}").is_err());
+    }
+
+    #[test]
+    fn a_fetch_report_without_its_fields_is_refused() {
+        // The schema-mismatch bug: such a report was once stored as an `ok` run of 0 bytes.
+        let e = crate::harness::parse_report::<FetchChildReport>("{\"cpu_s\": 0.1}").unwrap_err();
+        assert!(e.contains("missing field"), "{e}");
+    }
+}

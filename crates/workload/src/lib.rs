@@ -1,0 +1,294 @@
+//! quiclab's workloads: what a run measures, behind one abstraction.
+//!
+//! A workload ([`Workload`]) starts its server side in a running lab, runs its client side in the
+//! client namespace, stops the emulator and returns a typed result ([`WorkloadResult`]) — its
+//! `--json` contract — that declares its metrics once (name, label, unit, which direction is
+//! better). Its work directory is removed on every path unless the caller keeps it.
+//!
+//! - [`harness`]: the shared parts (work directory, lab start, certificate, server start, client
+//!   child processes with typed reports and exit-code errors, the pinned executable).
+//! - [`child`]: the halves that run inside the namespaces (`quiclab child CONFIG`): server, fetch
+//!   client, page client, each configured by one serialised struct.
+//! - [`bulk`], [`page`]: the workloads.
+//! - [`WorkloadSpec`]: one run of any workload, as the runner holds it; [`registry`]: every metric
+//!   any workload or the emulator declares, for reports.
+//!
+//! Adding a workload: a pure core crate for its logic (if it has any), one module here that
+//! implements [`Workload`] and [`WorkloadResult`], a variant in [`WorkloadSpec`] and in
+//! `quiclab_experiment::WorkloadKind` (the compiler then lists every match to extend), and a
+//! subcommand in the CLI. See docs/architecture.md.
+
+pub mod bulk;
+pub mod child;
+pub mod harness;
+pub mod page;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use quiclab_experiment::{MetricDef, WorkloadKind};
+use quiclab_lab::{FidelityReport, LinkSpec, RunningLab};
+use serde::Serialize;
+
+pub use harness::{RunError, WorkDir};
+
+/// The typed result of a workload.
+pub trait WorkloadResult: Serialize {
+    /// Every metric this result can have, declared once.
+    const METRICS: &'static [MetricDef];
+
+    /// This run's values of the declared metrics (None: not measured in this run, e.g. the TCP
+    /// connect time of QUIC). Only declared names.
+    fn metric_values(&self) -> Vec<(&'static str, Option<f64>)>;
+
+    /// Why an otherwise complete run counts as failed (e.g. a body that did not match).
+    fn failure(&self) -> Option<String> {
+        None
+    }
+}
+
+/// A finished workload: its result and the emulator's fidelity report (None without emulator).
+pub struct Outcome<R> {
+    pub result: R,
+    pub fidelity: Option<FidelityReport>,
+}
+
+/// What every workload implements.
+pub trait Workload {
+    type Output: WorkloadResult;
+
+    /// The workload's name (`kind` in scenarios).
+    fn name(&self) -> &'static str;
+
+    /// What the run is compared as: a protocol (`h3`), or a mix (`h3+h1`).
+    fn contender(&self) -> String;
+
+    /// A rough duration of one run on `spec`, for dry runs and progress (an estimate).
+    fn estimate_seconds(&self, spec: &LinkSpec) -> f64;
+
+    /// Runs in `running`: server side, client side, result; stops the emulator. With `keep`, the
+    /// work directory (traces, reports, certificates) is that directory and stays; without, a
+    /// temporary one is removed on every path.
+    fn run(
+        &self,
+        running: &mut RunningLab,
+        keep: Option<&Path>,
+    ) -> Result<Outcome<Self::Output>, RunError>;
+
+    /// Extra files a kept run writes (HAR, waterfall); returns notes. None by default.
+    fn write_artifacts(
+        &self,
+        _out: &Outcome<Self::Output>,
+        _dir: &Path,
+        _spec: &LinkSpec,
+    ) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+/// The emulator's headline figures, stored with every run that went through it.
+pub const EMULATOR_METRICS: &[MetricDef] = &[
+    MetricDef::lower("emu_lateness_p99_us", "Emulator release lateness p99", "µs"),
+    MetricDef::lower("emu_cpu_core_fraction", "Emulator CPU", "cores"),
+    MetricDef::higher(
+        "emu_down_backlogged_mbps",
+        "Downlink rate while backlogged",
+        "Mbit/s",
+    ),
+    MetricDef::lower("tail_drops", "Tail drops", "packets"),
+    MetricDef::lower("random_losses", "Random losses", "packets"),
+    MetricDef::lower("max_queue_bytes", "Largest queue", "B"),
+];
+
+/// Values of [`EMULATOR_METRICS`] from a fidelity report.
+pub fn emulator_metric_values(f: &FidelityReport) -> Vec<(&'static str, Option<f64>)> {
+    let down = &f.downlink;
+    vec![
+        ("emu_lateness_p99_us", Some(f.lateness_us.p99)),
+        ("emu_cpu_core_fraction", Some(f.cpu_core_fraction)),
+        (
+            "emu_down_backlogged_mbps",
+            down.backlogged_rate_bps.map(|r| r / 1e6),
+        ),
+        (
+            "tail_drops",
+            Some(down.model.counters.dropped_queue_packets as f64),
+        ),
+        (
+            "random_losses",
+            Some(down.model.counters.dropped_random_packets as f64),
+        ),
+        (
+            "max_queue_bytes",
+            Some(down.model.counters.max_queue_bytes as f64),
+        ),
+    ]
+}
+
+/// Declared values into a metrics map; absent and non-finite values are left out (a NaN is "not
+/// measured", never a number to average).
+pub fn collect_metrics(
+    values: impl IntoIterator<Item = (&'static str, Option<f64>)>,
+) -> BTreeMap<String, f64> {
+    values
+        .into_iter()
+        .filter_map(|(k, v)| v.filter(|x| x.is_finite()).map(|x| (k.to_string(), x)))
+        .collect()
+}
+
+/// A finished run of any workload, as the runner stores it.
+pub struct RunOutput {
+    /// The result document (the workload's `--json` contract).
+    pub document: serde_json::Value,
+    /// The declared metrics' values, the emulator's included.
+    pub metrics: BTreeMap<String, f64>,
+    pub fidelity: Option<FidelityReport>,
+    /// Why the run counts as failed although it finished.
+    pub failure: Option<String>,
+    /// Notes from writing a kept run's extra files.
+    pub notes: Vec<String>,
+}
+
+/// One run of any workload: what `[workload]` and the run's parameters asked for.
+#[derive(Debug, Clone)]
+pub enum WorkloadSpec {
+    Bulk(bulk::BulkRun),
+    Page(page::PageRun),
+}
+
+impl WorkloadSpec {
+    pub fn kind(&self) -> WorkloadKind {
+        match self {
+            WorkloadSpec::Bulk(_) => WorkloadKind::Bulk,
+            WorkloadSpec::Page(_) => WorkloadKind::Page,
+        }
+    }
+
+    pub fn contender(&self) -> String {
+        match self {
+            WorkloadSpec::Bulk(w) => w.contender(),
+            WorkloadSpec::Page(w) => w.contender(),
+        }
+    }
+
+    pub fn estimate_seconds(&self, spec: &LinkSpec) -> f64 {
+        match self {
+            WorkloadSpec::Bulk(w) => w.estimate_seconds(spec),
+            WorkloadSpec::Page(w) => w.estimate_seconds(spec),
+        }
+    }
+
+    /// Runs the workload in `running` (see [`Workload::run`]) and erases its result's type.
+    pub fn run(
+        &self,
+        running: &mut RunningLab,
+        keep: Option<&Path>,
+    ) -> Result<RunOutput, RunError> {
+        match self {
+            WorkloadSpec::Bulk(w) => erase(w, running, keep),
+            WorkloadSpec::Page(w) => erase(w, running, keep),
+        }
+    }
+}
+
+fn erase<W: Workload>(
+    w: &W,
+    running: &mut RunningLab,
+    keep: Option<&Path>,
+) -> Result<RunOutput, RunError> {
+    let out = w.run(running, keep)?;
+    let notes = match keep {
+        Some(dir) => w.write_artifacts(&out, dir, &running.spec),
+        None => Vec::new(),
+    };
+    let mut values = out.result.metric_values();
+    if let Some(f) = &out.fidelity {
+        values.extend(emulator_metric_values(f));
+    }
+    Ok(RunOutput {
+        document: serde_json::to_value(&out.result).map_err(anyhow::Error::from)?,
+        metrics: collect_metrics(values),
+        failure: out.result.failure(),
+        fidelity: out.fidelity,
+        notes,
+    })
+}
+
+/// The metrics a workload kind's runs have (its own and the emulator's).
+pub fn kind_metrics(kind: WorkloadKind) -> Vec<MetricDef> {
+    let own = match kind {
+        WorkloadKind::Bulk => bulk::BulkResult::METRICS,
+        WorkloadKind::Page => page::PageResult::METRICS,
+    };
+    own.iter().chain(EMULATOR_METRICS).copied().collect()
+}
+
+/// The metrics a report shows for a workload kind when the user does not choose; the first is the
+/// primary one (CDFs, wins table).
+pub fn report_metrics(kind: WorkloadKind) -> &'static [&'static str] {
+    match kind {
+        WorkloadKind::Bulk => &[
+            "total_ms",
+            "ttfb_ms",
+            "goodput_mbps",
+            "loss_ratio",
+            "handshake_ms",
+        ],
+        WorkloadKind::Page => &["plt_ms", "connections", "loss_ratio"],
+    }
+}
+
+/// Every metric any workload or the emulator declares, each name once (a name two workloads share
+/// has one meaning: checked by a test).
+pub fn registry() -> Vec<MetricDef> {
+    let mut out: Vec<MetricDef> = Vec::new();
+    for kind in WorkloadKind::ALL {
+        for m in kind_metrics(kind) {
+            if !out.iter().any(|o| o.name == m.name) {
+                out.push(m);
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shared_metric_names_mean_the_same_everywhere() {
+        for a in WorkloadKind::ALL {
+            for b in WorkloadKind::ALL {
+                for ma in kind_metrics(a) {
+                    for mb in kind_metrics(b) {
+                        if ma.name == mb.name {
+                            assert_eq!(ma.better, mb.better, "{} in {a:?} vs {b:?}", ma.name);
+                            assert_eq!(ma.unit, mb.unit, "{} in {a:?} vs {b:?}", ma.name);
+                        }
+                    }
+                }
+            }
+        }
+        for kind in WorkloadKind::ALL {
+            assert!(quiclab_experiment::metric::duplicates(&kind_metrics(kind)).is_empty());
+            for name in report_metrics(kind) {
+                assert!(
+                    kind_metrics(kind).iter().any(|m| m.name == *name),
+                    "{name} is shown for {kind:?} but not declared"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn metrics_leave_out_what_was_not_measured() {
+        let m = collect_metrics([
+            ("a", Some(1.0)),
+            ("b", None),
+            ("c", Some(f64::NAN)),
+            ("d", Some(f64::INFINITY)),
+        ]);
+        assert_eq!(m.keys().collect::<Vec<_>>(), ["a"]);
+    }
+}

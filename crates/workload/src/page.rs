@@ -1,0 +1,288 @@
+//! `page`: one page load (the seed studies' pages, or a directory) by quiclab's browser-like
+//! loader or headless Chromium, with per-object timings for a HAR and a waterfall.
+//!
+//! The outer process owns the lab: it writes the page, starts `quiclab serve` with the page's
+//! directory in the server namespace and the page client in the client namespace, then reads the
+//! client's typed report. The client runs the loader (`quiclab_stacks::page_load`) or Chromium
+//! (`quiclab_browser`) from inside the client namespace, so neither needs to know about namespaces.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use quiclab_experiment::MetricDef;
+use quiclab_lab::{FidelityReport, LinkSpec, RunningLab, Side};
+use quiclab_link::spec::LinkDescription;
+use quiclab_page::har::{HarPage, ObjectTiming};
+use quiclab_proto::options::{Protocol, StackOptions};
+use serde::Serialize;
+
+use crate::child::{Browser, ChildConfig, PageClientConfig, PageClientReport, PageSummary};
+use crate::harness::{self, RunError, WorkDir};
+use crate::{Outcome, Workload, WorkloadResult};
+
+/// Where a page comes from.
+#[derive(Debug, Clone)]
+pub enum PageSource {
+    /// A page of the built-in corpus (`carlucci-small`, …).
+    Builtin(String),
+    /// A directory with an index.html.
+    Dir(PathBuf),
+}
+
+impl PageSource {
+    pub fn name(&self) -> String {
+        match self {
+            PageSource::Builtin(n) => n.clone(),
+            PageSource::Dir(d) => d.display().to_string(),
+        }
+    }
+
+    /// Checks the page before any lab is built: a known name, or a directory whose index.html and
+    /// every object it references exist.
+    pub fn validate(&self) -> Result<(), String> {
+        match self {
+            PageSource::Builtin(n) => quiclab_page::corpus::lookup(n)
+                .map(|_| ())
+                .map_err(|e| e.to_string()),
+            PageSource::Dir(d) => quiclab_page::discover::load_dir(d)
+                .map(|_| ())
+                .map_err(|e| e.to_string()),
+        }
+    }
+
+    /// The page's bytes, for estimates (1 MB when unknown).
+    fn total_bytes(&self) -> f64 {
+        match self {
+            PageSource::Builtin(n) => {
+                quiclab_page::corpus::lookup(n).map_or(1e6, |s| s.total_bytes() as f64)
+            }
+            PageSource::Dir(_) => 1e6,
+        }
+    }
+}
+
+/// One page load's parameters.
+#[derive(Debug, Clone)]
+pub struct PageRun {
+    pub proto: Protocol,
+    pub page: PageSource,
+    pub browser: Browser,
+    /// For h2/h3: the most requests in flight at once (early QUIC multiplexed 6).
+    pub max_streams: Option<u64>,
+    pub stack: StackOptions,
+    pub timeout: Duration,
+}
+
+/// The result of one page load: the `quiclab page --json` contract.
+#[derive(Debug, Clone, Serialize)]
+pub struct PageResult {
+    #[serde(flatten)]
+    pub summary: PageSummary,
+    pub page: String,
+    pub link: LinkDescription,
+    /// Downlink packets lost at the bottleneck over those that arrived.
+    pub loss_ratio: Option<f64>,
+    pub fidelity: Option<FidelityReport>,
+    /// Per-object timings (for the HAR and the waterfall; not part of the JSON document).
+    #[serde(skip)]
+    pub objects: Vec<ObjectTiming>,
+}
+
+impl WorkloadResult for PageResult {
+    const METRICS: &'static [MetricDef] = &[
+        MetricDef::lower("plt_ms", "Page load time", "ms"),
+        MetricDef::lower("connections", "Connections", ""),
+        MetricDef::lower("loss_ratio", "Loss ratio", ""),
+        MetricDef::lower("dom_content_loaded_ms", "DOMContentLoaded", "ms"),
+        MetricDef::higher("objects", "Objects", ""),
+        MetricDef::higher("bytes", "Bytes received", "B"),
+        MetricDef::lower("chromium_wall_ms", "Chromium wall time", "ms"),
+    ];
+
+    fn metric_values(&self) -> Vec<(&'static str, Option<f64>)> {
+        let s = &self.summary;
+        vec![
+            ("plt_ms", Some(s.plt_ms)),
+            ("connections", Some(s.connections as f64)),
+            ("loss_ratio", self.loss_ratio),
+            ("dom_content_loaded_ms", s.dom_content_loaded_ms),
+            ("objects", Some(s.objects as f64)),
+            ("bytes", Some(s.bytes as f64)),
+            ("chromium_wall_ms", s.chromium_wall_ms),
+        ]
+    }
+}
+
+impl PageRun {
+    fn title(&self, spec: &LinkSpec) -> String {
+        format!(
+            "{} over {} ({}), {}",
+            self.page.name(),
+            self.proto,
+            match self.browser {
+                Browser::Chromium => "Chromium",
+                Browser::Builtin => "quiclab",
+            },
+            spec.describe().downlink
+        )
+    }
+
+    /// Writes the HAR and/or the waterfall (FILE.svg, or FILE.png with an SVG beside it) of a
+    /// load; returns notes and errors as text (a figure that cannot be written does not fail a
+    /// measurement).
+    pub fn write_har_and_waterfall(
+        &self,
+        result: &PageResult,
+        spec: &LinkSpec,
+        har: Option<&Path>,
+        waterfall: Option<&Path>,
+    ) -> Vec<String> {
+        let mut notes = Vec::new();
+        let title = self.title(spec);
+        if let Some(path) = har {
+            let har = quiclab_page::har::build_har(
+                &HarPage {
+                    title: title.clone(),
+                    origin: "https://100.64.0.2".into(),
+                    navigation_start: std::time::UNIX_EPOCH
+                        + Duration::from_millis(result.summary.navigation_start_unix_ms),
+                    page_load_ms: Some(result.summary.plt_ms),
+                    content_load_ms: result.summary.dom_content_loaded_ms,
+                    server_ip: Some("100.64.0.2".into()),
+                    comment: Some(format!("quiclab page; link: {}", spec.describe().downlink)),
+                },
+                &result.objects,
+            );
+            if let Err(e) = har.write_to(path) {
+                notes.push(format!("error: writing {}: {e}", path.display()));
+            }
+        }
+        if let Some(path) = waterfall {
+            let (svg, png) = match path.extension().and_then(|e| e.to_str()) {
+                Some("png") => (path.with_extension("svg"), Some(path.to_path_buf())),
+                _ => (path.to_path_buf(), None),
+            };
+            match quiclab_page::waterfall::write_waterfall(
+                &result.objects,
+                &quiclab_page::waterfall::WaterfallOptions {
+                    title,
+                    page_load_ms: Some(result.summary.plt_ms),
+                    ..Default::default()
+                },
+                &svg,
+                png.as_deref(),
+            ) {
+                Ok(out) => notes.extend(out.note.map(|n| format!("note: {n}"))),
+                Err(e) => notes.push(format!("error: writing the waterfall: {e}")),
+            }
+        }
+        notes
+    }
+}
+
+impl Workload for PageRun {
+    type Output = PageResult;
+
+    fn name(&self) -> &'static str {
+        "page"
+    }
+
+    fn contender(&self) -> String {
+        self.proto.to_string()
+    }
+
+    fn estimate_seconds(&self, spec: &LinkSpec) -> f64 {
+        let rtt = (spec.base_rtt() as f64 / 1e9).max(1e-4);
+        // Chromium's start-up; a few more round trips for discovery.
+        let extra = match self.browser {
+            Browser::Chromium => 2.5,
+            Browser::Builtin => 0.0,
+        } + 4.0 * rtt;
+        crate::bulk::transfer_estimate_seconds(self.page.total_bytes(), spec) + extra
+    }
+
+    fn run(
+        &self,
+        running: &mut RunningLab,
+        keep: Option<&Path>,
+    ) -> Result<Outcome<PageResult>, RunError> {
+        let spec = running.spec.clone();
+        let work = WorkDir::new(keep, "page", &running.lab)?;
+        let lab = &running.lab;
+        let page_dir = match &self.page {
+            PageSource::Builtin(name) => {
+                let dir = work.join("page");
+                quiclab_page::corpus::lookup(name)
+                    .map_err(|e| RunError::Failed(e.to_string()))?
+                    .write_to(&dir)
+                    .map_err(|e| RunError::Failed(e.to_string()))?;
+                dir
+            }
+            PageSource::Dir(d) => d.clone(),
+        };
+        harness::write_certificate(lab, &work)?;
+        let mut serve = harness::serve_config(lab, &work, self.stack);
+        serve.dir = Some(page_dir);
+        if work.is_kept() {
+            serve.cwnd_log = Some(work.join("cwnd.csv"));
+            serve.qlog_dir = Some(work.path().to_path_buf());
+        }
+        harness::start_server(lab, &work, serve)?;
+
+        let server_ip: IpAddr = lab.address_v4(Side::Server).into();
+        let client = ChildConfig::PageClient(PageClientConfig {
+            proto: self.proto,
+            browser: self.browser,
+            cert: work.join("cert.pem"),
+            server: SocketAddr::new(server_ip, 443),
+            timeout_ms: self.timeout.as_millis() as u64,
+            max_streams: self.max_streams,
+            stack: self.stack,
+        });
+        // Chromium needs a few seconds to start on top of the load itself.
+        let grace = Duration::from_secs(match self.browser {
+            Browser::Chromium => 20,
+            Browser::Builtin => 5,
+        });
+        let report = harness::run_client::<PageClientReport>(
+            lab,
+            &work,
+            "page",
+            &client,
+            self.timeout,
+            grace,
+        );
+        let fidelity = if running.emulated() {
+            Some(running.stop_emulator()?)
+        } else {
+            None
+        };
+        let report = report?;
+        let result = PageResult {
+            summary: report.summary,
+            page: self.page.name(),
+            link: spec.describe(),
+            loss_ratio: fidelity
+                .as_ref()
+                .map(|f| f.downlink.model.counters.loss_ratio()),
+            fidelity: fidelity.clone(),
+            objects: report.objects,
+        };
+        Ok(Outcome { result, fidelity })
+    }
+
+    fn write_artifacts(
+        &self,
+        out: &Outcome<PageResult>,
+        dir: &Path,
+        spec: &LinkSpec,
+    ) -> Vec<String> {
+        self.write_har_and_waterfall(
+            &out.result,
+            spec,
+            Some(&dir.join("page.har")),
+            Some(&dir.join("waterfall.svg")),
+        )
+    }
+}
