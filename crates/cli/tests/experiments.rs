@@ -25,6 +25,64 @@ protocol = ["h1", "h2", "h3"]
 loss = ["0%", "1%"]
 "#;
 
+/// The metrics a bulk run through the emulator stored before the workloads moved into
+/// quiclab-workload (derived from the old ingestion: every numeric field of the result document,
+/// `resumed`/`zero_rtt` as 0/1, the runner's and the emulator's figures). The move must not change
+/// them; `connect_ms` is TCP's, `emu_down_backlogged_mbps` exists only once the link was backlogged.
+const PINNED_BULK_METRICS: &[&str] = &[
+    "bytes",
+    "connect_ms",
+    "cpu_client_s",
+    "cpu_client_s_per_gb",
+    "cpu_emulator_s",
+    "cpu_server_s",
+    "cpu_server_s_per_gb",
+    "emu_cpu_core_fraction",
+    "emu_down_backlogged_mbps",
+    "emu_lateness_p99_us",
+    "goodput_mbps",
+    "handshake_ms",
+    "host_steal",
+    "loss_ratio",
+    "max_queue_bytes",
+    "random_losses",
+    "resumed",
+    "runner_fds",
+    "runner_rss_kb",
+    "setup_ms",
+    "tail_drops",
+    "teardown_ms",
+    "total_ms",
+    "ttfb_ms",
+    "utilization",
+    "zero_rtt",
+];
+
+/// The seeds of SMALL's runs as the runner before the move printed them (`--dry-run`).
+const PINNED_SMALL_SEEDS: &[(&str, u64)] = &[
+    ("proto=h1;loss=0%;rep=1", 13965265003956234860),
+    ("proto=h3;loss=0%;rep=2", 7726841865142897568),
+    ("proto=h2;loss=1%;rep=1", 6129683159048212209),
+    ("proto=h3;loss=1%;rep=2", 17345258813461959530),
+];
+
+#[test]
+fn the_pinned_small_scenario_keeps_its_keys_and_seeds() {
+    let dir = temp_dir("pinned-seeds");
+    let file = write(&dir, "s.toml", SMALL);
+    let out = dry_run(&file);
+    assert_success(&out);
+    let text = String::from_utf8_lossy(&out.stdout);
+    for (key, seed) in PINNED_SMALL_SEEDS {
+        assert!(
+            text.lines()
+                .any(|l| l.ends_with(key) && l.contains(&format!(" {seed} "))),
+            "{key} should have seed {seed}:\n{text}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `quiclab run --dry-run FILE`.
 fn dry_run(file: &Path) -> std::process::Output {
     quiclab()
@@ -178,6 +236,18 @@ fn a_tiny_scenario_runs_end_to_end_into_sqlite_csv_and_a_report() {
         assert!(total > 80.0 && total < 20_000.0, "{}: {total}", r.key);
         assert_eq!(r.metrics["bytes"], 200_000.0);
         assert!(r.metrics["setup_ms"] < 2_000.0);
+        // The same metric names as before the workloads were typed (nothing lost, nothing new).
+        let expected: Vec<&str> = PINNED_BULK_METRICS
+            .iter()
+            .copied()
+            .filter(|m| *m != "connect_ms" || r.contender != "h3")
+            .filter(|m| {
+                *m != "emu_down_backlogged_mbps"
+                    || r.metrics.contains_key("emu_down_backlogged_mbps")
+            })
+            .collect();
+        let names: Vec<&str> = r.metrics.keys().map(String::as_str).collect();
+        assert_eq!(names, expected, "{}", r.key);
         assert!(r.result.as_ref().unwrap()["fidelity"].is_object());
     }
     let protocols: std::collections::BTreeSet<_> =

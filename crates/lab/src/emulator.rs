@@ -1,12 +1,14 @@
-//! The I/O shell around the sans-IO link model: one dedicated scheduler thread per direction moves IP
-//! packets from one TUN device to the other, asking [`LinkModel`] when each packet is due and releasing
-//! it then, with microsecond precision.
+//! The I/O shell around the sans-IO link model: one dedicated scheduler thread serves both directions
+//! (two lanes in one event loop, see `Scheduler`), moving IP packets from one TUN device to the
+//! other, asking [`LinkModel`] when each packet is due and releasing it then, with microsecond
+//! precision. A second thread, only with a packet log, writes the log.
 //!
 //! Why not tokio: its timers have a 1 ms granularity, coarser than a 1500-byte packet at 100 Mbit/s
-//! (120 µs). Each direction instead runs a plain thread that sleeps in `ppoll(2)` (a high-resolution
-//! timeout, with the thread's timer slack cut from 50 µs to 1 ns) until shortly before the next release,
-//! then spins the last few microseconds. It never spins while idle: with nothing queued it blocks in
-//! `ppoll` on the ingress TUN and a stop eventfd.
+//! (120 µs). The scheduler is a plain thread that sleeps in `ppoll(2)` (a high-resolution timeout,
+//! with the thread's timer slack cut from 50 µs to 1 ns) until a learnt margin before the next
+//! release (the machine's observed wake-up delay plus headroom, see `WakeMargin`; at least `spin`),
+//! then spins the rest, within a spin budget of a tenth of wall time. It never spins while idle:
+//! with nothing queued it blocks in `ppoll` on both ingress TUNs and a stop eventfd.
 //!
 //! Every release is timed against its schedule; the lateness distribution, the delivered rate while
 //! backlogged and the drops by cause form the [`FidelityReport`] that every quiclab result carries.
@@ -134,7 +136,7 @@ pub struct FidelityReport {
     pub downlink: DirectionFidelity,
     /// Lateness over both directions.
     pub lateness_us: Distribution,
-    /// Emulator CPU (both scheduler threads) as a fraction of one core over the run.
+    /// Emulator CPU (the scheduler thread) as a fraction of one core over the run.
     pub cpu_core_fraction: f64,
     pub wall_seconds: f64,
     /// Log events dropped because the log writer could not keep up (the log is then incomplete).
@@ -153,7 +155,7 @@ pub struct Emulator {
 }
 
 impl Emulator {
-    /// Starts both scheduler threads between the lab's TUN devices.
+    /// Starts the scheduler thread (and the log writer) between the lab's TUN devices.
     pub fn start(lab: &Lab, config: EmulatorConfig) -> Result<Emulator> {
         let epoch = Instant::now();
         // SAFETY: eventfd(2) with valid flags; the result is checked before use.

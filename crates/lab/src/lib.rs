@@ -1,8 +1,8 @@
 //! The I/O shell of quiclab: everything that touches the operating system.
 //!
 //! - [`topology`]: a lab = two network namespaces with a TUN device each (plus crash-proof records);
-//! - [`emulator`]: the per-direction scheduler threads that carry packets between the TUNs through the
-//!   sans-IO [`quiclab_link::LinkModel`];
+//! - [`emulator`]: the scheduler thread (both directions in one loop) that carries packets between
+//!   the TUNs through the sans-IO [`quiclab_link::LinkModel`];
 //! - [`probe`]: quiclab's own measurement probes (UDP echo, kernel-TCP bulk, paced UDP) used by
 //!   `quiclab calibrate` and the tests;
 //! - [`netns`], [`process`], [`registry`]: namespaces, the processes a lab starts, emergency teardown.

@@ -259,7 +259,7 @@ impl FromStr for QuicCongestion {
 }
 
 /// How the protocol stacks of one run are set up, on both ends. The lab's child processes
-/// (`quiclab serve`, `fetch`, `page-client`) receive it whole, serialised, so no option travels
+/// (`quiclab child` as server, fetch or page client) receive it whole, serialised, so no option travels
 /// through the environment or gets lost between two copies of a flag list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -291,4 +291,83 @@ mod tests {
         ]);
         assert_eq!(m.keys().collect::<Vec<_>>(), ["a"]);
     }
+
+    fn link() -> quiclab_link::spec::LinkDescription {
+        quiclab_link::spec::LinkSpec::default().describe()
+    }
+
+    fn assert_declared<R: WorkloadResult>(r: &R) {
+        let values = r.metric_values();
+        for (name, _) in &values {
+            assert!(
+                R::METRICS.iter().any(|m| m.name == *name),
+                "{name} has a value but is not declared"
+            );
+        }
+        assert_eq!(
+            values.len(),
+            R::METRICS.len(),
+            "every declared metric is filled"
+        );
+    }
+
+    #[test]
+    fn every_value_a_result_gives_is_declared() {
+        let bulk = bulk::BulkResult {
+            proto: "h2".into(),
+            negotiated: "h2".into(),
+            tls_version: "1.3".into(),
+            resumed: false,
+            zero_rtt: false,
+            connect_ms: Some(50.0),
+            handshake_ms: 100.0,
+            ttfb_ms: 150.0,
+            total_ms: 900.0,
+            bytes: 1_000_000,
+            verified: Some(false),
+            goodput_mbps: 9.0,
+            utilization: Some(0.9),
+            loss_ratio: Some(0.0),
+            cpu_client_s: 0.1,
+            cpu_server_s: 0.1,
+            cpu_client_s_per_gb: 100.0,
+            cpu_server_s_per_gb: 100.0,
+            cpu_emulator_s: None,
+            congestion_control: "cubic".into(),
+            path: "emulator".into(),
+            link: link(),
+            fidelity: None,
+        };
+        assert_declared(&bulk);
+        assert!(bulk.failure().is_some_and(|f| f.contains("did not match")));
+        let page = page::PageResult {
+            summary: child::PageSummary {
+                proto: "h3".into(),
+                browser: "builtin".into(),
+                browser_version: None,
+                objects: 22,
+                bytes: 300_000,
+                plt_ms: 700.0,
+                dom_content_loaded_ms: Some(200.0),
+                connections: 1,
+                negotiated_protocols: vec!["h3".into()],
+                navigation_start_unix_ms: 1_763_000_000_000,
+                max_streams: None,
+                chromium_wall_ms: None,
+                connection_details: None,
+            },
+            page: "carlucci-small".into(),
+            link: link(),
+            loss_ratio: None,
+            fidelity: None,
+            objects: Vec::new(),
+        };
+        assert_declared(&page);
+        // The navigation's wall-clock start is in the document (for the HAR), never a metric.
+        let m = collect_metrics(page.metric_values());
+        assert!(!m.contains_key("navigation_start_unix_ms"));
+        let doc = serde_json::to_value(&page).unwrap();
+        assert_eq!(doc["plt_ms"], 700.0);
+        assert_eq!(doc["page"], "carlucci-small");
+    }
 }
