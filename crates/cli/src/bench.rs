@@ -48,10 +48,10 @@ pub struct BenchLinkArgs {
     #[arg(long, default_value = "auto", value_name = "auto|on|off")]
     pub steering: Steering,
     /// Spin this long before each release (default: the scheduler's default)
-    #[arg(long, value_parser = |s: &str| quiclab_link::units::parse_duration(s).map_err(|e| e.to_string()))]
+    #[arg(long, value_parser = crate::link_args::duration)]
     pub spin: Option<u64>,
     /// Batch window of the scheduler (see docs/link.md); default 0
-    #[arg(long, value_parser = |s: &str| quiclab_link::units::parse_duration(s).map_err(|e| e.to_string()))]
+    #[arg(long, value_parser = crate::link_args::duration)]
     pub batch_window: Option<u64>,
     /// Rates (Gbit/s) tried by the `max` part, in order, stopping at the first that misses a target
     #[arg(long, value_delimiter = ',', default_values_t = [0.25, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0])]

@@ -33,7 +33,7 @@ pub struct CalibrateArgs {
     pub rtt_probes: usize,
     /// Length of the TCP bulk transfer
     #[arg(long, default_value = "5s",
-          value_parser = |s: &str| quiclab_link::units::parse_duration(s).map_err(|e| e.to_string()))]
+          value_parser = crate::link_args::duration)]
     pub bulk_duration: u64,
     /// Write the per-packet event log of the whole calibration here (format: docs/link.md)
     #[arg(long, value_name = "FILE")]

@@ -21,7 +21,7 @@ pub struct ShellArgs {
 
     /// How long to give --server-cmd to start listening before CMD starts
     #[arg(long, default_value = "300ms", value_name = "DURATION",
-          value_parser = |s: &str| quiclab_link::units::parse_duration(s).map_err(|e| e.to_string()))]
+          value_parser = crate::link_args::duration)]
     pub server_wait: u64,
 
     /// Write the per-packet event log here (format: docs/link.md) and print a summary

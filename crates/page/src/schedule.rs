@@ -32,45 +32,8 @@ use crate::kind::ObjectKind;
 /// Chromium's (and the seed papers' browsers') limit of HTTP/1.1 connections per origin.
 pub const H1_CONNECTIONS_PER_ORIGIN: usize = 6;
 
-/// The HTTP version a page is loaded with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Protocol {
-    /// HTTP/1.1 over TCP+TLS, several connections.
-    H1,
-    /// HTTP/2 over TCP+TLS, one connection.
-    H2,
-    /// HTTP/3 over QUIC, one connection.
-    H3,
-}
-
-impl Protocol {
-    /// The HAR `httpVersion` / ALPN spelling: `http/1.1`, `h2`, `h3`.
-    pub fn har_version(self) -> &'static str {
-        match self {
-            Protocol::H1 => "http/1.1",
-            Protocol::H2 => "h2",
-            Protocol::H3 => "h3",
-        }
-    }
-
-    /// Whether requests share one connection.
-    pub fn is_multiplexed(self) -> bool {
-        !matches!(self, Protocol::H1)
-    }
-}
-
-impl std::str::FromStr for Protocol {
-    type Err = ScheduleError;
-    fn from_str(s: &str) -> Result<Protocol, ScheduleError> {
-        match s.to_ascii_lowercase().as_str() {
-            "h1" | "http/1.1" | "http1" => Ok(Protocol::H1),
-            "h2" | "http/2" | "http2" => Ok(Protocol::H2),
-            "h3" | "http/3" | "http3" => Ok(Protocol::H3),
-            _ => Err(ScheduleError::UnknownProtocol(s.to_string())),
-        }
-    }
-}
+/// The HTTP version a page is loaded with: quiclab's one protocol type.
+pub use quiclab_proto::options::Protocol;
 
 /// A connection, numbered from 0 in the order the plan opens them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -91,9 +54,6 @@ pub enum ScheduleError {
     /// Zero HTTP/1.1 connections would never send anything.
     #[error("h1_connections_per_origin must be at least 1, got 0")]
     ZeroConnections,
-    /// A protocol name that is not known.
-    #[error("unknown protocol `{0}`; expected h1, h2 or h3")]
-    UnknownProtocol(String),
     /// An event named a connection the plan never opened.
     #[error("connection {0} was never opened by the plan")]
     UnknownConnection(ConnId),

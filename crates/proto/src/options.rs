@@ -72,6 +72,20 @@ impl Protocol {
         Protocol::ALL.into_iter().find(|p| p.alpn() == alpn)
     }
 
+    /// The HAR `httpVersion` spelling: `http/1.1`, `h2`, `h3`.
+    pub const fn har_version(self) -> &'static str {
+        match self {
+            Protocol::H1 => "http/1.1",
+            Protocol::H2 => "h2",
+            Protocol::H3 => "h3",
+        }
+    }
+
+    /// Whether a page's requests share one connection (h2, h3) rather than up to six (h1).
+    pub const fn is_multiplexed(self) -> bool {
+        !matches!(self, Protocol::H1)
+    }
+
     /// Whether this protocol runs over QUIC (UDP) rather than TCP.
     pub const fn is_quic(&self) -> bool {
         matches!(self, Protocol::H3)
@@ -92,8 +106,13 @@ impl FromStr for Protocol {
         const TABLE: &[(&str, Protocol)] = &[
             ("h1", Protocol::H1),
             ("http/1.1", Protocol::H1),
+            ("http1", Protocol::H1),
             ("h2", Protocol::H2),
+            ("http/2", Protocol::H2),
+            ("http2", Protocol::H2),
             ("h3", Protocol::H3),
+            ("http/3", Protocol::H3),
+            ("http3", Protocol::H3),
         ];
         parse_table(s, TABLE, "protocol", "h1, h2, h3")
     }

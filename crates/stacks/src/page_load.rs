@@ -241,12 +241,7 @@ pub async fn load_page(opts: &PageLoadOptions) -> Result<PageLoadReport> {
     if !opts.entry.starts_with('/') {
         bail!("the entry path must start with `/`, got `{}`", opts.entry);
     }
-    let page_protocol = match opts.protocol {
-        Protocol::H1 => quiclab_page::Protocol::H1,
-        Protocol::H2 => quiclab_page::Protocol::H2,
-        Protocol::H3 => quiclab_page::Protocol::H3,
-    };
-    let mut config = LoadConfig::new(page_protocol);
+    let mut config = LoadConfig::new(opts.protocol);
     config.max_streams = opts.max_streams;
     let origin = origin_of(opts.server);
     config.origin = Some(Origin::parse(&origin).with_context(|| format!("origin {origin}"))?);
