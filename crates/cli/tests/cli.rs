@@ -355,3 +355,53 @@ fn bench_runner_refuses_a_non_empty_out_and_deletes_nothing() {
     assert_eq!(std::fs::read_to_string(&precious).unwrap(), "not quiclab's");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn trace_is_a_mahimahi_trace_everywhere_and_keep_the_outputs_directory() {
+    // `--trace` once meant both a Mahimahi trace (LINK OPTIONS) and bulk's/page's output
+    // directory; `quiclab bulk --trace FILE` then failed with "File exists".
+    for cmd in ["bulk", "page", "shell"] {
+        let out = quiclab().args([cmd, "--help"]).output().unwrap();
+        let help = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(help.matches("--trace <").count(), 1, "{cmd}: {help}");
+        if cmd != "shell" {
+            assert_eq!(help.matches("--keep <DIR>").count(), 1, "{cmd}: {help}");
+        }
+    }
+    let dir = temp_dir("bulk-trace");
+    let trace = write(&dir, "bad.trace", "not a timestamp\n");
+    let out = quiclab()
+        .args(["bulk", "--proto", "h2", "--size", "10kB", "--trace"])
+        .arg(&trace)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--trace") && err.contains("bad.trace") && !err.contains("File exists"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn demo_refuses_a_directory_that_is_not_an_earlier_demo() {
+    if !root_or_skip("demo_refuses_a_directory_that_is_not_an_earlier_demo") {
+        return;
+    }
+    let dir = temp_dir("demo-out");
+    let figures = dir.join("figures");
+    std::fs::create_dir_all(&figures).unwrap();
+    let mine = write(&figures, "mine.svg", "<svg/>");
+    let out = quiclab()
+        .arg("demo")
+        .arg("--out")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("not an earlier quiclab demo"), "{err}");
+    assert!(mine.exists(), "the demo removed a file it did not create");
+    let _ = std::fs::remove_dir_all(&dir);
+}
