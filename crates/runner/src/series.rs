@@ -1,6 +1,6 @@
-//! Time series of a traced run, from the files `quiclab bulk --trace` writes: the sender's
-//! congestion window (cwnd.csv, CLOCK_MONOTONIC) and the downlink queue (link.log, the emulator's
-//! packet log). Both are put on one time axis: seconds since the emulator started.
+//! Time series of a traced run, from the files a kept run writes (`--keep DIR`, or a scenario's
+//! traced runs): the sender's congestion window (cwnd.csv, CLOCK_MONOTONIC) and the downlink queue
+//! (link.log, the emulator's packet log). Both are put on one time axis: seconds since the emulator started.
 //!
 //! Pure functions over the files' text, so they are tested without a lab.
 
