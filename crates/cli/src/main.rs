@@ -3,6 +3,7 @@
 mod bench;
 mod calibrate;
 mod demo;
+mod flows_cmd;
 mod link_args;
 mod page_cmd;
 mod report;
@@ -50,6 +51,9 @@ enum Command {
     Export(report_cmd::ExportArgs),
     /// Download --size bytes over h1, h2 or h3 across a fresh lab and report timings, goodput, CPU
     Bulk(stacks_cmd::BulkArgs),
+    /// Competing flows through one emulated bottleneck (e.g. --flow h3:gquic-cubic --flow h1:cubic
+    /// --duration 60s): per-flow goodput over time, the bottleneck's per-flow counters, Jain's index
+    Flows(flows_cmd::FlowsArgs),
     /// Serve h1/h2 (TLS over TCP) and h3 (QUIC) on port 443 (inside a lab's server namespace)
     Serve(stacks_cmd::ServeArgs),
     /// Request paths from a lab server over one protocol and report per-request timings
@@ -89,6 +93,7 @@ fn main() {
         Command::Report(args) => report_cmd::report(args),
         Command::Export(args) => report_cmd::export(args),
         Command::Bulk(args) => stacks_cmd::bulk(args),
+        Command::Flows(args) => flows_cmd::run(args),
         Command::Serve(args) => stacks_cmd::serve(args),
         Command::Fetch(args) => stacks_cmd::fetch(args),
         Command::Shell(args) => shell::run(args),

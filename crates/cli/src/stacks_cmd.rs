@@ -142,6 +142,7 @@ pub fn serve(args: ServeArgs) -> Result<i32> {
         cwnd_log: args.cwnd_log,
         qlog_dir: args.qlog_dir,
         stack: args.stack.options(),
+        extra_ports: Vec::new(),
     })?;
     Ok(0)
 }

@@ -109,7 +109,14 @@ pub fn expand(s: &Scenario) -> Vec<RunSpec> {
         }
     }
 
-    let proto_axis = s.grid.iter().position(|(k, _)| k == "protocol");
+    // The contender axis: the protocol, or for flows the mix.
+    let contender_key = s.kind.contender_key();
+    let proto_axis = s.grid.iter().position(|(k, _)| k == contender_key);
+    let key_name = if contender_key == "protocol" {
+        "proto"
+    } else {
+        contender_key
+    };
     // Non-protocol axes, in file order.
     let others: Vec<usize> = (0..s.grid.len())
         .filter(|&i| Some(i) != proto_axis)
@@ -142,8 +149,8 @@ pub fn expand(s: &Scenario) -> Vec<RunSpec> {
         let mut contender = String::new();
         if let Some(p) = proto_axis {
             let v = s.grid[p].1[proto].value.to_string();
-            key_parts.push(format!("proto={v}"));
-            params.insert("protocol".to_string(), v.clone());
+            key_parts.push(format!("{key_name}={v}"));
+            params.insert(contender_key.to_string(), v.clone());
             contender = v;
         }
         key_parts.extend(setting_parts);

@@ -46,6 +46,14 @@ pub const BULK_KEYS: &[&str] = &["kind", "size"];
 /// concurrent requests of h2/h3.
 pub const PAGE_KEYS: &[&str] = &["kind", "page", "browser", "max_streams"];
 
+/// Keys accepted in `[workload]` when `kind = "flows"`: `flows` is the mix (an array of flow specs
+/// `PROTO[:CC]`, or one string `h3:gquic-cubic + h1`; in `[grid]` each value is one mix);
+/// `duration` (each flow reads this long) or `size` (each flow downloads this much); `offsets`
+/// (start offsets, one per flow); `bin` (per-flow series) and `cutoff` (left out at both ends).
+pub const FLOWS_KEYS: &[&str] = &[
+    "kind", "flows", "duration", "size", "offsets", "bin", "cutoff",
+];
+
 const BROWSERS: &[&str] = &["builtin", "chromium"];
 
 /// What a scenario's runs measure: `kind` in `[workload]`. Every match over it is exhaustive, so
@@ -57,16 +65,20 @@ pub enum WorkloadKind {
     Bulk,
     /// One page load (built-in corpus or a directory).
     Page,
+    /// Flows sharing the bottleneck (a flow mix).
+    Flows,
 }
 
 impl WorkloadKind {
     /// Every kind, in the order error messages list them.
-    pub const ALL: [WorkloadKind; 2] = [WorkloadKind::Bulk, WorkloadKind::Page];
+    pub const ALL: [WorkloadKind; 3] =
+        [WorkloadKind::Bulk, WorkloadKind::Page, WorkloadKind::Flows];
 
     pub const fn name(self) -> &'static str {
         match self {
             WorkloadKind::Bulk => "bulk",
             WorkloadKind::Page => "page",
+            WorkloadKind::Flows => "flows",
         }
     }
 
@@ -79,6 +91,16 @@ impl WorkloadKind {
         match self {
             WorkloadKind::Bulk => BULK_KEYS,
             WorkloadKind::Page => PAGE_KEYS,
+            WorkloadKind::Flows => FLOWS_KEYS,
+        }
+    }
+
+    /// The key whose values are the contenders compared in reports: the protocol, or for flows
+    /// the mix.
+    pub const fn contender_key(self) -> &'static str {
+        match self {
+            WorkloadKind::Bulk | WorkloadKind::Page => "protocol",
+            WorkloadKind::Flows => "flows",
         }
     }
 }
@@ -93,7 +115,7 @@ pub const PROTOCOL_KEYS: &[&str] = &["protocol", "tls", "cc", "resume", "zero_rt
 
 /// Workload kinds that are planned; named separately so the error can say
 /// "not supported yet" rather than "unknown".
-const PLANNED_KINDS: &[&str] = &["dash", "flows"];
+const PLANNED_KINDS: &[&str] = &["dash", "video"];
 
 /// Protocols, in the order used when none are given.
 pub const PROTOCOLS: &[&str] = &["h1", "h2", "h3"];
@@ -344,6 +366,32 @@ impl Parser<'_> {
                 )
             })?,
             DeValue::Boolean(b) => Value::Bool(*b),
+            // A flow mix (`["h3", "h1"]`) and per-flow offsets (`["0s", "10s"]`) are lists of
+            // strings that make one value.
+            DeValue::Array(items) if key == "flows" || key == "offsets" => {
+                let mut parts = Vec::new();
+                for item in items.iter() {
+                    match item.get_ref() {
+                        DeValue::String(p) if !p.trim().is_empty() => parts.push(p.to_string()),
+                        other => {
+                            return Err(self.at(
+                                item.span(),
+                                format!(
+                                    "key \"{key}\" in {section}: expected strings in the list, got {}",
+                                    describe_de(other)
+                                ),
+                            ));
+                        }
+                    }
+                }
+                if parts.is_empty() {
+                    return Err(self.at(
+                        value.span(),
+                        format!("key \"{key}\" in {section}: an empty list"),
+                    ));
+                }
+                Value::String(parts.join(if key == "flows" { " + " } else { "," }))
+            }
             other => {
                 return Err(self.at(
                     value.span(),
@@ -420,6 +468,16 @@ impl Parser<'_> {
             "max_streams" => match value.value {
                 Value::Integer(i) if i >= 1 => Ok(()),
                 _ => Err(bad("an integer ≥ 1")),
+            },
+            "flows" | "offsets" | "duration" | "bin" | "cutoff" => match &value.value {
+                Value::String(s) if !s.trim().is_empty() => Ok(()),
+                _ => Err(bad(match key {
+                    "flows" => {
+                        "a flow mix: a list of flow specs such as [\"h3:gquic-cubic\", \"h1:cubic\"], or one string \"h3 + h1\""
+                    }
+                    "offsets" => "a list of durations, one per flow, such as [\"0s\", \"10s\"]",
+                    _ => "a duration such as \"30s\" or \"100ms\"",
+                })),
             },
             "size" => match value.value {
                 Value::String(_) => Ok(()),
@@ -695,6 +753,66 @@ impl Parser<'_> {
                 let values = self.axis("[grid]", key, v, &items)?;
                 grid.push((key.to_string(), values));
             }
+        }
+
+        if kind == WorkloadKind::Flows {
+            // Each flow names its protocol and controller; [protocol] may only set the TLS version.
+            if let Some(list) = &protocol_list {
+                return Err(self.at_line(
+                    list[0].line,
+                    "kind = \"flows\": each flow names its protocol in `flows` (e.g. flows = [\"h3\", \"h1\"]); remove \"protocol\"".into(),
+                ));
+            }
+            for (k, v) in protocol.iter().chain(
+                grid.iter()
+                    .filter(|(k, _)| PROTOCOL_KEYS.contains(&k.as_str()))
+                    .flat_map(|(k, vs)| vs.first().map(|v| (k, v))),
+            ) {
+                if k != "tls" {
+                    return Err(self.at_line(
+                        v.line,
+                        format!(
+                            "key \"{k}\" does not apply to kind = \"flows\": each flow names its protocol and congestion controller in `flows` (e.g. \"h3:gquic-cubic\"); only \"tls\" may be set for all"
+                        ),
+                    ));
+                }
+            }
+            let mut workload = workload;
+            if !grid.iter().any(|(k, _)| k == "flows") {
+                let mix = workload.remove("flows").ok_or_else(|| {
+                    self.at(
+                        wl_value.span(),
+                        "missing key \"flows\" in [workload] or [grid] (the flow mix, e.g. flows = [\"h3\", \"h1\"])".into(),
+                    )
+                })?;
+                grid.insert(0, ("flows".to_string(), vec![mix]));
+            } else if let Some(v) = workload.get("flows") {
+                return Err(self.at_line(
+                    v.line,
+                    "key \"flows\" is given both here and in [grid]; keep one".into(),
+                ));
+            }
+            let has = |key: &str| workload.contains_key(key) || grid.iter().any(|(k, _)| k == key);
+            if has("size") == has("duration") {
+                return Err(self.at(
+                    wl_value.span(),
+                    "kind = \"flows\" needs exactly one of \"duration\" (long-running flows, e.g. \"30s\") and \"size\" (each flow downloads this much)".into(),
+                ));
+            }
+            return Ok(Scenario {
+                name,
+                description,
+                kind,
+                repetitions,
+                seed,
+                order,
+                timeout,
+                trace,
+                workload,
+                link,
+                protocol,
+                grid,
+            });
         }
 
         let in_grid = grid.iter().any(|(k, _)| k == "protocol");

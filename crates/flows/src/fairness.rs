@@ -49,9 +49,29 @@ impl Bins {
     /// Indices of the whole bins inside [start + cutoff, end − cutoff], where end is the end of
     /// the last bin.
     pub fn window(&self, cutoff_ns: u64) -> std::ops::Range<usize> {
-        let first = cutoff_ns.div_ceil(self.bin_ns) as usize;
-        let last = (self.bytes.len() as u64 * self.bin_ns).saturating_sub(cutoff_ns) / self.bin_ns;
-        first..(last as usize).max(first)
+        let end = self.start_ns + self.bytes.len() as u64 * self.bin_ns;
+        self.window_in(
+            self.start_ns.saturating_add(cutoff_ns),
+            end.saturating_sub(cutoff_ns),
+        )
+    }
+
+    /// Indices of the whole bins inside [from_ns, to_ns] (times on the bins' clock); empty when
+    /// none fits.
+    pub fn window_in(&self, from_ns: u64, to_ns: u64) -> std::ops::Range<usize> {
+        let first = from_ns.saturating_sub(self.start_ns).div_ceil(self.bin_ns) as usize;
+        let last = (to_ns.saturating_sub(self.start_ns) / self.bin_ns) as usize;
+        let last = last.min(self.bytes.len());
+        first..last.max(first)
+    }
+
+    /// Mean throughput in bit/s over the bins `range`; None for an empty range.
+    pub fn mean_bps(&self, range: std::ops::Range<usize>) -> Option<f64> {
+        if range.is_empty() {
+            return None;
+        }
+        let bytes: u64 = self.bytes[range.clone()].iter().sum();
+        Some(bytes as f64 * 8.0 / (range.len() as f64 * self.bin_ns as f64 / 1e9))
     }
 
     /// Throughput of each bin in bit/s.
@@ -64,12 +84,7 @@ impl Bins {
 /// Mean throughput in bit/s over the whole bins inside the cutoff window; None when the window
 /// holds no whole bin.
 pub fn window_goodput_bps(bins: &Bins, cutoff_ns: u64) -> Option<f64> {
-    let w = bins.window(cutoff_ns);
-    if w.is_empty() {
-        return None;
-    }
-    let bytes: u64 = bins.bytes[w.clone()].iter().sum();
-    Some(bytes as f64 * 8.0 / (w.len() as f64 * bins.bin_ns as f64 / 1e9))
+    bins.mean_bps(bins.window(cutoff_ns))
 }
 
 /// Jain's fairness index of `xs`; None for no values or when all are 0 (undefined).
@@ -84,8 +99,11 @@ pub fn jain(xs: &[f64]) -> Option<f64> {
 /// received anything are left out); None without such a bin. All `flows` must share start and
 /// bin size.
 pub fn jain_per_bin(flows: &[Bins], cutoff_ns: u64) -> Option<f64> {
-    let first = flows.first()?;
-    let w = first.window(cutoff_ns);
+    jain_per_bin_in(flows, flows.first()?.window(cutoff_ns))
+}
+
+/// [`jain_per_bin`] over the bins `w` (e.g. the window in which every flow of a mix ran).
+pub fn jain_per_bin_in(flows: &[Bins], w: std::ops::Range<usize>) -> Option<f64> {
     let per_bin: Vec<f64> = w
         .filter_map(|i| {
             let xs: Vec<f64> = flows
@@ -188,5 +206,23 @@ mod tests {
             .map(|f| window_goodput_bps(f, 0).unwrap())
             .collect();
         assert_eq!(jain(&m), Some(1.0));
+    }
+
+    #[test]
+    fn windows_between_two_times_on_the_bins_clock() {
+        let b = Bins {
+            start_ns: 1_000 * MS,
+            bin_ns: 100 * MS,
+            bytes: vec![1; 10],
+        };
+        // [1.25 s, 1.75 s] → bins starting at 1.3, 1.4, 1.5, 1.6 s.
+        assert_eq!(b.window_in(1_250 * MS, 1_750 * MS), 3..7);
+        // Bounds on bin edges are included; beyond the bins is clipped.
+        assert_eq!(b.window_in(1_000 * MS, 5_000 * MS), 0..10);
+        // Before the start, or an empty interval.
+        assert_eq!(b.window_in(0, 1_100 * MS), 0..1);
+        assert!(b.window_in(1_500 * MS, 1_450 * MS).is_empty());
+        assert_eq!(b.mean_bps(0..0), None);
+        assert_eq!(b.mean_bps(0..2), Some(2.0 * 8.0 / 0.2));
     }
 }

@@ -509,7 +509,9 @@ impl Lane {
                 direction,
                 bytes,
             });
-            match self.model.on_arrival(arrival, bytes) {
+            // Keyed by 5-tuple so the bottleneck counts each flow's packets and losses.
+            let key = quiclab_link::FlowKey::of_packet(&buf[..len]);
+            match self.model.on_packet(arrival, bytes, key) {
                 Verdict::Forward(Departure {
                     deliver_at,
                     backlogged,

@@ -38,6 +38,7 @@
 //!   settable by name and parsed once by [`units`], and how they make a [`LinkSpec`].
 
 pub mod error;
+pub mod flow;
 pub mod loss;
 pub mod model;
 pub mod options;
@@ -60,6 +61,7 @@ pub const NANOS_PER_MS: Nanos = 1_000_000;
 pub const NANOS_PER_SEC: Nanos = 1_000_000_000;
 
 pub use error::ParseError;
+pub use flow::{FlowCounters, FlowKey, FlowSummary, Transport};
 pub use loss::LossProcess;
 pub use model::{
     Counters, Departure, DirectionConfig, LinkModel, ModelError, ModelSummary, RateSpec, Verdict,

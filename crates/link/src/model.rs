@@ -71,6 +71,7 @@ use std::sync::Arc;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
+use crate::flow::{Fate, FlowKey, FlowTable};
 use crate::loss::LossProcess;
 use crate::profile::Profile;
 use crate::stats::{self, Distribution};
@@ -206,6 +207,11 @@ pub struct ModelSummary {
     /// Per packet reaching the queue (forwarded or tail-dropped): bytes waiting ahead of it
     /// at arrival.
     pub queue_occupancy_bytes: Distribution,
+    /// Per-flow counters (5-tuple, both directions of a connection under one key) of the packets
+    /// offered with a key ([`LinkModel::on_packet`]).
+    pub flows: Vec<crate::flow::FlowSummary>,
+    /// Packets offered without a flow key (not TCP/UDP, or counted by [`LinkModel::on_arrival`]).
+    pub unkeyed: crate::flow::FlowCounters,
 }
 
 /// A configuration that cannot be modelled.
@@ -572,6 +578,7 @@ pub struct LinkModel {
     queueing_delay_us: Histogram<u64>,
     sojourn_us: Histogram<u64>,
     queue_occupancy_bytes: Histogram<u64>,
+    flows: FlowTable,
 }
 
 fn loss_is_valid(spec: &LossSpec) -> bool {
@@ -745,12 +752,30 @@ impl LinkModel {
             queueing_delay_us: stats::new_histogram(),
             sojourn_us: stats::new_histogram(),
             queue_occupancy_bytes: stats::new_histogram(),
+            flows: FlowTable::default(),
         })
+    }
+
+    /// [`LinkModel::on_arrival`] for a packet whose flow is known: its fate is also counted
+    /// against `key` (see [`crate::flow`]; None counts as unkeyed).
+    pub fn on_packet(&mut self, now: Nanos, bytes: u32, key: Option<FlowKey>) -> Verdict {
+        let verdict = self.on_arrival_uncounted(now, bytes);
+        let fate = match verdict {
+            Verdict::Forward(_) => Fate::Forwarded,
+            Verdict::DroppedRandom => Fate::DroppedRandom,
+            Verdict::DroppedQueue => Fate::DroppedQueue,
+        };
+        self.flows.count(key, bytes, fate);
+        verdict
     }
 
     /// Offers a packet of `bytes` bytes arriving at `now` and returns its fate. `now` must
     /// not decrease across calls (an earlier time is treated as the latest time seen).
     pub fn on_arrival(&mut self, now: Nanos, bytes: u32) -> Verdict {
+        self.on_packet(now, bytes, None)
+    }
+
+    fn on_arrival_uncounted(&mut self, now: Nanos, bytes: u32) -> Verdict {
         let now = now.max(self.latest_now);
         self.latest_now = now;
         let size = u64::from(bytes);
@@ -878,6 +903,8 @@ impl LinkModel {
             queueing_delay_us: Distribution::from_histogram(&self.queueing_delay_us),
             sojourn_us: Distribution::from_histogram(&self.sojourn_us),
             queue_occupancy_bytes: Distribution::from_histogram(&self.queue_occupancy_bytes),
+            flows: self.flows.flows(),
+            unkeyed: self.flows.other(),
         }
     }
 }

@@ -341,7 +341,16 @@ fn execute_one(
                 .extend(quiclab_workload::collect_metrics(runner_values));
             stored.result = Some(output.document);
             if let Some(dir) = &trace_dir {
-                series = read_series(&run.key, dir, &prepared.spec);
+                // The workload's own series (per-flow throughput and cwnd) replace the busiest
+                // connection's cwnd that the files give.
+                let own = !output.series.is_empty();
+                series = read_series(&run.key, dir, &prepared.spec, !own);
+                series.extend(output.series.into_iter().map(|s| Series {
+                    run_key: run.key.clone(),
+                    name: s.name,
+                    unit: s.unit,
+                    points: s.points,
+                }));
             }
         }
         Err(e) => {
@@ -357,11 +366,20 @@ fn execute_one(
 }
 
 /// The time series of a traced run (missing files give no series, never an error).
-fn read_series(key: &str, dir: &Path, spec: &quiclab_lab::LinkSpec) -> Vec<Series> {
+fn read_series(
+    key: &str,
+    dir: &Path,
+    spec: &quiclab_lab::LinkSpec,
+    with_cwnd: bool,
+) -> Vec<Series> {
     let mut out = Vec::new();
     let log = std::fs::read_to_string(dir.join("link.log")).unwrap_or_default();
     let epoch = series::log_epoch_monotonic_ns(&log);
-    if let (Some(epoch), Ok(csv)) = (epoch, std::fs::read_to_string(dir.join("cwnd.csv"))) {
+    if let (true, Some(epoch), Ok(csv)) = (
+        with_cwnd,
+        epoch,
+        std::fs::read_to_string(dir.join("cwnd.csv")),
+    ) {
         out.extend(series::cwnd_series(key, &csv, epoch));
     }
     // The emulator holds each packet for the configured delay less the TUN compensation.

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use anyhow::{Result, anyhow};
 use quiclab_experiment::{RunSpec, Scenario, WorkloadKind};
+use quiclab_flows::FlowMix;
 use quiclab_lab::LinkSpec;
 use quiclab_link::LinkOptions;
 use quiclab_link::options::PATH_KEYS;
@@ -19,6 +20,7 @@ use quiclab_proto::options::{Protocol, StackOptions, TlsVersion};
 use quiclab_workload::WorkloadSpec;
 use quiclab_workload::bulk::BulkRun;
 use quiclab_workload::child::Browser;
+use quiclab_workload::flows::{FlowAmount, FlowsRun};
 use quiclab_workload::page::{PageRun, PageSource};
 
 /// One run, ready to execute.
@@ -240,6 +242,7 @@ impl<'a> Preparer<'a> {
                     timeout: timeout.unwrap_or(Duration::from_secs(60)),
                 })
             }
+            WorkloadKind::Flows => WorkloadSpec::Flows(self.flows(p, stack, timeout)?),
             WorkloadKind::Bulk => {
                 let size_s = get("size").ok_or_else(|| {
                     anyhow!(
@@ -268,6 +271,67 @@ impl<'a> Preparer<'a> {
     }
 }
 
+impl Preparer<'_> {
+    /// A flow-mix run: every key parsed here, errors naming FILE:LINE and the key.
+    fn flows(
+        &self,
+        p: &BTreeMap<String, String>,
+        stack: StackOptions,
+        timeout: Option<Duration>,
+    ) -> Result<FlowsRun> {
+        let get = |k: &str| p.get(k).map(String::as_str);
+        let mix_s = get("flows").unwrap_or_default();
+        let mix = FlowMix::parse_joined(mix_s).map_err(|e| self.at("flows", mix_s, e))?;
+        let duration_of = |key: &str| -> Result<Option<Duration>> {
+            get(key)
+                .map(|v| {
+                    quiclab_link::units::parse_duration(v)
+                        .map(Duration::from_nanos)
+                        .map_err(|e| self.at(key, v, e))
+                })
+                .transpose()
+        };
+        let amount = match (get("size"), duration_of("duration")?) {
+            (Some(size_s), None) => {
+                let size = match size_s.parse::<u64>() {
+                    Ok(n) if n > 0 => n,
+                    _ => parse_size(size_s).map_err(|e| self.at("size", size_s, e))?,
+                };
+                FlowAmount::Size(size)
+            }
+            (None, Some(d)) => FlowAmount::Duration(d),
+            _ => {
+                return Err(anyhow!(
+                    "{}: kind = \"flows\" needs exactly one of duration and size",
+                    self.file
+                ));
+            }
+        };
+        let mut run = FlowsRun::new(mix, amount);
+        run.stack = stack;
+        run.timeout = timeout;
+        if let Some(offsets) = get("offsets") {
+            run.offsets = offsets
+                .split(',')
+                .map(|o| {
+                    quiclab_link::units::parse_duration(o.trim())
+                        .map(Duration::from_nanos)
+                        .map_err(|e| self.at("offsets", offsets, e))
+                })
+                .collect::<Result<_>>()?;
+        }
+        if let Some(bin) = duration_of("bin")? {
+            run.bin = bin;
+        }
+        run.cutoff = duration_of("cutoff")?;
+        run.validate().map_err(|(key, e)| {
+            let value = get(key).unwrap_or_default();
+            self.at(key, value, e)
+        })?;
+        Ok(run)
+    }
+}
+
 /// A size such as 10MB, 500kB, 1MiB or 1000B (`--size` of `bulk`, `size` of scenarios).
 pub fn parse_size(s: &str) -> Result<u64, String> {
     match quiclab_link::units::parse_queue(s) {
@@ -292,7 +356,7 @@ pub fn setting_label(scenario: &Scenario, run: &RunSpec) -> String {
     let parts: Vec<String> = scenario
         .grid
         .iter()
-        .filter(|(k, _)| k != "protocol")
+        .filter(|(k, _)| k != scenario.kind.contender_key())
         .filter_map(|(k, _)| run.params.get(k).map(|v| format!("{k}={v}")))
         .collect();
     if parts.is_empty() {

@@ -124,12 +124,12 @@ fn the_cwnd_writer_and_the_cwnd_reader_agree() {
     });
     let (c_small, c_busy) = (log.connection_id(), log.connection_id());
     for _ in 0..3 {
-        log.sample_tcp(c_small, small.as_raw_fd());
+        log.sample_tcp(c_small, 1, small.as_raw_fd());
         busy.write_all(&vec![7u8; 1 << 18]).unwrap();
-        log.sample_tcp(c_busy, busy.as_raw_fd());
+        log.sample_tcp(c_busy, 2, busy.as_raw_fd());
         std::thread::sleep(Duration::from_millis(2));
     }
-    log.sample_tcp(c_busy, busy.as_raw_fd());
+    log.sample_tcp(c_busy, 2, busy.as_raw_fd());
     busy.shutdown(std::net::Shutdown::Write).unwrap();
     reader.join().unwrap();
     log.flush();

@@ -3,9 +3,10 @@
 //! TCP from `TCP_INFO` on the sending socket, QUIC from quinn's path statistics. One CSV row per
 //! sample:
 //!
-//! `t_mono_ns,conn,transport,cwnd_bytes,ssthresh_bytes,srtt_us,min_rtt_us,lost_packets,retransmitted_packets,delivery_rate_bps,bytes_sent,ca_state`
+//! `t_mono_ns,conn,transport,cwnd_bytes,ssthresh_bytes,srtt_us,min_rtt_us,lost_packets,retransmitted_packets,delivery_rate_bps,bytes_sent,ca_state,peer_port`
 //!
-//! (fields a transport does not report are left empty).
+//! (fields a transport does not report are left empty). `peer_port` is the client's port: it ties
+//! a connection to a flow of a mix (the emulator keys flows by the same 5-tuple).
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -21,7 +22,7 @@ use quiclab_proto::tcp_info::TcpInfo;
 /// How often a connection's congestion state is sampled.
 pub const SAMPLE_INTERVAL: Duration = Duration::from_millis(5);
 
-pub const CSV_HEADER: &str = "t_mono_ns,conn,transport,cwnd_bytes,ssthresh_bytes,srtt_us,min_rtt_us,lost_packets,retransmitted_packets,delivery_rate_bps,bytes_sent,ca_state";
+pub const CSV_HEADER: &str = "t_mono_ns,conn,transport,cwnd_bytes,ssthresh_bytes,srtt_us,min_rtt_us,lost_packets,retransmitted_packets,delivery_rate_bps,bytes_sent,ca_state,peer_port";
 
 /// CLOCK_MONOTONIC in nanoseconds.
 pub fn monotonic_ns() -> u64 {
@@ -73,9 +74,9 @@ impl CwndLog {
     }
 
     /// Samples TCP_INFO of `fd` (a live TCP socket; the caller guarantees it stays open).
-    pub fn sample_tcp(&self, conn: u64, fd: RawFd) {
+    pub fn sample_tcp(&self, conn: u64, peer_port: u16, fd: RawFd) {
         if let Some(i) = read_tcp_info(fd) {
-            self.row(tcp_row(monotonic_ns(), conn, &i));
+            self.row(format!("{},{peer_port}", tcp_row(monotonic_ns(), conn, &i)));
         }
     }
 
@@ -83,13 +84,14 @@ impl CwndLog {
     pub fn sample_quic(&self, conn: u64, c: &quinn::Connection) {
         let s = c.stats();
         self.row(format!(
-            "{},{conn},quic,{},,{},{},{},,,{},",
+            "{},{conn},quic,{},,{},{},{},,,{},,{}",
             monotonic_ns(),
             s.path.cwnd,
             s.path.rtt.as_micros(),
             s.path.min_rtt.as_micros(),
             s.path.lost_packets,
             s.udp_tx.bytes,
+            c.remote_address().port(),
         ));
     }
 }
@@ -133,7 +135,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("quiclab-cwnd-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let log = CwndLog::create(&dir.join("cwnd.csv")).unwrap();
-        log.sample_tcp(0, c.as_raw_fd());
+        log.sample_tcp(0, 1234, c.as_raw_fd());
         log.flush();
         let text = std::fs::read_to_string(dir.join("cwnd.csv")).unwrap();
         let row: Vec<&str> = text.lines().nth(1).unwrap().split(',').collect();

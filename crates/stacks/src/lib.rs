@@ -8,6 +8,7 @@
 
 pub mod client;
 pub mod cwnd;
+pub mod flow;
 pub mod gquic;
 pub mod page_load;
 pub mod server;

@@ -41,6 +41,9 @@ pub struct ServerOptions {
     pub cwnd_log: Option<crate::cwnd::CwndLog>,
     /// Write a qlog of every QUIC connection into this directory (`server-<n>.sqlog`).
     pub qlog_dir: Option<PathBuf>,
+    /// More ports, each with stack options of its own: a flow mix whose flows of one transport use
+    /// different congestion controllers is served by one process, a port per configuration.
+    pub extra_ports: Vec<(u16, StackOptions)>,
 }
 
 impl ServerOptions {
@@ -55,6 +58,7 @@ impl ServerOptions {
             stack: StackOptions::default(),
             cwnd_log: None,
             qlog_dir: None,
+            extra_ports: Vec::new(),
         }
     }
 }
@@ -86,18 +90,29 @@ pub fn spawn_server(opts: ServerOptions) -> Result<()> {
 
 /// Binds every listener, calls `ready` once they all listen, then serves until the process ends.
 pub async fn serve(opts: ServerOptions, ready: impl FnOnce()) -> Result<()> {
-    let opts = Arc::new(opts);
-    let tcp_config = Arc::new(tls::tcp_server_config(&opts.cert, opts.stack.tls)?);
-    let acceptor = tokio_rustls::TlsAcceptor::from(tcp_config);
-    let quic_config = quic_server_config(&opts)?;
+    let ports: Vec<(u16, StackOptions)> = std::iter::once((opts.port, opts.stack))
+        .chain(opts.extra_ports.iter().copied())
+        .collect();
     let mut tasks = tokio::task::JoinSet::new();
-    for &ip in &opts.addresses {
-        let addr = SocketAddr::new(ip, opts.port);
-        let listener = tcp_listener(addr, opts.stack.tcp_cc)?;
-        let endpoint = quinn::Endpoint::server(quic_config.clone(), addr)
-            .with_context(|| format!("binding QUIC on UDP {addr}"))?;
-        tasks.spawn(accept_tcp(listener, acceptor.clone(), opts.clone()));
-        tasks.spawn(accept_quic(endpoint, quic_config.clone(), opts.clone()));
+    for (port, stack) in ports {
+        // Each port's connections see that port's stack options.
+        let opts = Arc::new(ServerOptions {
+            port,
+            stack,
+            extra_ports: Vec::new(),
+            ..opts.clone()
+        });
+        let tcp_config = Arc::new(tls::tcp_server_config(&opts.cert, opts.stack.tls)?);
+        let acceptor = tokio_rustls::TlsAcceptor::from(tcp_config);
+        let quic_config = quic_server_config(&opts)?;
+        for &ip in &opts.addresses {
+            let addr = SocketAddr::new(ip, port);
+            let listener = tcp_listener(addr, opts.stack.tcp_cc)?;
+            let endpoint = quinn::Endpoint::server(quic_config.clone(), addr)
+                .with_context(|| format!("binding QUIC on UDP {addr}"))?;
+            tasks.spawn(accept_tcp(listener, acceptor.clone(), opts.clone()));
+            tasks.spawn(accept_quic(endpoint, quic_config.clone(), opts.clone()));
+        }
     }
     ready();
     while let Some(r) = tasks.join_next().await {
@@ -195,7 +210,7 @@ async fn accept_tcp(
     opts: Arc<ServerOptions>,
 ) -> Result<()> {
     loop {
-        let (stream, _) = listener.accept().await?;
+        let (stream, peer) = listener.accept().await?;
         let acceptor = acceptor.clone();
         let opts = opts.clone();
         tokio::spawn(async move {
@@ -238,7 +253,7 @@ async fn accept_tcp(
                     loop {
                         tokio::select! {
                             _ = &mut serving => break,
-                            _ = tick.tick() => log.sample_tcp(conn, fd),
+                            _ = tick.tick() => log.sample_tcp(conn, peer.port(), fd),
                         }
                     }
                 }

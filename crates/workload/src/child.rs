@@ -27,6 +27,7 @@ pub enum ChildConfig {
     Serve(ServeConfig),
     Fetch(FetchConfig),
     PageClient(PageClientConfig),
+    FlowsClient(FlowsClientConfig),
 }
 
 /// `quiclab serve`: h1/h2 over TLS/TCP and h3 over QUIC.
@@ -45,6 +46,9 @@ pub struct ServeConfig {
     /// Write a qlog of every QUIC connection into this directory.
     pub qlog_dir: Option<PathBuf>,
     pub stack: StackOptions,
+    /// More ports with stack options of their own (a flow mix; see `ServerOptions::extra_ports`).
+    #[serde(default)]
+    pub extra_ports: Vec<(u16, StackOptions)>,
 }
 
 /// `quiclab fetch`: request paths over one protocol.
@@ -95,6 +99,46 @@ pub struct PageClientConfig {
     pub timeout_ms: u64,
     pub max_streams: Option<u64>,
     pub stack: StackOptions,
+}
+
+/// The client half of a flow mix: every flow in one process, so they share one clock and start
+/// together (or at their offsets).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FlowsClientConfig {
+    pub cert: PathBuf,
+    pub flows: Vec<FlowClientConfig>,
+    /// Give up on flows still running this long after the mix's start.
+    pub timeout_ms: u64,
+}
+
+/// One flow of a mix, as the client runs it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FlowClientConfig {
+    pub proto: Protocol,
+    pub stack: StackOptions,
+    /// The server's address and the port whose stack options are this flow's.
+    pub server: SocketAddr,
+    pub size: u64,
+    /// Start this long after the mix's start.
+    pub offset_ms: u64,
+    /// Stop reading this long after the flow's start (long-running flows).
+    pub duration_ms: Option<u64>,
+}
+
+/// One flow's outcome: its report, or why it failed.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FlowOutcome {
+    pub report: Option<quiclab_stacks::flow::FlowReport>,
+    pub error: Option<String>,
+}
+
+/// What the flows client reports.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FlowsClientReport {
+    /// CLOCK_MONOTONIC of the mix's start (ns): receptions count from here.
+    pub origin_ns: u64,
+    pub flows: Vec<FlowOutcome>,
+    pub cpu_s: f64,
 }
 
 /// What `quiclab fetch` reports: the stacks' report and the client's own CPU time.
@@ -156,6 +200,12 @@ pub fn main(config_file: &Path) -> Result<i32> {
         ChildConfig::PageClient(c) => {
             report_or_timeout(Duration::from_millis(c.timeout_ms), || page_client(&c))
         }
+        // A flow that fails or times out is reported as such; the other flows' data stays.
+        ChildConfig::FlowsClient(c) => {
+            let report = flows_client(&c)?;
+            println!("{}", serde_json::to_string(&report)?);
+            Ok(0)
+        }
     }
 }
 
@@ -196,6 +246,7 @@ pub fn serve(c: &ServeConfig) -> Result<()> {
         .map(quiclab_stacks::cwnd::CwndLog::create)
         .transpose()?;
     opts.qlog_dir = c.qlog_dir.clone();
+    opts.extra_ports = c.extra_ports.clone();
     let ready_file = c.ready_file.clone();
     runtime()?.block_on(quiclab_stacks::server::serve(opts, move || {
         if let Some(f) = ready_file {
@@ -229,6 +280,64 @@ pub fn fetch(c: &FetchConfig) -> Result<FetchChildReport> {
     let (user, system) = quiclab_lab::process::own_cpu_seconds();
     Ok(FetchChildReport {
         report,
+        cpu_s: user + system,
+    })
+}
+
+/// Every flow of a mix, each in its own task; a flow's failure is its own (see [`FlowOutcome`]).
+pub fn flows_client(c: &FlowsClientConfig) -> Result<FlowsClientReport> {
+    let cert = load_client_certificate(&c.cert)?;
+    let limit = Duration::from_millis(c.timeout_ms);
+    let rt = runtime()?;
+    let origin_ns = quiclab_stacks::cwnd::monotonic_ns();
+    let flows = rt.block_on(async {
+        let mut tasks = Vec::new();
+        for f in &c.flows {
+            let opts = quiclab_stacks::flow::FlowOptions {
+                cert: cert.clone(),
+                server: f.server,
+                protocol: f.proto,
+                stack: f.stack,
+                size: f.size,
+                stop_after: f.duration_ms.map(Duration::from_millis),
+                origin_ns,
+            };
+            let offset = Duration::from_millis(f.offset_ms);
+            tasks.push(tokio::spawn(async move {
+                tokio::time::sleep(offset).await;
+                let left = limit.saturating_sub(offset);
+                match tokio::time::timeout(left, quiclab_stacks::flow::run_flow(&opts)).await {
+                    Ok(Ok(r)) => FlowOutcome {
+                        report: Some(r),
+                        error: None,
+                    },
+                    Ok(Err(e)) => FlowOutcome {
+                        report: None,
+                        error: Some(format!("{e:#}")),
+                    },
+                    Err(_) => FlowOutcome {
+                        report: None,
+                        error: Some(format!(
+                            "did not finish within the time limit of {:.1} s",
+                            limit.as_secs_f64()
+                        )),
+                    },
+                }
+            }));
+        }
+        let mut out = Vec::new();
+        for t in tasks {
+            out.push(t.await.unwrap_or_else(|e| FlowOutcome {
+                report: None,
+                error: Some(format!("the flow's task ended abnormally: {e}")),
+            }));
+        }
+        out
+    });
+    let (user, system) = quiclab_lab::process::own_cpu_seconds();
+    Ok(FlowsClientReport {
+        origin_ns,
+        flows,
         cpu_s: user + system,
     })
 }

@@ -155,6 +155,7 @@ pub fn serve_config(
         cwnd_log: None,
         qlog_dir: None,
         stack,
+        extra_ports: Vec::new(),
     }
 }
 

@@ -20,6 +20,7 @@
 
 pub mod bulk;
 pub mod child;
+pub mod flows;
 pub mod harness;
 pub mod page;
 
@@ -45,6 +46,16 @@ pub trait WorkloadResult: Serialize {
     fn failure(&self) -> Option<String> {
         None
     }
+}
+
+/// A time series of a run: `name` (`throughput_mbps@1 h3` — series sharing the part before `@`
+/// are drawn in one panel, a line per part after it), unit, (seconds on the emulator's clock,
+/// value) points.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TimeSeries {
+    pub name: String,
+    pub unit: String,
+    pub points: Vec<(f64, f64)>,
 }
 
 /// A finished workload: its result and the emulator's fidelity report (None without emulator).
@@ -82,6 +93,12 @@ pub trait Workload {
         _dir: &Path,
         _spec: &LinkSpec,
     ) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// Time series the workload itself measured (the runner adds the packet log's queue). None by
+    /// default.
+    fn time_series(&self, _out: &Outcome<Self::Output>) -> Vec<TimeSeries> {
         Vec::new()
     }
 }
@@ -147,6 +164,8 @@ pub struct RunOutput {
     pub failure: Option<String>,
     /// Notes from writing a kept run's extra files.
     pub notes: Vec<String>,
+    /// The workload's own time series ([`Workload::time_series`]).
+    pub series: Vec<TimeSeries>,
 }
 
 /// One run of any workload: what `[workload]` and the run's parameters asked for.
@@ -154,6 +173,7 @@ pub struct RunOutput {
 pub enum WorkloadSpec {
     Bulk(bulk::BulkRun),
     Page(page::PageRun),
+    Flows(flows::FlowsRun),
 }
 
 impl WorkloadSpec {
@@ -161,6 +181,7 @@ impl WorkloadSpec {
         match self {
             WorkloadSpec::Bulk(_) => WorkloadKind::Bulk,
             WorkloadSpec::Page(_) => WorkloadKind::Page,
+            WorkloadSpec::Flows(_) => WorkloadKind::Flows,
         }
     }
 
@@ -168,6 +189,7 @@ impl WorkloadSpec {
         match self {
             WorkloadSpec::Bulk(w) => w.contender(),
             WorkloadSpec::Page(w) => w.contender(),
+            WorkloadSpec::Flows(w) => w.contender(),
         }
     }
 
@@ -175,6 +197,7 @@ impl WorkloadSpec {
         match self {
             WorkloadSpec::Bulk(w) => w.estimate_seconds(spec),
             WorkloadSpec::Page(w) => w.estimate_seconds(spec),
+            WorkloadSpec::Flows(w) => w.estimate_seconds(spec),
         }
     }
 
@@ -187,6 +210,7 @@ impl WorkloadSpec {
         match self {
             WorkloadSpec::Bulk(w) => erase(w, running, keep),
             WorkloadSpec::Page(w) => erase(w, running, keep),
+            WorkloadSpec::Flows(w) => erase(w, running, keep),
         }
     }
 }
@@ -201,6 +225,7 @@ fn erase<W: Workload>(
         Some(dir) => w.write_artifacts(&out, dir, &running.spec),
         None => Vec::new(),
     };
+    let series = w.time_series(&out);
     let mut values = out.result.metric_values();
     if let Some(f) = &out.fidelity {
         values.extend(emulator_metric_values(f));
@@ -211,6 +236,7 @@ fn erase<W: Workload>(
         failure: out.result.failure(),
         fidelity: out.fidelity,
         notes,
+        series,
     })
 }
 
@@ -219,6 +245,7 @@ pub fn kind_metrics(kind: WorkloadKind) -> Vec<MetricDef> {
     let own = match kind {
         WorkloadKind::Bulk => bulk::BulkResult::METRICS,
         WorkloadKind::Page => page::PageResult::METRICS,
+        WorkloadKind::Flows => flows::FlowsResult::METRICS,
     };
     own.iter().chain(EMULATOR_METRICS).copied().collect()
 }
@@ -235,6 +262,13 @@ pub fn report_metrics(kind: WorkloadKind) -> &'static [&'static str] {
             "handshake_ms",
         ],
         WorkloadKind::Page => &["plt_ms", "connections", "loss_ratio"],
+        WorkloadKind::Flows => &[
+            "goodput_mbps",
+            "jain",
+            "ratio_first_rest",
+            "utilization",
+            "loss_ratio",
+        ],
     }
 }
 

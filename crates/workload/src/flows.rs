@@ -1,0 +1,828 @@
+//! `flows`: N flows sharing the one emulated bottleneck (seed 000 S1/S2, seed 002). One server
+//! process (a port per distinct stack configuration), one client process running every flow on one
+//! clock. Per flow: application bytes per bin, goodput over the cutoff window (Flent's `cutoff`),
+//! and the bottleneck's own counters of that flow (forwarded bytes, drops, loss ratio l); for the
+//! mix: Jain's index over the window means and per bin, the link's utilisation.
+//!
+//! Seed 000's definitions: G = goodput (application payload, no retransmissions); U = r/b with r
+//! the rate the flow put through the bottleneck (its forwarded bytes at the IP layer,
+//! retransmissions and headers included) and b the link rate; l = bytes lost / bytes offered at
+//! the shaper, per flow, in the data (downlink) direction.
+
+use std::collections::BTreeMap;
+use std::net::{IpAddr, SocketAddr};
+use std::path::Path;
+use std::time::Duration;
+
+use quiclab_experiment::MetricDef;
+use quiclab_flows::{Bins, FlowMix, jain};
+use quiclab_lab::{FidelityReport, LinkSpec, RunningLab, Side};
+use quiclab_link::spec::LinkDescription;
+use quiclab_link::{FlowSummary, Transport};
+use quiclab_proto::options::{Protocol, StackOptions};
+use serde::Serialize;
+
+use crate::child::{ChildConfig, FlowClientConfig, FlowsClientConfig, FlowsClientReport};
+use crate::harness::{self, RunError, WorkDir};
+use crate::{Outcome, TimeSeries, Workload, WorkloadResult};
+
+/// How much of a long-running flow a flow mix asks the server for: more than any flow reads.
+const LONG_RUNNING_SIZE: u64 = quiclab_proto::range::MAX_BYTES_RESOURCE;
+
+/// How long the flows run: a size each, or a duration each.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum FlowAmount {
+    /// Each flow downloads this many bytes.
+    Size(u64),
+    /// Each flow reads for this long from its start, then stops.
+    Duration(Duration),
+}
+
+/// One flow-mix run's parameters.
+#[derive(Debug, Clone)]
+pub struct FlowsRun {
+    pub mix: FlowMix,
+    pub amount: FlowAmount,
+    /// Start offsets, one per flow (empty: all start together).
+    pub offsets: Vec<Duration>,
+    /// Bin size of the per-flow series (whole milliseconds).
+    pub bin: Duration,
+    /// Left out at both ends of each flow for its goodput (None: [`FlowsRun::default_cutoff`]).
+    pub cutoff: Option<Duration>,
+    /// The stacks' shared options (TLS version, QUIC initial window, gQUIC N); each flow sets its
+    /// own congestion controller.
+    pub stack: StackOptions,
+    pub ipv6: bool,
+    /// Give up on flows still running this long after the start (None: from the amount).
+    pub timeout: Option<Duration>,
+}
+
+impl FlowsRun {
+    /// `mix` for `amount` with the defaults: all flows at once, 100 ms bins.
+    pub fn new(mix: FlowMix, amount: FlowAmount) -> FlowsRun {
+        FlowsRun {
+            mix,
+            amount,
+            offsets: Vec::new(),
+            bin: Duration::from_millis(100),
+            cutoff: None,
+            stack: StackOptions::default(),
+            ipv6: false,
+            timeout: None,
+        }
+    }
+
+    /// The cutoff when none is given: none for sized flows (they end when done), and for
+    /// long-running ones a quarter of the duration, at most 5 s (Flent's usual choice for 60 s).
+    pub fn default_cutoff(&self) -> Duration {
+        match self.amount {
+            FlowAmount::Size(_) => Duration::ZERO,
+            FlowAmount::Duration(d) => (d / 4).min(Duration::from_secs(5)),
+        }
+    }
+
+    pub fn cutoff(&self) -> Duration {
+        self.cutoff.unwrap_or_else(|| self.default_cutoff())
+    }
+
+    fn offset(&self, i: usize) -> Duration {
+        self.offsets.get(i).copied().unwrap_or_default()
+    }
+
+    /// Refuses what cannot be measured; messages name the option (`duration`, `cutoff`, …).
+    pub fn validate(&self) -> Result<(), (&'static str, String)> {
+        if !self.offsets.is_empty() && self.offsets.len() != self.mix.flows.len() {
+            return Err((
+                "offsets",
+                format!(
+                    "{} offsets for {} flows: give one per flow (or none: all start together)",
+                    self.offsets.len(),
+                    self.mix.flows.len()
+                ),
+            ));
+        }
+        let bin_ms = self.bin.as_nanos() % 1_000_000;
+        if self.bin < Duration::from_millis(1) || bin_ms != 0 {
+            return Err((
+                "bin",
+                format!(
+                    "{:?}: a bin is a whole number of milliseconds, at least 1 ms (e.g. 100ms)",
+                    self.bin
+                ),
+            ));
+        }
+        match self.amount {
+            FlowAmount::Size(0) => Err(("size", "must be more than 0 bytes".into())),
+            FlowAmount::Size(_) => Ok(()),
+            FlowAmount::Duration(d) => {
+                let cutoff = self.cutoff();
+                if d <= cutoff * 2 {
+                    return Err((
+                        "duration",
+                        format!(
+                            "{:.3} s is not longer than twice the cutoff ({:.3} s): no time would be \
+                             left to measure; lengthen the duration or shorten the cutoff",
+                            d.as_secs_f64(),
+                            cutoff.as_secs_f64()
+                        ),
+                    ));
+                }
+                if self.bin > d - cutoff * 2 {
+                    return Err((
+                        "bin",
+                        format!(
+                            "{:.3} s is longer than the measured window ({:.3} s)",
+                            self.bin.as_secs_f64(),
+                            (d - cutoff * 2).as_secs_f64()
+                        ),
+                    ));
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// The server's ports (443, 444, …) with their stack options, and each flow's port. A port
+    /// serves TCP flows of one TCP controller and QUIC flows of one QUIC controller, so a mix
+    /// such as `h3:gquic-cubic + h1:cubic` needs one port and `h1:cubic + h1:bbr` two.
+    fn layout(&self) -> (Vec<(u16, StackOptions)>, Vec<u16>) {
+        // (port, options, TCP controller claimed, QUIC controller claimed)
+        let mut ports: Vec<(u16, StackOptions, bool, bool)> = Vec::new();
+        let mut of_flow = Vec::new();
+        for f in &self.mix.flows {
+            let want = self.flow_stack(f);
+            let quic = f.proto == Protocol::H3;
+            let fits = |(_, s, tcp_claimed, quic_claimed): &(u16, StackOptions, bool, bool)| {
+                if quic {
+                    !*quic_claimed || s.quic_cc == want.quic_cc
+                } else {
+                    !*tcp_claimed || s.tcp_cc == want.tcp_cc
+                }
+            };
+            let i = match ports.iter().position(fits) {
+                Some(i) => i,
+                None => {
+                    ports.push((443 + ports.len() as u16, self.stack, false, false));
+                    ports.len() - 1
+                }
+            };
+            let p = &mut ports[i];
+            if quic {
+                p.1.quic_cc = want.quic_cc;
+                p.3 = true;
+            } else {
+                p.1.tcp_cc = want.tcp_cc;
+                p.2 = true;
+            }
+            of_flow.push(p.0);
+        }
+        (
+            ports.into_iter().map(|(p, s, _, _)| (p, s)).collect(),
+            of_flow,
+        )
+    }
+
+    fn flow_stack(&self, f: &quiclab_flows::FlowSpec) -> StackOptions {
+        self.stack.with_cc(f.proto, f.cc).unwrap_or(self.stack)
+    }
+
+    fn limit(&self, spec: &LinkSpec) -> Duration {
+        if let Some(t) = self.timeout {
+            return t;
+        }
+        let last_offset = self.offsets.iter().max().copied().unwrap_or_default();
+        last_offset
+            + match self.amount {
+                // Every flow's bytes through the link one after the other, with headroom.
+                FlowAmount::Size(s) => crate::bulk::default_timeout(
+                    s.saturating_mul(self.mix.flows.len() as u64),
+                    spec,
+                ),
+                FlowAmount::Duration(d) => d + Duration::from_secs(30),
+            }
+    }
+}
+
+/// One flow's result.
+#[derive(Debug, Clone, Serialize)]
+pub struct FlowResult {
+    /// Position in the mix, from 1.
+    pub index: usize,
+    /// `1 h3:gquic-cubic`: position and spec, as series and tables name the flow.
+    pub label: String,
+    pub proto: String,
+    pub cc: String,
+    pub offset_s: f64,
+    /// The client's port (with the transport, the flow's key at the emulator).
+    pub local_port: Option<u16>,
+    /// Goodput G over the flow's cutoff window (the whole transfer when the window holds no whole
+    /// bin, see `goodput_window`).
+    pub goodput_mbps: Option<f64>,
+    /// `cutoff` or `whole transfer`.
+    pub goodput_window: String,
+    /// Application bytes received.
+    pub bytes: u64,
+    pub complete: bool,
+    pub handshake_ms: Option<f64>,
+    /// Start and end, seconds since the mix's start.
+    pub start_s: Option<f64>,
+    pub end_s: Option<f64>,
+    /// The bottleneck's counters of this flow, data direction (downlink).
+    pub offered_bytes: Option<u64>,
+    pub forwarded_bytes: Option<u64>,
+    pub forwarded_packets: Option<u64>,
+    pub dropped_packets: Option<u64>,
+    pub dropped_queue_packets: Option<u64>,
+    pub dropped_random_packets: Option<u64>,
+    /// l: bytes lost / bytes offered at the shaper.
+    pub loss_ratio: Option<f64>,
+    /// U = r/b: the rate of this flow's forwarded bytes over its lifetime, over the link rate.
+    pub utilization: Option<f64>,
+    /// Application bytes per bin from the mix's start.
+    pub bin_bytes: Vec<u64>,
+    /// Why the flow failed (then it has no report).
+    pub error: Option<String>,
+}
+
+/// The result of one flow mix: the `quiclab flows --json` contract.
+#[derive(Debug, Clone, Serialize)]
+pub struct FlowsResult {
+    /// The mix's contender label (`h3:gquic-cubic+h1:cubic`).
+    pub mix: String,
+    /// Jain's index over the flows' window goodputs.
+    pub jain: Option<f64>,
+    /// The mean over the common window's bins of Jain's index across flows.
+    pub jain_bins: Option<f64>,
+    /// U of the link: every flow's forwarded bytes over b × the mix's span.
+    pub utilization: Option<f64>,
+    /// The flows' goodputs summed, over b.
+    pub goodput_utilization: Option<f64>,
+    /// The flows' goodputs summed.
+    pub goodput_mbps: Option<f64>,
+    /// The first flow's goodput over the mean of the others' (e.g. QUIC/TCP in `h3+h1`).
+    pub ratio_first_rest: Option<f64>,
+    /// The first flow's share of the summed goodput.
+    pub share_first: Option<f64>,
+    /// The link's downlink loss ratio (every packet, flows and the rest).
+    pub loss_ratio: Option<f64>,
+    pub bin_ms: u64,
+    pub cutoff_s: f64,
+    pub duration_s: Option<f64>,
+    pub size: Option<u64>,
+    /// The window every flow ran in, less the cutoff, in seconds since the start.
+    pub common_window_s: Option<(f64, f64)>,
+    pub flows: Vec<FlowResult>,
+    pub cpu_client_s: f64,
+    pub cpu_server_s: f64,
+    pub link: LinkDescription,
+    pub fidelity: Option<FidelityReport>,
+    /// Series of this run on the emulator's clock (s since it started): not serialised.
+    #[serde(skip)]
+    pub series: Vec<TimeSeries>,
+}
+
+impl WorkloadResult for FlowsResult {
+    const METRICS: &'static [MetricDef] = &[
+        MetricDef::higher("jain", "Jain's index (window means)", ""),
+        MetricDef::higher("jain_bins", "Jain's index (mean per bin)", ""),
+        MetricDef::higher("utilization", "Channel utilisation U", ""),
+        MetricDef::higher("goodput_utilization", "Goodput utilisation", ""),
+        MetricDef::higher("goodput_mbps", "Goodput", "Mbit/s"),
+        MetricDef::higher(
+            "ratio_first_rest",
+            "First flow's goodput / others' mean",
+            "",
+        ),
+        MetricDef::higher("share_first", "First flow's goodput share", ""),
+        MetricDef::lower("loss_ratio", "Loss ratio", ""),
+        MetricDef::lower("first_flow_loss_ratio", "First flow's loss ratio", ""),
+        MetricDef::lower("cpu_client_s", "Client CPU", "s"),
+        MetricDef::lower("cpu_server_s", "Server CPU", "s"),
+    ];
+
+    fn metric_values(&self) -> Vec<(&'static str, Option<f64>)> {
+        vec![
+            ("jain", self.jain),
+            ("jain_bins", self.jain_bins),
+            ("utilization", self.utilization),
+            ("goodput_utilization", self.goodput_utilization),
+            ("goodput_mbps", self.goodput_mbps),
+            ("ratio_first_rest", self.ratio_first_rest),
+            ("share_first", self.share_first),
+            ("loss_ratio", self.loss_ratio),
+            (
+                "first_flow_loss_ratio",
+                self.flows.first().and_then(|f| f.loss_ratio),
+            ),
+            ("cpu_client_s", Some(self.cpu_client_s)),
+            ("cpu_server_s", Some(self.cpu_server_s)),
+        ]
+    }
+
+    fn failure(&self) -> Option<String> {
+        let failed: Vec<String> = self
+            .flows
+            .iter()
+            .filter_map(|f| f.error.as_ref().map(|e| format!("flow {}: {e}", f.label)))
+            .collect();
+        (!failed.is_empty()).then(|| failed.join("; "))
+    }
+}
+
+impl Workload for FlowsRun {
+    type Output = FlowsResult;
+
+    fn name(&self) -> &'static str {
+        "flows"
+    }
+
+    fn contender(&self) -> String {
+        self.mix.label()
+    }
+
+    fn estimate_seconds(&self, spec: &LinkSpec) -> f64 {
+        let last_offset = self
+            .offsets
+            .iter()
+            .max()
+            .copied()
+            .unwrap_or_default()
+            .as_secs_f64();
+        last_offset
+            + match self.amount {
+                FlowAmount::Size(s) => crate::bulk::transfer_estimate_seconds(
+                    s as f64 * self.mix.flows.len() as f64,
+                    spec,
+                ),
+                FlowAmount::Duration(d) => d.as_secs_f64() + 0.5,
+            }
+    }
+
+    fn run(
+        &self,
+        running: &mut RunningLab,
+        keep: Option<&Path>,
+    ) -> Result<Outcome<FlowsResult>, RunError> {
+        self.validate()
+            .map_err(|(k, e)| RunError::Failed(format!("{k}: {e}")))?;
+        let spec = running.spec.clone();
+        // CLOCK_MONOTONIC at the emulator's t = 0: the time base of every series.
+        let epoch_ns = quiclab_stacks::cwnd::monotonic_ns().saturating_sub(running.clock());
+        let work = WorkDir::new(keep, "flows", &running.lab)?;
+        let lab = &running.lab;
+        harness::write_certificate(lab, &work)?;
+        let (ports, port_of_flow) = self.layout();
+        let mut serve = harness::serve_config(lab, &work, ports[0].1);
+        serve.extra_ports = ports[1..].to_vec();
+        if work.is_kept() {
+            serve.cwnd_log = Some(work.join("cwnd.csv"));
+        }
+        let server_pid = harness::start_server(lab, &work, serve)?;
+        let server_ip: IpAddr = if self.ipv6 {
+            lab.address_v6(Side::Server).into()
+        } else {
+            lab.address_v4(Side::Server).into()
+        };
+        let limit = self.limit(&spec);
+        let flows: Vec<FlowClientConfig> = self
+            .mix
+            .flows
+            .iter()
+            .enumerate()
+            .map(|(i, f)| FlowClientConfig {
+                proto: f.proto,
+                stack: self.flow_stack(f),
+                server: SocketAddr::new(server_ip, port_of_flow[i]),
+                size: match self.amount {
+                    FlowAmount::Size(s) => s,
+                    FlowAmount::Duration(_) => LONG_RUNNING_SIZE,
+                },
+                offset_ms: self.offset(i).as_millis() as u64,
+                duration_ms: match self.amount {
+                    FlowAmount::Size(_) => None,
+                    FlowAmount::Duration(d) => Some(d.as_millis() as u64),
+                },
+            })
+            .collect();
+        let config = ChildConfig::FlowsClient(FlowsClientConfig {
+            cert: work.join("cert.pem"),
+            flows,
+            timeout_ms: limit.as_millis() as u64,
+        });
+        let client = harness::run_client::<FlowsClientReport>(
+            lab,
+            &work,
+            "flows",
+            &config,
+            limit,
+            Duration::from_secs(10),
+        );
+        let server_cpu =
+            quiclab_lab::process::process_cpu_seconds(server_pid as i32).unwrap_or(f64::NAN);
+        let fidelity = if running.emulated() {
+            Some(running.stop_emulator()?)
+        } else {
+            None
+        };
+        let client = client?;
+        let cwnd_csv = work
+            .is_kept()
+            .then(|| std::fs::read_to_string(work.join("cwnd.csv")).ok())
+            .flatten();
+        let result = self.assemble(
+            &client,
+            fidelity.clone(),
+            &spec,
+            server_ip,
+            server_cpu,
+            epoch_ns,
+            cwnd_csv.as_deref(),
+        );
+        Ok(Outcome { result, fidelity })
+    }
+
+    fn time_series(&self, out: &Outcome<FlowsResult>) -> Vec<TimeSeries> {
+        out.result.series.clone()
+    }
+}
+
+impl FlowsRun {
+    /// The result from the client's report and the emulator's counters.
+    #[allow(clippy::too_many_arguments)]
+    fn assemble(
+        &self,
+        client: &FlowsClientReport,
+        fidelity: Option<FidelityReport>,
+        spec: &LinkSpec,
+        server_ip: IpAddr,
+        server_cpu: f64,
+        epoch_ns: u64,
+        cwnd_csv: Option<&str>,
+    ) -> FlowsResult {
+        let origin = client.origin_ns;
+        let bin_ns = self.bin.as_nanos() as u64;
+        let cutoff_ns = self.cutoff().as_nanos() as u64;
+        let rate = spec.downlink.mean_rate_bps();
+        let downlink_flows: &[FlowSummary] = fidelity
+            .as_ref()
+            .map_or(&[], |f| &f.downlink.model.flows[..]);
+        let ports: Vec<u16> = self.layout().0.iter().map(|(p, _)| *p).collect();
+        // The end of the last bin: every flow's series has the same length.
+        let span_end = client
+            .flows
+            .iter()
+            .filter_map(|o| o.report.as_ref().map(|r| r.end_ns))
+            .max()
+            .unwrap_or(origin);
+        let n_bins = span_end.saturating_sub(origin).div_ceil(bin_ns).max(1);
+        let end = origin + n_bins * bin_ns;
+
+        let mut bins_of: Vec<Option<Bins>> = Vec::new();
+        let mut flows = Vec::new();
+        for (i, (spec_f, outcome)) in self.mix.flows.iter().zip(&client.flows).enumerate() {
+            let label = format!("{} {}", i + 1, spec_f.label());
+            let transport = match spec_f.proto {
+                Protocol::H3 => Transport::Udp,
+                _ => Transport::Tcp,
+            };
+            let mut fr = FlowResult {
+                index: i + 1,
+                label,
+                proto: spec_f.proto.to_string(),
+                cc: spec_f.cc.to_string(),
+                offset_s: self.offset(i).as_secs_f64(),
+                local_port: None,
+                goodput_mbps: None,
+                goodput_window: "cutoff".into(),
+                bytes: 0,
+                complete: false,
+                handshake_ms: None,
+                start_s: None,
+                end_s: None,
+                offered_bytes: None,
+                forwarded_bytes: None,
+                forwarded_packets: None,
+                dropped_packets: None,
+                dropped_queue_packets: None,
+                dropped_random_packets: None,
+                loss_ratio: None,
+                utilization: None,
+                bin_bytes: Vec::new(),
+                error: outcome.error.clone(),
+            };
+            let Some(r) = &outcome.report else {
+                bins_of.push(None);
+                flows.push(fr);
+                continue;
+            };
+            let bins = Bins::count(
+                r.receptions
+                    .iter()
+                    .map(|&(ms, b)| (origin + ms * 1_000_000, b)),
+                origin,
+                end,
+                bin_ns,
+            );
+            let (start, stop) = (r.start_ns, r.end_ns);
+            let window = bins.window_in(start + cutoff_ns, stop.saturating_sub(cutoff_ns));
+            fr.goodput_mbps = match bins.mean_bps(window) {
+                Some(g) => Some(g / 1e6),
+                None => {
+                    fr.goodput_window = "whole transfer".into();
+                    let t = r.last_byte_ns.saturating_sub(r.start_ns) as f64 / 1e9;
+                    (t > 0.0).then(|| r.bytes as f64 * 8.0 / t / 1e6)
+                }
+            };
+            fr.local_port = Some(r.local_port);
+            fr.bytes = r.bytes;
+            fr.complete = r.complete;
+            fr.handshake_ms = Some(r.handshake_ns.saturating_sub(start) as f64 / 1e6);
+            fr.start_s = Some(start.saturating_sub(origin) as f64 / 1e9);
+            fr.end_s = Some(stop.saturating_sub(origin) as f64 / 1e9);
+            if matches!(self.amount, FlowAmount::Size(s) if !r.complete || r.bytes != s) {
+                fr.error = Some(format!(
+                    "received {} of {} bytes",
+                    r.bytes,
+                    match self.amount {
+                        FlowAmount::Size(s) => s,
+                        FlowAmount::Duration(_) => 0,
+                    }
+                ));
+            }
+            let key = downlink_flows.iter().find(|f| {
+                f.key.transport == transport
+                    && f.key.has_port(r.local_port)
+                    && (f.key.low.ip() == server_ip || f.key.high.ip() == server_ip)
+                    && ports.iter().any(|&p| f.key.has_port(p))
+            });
+            if let Some(k) = key {
+                let c = k.counters;
+                fr.offered_bytes = Some(c.offered_bytes);
+                fr.forwarded_bytes = Some(c.forwarded_bytes);
+                fr.forwarded_packets = Some(c.forwarded_packets);
+                fr.dropped_packets = Some(c.dropped_queue_packets + c.dropped_random_packets);
+                fr.dropped_queue_packets = Some(c.dropped_queue_packets);
+                fr.dropped_random_packets = Some(c.dropped_random_packets);
+                fr.loss_ratio = Some(c.loss_ratio());
+                let life = stop.saturating_sub(start) as f64 / 1e9;
+                fr.utilization = rate
+                    .filter(|_| life > 0.0)
+                    .map(|b| c.forwarded_bytes as f64 * 8.0 / life / b);
+            }
+            fr.bin_bytes = bins.bytes.clone();
+            bins_of.push(Some(bins));
+            flows.push(fr);
+        }
+
+        // Jain's index over the flows' goodputs (every flow counts; a failed flow got nothing).
+        let goodputs: Vec<f64> = flows
+            .iter()
+            .map(|f| f.goodput_mbps.unwrap_or(0.0))
+            .collect();
+        let all_ok = flows.iter().all(|f| f.goodput_mbps.is_some());
+        let jain_means = if flows.len() >= 2 && all_ok {
+            jain(&goodputs)
+        } else if flows.len() == 1 {
+            Some(1.0)
+        } else {
+            None
+        };
+        // The window in which every flow ran.
+        let reports: Vec<_> = client
+            .flows
+            .iter()
+            .filter_map(|o| o.report.as_ref())
+            .collect();
+        let common = (reports.len() == flows.len() && !reports.is_empty()).then(|| {
+            let from = reports.iter().map(|r| r.start_ns).max().unwrap_or(origin) + cutoff_ns;
+            let to = reports
+                .iter()
+                .map(|r| r.end_ns)
+                .min()
+                .unwrap_or(origin)
+                .saturating_sub(cutoff_ns);
+            (from, to)
+        });
+        let all_bins: Vec<Bins> = bins_of.iter().flatten().cloned().collect();
+        let jain_bins = match (common, all_bins.first()) {
+            (Some((from, to)), Some(b)) if all_bins.len() == flows.len() && flows.len() >= 2 => {
+                quiclab_flows::fairness::jain_per_bin_in(&all_bins, b.window_in(from, to))
+            }
+            _ if flows.len() == 1 && all_ok => Some(1.0),
+            _ => None,
+        };
+        let total_goodput = all_ok.then(|| goodputs.iter().sum::<f64>());
+        let ratio_first_rest = (flows.len() >= 2 && all_ok).then(|| {
+            let rest = goodputs[1..].iter().sum::<f64>() / (goodputs.len() - 1) as f64;
+            goodputs[0] / rest
+        });
+        let share_first = total_goodput.filter(|t| *t > 0.0).map(|t| goodputs[0] / t);
+        let span_s = {
+            let first = reports.iter().map(|r| r.start_ns).min().unwrap_or(origin);
+            let last = reports.iter().map(|r| r.end_ns).max().unwrap_or(origin);
+            last.saturating_sub(first) as f64 / 1e9
+        };
+        let forwarded: Option<u64> = flows.iter().map(|f| f.forwarded_bytes).sum();
+        let utilization = match (rate, forwarded) {
+            (Some(b), Some(fwd)) if span_s > 0.0 => Some(fwd as f64 * 8.0 / span_s / b),
+            _ => None,
+        };
+        let series = self.series(&flows, &all_bins, rate, epoch_ns, origin, cwnd_csv);
+        FlowsResult {
+            mix: self.mix.label(),
+            jain: jain_means,
+            jain_bins,
+            utilization,
+            goodput_utilization: match (rate, total_goodput) {
+                (Some(b), Some(g)) => Some(g * 1e6 / b),
+                _ => None,
+            },
+            goodput_mbps: total_goodput,
+            ratio_first_rest,
+            share_first,
+            loss_ratio: fidelity
+                .as_ref()
+                .map(|f| f.downlink.model.counters.loss_ratio()),
+            bin_ms: self.bin.as_millis() as u64,
+            cutoff_s: self.cutoff().as_secs_f64(),
+            duration_s: match self.amount {
+                FlowAmount::Duration(d) => Some(d.as_secs_f64()),
+                FlowAmount::Size(_) => None,
+            },
+            size: match self.amount {
+                FlowAmount::Size(s) => Some(s),
+                FlowAmount::Duration(_) => None,
+            },
+            common_window_s: common.map(|(a, b)| {
+                (
+                    a.saturating_sub(origin) as f64 / 1e9,
+                    b.saturating_sub(origin) as f64 / 1e9,
+                )
+            }),
+            flows,
+            cpu_client_s: client.cpu_s,
+            cpu_server_s: server_cpu,
+            link: spec.describe(),
+            fidelity,
+            series,
+        }
+    }
+
+    /// Per-flow throughput per bin (with the link rate drawn) and, when sampled, per-flow cwnd, on
+    /// the emulator's clock.
+    fn series(
+        &self,
+        flows: &[FlowResult],
+        bins: &[Bins],
+        rate: Option<f64>,
+        epoch_ns: u64,
+        origin: u64,
+        cwnd_csv: Option<&str>,
+    ) -> Vec<TimeSeries> {
+        let t0 = origin.saturating_sub(epoch_ns) as f64 / 1e9;
+        let bin_s = self.bin.as_secs_f64();
+        let mut out = Vec::new();
+        let with_bins = flows
+            .iter()
+            .filter(|f| f.error.is_none() || !f.bin_bytes.is_empty());
+        for (f, b) in with_bins.zip(bins) {
+            out.push(TimeSeries {
+                name: format!("throughput_mbps@{}", f.label),
+                unit: "Mbit/s".into(),
+                points: b
+                    .rates_bps()
+                    .iter()
+                    .enumerate()
+                    .map(|(i, r)| (t0 + (i as f64 + 0.5) * bin_s, r / 1e6))
+                    .collect(),
+            });
+        }
+        if let (Some(r), Some(b)) = (rate, bins.first()) {
+            let t_end = t0 + b.bytes.len() as f64 * bin_s;
+            out.push(TimeSeries {
+                name: "throughput_mbps@link rate".into(),
+                unit: "Mbit/s".into(),
+                points: vec![(t0, r / 1e6), (t_end, r / 1e6)],
+            });
+        }
+        if let Some(csv) = cwnd_csv {
+            let by_port = cwnd_by_peer_port(csv, epoch_ns);
+            for f in flows {
+                if let Some(points) = f.local_port.and_then(|p| by_port.get(&p)) {
+                    out.push(TimeSeries {
+                        name: format!("cwnd_bytes@{}", f.label),
+                        unit: "bytes".into(),
+                        points: points.clone(),
+                    });
+                }
+            }
+        }
+        out
+    }
+}
+
+/// cwnd samples of cwnd.csv by the client's port, as (s since the emulator's start, bytes).
+pub fn cwnd_by_peer_port(csv: &str, epoch_ns: u64) -> BTreeMap<u16, Vec<(f64, f64)>> {
+    let mut out: BTreeMap<u16, Vec<(f64, f64)>> = BTreeMap::new();
+    let mut lines = csv.lines();
+    let Some(header) = lines.next() else {
+        return out;
+    };
+    let header: Vec<&str> = header.split(',').collect();
+    let col = |n: &str| header.iter().position(|h| *h == n);
+    let (Some(t_col), Some(cwnd_col), Some(port_col)) =
+        (col("t_mono_ns"), col("cwnd_bytes"), col("peer_port"))
+    else {
+        return out;
+    };
+    for line in lines {
+        let f: Vec<&str> = line.split(',').collect();
+        let (Some(t), Some(cwnd), Some(port)) = (
+            f.get(t_col).and_then(|v| v.parse::<u64>().ok()),
+            f.get(cwnd_col).and_then(|v| v.parse::<f64>().ok()),
+            f.get(port_col).and_then(|v| v.parse::<u16>().ok()),
+        ) else {
+            continue;
+        };
+        out.entry(port)
+            .or_default()
+            .push((t.saturating_sub(epoch_ns) as f64 / 1e9, cwnd));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(mix: &str, amount: FlowAmount) -> FlowsRun {
+        FlowsRun::new(FlowMix::parse_joined(mix).unwrap(), amount)
+    }
+
+    #[test]
+    fn durations_must_leave_a_window_after_the_cutoffs() {
+        let mut r = run("h3+h1", FlowAmount::Duration(Duration::from_secs(10)));
+        r.cutoff = Some(Duration::from_secs(5));
+        let (key, e) = r.validate().unwrap_err();
+        assert_eq!(key, "duration");
+        assert!(e.contains("twice the cutoff"), "{e}");
+        r.cutoff = Some(Duration::from_secs(4));
+        assert!(r.validate().is_ok());
+        // Default cutoff: a quarter, at most 5 s.
+        r.cutoff = None;
+        assert_eq!(r.cutoff(), Duration::from_millis(2500));
+        assert_eq!(
+            run("h1", FlowAmount::Duration(Duration::from_secs(60))).cutoff(),
+            Duration::from_secs(5)
+        );
+        assert_eq!(run("h1", FlowAmount::Size(1000)).cutoff(), Duration::ZERO);
+    }
+
+    #[test]
+    fn offsets_and_bins_are_checked() {
+        let mut r = run("h3+h1", FlowAmount::Duration(Duration::from_secs(20)));
+        r.offsets = vec![Duration::ZERO];
+        assert_eq!(r.validate().unwrap_err().0, "offsets");
+        r.offsets = vec![Duration::ZERO, Duration::from_secs(2)];
+        assert!(r.validate().is_ok());
+        r.bin = Duration::from_micros(1500);
+        assert_eq!(r.validate().unwrap_err().0, "bin");
+        r.bin = Duration::from_secs(30);
+        assert_eq!(r.validate().unwrap_err().0, "bin");
+        assert_eq!(
+            run("h1", FlowAmount::Size(0)).validate().unwrap_err().0,
+            "size"
+        );
+    }
+
+    #[test]
+    fn one_server_port_per_distinct_stack_configuration() {
+        let r = run(
+            "h3:gquic-cubic + h1:cubic + h1:bbr + h3:gquic-cubic",
+            FlowAmount::Size(1),
+        );
+        let (ports, of_flow) = r.layout();
+        // h3:gquic-cubic and h1:cubic share a port (one per transport); h1:bbr needs another.
+        assert_eq!(of_flow, [443, 443, 444, 443]);
+        assert_eq!(ports.len(), 2);
+        assert_eq!(ports[0].1.quic_cc.as_str(), "gquic-cubic");
+        assert_eq!(ports[0].1.tcp_cc.kernel_name(), "cubic");
+        assert_eq!(ports[1].1.tcp_cc.kernel_name(), "bbr");
+        let same = run("h3 + h1 + h2", FlowAmount::Size(1));
+        assert_eq!(same.layout().0.len(), 1, "cubic everywhere: one port");
+    }
+
+    #[test]
+    fn cwnd_rows_are_split_by_the_clients_port() {
+        let csv = "t_mono_ns,conn,transport,cwnd_bytes,ssthresh_bytes,srtt_us,min_rtt_us,lost_packets,retransmitted_packets,delivery_rate_bps,bytes_sent,ca_state,peer_port\n\
+                   2000000000,0,tcp,14480,,100,90,0,0,,1000,open,50000\n\
+                   2005000000,1,quic,15000,,100,90,0,,,2000,,40000\n\
+                   2010000000,0,tcp,28960,,100,90,0,0,,3000,open,50000\n\
+                   2015000000,0,tcp,bad,,100,90,0,0,,3000,open,50000\n";
+        let m = cwnd_by_peer_port(csv, 1_000_000_000);
+        assert_eq!(m[&50000], [(1.0, 14480.0), (1.01, 28960.0)]);
+        assert_eq!(m[&40000], [(1.005, 15000.0)]);
+        // A log without the column gives nothing rather than wrong flows.
+        assert!(cwnd_by_peer_port("t_mono_ns,conn,cwnd_bytes\n1,0,5\n", 0).is_empty());
+    }
+}
