@@ -12,9 +12,10 @@ use quiclab_results::{Status, Store};
 pub struct ReportArgs {
     /// Results directory (holding results.sqlite)
     pub dir: PathBuf,
-    /// Protocol the improvement bars compare against
-    #[arg(long, default_value = "h1")]
-    pub baseline: String,
+    /// Contender the improvement bars compare against (default: h1 when it ran, else the first
+    /// contender that ran, e.g. the first flow mix)
+    #[arg(long)]
+    pub baseline: Option<String>,
     /// Metrics to show, comma-separated; the first is the primary one (CDFs, wins table).
     /// Default: the workload kind's (bulk: total_ms, ttfb_ms, goodput_mbps, loss_ratio,
     /// handshake_ms; page: plt_ms, connections, loss_ratio)
@@ -45,24 +46,14 @@ pub struct ExportArgs {
 
 /// What the user chose for a report; unset parts come from the results (the workload kind's
 /// metrics).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct ReportChoice {
-    pub baseline: String,
+    /// None: h1 when it ran, else the first contender that ran.
+    pub baseline: Option<String>,
     /// Empty: the metrics the workload kind declares for reports.
     pub metrics: Vec<String>,
     pub include_flagged: bool,
     pub series: Vec<String>,
-}
-
-impl Default for ReportChoice {
-    fn default() -> Self {
-        ReportChoice {
-            baseline: "h1".into(),
-            metrics: Vec::new(),
-            include_flagged: false,
-            series: Vec::new(),
-        }
-    }
 }
 
 /// How to show `name`: as declared in the metric registry (workloads, emulator, runner); a name
@@ -162,8 +153,17 @@ pub fn write_report(dir: &Path, choice: &ReportChoice) -> Result<quiclab_report:
     } else {
         choice.metrics.clone()
     };
+    let baseline = match &choice.baseline {
+        Some(b) => b.clone(),
+        None if runs.iter().any(|r| r.contender == "h1") || runs.is_empty() => "h1".into(),
+        None => runs
+            .iter()
+            .min_by_key(|r| r.index)
+            .map(|r| r.contender.clone())
+            .unwrap_or_default(),
+    };
     let options = &ReportOptions {
-        baseline: choice.baseline.clone(),
+        baseline,
         metrics: metrics.iter().map(|m| metric_info(m)).collect(),
         include_flagged: choice.include_flagged,
     };
@@ -228,6 +228,7 @@ pub fn write_report(dir: &Path, choice: &ReportChoice) -> Result<quiclab_report:
                 reason: r.reason,
                 flags: r.flags,
                 metrics: r.metrics,
+                flows: flow_goodputs(r.result.as_ref()),
             })
             .collect(),
         series: series
@@ -247,6 +248,29 @@ pub fn write_report(dir: &Path, choice: &ReportChoice) -> Result<quiclab_report:
         eprintln!("quiclab report: note: {note}");
     }
     Ok(out)
+}
+
+/// Each flow's label and goodput of a flow-mix run's stored result (`flows[].label`,
+/// `flows[].goodput_mbps`); empty for other kinds.
+fn flow_goodputs(result: Option<&serde_json::Value>) -> Vec<(String, Option<f64>)> {
+    result
+        .and_then(|r| r.get("flows"))
+        .and_then(|f| f.as_array())
+        .map(|flows| {
+            flows
+                .iter()
+                .map(|f| {
+                    (
+                        f.get("label")
+                            .and_then(|l| l.as_str())
+                            .unwrap_or_default()
+                            .to_string(),
+                        f.get("goodput_mbps").and_then(|g| g.as_f64()),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 pub fn export(args: ExportArgs) -> Result<i32> {

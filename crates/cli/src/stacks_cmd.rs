@@ -290,7 +290,7 @@ pub fn bulk(args: BulkArgs) -> Result<i32> {
             r.total_ms,
             r.goodput_mbps,
             r.utilization
-                .map_or(String::new(), |u| format!(" (utilisation {u:.3})")),
+                .map_or(String::new(), |u| format!(" (U {u:.3})")),
             r.loss_ratio.unwrap_or(f64::NAN)
         );
     }

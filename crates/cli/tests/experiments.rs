@@ -41,6 +41,7 @@ const PINNED_BULK_METRICS: &[&str] = &[
     "emu_down_backlogged_mbps",
     "emu_lateness_p99_us",
     "goodput_mbps",
+    "goodput_utilization",
     "handshake_ms",
     "host_steal",
     "loss_ratio",

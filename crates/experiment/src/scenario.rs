@@ -350,6 +350,8 @@ impl Parser<'_> {
         value: &Spanned<DeValue<'_>>,
     ) -> Result<Located<Value>, ScenarioError> {
         let v = match value.get_ref() {
+            // A mix's spaces do not matter (`h3 + h1` is `h3+h1`); run keys carry none.
+            DeValue::String(s) if key == "flows" => Value::String(s.split_whitespace().collect()),
             DeValue::String(s) => Value::String(s.to_string()),
             DeValue::Integer(i) => i64::from_str_radix(i.as_str(), i.radix())
                 .map(Value::Integer)
@@ -390,7 +392,8 @@ impl Parser<'_> {
                         format!("key \"{key}\" in {section}: an empty list"),
                     ));
                 }
-                Value::String(parts.join(if key == "flows" { " + " } else { "," }))
+                let sep = if key == "flows" { "+" } else { "," };
+                Value::String(parts.iter().map(|p| p.trim()).collect::<Vec<_>>().join(sep))
             }
             other => {
                 return Err(self.at(
@@ -1127,5 +1130,82 @@ loss = ["0%", "2%"]
         let e = load(Path::new("/nonexistent/x.toml")).unwrap_err();
         assert!(e.to_string().starts_with("/nonexistent/x.toml: "), "{e}");
         assert_eq!(e.line(), None);
+    }
+
+    const FLOWS: &str = r#"name = "f"
+[workload]
+kind = "flows"
+duration = "30s"
+[link]
+rate = "5mbit"
+[grid]
+flows = ["h3 + h1", ["h3", "h1", "h1"], "h1"]
+queue = ["13kB", "60kB"]
+"#;
+
+    #[test]
+    fn flow_mixes_are_the_contenders_of_a_flows_scenario() {
+        let s = parse(FLOWS, "f.toml").unwrap();
+        assert_eq!(s.kind, WorkloadKind::Flows);
+        // No protocol axis; the mix axis keeps file order, spaces removed, lists joined by "+".
+        let keys: Vec<&str> = s.grid.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(keys, ["flows", "queue"]);
+        let mixes: Vec<String> = s.grid[0].1.iter().map(|v| v.value.to_string()).collect();
+        assert_eq!(mixes, ["h3+h1", "h3+h1+h1", "h1"]);
+        let runs = crate::plan::expand(&s);
+        assert_eq!(runs.len(), 6);
+        assert_eq!(runs[0].key, "flows=h3+h1;queue=13kB;rep=1");
+        assert_eq!(runs[1].contender, "h3+h1+h1");
+        assert_eq!(runs[1].params["flows"], "h3+h1+h1");
+        // The mixes of one setting and repetition meet the same seed.
+        assert_eq!(runs[0].seed, runs[2].seed);
+
+        // A mix in [workload] is one value: one contender.
+        let one = FLOWS
+            .replace(
+                "duration = \"30s\"",
+                "duration = \"30s\"\nflows = [\"h3\", \"h1\"]",
+            )
+            .replace(
+                "flows = [\"h3 + h1\", [\"h3\", \"h1\", \"h1\"], \"h1\"]\n",
+                "",
+            );
+        let s = parse(&one, "f.toml").unwrap();
+        assert_eq!(s.grid[0].0, "flows");
+        assert_eq!(s.grid[0].1.len(), 1);
+        assert_eq!(s.grid[0].1[0].value.to_string(), "h3+h1");
+    }
+
+    #[test]
+    fn flows_scenarios_refuse_protocol_keys_and_want_one_amount() {
+        let e = err(&FLOWS.replace("[grid]", "[protocol]\ncc = \"bbr\"\n[grid]"));
+        assert!(
+            e.contains("\"cc\" does not apply to kind = \"flows\""),
+            "{e}"
+        );
+        let e = err(&FLOWS.replace("name = \"f\"", "name = \"f\"\nprotocol = \"h3\""));
+        assert!(e.contains("each flow names its protocol"), "{e}");
+        let e = err(&FLOWS.replace("duration = \"30s\"", "duration = \"30s\"\nsize = \"1MB\""));
+        assert!(e.contains("exactly one of \"duration\""), "{e}");
+        let e = err(&FLOWS.replace("duration = \"30s\"\n", ""));
+        assert!(e.contains("exactly one of \"duration\""), "{e}");
+        let e = err(&FLOWS.replace("[\"h3\", \"h1\", \"h1\"]", "[\"h3\", 5]"));
+        assert!(
+            e.starts_with("s.toml:8:") && e.contains("expected strings"),
+            "{e}"
+        );
+        let e = err(&FLOWS.replace("\"h1\"]\nqueue", "[]]\nqueue"));
+        assert!(e.contains("an empty list"), "{e}");
+        let e = err(&FLOWS.replace(
+            "flows = [\"h3 + h1\", [\"h3\", \"h1\", \"h1\"], \"h1\"]\n",
+            "",
+        ));
+        assert!(e.contains("missing key \"flows\""), "{e}");
+        // TLS may be set for all flows.
+        parse(
+            &FLOWS.replace("[grid]", "[protocol]\ntls = \"1.3\"\n[grid]"),
+            "f.toml",
+        )
+        .unwrap();
     }
 }

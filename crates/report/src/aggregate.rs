@@ -441,6 +441,7 @@ mod tests {
             ]
             .into_iter()
             .collect(),
+            flows: Vec::new(),
         }
     }
 

@@ -31,6 +31,8 @@ pub enum Section {
     /// CDF of the primary metric for `settings[s]`.
     Cdf(usize),
     TimeSeries,
+    /// Per-flow goodput of flow mixes.
+    Fairness,
 }
 
 /// One figure: its data, already reduced to what is drawn.
@@ -103,9 +105,18 @@ pub struct SeriesPlot {
     pub t_range: (f64, f64),
 }
 
+/// One panel: one or more lines on a shared value axis. Series named `NAME@LABEL` share the panel
+/// of NAME, a line per LABEL (per-flow throughput with the link rate, per-flow cwnd).
 #[derive(Debug, Clone)]
 pub struct Panel {
     pub y_desc: String,
+    pub lines: Vec<PanelLine>,
+}
+
+#[derive(Debug, Clone)]
+pub struct PanelLine {
+    /// Empty for a panel's only, unnamed line.
+    pub label: String,
     pub color: RGBColor,
     pub points: Vec<(f64, f64)>,
 }
@@ -436,6 +447,65 @@ pub fn plan(input: &ReportInput, agg: &Aggregate) -> Vec<FigureSpec> {
     specs
 }
 
+/// Mean goodput (95 % CI) of each flow position per setting and mix: how a mix shares the link.
+pub fn fairness_figure(
+    input: &ReportInput,
+    rows: &[crate::fairness::FairnessRow],
+) -> Option<FigureSpec> {
+    let n_flows = rows.iter().map(|r| r.flows.len()).max()?;
+    if n_flows == 0 {
+        return None;
+    }
+    let groups: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            let mut l = wrap_label(&r.setting_label);
+            l.insert(0, r.mix.clone());
+            l
+        })
+        .collect();
+    let series: Vec<(String, RGBColor)> = (0..n_flows)
+        .map(|i| (format!("flow {}", i + 1), PALETTE[i % PALETTE.len()]))
+        .collect();
+    let bars = rows
+        .iter()
+        .map(|r| {
+            (0..n_flows)
+                .map(|i| {
+                    r.flows.get(i).and_then(|(_, s)| s.as_ref()).map(|s| Bar {
+                        value: s.mean,
+                        ci: Some((s.ci95_low, s.ci95_high)),
+                        median: Some(s.median),
+                    })
+                })
+                .collect()
+        })
+        .collect();
+    let title = "Goodput of each flow of a mix — mean, 95 % CI and median".to_string();
+    Some(FigureSpec {
+        stem: "fairness_goodput_per_flow".into(),
+        section: Section::Fairness,
+        size: (
+            grouped_width(&title, &groups, n_flows),
+            440 + extra_label_height(&groups),
+        ),
+        caption: format!(
+            "Goodput of each flow (in mix order: flow 1 is the first of the mix's label) per \
+             setting and mix of scenario \"{}\", over each flow's cutoff window. Bars: mean over \
+             the included runs; whiskers: 95 % confidence interval (Student t); diamond: median.",
+            input.scenario_name
+        ),
+        title,
+        kind: Kind::Bars(GroupedBars {
+            groups,
+            series,
+            bars,
+            y_desc: "goodput (Mbit/s)".into(),
+            style: BarStyle::Summary,
+        }),
+    })
+}
+
 fn grouped_width(title: &str, groups: &[Vec<String>], n_series: usize) -> u32 {
     let label_w = groups
         .iter()
@@ -465,41 +535,74 @@ fn series_keys(input: &ReportInput) -> Vec<String> {
 
 /// Panels for one run: the congestion window first, then the queue delay,
 /// then any other series by name (the paper figures pair cwnd and queue).
+/// Series `NAME@LABEL` are lines of NAME's panel.
 fn series_plot(input: &ReportInput, key: &str) -> SeriesPlot {
     let rank = |name: &str| match name {
-        "cwnd_bytes" => 0,
-        "queue_delay_ms" => 1,
-        _ => 2,
+        "throughput_mbps" => 0,
+        "cwnd_bytes" => 1,
+        "queue_delay_ms" => 2,
+        _ => 3,
     };
-    let mut series: Vec<_> = input.series.iter().filter(|s| s.run_key == key).collect();
-    series.sort_by(|a, b| rank(&a.name).cmp(&rank(&b.name)).then(a.name.cmp(&b.name)));
-
     let mut t_lo = f64::INFINITY;
     let mut t_hi = f64::NEG_INFINITY;
-    let panels = series
-        .iter()
+    // (panel name, unit, lines) in first-seen order, then sorted by rank.
+    type Lines = Vec<(String, Vec<(f64, f64)>)>;
+    let mut groups: Vec<(String, String, Lines)> = Vec::new();
+    for s in input.series.iter().filter(|s| s.run_key == key) {
+        let (name, label) = match s.name.split_once('@') {
+            Some((n, l)) => (n.to_string(), l.to_string()),
+            None => (s.name.clone(), String::new()),
+        };
+        let mut points: Vec<(f64, f64)> = s
+            .points
+            .iter()
+            .copied()
+            .filter(|(t, v)| t.is_finite() && v.is_finite())
+            .collect();
+        points.sort_by(|a, b| a.0.total_cmp(&b.0));
+        for &(t, _) in &points {
+            t_lo = t_lo.min(t);
+            t_hi = t_hi.max(t);
+        }
+        match groups.iter_mut().find(|g| g.0 == name) {
+            Some(g) => g.2.push((label, points)),
+            None => groups.push((name, s.unit.clone(), vec![(label, points)])),
+        }
+    }
+    groups.sort_by(|a, b| rank(&a.0).cmp(&rank(&b.0)).then(a.0.cmp(&b.0)));
+    let panels = groups
+        .into_iter()
         .enumerate()
-        .map(|(i, s)| {
-            let mut points: Vec<(f64, f64)> = s
-                .points
-                .iter()
-                .copied()
-                .filter(|(t, v)| t.is_finite() && v.is_finite())
-                .collect();
-            points.sort_by(|a, b| a.0.total_cmp(&b.0));
-            for &(t, _) in &points {
-                t_lo = t_lo.min(t);
-                t_hi = t_hi.max(t);
-            }
-            let label = match s.name.as_str() {
+        .map(|(i, (name, unit, lines))| {
+            let label = match name.as_str() {
                 "cwnd_bytes" => "congestion window".to_string(),
                 "queue_delay_ms" => "queue delay".to_string(),
+                "throughput_mbps" => "throughput".to_string(),
                 other => other.to_string(),
             };
+            let single = lines.len() == 1;
+            let mut flow = 0;
             Panel {
-                y_desc: label_with_unit(&label, &s.unit),
-                color: PALETTE[[1, 5, 2, 3, 4][i % 5]],
-                points: decimate(points, MAX_PANEL_POINTS),
+                y_desc: label_with_unit(&label, &unit),
+                lines: lines
+                    .into_iter()
+                    .map(|(l, points)| {
+                        // A reference line (the link rate) is grey.
+                        let color = if l == "link rate" {
+                            RGBColor(120, 120, 120)
+                        } else if single {
+                            PALETTE[[1, 5, 2, 3, 4][i % 5]]
+                        } else {
+                            flow += 1;
+                            PALETTE[(flow - 1) % PALETTE.len()]
+                        };
+                        PanelLine {
+                            label: l,
+                            color,
+                            points: decimate(points, MAX_PANEL_POINTS),
+                        }
+                    })
+                    .collect(),
             }
         })
         .collect();
@@ -919,8 +1022,9 @@ fn draw_time_series<DB: DrawingBackend>(
     let (t_lo, t_hi) = fig.t_range;
     for (panel_area, panel) in panels.iter().zip(&fig.panels) {
         let (v_lo, v_hi) = panel
-            .points
+            .lines
             .iter()
+            .flat_map(|l| l.points.iter())
             .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), p| {
                 (l.min(p.1), h.max(p.1))
             });
@@ -948,24 +1052,37 @@ fn draw_time_series<DB: DrawingBackend>(
             .axis_desc_style(font(DESC_SIZE))
             .light_line_style(RGBColor(235, 235, 235))
             .draw()?;
-        if panel.points.is_empty() {
+        if panel.lines.iter().all(|l| l.points.is_empty()) {
             chart.draw_series(std::iter::once(Text::new(
                 "no finite points",
                 ((t_lo + t_hi) / 2.0, (v_lo + v_hi) / 2.0),
                 font(LABEL_SIZE).pos(Pos::new(HPos::Center, VPos::Center)),
             )))?;
-        } else {
+            continue;
+        }
+        for line in &panel.lines {
             // One pixel wide on purpose: plotters' bitmap backend joins wider
             // polylines with unbounded miters, so a sawtooth (cwnd after a
             // loss) grows spikes far outside the panel.
             chart.draw_series(LineSeries::new(
-                panel.points.iter().copied(),
-                panel.color.stroke_width(1),
+                line.points.iter().copied(),
+                line.color.stroke_width(1),
             ))?;
             // A single sample draws no line; mark it so the panel is not blank.
-            if let [p] = panel.points[..] {
-                chart.draw_series(std::iter::once(Circle::new(p, 3, panel.color.filled())))?;
+            if let [p] = line.points[..] {
+                chart.draw_series(std::iter::once(Circle::new(p, 3, line.color.filled())))?;
             }
+        }
+        // A legend of the named lines, top left inside the plot, one line of text each.
+        let named: Vec<&PanelLine> = panel.lines.iter().filter(|l| !l.label.is_empty()).collect();
+        for (j, line) in named.iter().enumerate() {
+            let y = v_hi - (v_hi - v_lo) * (0.06 + 0.09 * j as f64);
+            let x = t_lo + (t_hi - t_lo) * 0.01;
+            chart.draw_series(std::iter::once(Text::new(
+                format!("— {}", line.label),
+                (x, y),
+                font(LABEL_SIZE).color(&line.color),
+            )))?;
         }
     }
     Ok(())

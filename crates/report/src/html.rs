@@ -109,6 +109,7 @@ pub fn page(
     input: &ReportInput,
     options: &ReportOptions,
     agg: &Aggregate,
+    fairness: &[crate::fairness::FairnessRow],
     figures: &[(FigureSpec, Emitted)],
     notes: &[String],
 ) -> String {
@@ -147,6 +148,15 @@ pub fn page(
     );
 
     wins(&mut h, agg);
+
+    if !fairness.is_empty() {
+        fairness_section(&mut h, fairness);
+        for (spec, out) in figures {
+            if spec.section == Section::Fairness {
+                figure(&mut h, &mut figure_no, spec, out);
+            }
+        }
+    }
 
     for (m, table) in agg.metrics.iter().enumerate() {
         metric_section(&mut h, agg, m, table);
@@ -505,6 +515,52 @@ fn metric_section(h: &mut String, agg: &Aggregate, m: usize, table: &MetricTable
             }
             h.push_str("</tr>\n");
         }
+    }
+    h.push_str("</table>\n");
+}
+
+/// Mean ± 95 % CI half-width of a summary (n = 1: the value alone).
+fn mean_ci(s: Option<&quiclab_experiment::stats::Summary>) -> String {
+    match s {
+        None => "–".into(),
+        Some(s) if s.n < 2 => fmt_num(s.mean),
+        Some(s) => format!(
+            "{} ± {}",
+            fmt_num(s.mean),
+            fmt_num((s.ci95_high - s.ci95_low) / 2.0)
+        ),
+    }
+}
+
+fn fairness_section(h: &mut String, rows: &[crate::fairness::FairnessRow]) {
+    h.push_str("<h2 id=\"fairness\">Fairness of the flow mixes</h2>\n");
+    h.push_str(
+        "<p>Per setting and mix, over the included runs: each flow's goodput over its cutoff \
+         window (Mbit/s, mean ± half-width of the 95 % confidence interval), the first flow's \
+         goodput over the mean of the others' (e.g. QUIC/TCP in <code>h3+h1</code>), and Jain's \
+         index J = (Σx)²/(n·Σx²) over the flows' window means and as the mean of per-bin J.</p>\n",
+    );
+    h.push_str(
+        "<table>\n<tr><th>setting</th><th>mix</th><th>runs</th><th>goodput per flow</th>\
+         <th>first / others</th><th>J (means)</th><th>J (per bin)</th></tr>\n",
+    );
+    for r in rows {
+        let flows = r
+            .flows
+            .iter()
+            .map(|(l, s)| format!("{}: {}", esc(l), mean_ci(s.as_ref())))
+            .collect::<Vec<_>>()
+            .join("<br>");
+        let _ = writeln!(
+            h,
+            "<tr><td>{}</td><td><code>{}</code></td><td>{}</td><td>{flows}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&r.setting_label),
+            esc(&r.mix),
+            r.runs,
+            mean_ci(r.ratio_first_rest.as_ref()),
+            mean_ci(r.jain.as_ref()),
+            mean_ci(r.jain_bins.as_ref()),
+        );
     }
     h.push_str("</table>\n");
 }

@@ -20,6 +20,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 mod aggregate;
+pub mod fairness;
 mod figures;
 mod fonts;
 mod html;
@@ -83,6 +84,8 @@ pub struct RunRecord {
     pub flags: Vec<String>,
     /// e.g. `"total_ms"`, `"ttfb_ms"`, `"goodput_mbps"`, …
     pub metrics: BTreeMap<String, f64>,
+    /// Flow-mix runs: each flow's label (`1 h3`) and goodput in Mbit/s; empty for other kinds.
+    pub flows: Vec<(String, Option<f64>)>,
 }
 
 /// A per-run time series such as the congestion window.
@@ -237,7 +240,9 @@ pub fn render_with_fonts(
         notes.push(fonts::NO_FONT_NOTE.to_string());
     }
 
-    let specs = figures::plan(input, &agg);
+    let fairness = fairness::rows(input, options.include_flagged);
+    let mut specs = figures::plan(input, &agg);
+    specs.extend(figures::fairness_figure(input, &fairness));
     let mut rendered = Vec::with_capacity(specs.len());
     let mut files = Vec::new();
     for spec in specs {
@@ -246,7 +251,7 @@ pub fn render_with_fonts(
         rendered.push((spec, out));
     }
 
-    let page = html::page(input, options, &agg, &rendered, &notes);
+    let page = html::page(input, options, &agg, &fairness, &rendered, &notes);
     let html_path = out_dir.join("report.html");
     std::fs::write(&html_path, page).map_err(|source| ReportError::Io {
         action: "writing",

@@ -195,6 +195,7 @@ fn degenerate_data_does_not_panic() {
             metrics: [("total_ms".to_string(), v), ("goodput_mbps".to_string(), v)]
                 .into_iter()
                 .collect(),
+            flows: Vec::new(),
         });
     }
     let ts = |key: &str, name: &str, points: Vec<(f64, f64)>| TimeSeries {

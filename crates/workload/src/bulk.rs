@@ -106,8 +106,12 @@ pub struct BulkResult {
     pub bytes: u64,
     pub verified: Option<bool>,
     pub goodput_mbps: f64,
-    /// Goodput over the configured mean rate (None on an unlimited link).
+    /// Seed 000's U = r/b: the bytes the bottleneck forwarded downstream (retransmissions and
+    /// headers included) per second of the connection's life, over the link's mean rate (None
+    /// on an unlimited link or without the emulator).
     pub utilization: Option<f64>,
+    /// Goodput over the link's mean rate (None on an unlimited link).
+    pub goodput_utilization: Option<f64>,
     /// Downlink packets lost at the bottleneck (random and tail drops) over those that arrived.
     pub loss_ratio: Option<f64>,
     pub cpu_client_s: f64,
@@ -130,7 +134,8 @@ impl WorkloadResult for BulkResult {
         MetricDef::lower("loss_ratio", "Loss ratio", ""),
         MetricDef::lower("handshake_ms", "Handshake time", "ms"),
         MetricDef::lower("connect_ms", "TCP connect time", "ms"),
-        MetricDef::higher("utilization", "Goodput utilisation", ""),
+        MetricDef::higher("utilization", "Channel utilisation U", ""),
+        MetricDef::higher("goodput_utilization", "Goodput utilisation", ""),
         MetricDef::higher("bytes", "Bytes received", "B"),
         MetricDef::higher("resumed", "Resumed (1 = yes)", ""),
         MetricDef::higher("zero_rtt", "0-RTT accepted (1 = yes)", ""),
@@ -151,6 +156,7 @@ impl WorkloadResult for BulkResult {
             ("handshake_ms", Some(self.handshake_ms)),
             ("connect_ms", self.connect_ms),
             ("utilization", self.utilization),
+            ("goodput_utilization", self.goodput_utilization),
             ("bytes", Some(self.bytes as f64)),
             ("resumed", flag(self.resumed)),
             ("zero_rtt", flag(self.zero_rtt)),
@@ -255,7 +261,15 @@ impl Workload for BulkRun {
             bytes: req.bytes,
             verified: req.verified,
             goodput_mbps: goodput / 1e6,
-            utilization: spec.downlink.mean_rate_bps().map(|r| goodput / r),
+            utilization: match (spec.downlink.mean_rate_bps(), &fidelity) {
+                (Some(r), Some(f)) if req.last_byte_ms > 0.0 => Some(
+                    f.downlink.model.counters.forwarded_bytes as f64 * 8.0
+                        / (req.last_byte_ms / 1e3)
+                        / r,
+                ),
+                _ => None,
+            },
+            goodput_utilization: spec.downlink.mean_rate_bps().map(|r| goodput / r),
             loss_ratio: fidelity
                 .as_ref()
                 .map(|f| f.downlink.model.counters.loss_ratio()),

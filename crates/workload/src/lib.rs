@@ -360,7 +360,8 @@ mod tests {
             bytes: 1_000_000,
             verified: Some(false),
             goodput_mbps: 9.0,
-            utilization: Some(0.9),
+            utilization: Some(0.95),
+            goodput_utilization: Some(0.9),
             loss_ratio: Some(0.0),
             cpu_client_s: 0.1,
             cpu_server_s: 0.1,
@@ -403,5 +404,31 @@ mod tests {
         let doc = serde_json::to_value(&page).unwrap();
         assert_eq!(doc["plt_ms"], 700.0);
         assert_eq!(doc["page"], "carlucci-small");
+        let flows = flows::FlowsResult {
+            mix: "h3+h1".into(),
+            jain: Some(0.9),
+            jain_bins: Some(0.85),
+            utilization: Some(0.99),
+            goodput_utilization: Some(0.95),
+            goodput_mbps: Some(9.5),
+            ratio_first_rest: Some(1.5),
+            share_first: Some(0.6),
+            loss_ratio: Some(0.01),
+            bin_ms: 100,
+            cutoff_s: 5.0,
+            duration_s: Some(30.0),
+            size: None,
+            common_window_s: Some((5.0, 25.0)),
+            flows: Vec::new(),
+            cpu_client_s: 0.5,
+            cpu_server_s: 0.5,
+            link: link(),
+            fidelity: None,
+            series: Vec::new(),
+        };
+        assert_declared(&flows);
+        assert_eq!(flows.failure(), None);
+        // The series are not part of the --json contract.
+        assert!(serde_json::to_value(&flows).unwrap().get("series").is_none());
     }
 }

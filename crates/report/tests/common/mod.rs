@@ -69,6 +69,7 @@ pub fn synthetic() -> ReportInput {
                     reason: None,
                     flags: Vec::new(),
                     metrics,
+                    flows: Vec::new(),
                 };
                 if key == FAILED_KEY {
                     run.status = RunStatus::Failed;
