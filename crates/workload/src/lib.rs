@@ -429,6 +429,11 @@ mod tests {
         assert_declared(&flows);
         assert_eq!(flows.failure(), None);
         // The series are not part of the --json contract.
-        assert!(serde_json::to_value(&flows).unwrap().get("series").is_none());
+        assert!(
+            serde_json::to_value(&flows)
+                .unwrap()
+                .get("series")
+                .is_none()
+        );
     }
 }
