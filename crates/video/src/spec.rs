@@ -1,0 +1,210 @@
+//! Player specs (`PROTO[/K]`), mixes of players, seek lists and Range splitting.
+//!
+//! A player spec names its transport and how it splits a segment (the seed's §3.3.1):
+//! `h1/K` = K persistent TLS/TCP connections, each segment split into K equal Range parts, one
+//! per connection; `h2/K` = one connection with K parallel Range requests; `h3/K` = one QUIC
+//! connection with K parallel Range requests. K defaults to 1 (whole segments, no Range).
+
+use quiclab_proto::options::Protocol;
+use serde::{Deserialize, Serialize};
+
+/// The forms a player spec takes, for error messages.
+pub const PLAYER_FORMS: &str = "PROTO or PROTO/K with PROTO h1, h2 or h3 and K ≥ 1: h1/K uses K \
+                                TCP connections, h2/K and h3/K K parallel Range requests on one \
+                                connection (e.g. h1, h1/4, h2/2, h3)";
+
+/// One player's transport.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlayerSpec {
+    pub proto: Protocol,
+    /// Range parts per segment: connections (h1) or parallel requests (h2, h3).
+    pub parts: u32,
+}
+
+impl PlayerSpec {
+    pub fn new(proto: Protocol, parts: u32) -> Result<PlayerSpec, String> {
+        if parts == 0 {
+            return Err(format!("{proto}/0: K must be at least 1 ({PLAYER_FORMS})"));
+        }
+        if parts > 64 {
+            return Err(format!("{proto}/{parts}: at most 64 parts"));
+        }
+        Ok(PlayerSpec { proto, parts })
+    }
+
+    pub fn parse(s: &str) -> Result<PlayerSpec, String> {
+        let s = s.trim();
+        let (p, k) = match s.split_once('/') {
+            Some((p, k)) => (p, Some(k)),
+            None => (s, None),
+        };
+        let proto: Protocol = p
+            .trim()
+            .parse()
+            .map_err(|_| format!("{s:?}: unknown protocol {p:?}; expected {PLAYER_FORMS}"))?;
+        let parts = match k {
+            None => 1,
+            Some(k) => k
+                .trim()
+                .parse::<u32>()
+                .map_err(|_| format!("{s:?}: K must be a whole number; expected {PLAYER_FORMS}"))?,
+        };
+        PlayerSpec::new(proto, parts)
+    }
+
+    /// `h1`, `h1/4`.
+    pub fn label(&self) -> String {
+        if self.parts == 1 {
+            self.proto.to_string()
+        } else {
+            format!("{}/{}", self.proto, self.parts)
+        }
+    }
+}
+
+/// Players sharing one bottleneck (Figs. 8–11 of seed 004), in order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PlayerMix {
+    pub players: Vec<PlayerSpec>,
+}
+
+impl PlayerMix {
+    pub fn parse<S: AsRef<str>>(specs: &[S]) -> Result<PlayerMix, String> {
+        if specs.is_empty() {
+            return Err(format!("no players: give at least one ({PLAYER_FORMS})"));
+        }
+        let players = specs
+            .iter()
+            .map(|s| PlayerSpec::parse(s.as_ref()))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(PlayerMix { players })
+    }
+
+    /// `h1 + h3` (players joined by `+`).
+    pub fn parse_joined(s: &str) -> Result<PlayerMix, String> {
+        let parts: Vec<&str> = s
+            .split('+')
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+            .collect();
+        PlayerMix::parse(&parts)
+    }
+
+    /// The contender label: runs of equal players as `LABELxN`, joined by `+` (`h1`, `h1/4`,
+    /// `h1+h3`, `h3x2`).
+    pub fn label(&self) -> String {
+        let mut parts: Vec<(String, usize)> = Vec::new();
+        for p in &self.players {
+            let l = p.label();
+            match parts.last_mut() {
+                Some((last, n)) if *last == l => *n += 1,
+                _ => parts.push((l, 1)),
+            }
+        }
+        parts
+            .into_iter()
+            .map(|(l, n)| if n == 1 { l } else { format!("{l}x{n}") })
+            .collect::<Vec<_>>()
+            .join("+")
+    }
+}
+
+/// Parses seeks `40s:100s,150s:200s` (media times: at → to).
+pub fn parse_seeks(s: &str) -> Result<Vec<crate::Seek>, String> {
+    let mut out = Vec::new();
+    for item in s.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+        let (at, to) = item
+            .split_once(':')
+            .ok_or_else(|| format!("{item:?}: a seek is AT:TO in media time, e.g. 40s:100s"))?;
+        let parse = |v: &str| {
+            quiclab_link::units::parse_duration(v)
+                .map(|ns| ns as f64 / 1e9)
+                .map_err(|e| format!("{item:?}: {}", e.message()))
+        };
+        out.push(crate::Seek {
+            at_s: parse(at)?,
+            to_s: parse(to)?,
+        });
+    }
+    Ok(out)
+}
+
+/// Splits `size` bytes into at most `k` contiguous inclusive ranges `(first, last)` of equal
+/// size (the first ones one byte longer when it does not divide), covering every byte once.
+pub fn split_ranges(size: u64, k: u32) -> Vec<(u64, u64)> {
+    let k = (k.max(1) as u64).min(size.max(1));
+    if size == 0 {
+        return Vec::new();
+    }
+    let (base, extra) = (size / k, size % k);
+    let mut out = Vec::with_capacity(k as usize);
+    let mut first = 0;
+    for i in 0..k {
+        let len = base + u64::from(i < extra);
+        out.push((first, first + len - 1));
+        first += len;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_cover_every_byte_exactly_once() {
+        for size in [1u64, 2, 7, 1000, 1_968_131, 500_001] {
+            for k in 1..=13u32 {
+                let r = split_ranges(size, k);
+                assert_eq!(r.len() as u64, (k as u64).min(size));
+                assert_eq!(r[0].0, 0);
+                assert_eq!(r.last().unwrap().1, size - 1);
+                for w in r.windows(2) {
+                    assert_eq!(w[1].0, w[0].1 + 1, "contiguous");
+                }
+                let lens: Vec<u64> = r.iter().map(|(a, b)| b - a + 1).collect();
+                assert_eq!(lens.iter().sum::<u64>(), size);
+                assert!(lens.iter().max().unwrap() - lens.iter().min().unwrap() <= 1);
+            }
+        }
+        assert!(split_ranges(0, 4).is_empty());
+    }
+
+    #[test]
+    fn player_specs_and_mixes() {
+        assert_eq!(
+            PlayerSpec::parse("h1/4").unwrap(),
+            PlayerSpec {
+                proto: Protocol::H1,
+                parts: 4
+            }
+        );
+        assert!(
+            PlayerSpec::parse("h1/0")
+                .unwrap_err()
+                .contains("at least 1")
+        );
+        assert!(
+            PlayerSpec::parse("h4")
+                .unwrap_err()
+                .contains("unknown protocol")
+        );
+        assert!(
+            PlayerSpec::parse("h2/x")
+                .unwrap_err()
+                .contains("whole number")
+        );
+        assert_eq!(PlayerMix::parse_joined("h1 + h3").unwrap().label(), "h1+h3");
+        assert_eq!(PlayerMix::parse(&["h3", "h3"]).unwrap().label(), "h3x2");
+        assert_eq!(PlayerMix::parse(&["h2/6"]).unwrap().label(), "h2/6");
+    }
+
+    #[test]
+    fn seeks_parse_in_media_time() {
+        let s = parse_seeks("40s:100s, 150s:200s").unwrap();
+        assert_eq!(s.len(), 2);
+        assert_eq!((s[1].at_s, s[1].to_s), (150.0, 200.0));
+        assert!(parse_seeks("40s").unwrap_err().contains("AT:TO"));
+        assert!(parse_seeks("40:100s").is_err());
+    }
+}
