@@ -57,7 +57,7 @@ pub fn run(args: DemoArgs) -> Result<i32> {
     let _ = std::fs::remove_dir_all(args.out.join("figures"));
     let _ = std::fs::remove_dir_all(args.out.join("traces"));
 
-    let (scenario, text, plan) = quiclab_runner::load(&file, Some(args.repetitions))?;
+    let (scenario, text, plan) = quiclab_runner::load(&file, Some(args.repetitions), false)?;
     println!(
         "quiclab demo: {} — {} runs, each in a fresh lab of two network namespaces joined by the \
          emulated link\n",

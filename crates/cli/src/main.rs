@@ -12,6 +12,7 @@ mod run_cmd;
 mod shell;
 mod signals;
 mod stacks_cmd;
+mod video_cmd;
 
 use clap::{Parser, Subcommand};
 
@@ -54,6 +55,9 @@ enum Command {
     /// Competing flows through one emulated bottleneck (e.g. --flow h3:gquic-cubic --flow h1:cubic
     /// --duration 60s): per-flow goodput over time, the bottleneck's per-flow counters, Jain's index
     Flows(flows_cmd::FlowsArgs),
+    /// Adaptive video streaming (DASH) through one emulated bottleneck (e.g. --proto h3 --abr bba2
+    /// --profile lte --duration 60s): bitrate, rebuffering, waits after seeks, per-segment log
+    Video(video_cmd::VideoArgs),
     /// Serve h1/h2 (TLS over TCP) and h3 (QUIC) on port 443 (inside a lab's server namespace)
     Serve(stacks_cmd::ServeArgs),
     /// Request paths from a lab server over one protocol and report per-request timings
@@ -94,6 +98,7 @@ fn main() {
         Command::Export(args) => report_cmd::export(args),
         Command::Bulk(args) => stacks_cmd::bulk(args),
         Command::Flows(args) => flows_cmd::run(args),
+        Command::Video(args) => video_cmd::run(args),
         Command::Serve(args) => stacks_cmd::serve(args),
         Command::Fetch(args) => stacks_cmd::fetch(args),
         Command::Shell(args) => shell::run(args),

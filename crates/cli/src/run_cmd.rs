@@ -29,10 +29,14 @@ pub struct RunArgs {
     /// Write the report (DIR/report.html) when the runs are done
     #[arg(long)]
     pub report: bool,
+    /// Run the scenario's quick form (its [quick] table: shorter content, fewer repetitions);
+    /// results go to quiclab-results/<name>-quick by default
+    #[arg(long)]
+    pub quick: bool,
 }
 
 pub fn run(args: RunArgs) -> Result<i32> {
-    let (scenario, text, plan) = quiclab_runner::load(&args.file, args.repetitions)?;
+    let (scenario, text, plan) = quiclab_runner::load(&args.file, args.repetitions, args.quick)?;
     let out = args
         .out
         .clone()

@@ -143,6 +143,11 @@ pub fn serve(args: ServeArgs) -> Result<i32> {
         qlog_dir: args.qlog_dir,
         stack: args.stack.options(),
         extra_ports: Vec::new(),
+        // The built-in video contents, at /video/<name>/<rep>/<n>.
+        videos: quiclab_video::BUILTIN_CONTENTS
+            .iter()
+            .filter_map(|n| quiclab_video::Content::builtin(n))
+            .collect(),
     })?;
     Ok(0)
 }

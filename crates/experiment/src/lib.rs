@@ -22,6 +22,6 @@ pub mod stats;
 pub use metric::{Better, MetricDef};
 pub use plan::{RunSpec, estimate_seconds, expand};
 pub use scenario::{
-    Located, Order, Scenario, ScenarioError, TraceRuns, Value, WorkloadKind, load, parse,
+    Located, Order, Quick, Scenario, ScenarioError, TraceRuns, Value, WorkloadKind, load, parse,
 };
 pub use stats::{Summary, Verdict, beats, cdf, improvement, summarize, winners};

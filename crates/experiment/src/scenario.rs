@@ -54,6 +54,25 @@ pub const FLOWS_KEYS: &[&str] = &[
     "kind", "flows", "duration", "size", "offsets", "bin", "cutoff",
 ];
 
+/// Keys accepted in `[workload]` when `kind = "video"`: `players` (the contender: one player spec
+/// `PROTO[/K]` or a mix `h1 + h3`; in `[grid]` each value is one mix), `abr`, `content` (a built-in
+/// name or a Sabre movie JSON file), `live`, `seek` (`40s:100s,150s:200s`), `duration` (play only
+/// this much of the content), `seek_policy`, `buffer` (capacity), `connections` (K for h1 players),
+/// `parallel` (K for h2/h3 players).
+pub const VIDEO_KEYS: &[&str] = &[
+    "kind",
+    "players",
+    "abr",
+    "content",
+    "live",
+    "seek",
+    "duration",
+    "seek_policy",
+    "buffer",
+    "connections",
+    "parallel",
+];
+
 const BROWSERS: &[&str] = &["builtin", "chromium"];
 
 /// What a scenario's runs measure: `kind` in `[workload]`. Every match over it is exhaustive, so
@@ -67,18 +86,25 @@ pub enum WorkloadKind {
     Page,
     /// Flows sharing the bottleneck (a flow mix).
     Flows,
+    /// Adaptive video streaming: one or more DASH players.
+    Video,
 }
 
 impl WorkloadKind {
     /// Every kind, in the order error messages list them.
-    pub const ALL: [WorkloadKind; 3] =
-        [WorkloadKind::Bulk, WorkloadKind::Page, WorkloadKind::Flows];
+    pub const ALL: [WorkloadKind; 4] = [
+        WorkloadKind::Bulk,
+        WorkloadKind::Page,
+        WorkloadKind::Flows,
+        WorkloadKind::Video,
+    ];
 
     pub const fn name(self) -> &'static str {
         match self {
             WorkloadKind::Bulk => "bulk",
             WorkloadKind::Page => "page",
             WorkloadKind::Flows => "flows",
+            WorkloadKind::Video => "video",
         }
     }
 
@@ -92,16 +118,24 @@ impl WorkloadKind {
             WorkloadKind::Bulk => BULK_KEYS,
             WorkloadKind::Page => PAGE_KEYS,
             WorkloadKind::Flows => FLOWS_KEYS,
+            WorkloadKind::Video => VIDEO_KEYS,
         }
     }
 
     /// The key whose values are the contenders compared in reports: the protocol, or for flows
-    /// the mix.
+    /// and video the mix (of flows, of players).
     pub const fn contender_key(self) -> &'static str {
         match self {
             WorkloadKind::Bulk | WorkloadKind::Page => "protocol",
             WorkloadKind::Flows => "flows",
+            WorkloadKind::Video => "players",
         }
+    }
+
+    /// Whether the contender is a mix that names its own protocols (so `[protocol]` may only set
+    /// what applies to all, the TLS version).
+    pub const fn names_protocols(self) -> bool {
+        matches!(self, WorkloadKind::Flows | WorkloadKind::Video)
     }
 }
 
@@ -115,7 +149,7 @@ pub const PROTOCOL_KEYS: &[&str] = &["protocol", "tls", "cc", "resume", "zero_rt
 
 /// Workload kinds that are planned; named separately so the error can say
 /// "not supported yet" rather than "unknown".
-const PLANNED_KINDS: &[&str] = &["dash", "video"];
+const PLANNED_KINDS: &[&str] = &["dash"];
 
 /// Protocols, in the order used when none are given.
 pub const PROTOCOLS: &[&str] = &["h1", "h2", "h3"];
@@ -134,6 +168,7 @@ const TOP_KEYS: &[&str] = &[
     "link",
     "protocol",
     "grid",
+    "quick",
 ];
 
 const ORDERS: &[&str] = &["interleaved", "random", "sequential"];
@@ -233,6 +268,8 @@ pub struct Scenario {
     /// axis: taken from `[grid]`, else from `[protocol] protocol = ...` (or a
     /// top-level `protocol = ...`), else `h1, h2, h3` (line 0), placed first.
     pub grid: Vec<(String, Vec<Located<Value>>)>,
+    /// `[quick]`: the quick form ([`Scenario::quick_form`]).
+    pub quick: Option<Quick>,
 }
 
 /// Error from reading or validating a scenario. Display is `FILE:LINE:
@@ -277,11 +314,64 @@ pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
 /// Parses and validates scenario text. `source_name` is used as FILE in
 /// error messages.
 pub fn parse(text: &str, source_name: &str) -> Result<Scenario, ScenarioError> {
-    Parser {
+    let parser = Parser {
         text,
         file: source_name,
+    };
+    let mut scenario = parser.scenario()?;
+    scenario.quick = parser.quick(&scenario)?;
+    Ok(scenario)
+}
+
+/// A scenario's `[quick]` table: the quick form `quiclab run --quick` runs (shorter content,
+/// fewer repetitions). `repetitions` replaces the scenario's; any other key replaces a grid
+/// axis's values (a list) or sets a `[workload]`/`[link]` value.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Quick {
+    pub repetitions: Option<u32>,
+    pub set: Vec<(String, Vec<Located<Value>>)>,
+}
+
+impl Scenario {
+    /// The quick form (`[quick]` applied; the name gains `-quick` so its results stay apart).
+    /// Without a `[quick]` table, an error that says so.
+    pub fn quick_form(&self, file: &str) -> Result<Scenario, ScenarioError> {
+        let Some(q) = &self.quick else {
+            return Err(ScenarioError::File {
+                file: file.to_string(),
+                message: "no [quick] table: this scenario has no quick form (use --repetitions \
+                          to shorten it)"
+                    .into(),
+            });
+        };
+        let mut s = self.clone();
+        s.name = format!("{}-quick", self.name);
+        if let Some(r) = q.repetitions {
+            s.repetitions = r;
+        }
+        for (key, values) in &q.set {
+            if let Some((_, axis)) = s.grid.iter_mut().find(|(k, _)| k == key) {
+                *axis = values.clone();
+                continue;
+            }
+            let [one] = values.as_slice() else {
+                return Err(ScenarioError::At {
+                    file: file.to_string(),
+                    line: values.first().map_or(0, |v| v.line),
+                    message: format!(
+                        "key \"{key}\" in [quick]: a list of values replaces a [grid] axis, but \
+                         \"{key}\" is not one; give one value"
+                    ),
+                });
+            };
+            if LINK_KEYS.contains(&key.as_str()) {
+                s.link.insert(key.clone(), one.clone());
+            } else {
+                s.workload.insert(key.clone(), one.clone());
+            }
+        }
+        Ok(s)
     }
-    .scenario()
 }
 
 type Entry<'a, 'i> = (&'a Spanned<DeString<'i>>, &'a Spanned<DeValue<'i>>);
@@ -351,7 +441,9 @@ impl Parser<'_> {
     ) -> Result<Located<Value>, ScenarioError> {
         let v = match value.get_ref() {
             // A mix's spaces do not matter (`h3 + h1` is `h3+h1`); run keys carry none.
-            DeValue::String(s) if key == "flows" => Value::String(s.split_whitespace().collect()),
+            DeValue::String(s) if key == "flows" || key == "players" => {
+                Value::String(s.split_whitespace().collect())
+            }
             DeValue::String(s) => Value::String(s.to_string()),
             DeValue::Integer(i) => i64::from_str_radix(i.as_str(), i.radix())
                 .map(Value::Integer)
@@ -368,9 +460,9 @@ impl Parser<'_> {
                 )
             })?,
             DeValue::Boolean(b) => Value::Bool(*b),
-            // A flow mix (`["h3", "h1"]`) and per-flow offsets (`["0s", "10s"]`) are lists of
-            // strings that make one value.
-            DeValue::Array(items) if key == "flows" || key == "offsets" => {
+            // A flow mix (`["h3", "h1"]`), a player mix, per-flow offsets (`["0s", "10s"]`) and
+            // seeks (`["40s:100s", "150s:200s"]`) are lists of strings that make one value.
+            DeValue::Array(items) if matches!(key, "flows" | "players" | "offsets" | "seek") => {
                 let mut parts = Vec::new();
                 for item in items.iter() {
                     match item.get_ref() {
@@ -392,7 +484,11 @@ impl Parser<'_> {
                         format!("key \"{key}\" in {section}: an empty list"),
                     ));
                 }
-                let sep = if key == "flows" { "+" } else { "," };
+                let sep = if matches!(key, "flows" | "players") {
+                    "+"
+                } else {
+                    ","
+                };
                 Value::String(parts.iter().map(|p| p.trim()).collect::<Vec<_>>().join(sep))
             }
             other => {
@@ -481,6 +577,32 @@ impl Parser<'_> {
                     "offsets" => "a list of durations, one per flow, such as [\"0s\", \"10s\"]",
                     _ => "a duration such as \"30s\" or \"100ms\"",
                 })),
+            },
+            "players" | "abr" | "content" | "seek" | "seek_policy" | "buffer" => match &value.value
+            {
+                Value::String(s) if !s.trim().is_empty() => Ok(()),
+                _ => Err(bad(match key {
+                    "players" => {
+                        "a player mix: a list of player specs such as [\"h1/4\", \"h3\"], or one string \"h1 + h3\""
+                    }
+                    "abr" => "an ABR name such as \"bba2\" or \"sara-astream\" (string)",
+                    "content" => {
+                        "a built-in content name such as \"bbb\", or a content file (string)"
+                    }
+                    "seek" => {
+                        "seeks such as \"40s:100s,150s:200s\" or [\"40s:100s\", \"150s:200s\"]"
+                    }
+                    "seek_policy" => "\"keep-last\" or \"abr\"",
+                    _ => "a duration such as \"20s\"",
+                })),
+            },
+            "live" => match value.value {
+                Value::Bool(_) => Ok(()),
+                _ => Err(bad("true or false")),
+            },
+            "connections" | "parallel" => match value.value {
+                Value::Integer(i) if (1..=64).contains(&i) => Ok(()),
+                _ => Err(bad("an integer from 1 to 64")),
             },
             "size" => match value.value {
                 Value::String(_) => Ok(()),
@@ -683,6 +805,10 @@ impl Parser<'_> {
                     _ => protocol_list = Some(self.protocol_list("top level", v)?),
                 },
                 "grid" => grid_value = Some(self.table(key, v)?),
+                // Read once the kind is known (see `Parser::quick`).
+                "quick" => {
+                    self.table(key, v)?;
+                }
                 _ => {
                     return Err(self.at(
                         k.span(),
@@ -758,12 +884,17 @@ impl Parser<'_> {
             }
         }
 
-        if kind == WorkloadKind::Flows {
-            // Each flow names its protocol and controller; [protocol] may only set the TLS version.
+        if kind.names_protocols() {
+            // Each flow (player) names its protocol; [protocol] may only set the TLS version.
+            let (ck, example) = match kind {
+                WorkloadKind::Video => ("players", "players = [\"h1/4\", \"h3\"]"),
+                _ => ("flows", "flows = [\"h3\", \"h1\"]"),
+            };
+            let kind_name = kind.name();
             if let Some(list) = &protocol_list {
                 return Err(self.at_line(
                     list[0].line,
-                    "kind = \"flows\": each flow names its protocol in `flows` (e.g. flows = [\"h3\", \"h1\"]); remove \"protocol\"".into(),
+                    format!("kind = \"{kind_name}\": each {} names its protocol in `{ck}` (e.g. {example}); remove \"protocol\"", if ck == "flows" { "flow" } else { "player" }),
                 ));
             }
             for (k, v) in protocol.iter().chain(
@@ -775,25 +906,42 @@ impl Parser<'_> {
                     return Err(self.at_line(
                         v.line,
                         format!(
-                            "key \"{k}\" does not apply to kind = \"flows\": each flow names its protocol and congestion controller in `flows` (e.g. \"h3:gquic-cubic\"); only \"tls\" may be set for all"
+                            "key \"{k}\" does not apply to kind = \"{kind_name}\": the protocols are named in `{ck}` (e.g. {example}); only \"tls\" may be set for all"
                         ),
                     ));
                 }
             }
             let mut workload = workload;
-            if !grid.iter().any(|(k, _)| k == "flows") {
-                let mix = workload.remove("flows").ok_or_else(|| {
+            if !grid.iter().any(|(k, _)| k == ck) {
+                let mix = workload.remove(ck).ok_or_else(|| {
                     self.at(
                         wl_value.span(),
-                        "missing key \"flows\" in [workload] or [grid] (the flow mix, e.g. flows = [\"h3\", \"h1\"])".into(),
+                        format!("missing key \"{ck}\" in [workload] or [grid] (e.g. {example})"),
                     )
                 })?;
-                grid.insert(0, ("flows".to_string(), vec![mix]));
-            } else if let Some(v) = workload.get("flows") {
+                grid.insert(0, (ck.to_string(), vec![mix]));
+            } else if let Some(v) = workload.get(ck) {
                 return Err(self.at_line(
                     v.line,
-                    "key \"flows\" is given both here and in [grid]; keep one".into(),
+                    format!("key \"{ck}\" is given both here and in [grid]; keep one"),
                 ));
+            }
+            if kind == WorkloadKind::Video {
+                return Ok(Scenario {
+                    name,
+                    description,
+                    kind,
+                    repetitions,
+                    seed,
+                    order,
+                    timeout,
+                    trace,
+                    workload,
+                    link,
+                    protocol,
+                    grid,
+                    quick: None,
+                });
             }
             let has = |key: &str| workload.contains_key(key) || grid.iter().any(|(k, _)| k == key);
             if has("size") == has("duration") {
@@ -815,6 +963,7 @@ impl Parser<'_> {
                 link,
                 protocol,
                 grid,
+                quick: None,
             });
         }
 
@@ -871,7 +1020,55 @@ impl Parser<'_> {
             link,
             protocol,
             grid,
+            quick: None,
         })
+    }
+
+    /// `[quick]`, checked against the scenario's keys.
+    fn quick(&self, scenario: &Scenario) -> Result<Option<Quick>, ScenarioError> {
+        let root = DeTable::parse(self.text).map_err(|e| self.whole(e.message().to_string()))?;
+        let Some((_, v)) = Self::entries(root.get_ref())
+            .into_iter()
+            .find(|(k, _)| k.get_ref() == "quick")
+        else {
+            return Ok(None);
+        };
+        let table = self.table("quick", v)?;
+        let mut known: Vec<&str> = vec!["repetitions"];
+        known.extend(scenario.kind.keys().iter().filter(|k| **k != "kind"));
+        known.extend(LINK_KEYS.iter().copied());
+        known.extend(scenario.grid.iter().map(|(k, _)| k.as_str()));
+        let mut quick = Quick::default();
+        for (k, v) in Self::entries(table) {
+            let key: &str = k.get_ref();
+            if !known.contains(&key) {
+                return Err(self.unknown_key(k, "[quick]", &known));
+            }
+            if key == "repetitions" {
+                quick.repetitions = Some(
+                    v.get_ref()
+                        .as_integer()
+                        .and_then(|i| u32::from_str_radix(i.as_str(), i.radix()).ok())
+                        .filter(|&n| n >= 1)
+                        .ok_or_else(|| {
+                            self.at(
+                                v.span(),
+                                "key \"repetitions\" in [quick]: expected an integer ≥ 1".into(),
+                            )
+                        })?,
+                );
+                continue;
+            }
+            // A list replaces a grid axis (a mix or seek list is one value, as in [grid]).
+            let is_axis = scenario.grid.iter().any(|(g, _)| g == key);
+            let items: Vec<_> = match v.get_ref() {
+                DeValue::Array(a) if is_axis => a.iter().collect(),
+                _ => vec![v],
+            };
+            let values = self.axis("[quick]", key, v, &items)?;
+            quick.set.push((key.to_string(), values));
+        }
+        Ok(Some(quick))
     }
 }
 
@@ -1077,8 +1274,11 @@ loss = ["0%", "2%"]
         assert!(s.grid.iter().any(|(k, v)| k == "page" && v.len() == 2));
         let e = err(&EXAMPLE.replace("kind = \"bulk\"\nsize = \"5MB\"", "kind = \"page\""));
         assert!(e.contains("missing key \"page\""), "{e}");
-        let e = err(&with_line(8, "kind = \"video\""));
-        assert!(e.contains("accepted kinds") || e.contains("bulk"), "{e}");
+        let e = err(&with_line(8, "kind = \"dash\""));
+        assert!(
+            e.contains("not supported yet") && e.contains("flows, video"),
+            "{e}"
+        );
         let e = err(&with_line(9, "sizes = \"5MB\""));
         assert!(
             e.starts_with("s.toml:9: unknown key \"sizes\" in [workload]"),
@@ -1207,5 +1407,70 @@ queue = ["13kB", "60kB"]
             "f.toml",
         )
         .unwrap();
+    }
+
+    const VIDEO: &str = r#"name = "v"
+repetitions = 3
+[workload]
+kind = "video"
+content = "bbb"
+seek = ["40s:100s", "150s:200s"]
+[grid]
+profile = ["wifi", "lte"]
+abr = ["basic", "bba2"]
+players = ["h1", "h1 + h3", ["h3", "h3"]]
+[quick]
+repetitions = 1
+duration = "120s"
+seek = "30s:60s"
+abr = ["basic"]
+"#;
+
+    #[test]
+    fn video_scenarios_vary_player_mixes_and_have_a_quick_form() {
+        let s = parse(VIDEO, "v.toml").unwrap();
+        assert_eq!(s.kind, WorkloadKind::Video);
+        let runs = crate::expand(&s);
+        assert_eq!(runs.len(), 2 * 2 * 3 * 3);
+        assert!(runs.iter().any(|r| r.params["players"] == "h3+h3"));
+        assert_eq!(s.workload["seek"].value.to_string(), "40s:100s,150s:200s");
+        let q = s.quick_form("v.toml").unwrap();
+        assert_eq!(q.name, "v-quick");
+        assert_eq!(q.repetitions, 1);
+        assert_eq!(q.workload["duration"].value.to_string(), "120s");
+        assert_eq!(q.workload["seek"].value.to_string(), "30s:60s");
+        assert_eq!(crate::expand(&q).len(), 2 * 3);
+        // Without [quick], --quick says so.
+        let plain = parse(&VIDEO[..VIDEO.find("[quick]").unwrap()], "v.toml").unwrap();
+        let e = plain.quick_form("v.toml").unwrap_err().to_string();
+        assert!(e.contains("no [quick] table"), "{e}");
+    }
+
+    #[test]
+    fn bad_video_scenarios_name_the_line_and_key() {
+        let err = |text: &str| parse(text, "v.toml").unwrap_err().to_string();
+        let e = err(&VIDEO.replace("abr = [\"basic\"]", "speed = [\"fast\"]"));
+        assert!(e.contains("unknown key \"speed\" in [quick]"), "{e}");
+        let e = err(&VIDEO.replace("repetitions = 1", "repetitions = 0"));
+        assert!(
+            e.starts_with("v.toml:12:") && e.contains("integer ≥ 1"),
+            "{e}"
+        );
+        let e = err(&VIDEO.replace("name = \"v\"", "name = \"v\"\nprotocol = \"h3\""));
+        assert!(
+            e.contains("each player names its protocol in `players`"),
+            "{e}"
+        );
+        let e = err(&VIDEO.replace("content = \"bbb\"", "content = \"bbb\"\nconnections = 0"));
+        assert!(
+            e.starts_with("v.toml:6:") && e.contains("from 1 to 64"),
+            "{e}"
+        );
+        let e = err(&VIDEO.replace("content = \"bbb\"", "content = \"bbb\"\nlive = \"yes\""));
+        assert!(e.contains("true or false"), "{e}");
+        let e = err(&VIDEO.replace("players = [\"h1\", \"h1 + h3\", [\"h3\", \"h3\"]]\n", ""));
+        assert!(e.contains("missing key \"players\""), "{e}");
+        let e = err(&VIDEO.replace("[quick]", "[quick]\nprofile = \"wifi\"\ncolor = 1"));
+        assert!(e.contains("unknown key \"color\""), "{e}");
     }
 }

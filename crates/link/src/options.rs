@@ -290,6 +290,12 @@ fn load_profile(s: &str) -> Result<Arc<crate::Profile>, String> {
         return Ok(Arc::new(p));
     }
     let path = PathBuf::from(s);
+    if s.eq_ignore_ascii_case("fcc") {
+        // Named by seed 004 but not shipped: `builtin_or_load` says why.
+        return crate::profile::builtin_or_load(s)
+            .map(Arc::new)
+            .map_err(|e| e.to_string());
+    }
     if !path.exists() {
         return Err(format!(
             "no built-in profile named {s:?} and no such file (built-in: {})",

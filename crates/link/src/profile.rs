@@ -421,6 +421,19 @@ pub fn builtin_or_load(name_or_path: &str) -> Result<Profile, ParseError> {
         return Ok(profile);
     }
     let path = Path::new(name_or_path);
+    if name_or_path.eq_ignore_ascii_case("fcc") {
+        // Seed 004 used "the FCC profile" but publishes only its range; no documented source of
+        // the exact trace was found, so none is shipped rather than an invented one.
+        return Err(ParseError::whole_file(
+            name_or_path,
+            format!(
+                "the FCC throughput profile of seed 004 is not shipped: the paper gives only its \
+                 range (0.8–1.4 Mbit/s, mean 1.1 Mbit/s), not the trace; give the trace as a .toml \
+                 or .csv profile file, or use a built-in profile ({})",
+                builtin_names().join(", ")
+            ),
+        ));
+    }
     if path.extension().is_none() {
         return Err(ParseError::whole_file(
             name_or_path,
@@ -435,7 +448,7 @@ pub fn builtin_or_load(name_or_path: &str) -> Result<Profile, ParseError> {
 
 /// The shipped profiles, as TOML text parsed by the same parser as user files, so the
 /// files under `profiles/` double as format examples.
-const BUILTINS: [(&str, &str); 4] = [
+const BUILTINS: [(&str, &str); 7] = [
     (
         "np2b-typical",
         include_str!("../profiles/np2b-typical.toml"),
@@ -452,9 +465,20 @@ const BUILTINS: [(&str, &str); 4] = [
         "np2b-large-delay-loss",
         include_str!("../profiles/np2b-large-delay-loss.toml"),
     ),
+    ("wifi", include_str!("../profiles/wifi.toml")),
+    ("lte", include_str!("../profiles/lte.toml")),
+    ("3g", include_str!("../profiles/3g.toml")),
 ];
 
-static BUILTIN_NAMES: [&str; 4] = [BUILTINS[0].0, BUILTINS[1].0, BUILTINS[2].0, BUILTINS[3].0];
+static BUILTIN_NAMES: [&str; 7] = [
+    BUILTINS[0].0,
+    BUILTINS[1].0,
+    BUILTINS[2].0,
+    BUILTINS[3].0,
+    BUILTINS[4].0,
+    BUILTINS[5].0,
+    BUILTINS[6].0,
+];
 
 /// Names of the built-in profiles.
 pub fn builtin_names() -> &'static [&'static str] {
@@ -791,7 +815,7 @@ rate = "unlimited"
             ("np2b-large-delay-loss", large_delay_ms, large_loss_pct),
         ];
         assert_eq!(
-            builtin_names(),
+            &builtin_names()[..4],
             expectations.map(|(name, _, _)| name).as_slice()
         );
         for (name, delays, losses) in expectations {
@@ -823,5 +847,24 @@ rate = "unlimited"
             assert!(profile.validate().is_ok());
         }
         assert!(builtin("np2b").is_none());
+    }
+
+    /// Table 1 of Arisu et al. 2019: average bandwidth and RTT of the WiFi, LTE and 3G accesses.
+    #[test]
+    fn builtins_have_the_table_1_numbers() {
+        for (name, mbit, rtt_ms) in [("wifi", 5.9, 69.0), ("lte", 5.4, 128.0), ("3g", 3.1, 234.0)] {
+            let p = builtin(name).unwrap();
+            assert!(!p.repeat);
+            assert_eq!(p.steps.len(), 1);
+            assert_eq!(p.steps[0].rate_bps, Some((mbit * 1e6) as u64), "{name}");
+            // One direction's delay: the profile applies to both.
+            assert_eq!(
+                p.steps[0].delay as f64 * 2.0,
+                rtt_ms * NANOS_PER_MS as f64,
+                "{name}"
+            );
+            assert_eq!(p.steps[0].loss, 0.0);
+        }
+        assert_eq!(builtin_names().len(), 7);
     }
 }

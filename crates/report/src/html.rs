@@ -110,6 +110,7 @@ pub fn page(
     options: &ReportOptions,
     agg: &Aggregate,
     fairness: &[crate::fairness::FairnessRow],
+    video: &[crate::video::VideoRow],
     figures: &[(FigureSpec, Emitted)],
     notes: &[String],
 ) -> String {
@@ -156,6 +157,10 @@ pub fn page(
                 figure(&mut h, &mut figure_no, spec, out);
             }
         }
+    }
+
+    if !video.is_empty() {
+        video_section(&mut h, video);
     }
 
     for (m, table) in agg.metrics.iter().enumerate() {
@@ -530,6 +535,63 @@ fn mean_ci(s: Option<&quiclab_experiment::stats::Summary>) -> String {
             fmt_num((s.ci95_high - s.ci95_low) / 2.0)
         ),
     }
+}
+
+/// `mean (std)` as the seed's tables print it.
+fn mean_sd(s: Option<&quiclab_experiment::stats::Summary>) -> String {
+    match s {
+        None => "–".into(),
+        Some(s) if s.n < 2 => fmt_num(s.mean),
+        Some(s) => format!("{} ({})", fmt_num(s.mean), fmt_num(s.std_dev)),
+    }
+}
+
+fn video_section(h: &mut String, rows: &[crate::video::VideoRow]) {
+    h.push_str("<h2 id=\"video\">Video: the seed's table layout</h2>\n");
+    h.push_str(
+        "<p>Per setting and players, over the included runs, as seed 004's Tables 5–10: the \
+         average bitrate of the downloaded segments (Mbit/s, mean (standard deviation) over the \
+         runs), the mean wait after a seek (seek request to playback of the requested media, s) \
+         and the rebuffer rate, rebuffer time / (rebuffer time + media play time), not counting \
+         the start or the waits after seeks. With several players the metrics are player 1's; \
+         player 2's bitrate and Jain's index over the players' bitrates follow.</p>\n",
+    );
+    let mixes = rows.iter().any(|r| r.bitrate_p2.is_some());
+    h.push_str(
+        "<table>\n<tr><th>setting</th><th>players</th><th>runs</th><th>avg. bitrate (std)</th>\
+         <th>wait after seek</th><th>rebuffer rate</th>",
+    );
+    if mixes {
+        h.push_str("<th>player 2's bitrate (std)</th><th>J (bitrates)</th>");
+    }
+    h.push_str("</tr>\n");
+    for r in rows {
+        let rate = r
+            .rebuffer_rate
+            .as_ref()
+            .map_or("–".to_string(), |s| format!("{:.1} %", s.mean * 100.0));
+        let _ = write!(
+            h,
+            "<tr><td>{}</td><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{rate}</td>",
+            esc(&r.setting_label),
+            esc(&r.players),
+            r.runs,
+            mean_sd(r.bitrate.as_ref()),
+            r.seek_wait
+                .as_ref()
+                .map_or("–".to_string(), |s| fmt_num(s.mean)),
+        );
+        if mixes {
+            let _ = write!(
+                h,
+                "<td>{}</td><td>{}</td>",
+                mean_sd(r.bitrate_p2.as_ref()),
+                mean_sd(r.jain_bitrate.as_ref())
+            );
+        }
+        h.push_str("</tr>\n");
+    }
+    h.push_str("</table>\n");
 }
 
 fn fairness_section(h: &mut String, rows: &[crate::fairness::FairnessRow]) {

@@ -25,6 +25,7 @@ mod figures;
 mod fonts;
 mod html;
 mod svg;
+pub mod video;
 
 /// Everything the report shows about one experiment.
 #[derive(Debug, Clone, Default)]
@@ -251,7 +252,8 @@ pub fn render_with_fonts(
         rendered.push((spec, out));
     }
 
-    let page = html::page(input, options, &agg, &fairness, &rendered, &notes);
+    let video = video::rows(input, options.include_flagged);
+    let page = html::page(input, options, &agg, &fairness, &video, &rendered, &notes);
     let html_path = out_dir.join("report.html");
     std::fs::write(&html_path, page).map_err(|source| ReportError::Io {
         action: "writing",

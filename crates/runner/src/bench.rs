@@ -89,7 +89,7 @@ pub fn run(runs: u32, out: Option<&Path>) -> Result<BenchRunnerReport> {
          rtt = \"10ms\"\n[grid]\nprotocol = [\"h1\", \"h2\", \"h3\"]\n"
     );
     std::fs::write(&file, &text)?;
-    let (scenario, text, plan) = super::load(&file, None)?;
+    let (scenario, text, plan) = super::load(&file, None, false)?;
     let before = leftovers();
     let (fds_before, rss_before) = super::own_resources();
     let t = std::time::Instant::now();

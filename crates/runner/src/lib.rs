@@ -54,11 +54,20 @@ pub fn default_out(scenario: &Scenario) -> PathBuf {
 
 /// Reads, overrides and validates a scenario: every run is prepared once (and dropped) so that a
 /// bad value in the 900th run is an error before the first run starts.
-pub fn load(file: &Path, repetitions: Option<u32>) -> Result<(Scenario, String, Vec<RunSpec>)> {
+pub fn load(
+    file: &Path,
+    repetitions: Option<u32>,
+    quick: bool,
+) -> Result<(Scenario, String, Vec<RunSpec>)> {
     let text = std::fs::read_to_string(file)
         .with_context(|| format!("reading scenario {}", file.display()))?;
     let mut scenario = quiclab_experiment::parse(&text, &file.display().to_string())
         .map_err(|e| anyhow!("{e}"))?;
+    if quick {
+        scenario = scenario
+            .quick_form(&file.display().to_string())
+            .map_err(|e| anyhow!("{e}"))?;
+    }
     if let Some(r) = repetitions {
         scenario.repetitions = r;
     }

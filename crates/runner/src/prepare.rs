@@ -22,6 +22,7 @@ use quiclab_workload::bulk::BulkRun;
 use quiclab_workload::child::Browser;
 use quiclab_workload::flows::{FlowAmount, FlowsRun};
 use quiclab_workload::page::{PageRun, PageSource};
+use quiclab_workload::video::{VideoOptions, VideoRun};
 
 /// One run, ready to execute.
 #[derive(Debug, Clone)]
@@ -243,6 +244,7 @@ impl<'a> Preparer<'a> {
                 })
             }
             WorkloadKind::Flows => WorkloadSpec::Flows(self.flows(p, stack, timeout)?),
+            WorkloadKind::Video => WorkloadSpec::Video(self.video(p, stack, timeout)?),
             WorkloadKind::Bulk => {
                 let size_s = get("size").ok_or_else(|| {
                     anyhow!(
@@ -328,6 +330,59 @@ impl Preparer<'_> {
             let value = get(key).unwrap_or_default();
             self.at(key, value, e)
         })?;
+        Ok(run)
+    }
+}
+
+impl Preparer<'_> {
+    /// A video run: every key checked by the workload's own parser, errors naming FILE:LINE and
+    /// the key.
+    fn video(
+        &self,
+        p: &BTreeMap<String, String>,
+        stack: StackOptions,
+        timeout: Option<Duration>,
+    ) -> Result<VideoRun> {
+        let get = |k: &str| p.get(k).map(String::as_str);
+        let count = |k: &str| -> Result<Option<u32>> {
+            get(k)
+                .map(|v| {
+                    v.parse::<u32>()
+                        .ok()
+                        .filter(|n| (1..=64).contains(n))
+                        .ok_or_else(|| self.at(k, v, "expected an integer from 1 to 64"))
+                })
+                .transpose()
+        };
+        let live = match get("live") {
+            None | Some("false") => false,
+            Some("true") => true,
+            Some(v) => return Err(self.at("live", v, "expected true or false")),
+        };
+        // A content that is not built in is a file, relative to the scenario.
+        let content = get("content").map(|c| {
+            if quiclab_video::Content::builtin(c).is_some() {
+                c.to_string()
+            } else {
+                self.resolve_path("content", c)
+            }
+        });
+        let options = VideoOptions {
+            players: get("players").unwrap_or_default().to_string(),
+            abr: get("abr").map(str::to_string),
+            content,
+            live,
+            seek: get("seek").map(str::to_string),
+            duration: get("duration").map(str::to_string),
+            seek_policy: get("seek_policy").map(str::to_string),
+            buffer: get("buffer").map(str::to_string),
+            connections: count("connections")?,
+            parallel: count("parallel")?,
+        };
+        let mut run = VideoRun::from_options(&options)
+            .map_err(|(key, e)| self.at(key, get(key).unwrap_or_default(), e))?;
+        run.stack = stack;
+        run.timeout = timeout;
         Ok(run)
     }
 }

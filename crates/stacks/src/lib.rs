@@ -2,7 +2,8 @@
 //! HTTP/1.1 and HTTP/2 over TLS (rustls) over the kernel's TCP (hyper), and HTTP/3 over QUIC
 //! (quinn + h3). The server (`quiclab serve`) serves a directory and synthetic `/bytes/<N>`
 //! resources; the client (`quiclab fetch`) records per-connection and per-request timings; the
-//! page loader (`page_load`) loads a web page as a browser would, driven by `quiclab-page`'s plan.
+//! page loader (`page_load`) loads a web page as a browser would, driven by `quiclab-page`'s plan; the video client (`video`) drives `quiclab-video`'s player
+//! with real segment downloads (`/video/<content>/<rep>/<n>`, with Range).
 //! The sans-IO pieces (options, ranges, the gQUIC CUBIC controller, TCP_INFO decoding) live in
 //! `quiclab-proto`.
 
@@ -13,5 +14,6 @@ pub mod gquic;
 pub mod page_load;
 pub mod server;
 pub mod tls;
+pub mod video;
 
 pub use quiclab_proto::{options, sockopt};

@@ -44,6 +44,9 @@ pub struct ServerOptions {
     /// More ports, each with stack options of its own: a flow mix whose flows of one transport use
     /// different congestion controllers is served by one process, a port per configuration.
     pub extra_ports: Vec<(u16, StackOptions)>,
+    /// Video contents served at `/video/<name>/<rep>/<n>` (synthetic bytes of each segment's
+    /// size).
+    pub videos: Arc<Vec<quiclab_video::Content>>,
 }
 
 impl ServerOptions {
@@ -59,6 +62,7 @@ impl ServerOptions {
             cwnd_log: None,
             qlog_dir: None,
             extra_ports: Vec::new(),
+            videos: Arc::default(),
         }
     }
 }
@@ -412,18 +416,27 @@ pub struct Reply {
 
 /// Decides the answer to a GET of `path` (with an optional Range header).
 pub async fn resolve(opts: &ServerOptions, path: &str, range_hdr: Option<String>) -> Reply {
+    let not_found = || Reply {
+        status: StatusCode::NOT_FOUND,
+        headers: vec![("content-length", "10".into())],
+        body: ReplyBody::bytes(Bytes::from_static(b"not found\n")),
+    };
     let (content_type, content) = if let Some(n) = range::parse_bytes_path(path) {
         ("application/octet-stream", Content::Pattern(n))
+    } else if let Some((name, rep, n)) = quiclab_video::content::parse_segment_path(path) {
+        match opts
+            .videos
+            .iter()
+            .find(|c| c.name == name)
+            .and_then(|c| c.size(rep, n))
+        {
+            Some(size) => ("video/mp4", Content::Pattern(size)),
+            None => return not_found(),
+        }
     } else {
         match read_file(opts.dir.as_deref(), path).await {
             Some((ct, data)) => (ct, Content::File(data)),
-            None => {
-                return Reply {
-                    status: StatusCode::NOT_FOUND,
-                    headers: vec![("content-length", "10".into())],
-                    body: ReplyBody::bytes(Bytes::from_static(b"not found\n")),
-                };
-            }
+            None => return not_found(),
         }
     };
     let length = content.len();

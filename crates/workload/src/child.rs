@@ -1,5 +1,6 @@
 //! The halves of a workload that run inside a lab's namespaces, as `quiclab child CONFIG`: the
-//! server (`quiclab serve`), the bulk client (`quiclab fetch`) and the page client.
+//! server (`quiclab serve`), the bulk client (`quiclab fetch`), the page client, the flows client
+//! and the video client.
 //!
 //! Each is told everything by one serialised [`ChildConfig`] and prints one JSON report. A client
 //! that fails once its time limit has passed exits with [`crate::harness::EXIT_TIMED_OUT`]: the
@@ -28,6 +29,7 @@ pub enum ChildConfig {
     Fetch(FetchConfig),
     PageClient(PageClientConfig),
     FlowsClient(FlowsClientConfig),
+    VideoClient(VideoClientConfig),
 }
 
 /// `quiclab serve`: h1/h2 over TLS/TCP and h3 over QUIC.
@@ -49,6 +51,9 @@ pub struct ServeConfig {
     /// More ports with stack options of their own (a flow mix; see `ServerOptions::extra_ports`).
     #[serde(default)]
     pub extra_ports: Vec<(u16, StackOptions)>,
+    /// Video contents served at `/video/<name>/<rep>/<n>`.
+    #[serde(default)]
+    pub videos: Vec<quiclab_video::Content>,
 }
 
 /// `quiclab fetch`: request paths over one protocol.
@@ -141,6 +146,35 @@ pub struct FlowsClientReport {
     pub cpu_s: f64,
 }
 
+/// The client half of a video run: every player in one process, on one clock.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct VideoClientConfig {
+    pub cert: PathBuf,
+    pub content: quiclab_video::Content,
+    pub player: quiclab_video::PlayerConfig,
+    pub abr: quiclab_video::AbrKind,
+    pub players: Vec<VideoPlayerConfig>,
+    /// Give up on players still playing this long after the start (their reports say so).
+    pub timeout_ms: u64,
+}
+
+/// One player of a video run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct VideoPlayerConfig {
+    pub spec: quiclab_video::PlayerSpec,
+    pub stack: StackOptions,
+    pub server: SocketAddr,
+}
+
+/// What the video client reports: one report per player (each with its error, if any).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct VideoClientReport {
+    /// CLOCK_MONOTONIC of the start (ns): the players' clocks count from here.
+    pub origin_ns: u64,
+    pub players: Vec<quiclab_stacks::video::VideoReport>,
+    pub cpu_s: f64,
+}
+
 /// What `quiclab fetch` reports: the stacks' report and the client's own CPU time.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct FetchChildReport {
@@ -206,6 +240,12 @@ pub fn main(config_file: &Path) -> Result<i32> {
             println!("{}", serde_json::to_string(&report)?);
             Ok(0)
         }
+        // Likewise a player that stalls past the limit reports what it measured.
+        ChildConfig::VideoClient(c) => {
+            let report = video_client(&c)?;
+            println!("{}", serde_json::to_string(&report)?);
+            Ok(0)
+        }
     }
 }
 
@@ -247,6 +287,7 @@ pub fn serve(c: &ServeConfig) -> Result<()> {
         .transpose()?;
     opts.qlog_dir = c.qlog_dir.clone();
     opts.extra_ports = c.extra_ports.clone();
+    opts.videos = std::sync::Arc::new(c.videos.clone());
     let ready_file = c.ready_file.clone();
     runtime()?.block_on(quiclab_stacks::server::serve(opts, move || {
         if let Some(f) = ready_file {
@@ -280,6 +321,47 @@ pub fn fetch(c: &FetchConfig) -> Result<FetchChildReport> {
     let (user, system) = quiclab_lab::process::own_cpu_seconds();
     Ok(FetchChildReport {
         report,
+        cpu_s: user + system,
+    })
+}
+
+/// Every player of a video run, each in its own task, all on one clock.
+pub fn video_client(c: &VideoClientConfig) -> Result<VideoClientReport> {
+    let cert = load_client_certificate(&c.cert)?;
+    let rt = runtime()?;
+    let origin_ns = quiclab_stacks::cwnd::monotonic_ns();
+    let players = rt.block_on(async {
+        let mut tasks = Vec::new();
+        for p in &c.players {
+            let opts = quiclab_stacks::video::VideoOptions {
+                cert: cert.clone(),
+                server: p.server,
+                spec: p.spec,
+                stack: p.stack,
+                content: c.content.clone(),
+                player: c.player.clone(),
+                abr: c.abr,
+                origin_ns,
+                limit: Duration::from_millis(c.timeout_ms),
+            };
+            tasks.push(tokio::spawn(async move {
+                quiclab_stacks::video::run_player(&opts).await
+            }));
+        }
+        let mut out = Vec::new();
+        for t in tasks {
+            out.push(t.await);
+        }
+        out
+    });
+    let players = players
+        .into_iter()
+        .collect::<Result<Vec<_>, _>>()
+        .context("a player's task ended abnormally")?;
+    let (user, system) = quiclab_lab::process::own_cpu_seconds();
+    Ok(VideoClientReport {
+        origin_ns,
+        players,
         cpu_s: user + system,
     })
 }

@@ -156,6 +156,7 @@ pub fn serve_config(
         qlog_dir: None,
         stack,
         extra_ports: Vec::new(),
+        videos: Vec::new(),
     }
 }
 

@@ -9,7 +9,7 @@
 //!   child processes with typed reports and exit-code errors, the pinned executable).
 //! - [`child`]: the halves that run inside the namespaces (`quiclab child CONFIG`): server, fetch
 //!   client, page client, each configured by one serialised struct.
-//! - [`bulk`], [`page`]: the workloads.
+//! - [`bulk`], [`page`], [`flows`], [`video`]: the workloads.
 //! - [`WorkloadSpec`]: one run of any workload, as the runner holds it; [`registry`]: every metric
 //!   any workload or the emulator declares, for reports.
 //!
@@ -23,6 +23,7 @@ pub mod child;
 pub mod flows;
 pub mod harness;
 pub mod page;
+pub mod video;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -174,6 +175,7 @@ pub enum WorkloadSpec {
     Bulk(bulk::BulkRun),
     Page(page::PageRun),
     Flows(flows::FlowsRun),
+    Video(video::VideoRun),
 }
 
 impl WorkloadSpec {
@@ -182,6 +184,7 @@ impl WorkloadSpec {
             WorkloadSpec::Bulk(_) => WorkloadKind::Bulk,
             WorkloadSpec::Page(_) => WorkloadKind::Page,
             WorkloadSpec::Flows(_) => WorkloadKind::Flows,
+            WorkloadSpec::Video(_) => WorkloadKind::Video,
         }
     }
 
@@ -190,6 +193,7 @@ impl WorkloadSpec {
             WorkloadSpec::Bulk(w) => w.contender(),
             WorkloadSpec::Page(w) => w.contender(),
             WorkloadSpec::Flows(w) => w.contender(),
+            WorkloadSpec::Video(w) => w.contender(),
         }
     }
 
@@ -198,6 +202,7 @@ impl WorkloadSpec {
             WorkloadSpec::Bulk(w) => w.estimate_seconds(spec),
             WorkloadSpec::Page(w) => w.estimate_seconds(spec),
             WorkloadSpec::Flows(w) => w.estimate_seconds(spec),
+            WorkloadSpec::Video(w) => w.estimate_seconds(spec),
         }
     }
 
@@ -211,6 +216,7 @@ impl WorkloadSpec {
             WorkloadSpec::Bulk(w) => erase(w, running, keep),
             WorkloadSpec::Page(w) => erase(w, running, keep),
             WorkloadSpec::Flows(w) => erase(w, running, keep),
+            WorkloadSpec::Video(w) => erase(w, running, keep),
         }
     }
 }
@@ -246,6 +252,7 @@ pub fn kind_metrics(kind: WorkloadKind) -> Vec<MetricDef> {
         WorkloadKind::Bulk => bulk::BulkResult::METRICS,
         WorkloadKind::Page => page::PageResult::METRICS,
         WorkloadKind::Flows => flows::FlowsResult::METRICS,
+        WorkloadKind::Video => video::VideoResult::METRICS,
     };
     own.iter().chain(EMULATOR_METRICS).copied().collect()
 }
@@ -268,6 +275,13 @@ pub fn report_metrics(kind: WorkloadKind) -> &'static [&'static str] {
             "ratio_first_rest",
             "utilization",
             "loss_ratio",
+        ],
+        WorkloadKind::Video => &[
+            "avg_bitrate_mbps",
+            "rebuffer_rate",
+            "mean_seek_wait_s",
+            "startup_s",
+            "switches",
         ],
     }
 }

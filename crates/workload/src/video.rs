@@ -1,0 +1,565 @@
+//! `video`: adaptive streaming (DASH) through the emulated bottleneck (seed 004). One server
+//! serves the content's segments (`/video/<content>/<rep>/<n>`, synthetic bytes of each
+//! segment's size, with Range); one client process runs every player (one, or several sharing
+//! the bottleneck for the fairness figures) on one clock. The player logic is
+//! `quiclab-video`'s; this module runs it in a lab and turns its reports into the run's result:
+//! player 1's metrics at the top (the `--json` contract), every player in `players`, and series
+//! of buffer, chosen bitrate, per-segment throughput and stalls on the emulator's clock.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::Path;
+use std::time::Duration;
+
+use quiclab_experiment::MetricDef;
+use quiclab_lab::{FidelityReport, LinkSpec, RunningLab, Side};
+use quiclab_link::spec::LinkDescription;
+use quiclab_proto::options::{Protocol, StackOptions};
+use quiclab_stacks::video::VideoReport;
+use quiclab_video::{AbrKind, Content, PlayerConfig, PlayerEvent, PlayerMix, SegmentRecord};
+use serde::Serialize;
+
+use crate::child::{ChildConfig, VideoClientConfig, VideoClientReport, VideoPlayerConfig};
+use crate::harness::{self, RunError, WorkDir};
+use crate::{Outcome, TimeSeries, Workload, WorkloadResult};
+
+/// One video run's parameters.
+#[derive(Debug, Clone)]
+pub struct VideoRun {
+    pub mix: PlayerMix,
+    pub abr: AbrKind,
+    /// The content as played (already cut to the run's duration).
+    pub content: Content,
+    /// How the content was named (`bbb`, or a file).
+    pub content_source: String,
+    pub player: PlayerConfig,
+    pub stack: StackOptions,
+    pub ipv6: bool,
+    /// Give up this long after the start (None: from the media to play, see [`VideoRun::limit`]).
+    pub timeout: Option<Duration>,
+}
+
+/// A video run's options as given (flags or scenario keys), before they are checked.
+#[derive(Debug, Clone, Default)]
+pub struct VideoOptions {
+    /// The player mix: `h1/4`, `h1 + h3`.
+    pub players: String,
+    pub abr: Option<String>,
+    /// A built-in content or a Sabre movie JSON file.
+    pub content: Option<String>,
+    pub live: bool,
+    /// `40s:100s,150s:200s`.
+    pub seek: Option<String>,
+    /// Play only this much of the content.
+    pub duration: Option<String>,
+    pub seek_policy: Option<String>,
+    /// Buffer capacity (default 20 s on demand, 8 s live).
+    pub buffer: Option<String>,
+    /// K connections for the h1 players.
+    pub connections: Option<u32>,
+    /// K parallel requests for the h2 and h3 players.
+    pub parallel: Option<u32>,
+}
+
+/// The option names [`VideoRun::from_options`] blames, as scenario keys.
+pub type OptionError = (&'static str, String);
+
+impl VideoRun {
+    /// Checks and converts `o`; an error names the option (`players`, `abr`, `content`, `seek`,
+    /// `duration`, `seek_policy`, `buffer`, `connections`, `parallel`) and what is allowed.
+    pub fn from_options(o: &VideoOptions) -> Result<VideoRun, OptionError> {
+        let mut mix = PlayerMix::parse_joined(&o.players).map_err(|e| ("players", e))?;
+        let abr = AbrKind::parse(o.abr.as_deref().unwrap_or("basic")).map_err(|e| ("abr", e))?;
+        let source = o
+            .content
+            .clone()
+            .unwrap_or_else(|| if o.live { "bbb-2s" } else { "bbb" }.to_string());
+        let mut content = Content::builtin_or_load(&source).map_err(|e| ("content", e.0))?;
+        let secs = |key: &'static str, v: &str| {
+            quiclab_link::units::parse_duration(v)
+                .map(|ns| ns as f64 / 1e9)
+                .map_err(|e| (key, e.message().to_string()))
+        };
+        if let Some(d) = &o.duration {
+            let s = secs("duration", d)?;
+            if s < content.segment_s() {
+                return Err((
+                    "duration",
+                    format!(
+                        "{d}: shorter than one segment ({:.3} s)",
+                        content.segment_s()
+                    ),
+                ));
+            }
+            content = content.truncated((s * 1e3).round() as u64);
+        }
+        let mut player = PlayerConfig::seed(o.live);
+        if let Some(b) = &o.buffer {
+            player.buffer_cap_s = secs("buffer", b)?;
+        }
+        if let Some(p) = &o.seek_policy {
+            player.seek_policy =
+                quiclab_video::SeekPolicy::parse(p).map_err(|e| ("seek_policy", e))?;
+        }
+        if let Some(s) = &o.seek {
+            player.seeks = quiclab_video::parse_seeks(s).map_err(|e| ("seek", e))?;
+        }
+        let has_h1 = mix.players.iter().any(|p| p.proto == Protocol::H1);
+        let has_multiplexed = mix.players.iter().any(|p| p.proto != Protocol::H1);
+        if let Some(k) = o.connections {
+            if has_multiplexed {
+                return Err((
+                    "connections",
+                    format!(
+                        "{k}: connections applies to h1 players (K TCP connections, one Range part \
+                         each); h2 and h3 split a segment with parallel requests on one connection: \
+                         use parallel"
+                    ),
+                ));
+            }
+            set_parts(&mut mix, k).map_err(|e| ("connections", e))?;
+        }
+        if let Some(k) = o.parallel {
+            if has_h1 {
+                return Err((
+                    "parallel",
+                    format!(
+                        "{k}: parallel applies to h2 and h3 players (K Range requests at once on \
+                         one connection); h1 has one request per connection: use connections"
+                    ),
+                ));
+            }
+            set_parts(&mut mix, k).map_err(|e| ("parallel", e))?;
+        }
+        let run = VideoRun {
+            mix,
+            abr,
+            content,
+            content_source: source,
+            player,
+            stack: StackOptions::default(),
+            ipv6: false,
+            timeout: None,
+        };
+        run.validate()?;
+        Ok(run)
+    }
+
+    /// Media the player will play (s): the content less what the seeks skip.
+    pub fn media_to_play_s(&self) -> f64 {
+        let mut pos = 0.0;
+        let mut played = 0.0;
+        for s in &self.player.seeks {
+            played += (s.at_s - pos).max(0.0);
+            pos = s.to_s;
+        }
+        played + (self.content.duration_s() - pos).max(0.0)
+    }
+
+    /// Refuses what cannot run; the messages name the option.
+    pub fn validate(&self) -> Result<(), (&'static str, String)> {
+        self.player.validate(&self.content).map_err(|e| {
+            let key = if e.starts_with("a buffer") {
+                "buffer"
+            } else {
+                "seek"
+            };
+            (key, e)
+        })?;
+        if self.content.segments() == 0 {
+            return Err(("content", "the content has no segments".into()));
+        }
+        Ok(())
+    }
+
+    /// The time limit: the media to play, plus half of it and a minute for start-up, stalls and
+    /// seeks. A player still playing then has stalled for long: the run fails with its partial
+    /// metrics kept.
+    pub fn limit(&self) -> Duration {
+        if let Some(t) = self.timeout {
+            return t;
+        }
+        Duration::from_secs_f64(self.media_to_play_s() * 1.5 + 60.0)
+    }
+}
+
+/// One player's result.
+#[derive(Debug, Clone, Serialize)]
+pub struct PlayerResult {
+    /// Position among the players, from 1.
+    pub index: usize,
+    /// `1 h1/4`.
+    pub label: String,
+    pub proto: String,
+    /// Range parts per segment (connections for h1, parallel requests for h2/h3).
+    pub parts: u32,
+    #[serde(flatten)]
+    pub metrics: quiclab_video::PlayerMetrics,
+    /// Mean wait after a seek (s).
+    pub mean_seek_wait_s: Option<f64>,
+    pub local_ports: Vec<u16>,
+    pub connected_s: Option<f64>,
+    /// Every downloaded segment: request time (s since the start), level, bitrate, bytes,
+    /// download time, throughput, buffer after it, whether a seek threw it away.
+    pub segment_log: Vec<SegmentRecord>,
+    pub events: Vec<PlayerEvent>,
+    /// Why the player stopped before the end.
+    pub error: Option<String>,
+}
+
+/// The result of a video run: the `quiclab video --json` contract. The top-level metrics are
+/// player 1's (the only one, unless several share the link).
+#[derive(Debug, Clone, Serialize)]
+pub struct VideoResult {
+    pub proto: String,
+    pub parts: u32,
+    pub abr: String,
+    /// The players' contender label (`h1/4`, `h1+h3`).
+    pub mix: String,
+    pub content: String,
+    pub live: bool,
+    pub segment_s: f64,
+    pub buffer_s: f64,
+    pub duration_s: f64,
+    pub seek_policy: String,
+    /// Mean bitrate of the downloaded segments (the seed's "average playback bitrate").
+    pub avg_bitrate_mbps: Option<f64>,
+    pub played_bitrate_mbps: Option<f64>,
+    pub rebuffer_rate: Option<f64>,
+    pub rebuffer_rate_with_seeks: Option<f64>,
+    pub rebuffer_s: f64,
+    pub stalls: u64,
+    pub startup_s: Option<f64>,
+    pub seek_waits_s: Vec<f64>,
+    pub mean_seek_wait_s: Option<f64>,
+    pub switches: u64,
+    pub segments: u64,
+    /// Jain's index over the players' average bitrates (several players).
+    pub jain_bitrate: Option<f64>,
+    /// Player 1's average bitrate over the others' mean (several players).
+    pub bitrate_ratio_first_rest: Option<f64>,
+    pub players: Vec<PlayerResult>,
+    pub cpu_client_s: f64,
+    pub cpu_server_s: f64,
+    pub link: LinkDescription,
+    pub fidelity: Option<FidelityReport>,
+    #[serde(skip)]
+    pub series: Vec<TimeSeries>,
+}
+
+impl WorkloadResult for VideoResult {
+    const METRICS: &'static [MetricDef] = &[
+        MetricDef::higher("avg_bitrate_mbps", "Average bitrate (downloaded)", "Mbit/s"),
+        MetricDef::higher("played_bitrate_mbps", "Played bitrate", "Mbit/s"),
+        MetricDef::lower("rebuffer_rate", "Rebuffer rate", ""),
+        MetricDef::lower(
+            "rebuffer_rate_with_seeks",
+            "Rebuffer rate, seek waits counted",
+            "",
+        ),
+        MetricDef::lower("rebuffer_s", "Rebuffering", "s"),
+        MetricDef::lower("stalls", "Stalls", ""),
+        MetricDef::lower("startup_s", "Startup delay", "s"),
+        MetricDef::lower("mean_seek_wait_s", "Wait after seek (mean)", "s"),
+        MetricDef::lower("max_seek_wait_s", "Wait after seek (max)", "s"),
+        MetricDef::lower("switches", "Bitrate switches", ""),
+        MetricDef::higher("segments", "Segments downloaded", ""),
+        MetricDef::higher(
+            "avg_bitrate_mbps_p2",
+            "Player 2's average bitrate",
+            "Mbit/s",
+        ),
+        MetricDef::lower("rebuffer_rate_p2", "Player 2's rebuffer rate", ""),
+        MetricDef::higher("jain_bitrate", "Jain's index of the players' bitrates", ""),
+        MetricDef::higher(
+            "bitrate_ratio_first_rest",
+            "Player 1's bitrate / others' mean",
+            "",
+        ),
+        MetricDef::lower("cpu_client_s", "Client CPU", "s"),
+        MetricDef::lower("cpu_server_s", "Server CPU", "s"),
+    ];
+
+    fn metric_values(&self) -> Vec<(&'static str, Option<f64>)> {
+        let p2 = self.players.get(1);
+        vec![
+            ("avg_bitrate_mbps", self.avg_bitrate_mbps),
+            ("played_bitrate_mbps", self.played_bitrate_mbps),
+            ("rebuffer_rate", self.rebuffer_rate),
+            ("rebuffer_rate_with_seeks", self.rebuffer_rate_with_seeks),
+            ("rebuffer_s", Some(self.rebuffer_s)),
+            ("stalls", Some(self.stalls as f64)),
+            ("startup_s", self.startup_s),
+            ("mean_seek_wait_s", self.mean_seek_wait_s),
+            (
+                "max_seek_wait_s",
+                self.seek_waits_s.iter().copied().reduce(f64::max),
+            ),
+            ("switches", Some(self.switches as f64)),
+            ("segments", Some(self.segments as f64)),
+            (
+                "avg_bitrate_mbps_p2",
+                p2.and_then(|p| p.metrics.avg_bitrate_mbps),
+            ),
+            ("rebuffer_rate_p2", p2.and_then(|p| p.metrics.rebuffer_rate)),
+            ("jain_bitrate", self.jain_bitrate),
+            ("bitrate_ratio_first_rest", self.bitrate_ratio_first_rest),
+            ("cpu_client_s", Some(self.cpu_client_s)),
+            ("cpu_server_s", Some(self.cpu_server_s)),
+        ]
+    }
+
+    fn failure(&self) -> Option<String> {
+        let failed: Vec<String> = self
+            .players
+            .iter()
+            .filter_map(|p| p.error.as_ref().map(|e| format!("player {}: {e}", p.label)))
+            .collect();
+        (!failed.is_empty()).then(|| failed.join("; "))
+    }
+}
+
+impl Workload for VideoRun {
+    type Output = VideoResult;
+
+    fn name(&self) -> &'static str {
+        "video"
+    }
+
+    fn contender(&self) -> String {
+        self.mix.label()
+    }
+
+    fn estimate_seconds(&self, _spec: &LinkSpec) -> f64 {
+        // Playback runs in real time; start-up and each seek add about a segment's download.
+        self.media_to_play_s() + (1 + self.player.seeks.len()) as f64 * 1.5 + 1.0
+    }
+
+    fn run(
+        &self,
+        running: &mut RunningLab,
+        keep: Option<&Path>,
+    ) -> Result<Outcome<VideoResult>, RunError> {
+        self.validate()
+            .map_err(|(k, e)| RunError::Failed(format!("{k}: {e}")))?;
+        let spec = running.spec.clone();
+        let epoch_ns = quiclab_stacks::cwnd::monotonic_ns().saturating_sub(running.clock());
+        let work = WorkDir::new(keep, "video", &running.lab)?;
+        let lab = &running.lab;
+        harness::write_certificate(lab, &work)?;
+        let mut serve = harness::serve_config(lab, &work, self.stack);
+        serve.videos = vec![self.content.clone()];
+        if work.is_kept() {
+            serve.cwnd_log = Some(work.join("cwnd.csv"));
+        }
+        let server_pid = harness::start_server(lab, &work, serve)?;
+        let server_ip: IpAddr = if self.ipv6 {
+            lab.address_v6(Side::Server).into()
+        } else {
+            lab.address_v4(Side::Server).into()
+        };
+        let limit = self.limit();
+        let config = ChildConfig::VideoClient(VideoClientConfig {
+            cert: work.join("cert.pem"),
+            content: self.content.clone(),
+            player: self.player.clone(),
+            abr: self.abr,
+            players: self
+                .mix
+                .players
+                .iter()
+                .map(|p| VideoPlayerConfig {
+                    spec: *p,
+                    stack: self.stack,
+                    server: SocketAddr::new(server_ip, 443),
+                })
+                .collect(),
+            timeout_ms: limit.as_millis() as u64,
+        });
+        let client = harness::run_client::<VideoClientReport>(
+            lab,
+            &work,
+            "video",
+            &config,
+            limit,
+            Duration::from_secs(10),
+        );
+        let server_cpu =
+            quiclab_lab::process::process_cpu_seconds(server_pid as i32).unwrap_or(f64::NAN);
+        let fidelity = if running.emulated() {
+            Some(running.stop_emulator()?)
+        } else {
+            None
+        };
+        let client = client?;
+        if work.is_kept() {
+            let _ = std::fs::write(
+                work.join("segments.json"),
+                serde_json::to_vec_pretty(
+                    &client
+                        .players
+                        .iter()
+                        .map(|p| &p.segments)
+                        .collect::<Vec<_>>(),
+                )
+                .unwrap_or_default(),
+            );
+        }
+        let result = self.assemble(&client, fidelity.clone(), &spec, server_cpu, epoch_ns);
+        Ok(Outcome { result, fidelity })
+    }
+
+    fn time_series(&self, out: &Outcome<VideoResult>) -> Vec<TimeSeries> {
+        out.result.series.clone()
+    }
+}
+
+impl VideoRun {
+    fn assemble(
+        &self,
+        client: &VideoClientReport,
+        fidelity: Option<FidelityReport>,
+        spec: &LinkSpec,
+        server_cpu: f64,
+        epoch_ns: u64,
+    ) -> VideoResult {
+        let players: Vec<PlayerResult> = self
+            .mix
+            .players
+            .iter()
+            .zip(&client.players)
+            .enumerate()
+            .map(|(i, (p, r))| player_result(i, p, r))
+            .collect();
+        let t0 = client.origin_ns.saturating_sub(epoch_ns) as f64 / 1e9;
+        let series = players
+            .iter()
+            .zip(&client.players)
+            .flat_map(|(p, r)| series_of(&p.label, r, t0))
+            .collect();
+        let bitrates: Vec<f64> = players
+            .iter()
+            .filter_map(|p| p.metrics.avg_bitrate_mbps)
+            .collect();
+        let several = players.len() >= 2 && bitrates.len() == players.len();
+        let jain_bitrate = several.then(|| quiclab_flows::jain(&bitrates)).flatten();
+        let bitrate_ratio_first_rest = several.then(|| {
+            let rest = bitrates[1..].iter().sum::<f64>() / (bitrates.len() - 1) as f64;
+            bitrates[0] / rest
+        });
+        let first = players.first();
+        let m = first.map(|p| p.metrics.clone());
+        VideoResult {
+            proto: first.map_or(String::new(), |p| p.proto.clone()),
+            parts: first.map_or(1, |p| p.parts),
+            abr: self.abr.name().into(),
+            mix: self.mix.label(),
+            content: self.content_source.clone(),
+            live: self.player.live,
+            segment_s: self.content.segment_s(),
+            buffer_s: self.player.buffer_cap_s,
+            duration_s: self.content.duration_s(),
+            seek_policy: self.player.seek_policy.name().into(),
+            avg_bitrate_mbps: m.as_ref().and_then(|m| m.avg_bitrate_mbps),
+            played_bitrate_mbps: m.as_ref().and_then(|m| m.played_bitrate_mbps),
+            rebuffer_rate: m.as_ref().and_then(|m| m.rebuffer_rate),
+            rebuffer_rate_with_seeks: m.as_ref().and_then(|m| m.rebuffer_rate_with_seeks),
+            rebuffer_s: m.as_ref().map_or(0.0, |m| m.rebuffer_s),
+            stalls: m.as_ref().map_or(0, |m| m.stalls),
+            startup_s: m.as_ref().and_then(|m| m.startup_s),
+            seek_waits_s: m.as_ref().map_or(Vec::new(), |m| m.seek_waits_s.clone()),
+            mean_seek_wait_s: first.and_then(|p| p.mean_seek_wait_s),
+            switches: m.as_ref().map_or(0, |m| m.switches),
+            segments: m.as_ref().map_or(0, |m| m.segments),
+            jain_bitrate,
+            bitrate_ratio_first_rest,
+            players,
+            cpu_client_s: client.cpu_s,
+            cpu_server_s: server_cpu,
+            link: spec.describe(),
+            fidelity,
+            series,
+        }
+    }
+}
+
+/// Gives every player of `mix` K parts (a player spec's own `/K` must agree).
+fn set_parts(mix: &mut PlayerMix, k: u32) -> Result<(), String> {
+    for p in &mut mix.players {
+        if p.parts != 1 && p.parts != k {
+            return Err(format!(
+                "{k}: the player {} names its own K ({})",
+                p.label(),
+                p.parts
+            ));
+        }
+        *p = quiclab_video::PlayerSpec::new(p.proto, k)?;
+    }
+    Ok(())
+}
+
+fn player_result(i: usize, p: &quiclab_video::PlayerSpec, r: &VideoReport) -> PlayerResult {
+    let waits = &r.metrics.seek_waits_s;
+    PlayerResult {
+        index: i + 1,
+        label: format!("{} {}", i + 1, p.label()),
+        proto: p.proto.to_string(),
+        parts: p.parts,
+        metrics: r.metrics.clone(),
+        mean_seek_wait_s: (!waits.is_empty())
+            .then(|| waits.iter().sum::<f64>() / waits.len() as f64),
+        local_ports: r.local_ports.clone(),
+        connected_s: r.connected_s,
+        segment_log: r.segments.clone(),
+        events: r.events.clone(),
+        error: r.error.clone(),
+    }
+}
+
+/// A player's series on the emulator's clock: buffer level, chosen bitrate and throughput per
+/// segment, and playback interruptions (1 while stalled or waiting after a seek).
+fn series_of(label: &str, r: &VideoReport, t0: f64) -> Vec<TimeSeries> {
+    let kept: Vec<&SegmentRecord> = r.segments.iter().filter(|s| !s.discarded).collect();
+    let mut bitrate = Vec::new();
+    for s in &kept {
+        let t = t0 + s.request_s + s.download_s;
+        if let Some(&(_, last)) = bitrate.last() {
+            bitrate.push((t, last));
+        }
+        bitrate.push((t, s.bitrate_bps as f64 / 1e6));
+    }
+    let mut interrupted = vec![(t0, 1.0)];
+    for e in &r.events {
+        let (from, to) = match e.kind.as_str() {
+            "start" | "resume" | "seek_done" => (1.0, 0.0),
+            "stall" | "seek" => (0.0, 1.0),
+            _ => continue,
+        };
+        interrupted.push((t0 + e.t_s, from));
+        interrupted.push((t0 + e.t_s, to));
+    }
+    vec![
+        TimeSeries {
+            name: format!("buffer_s@{label}"),
+            unit: "s".into(),
+            points: r.buffer_points.iter().map(|&(t, b)| (t0 + t, b)).collect(),
+        },
+        TimeSeries {
+            name: format!("bitrate_mbps@{label}"),
+            unit: "Mbit/s".into(),
+            points: bitrate,
+        },
+        TimeSeries {
+            name: format!("segment_throughput_mbps@{label}"),
+            unit: "Mbit/s".into(),
+            points: kept
+                .iter()
+                .map(|s| (t0 + s.request_s + s.download_s, s.throughput_mbps))
+                .collect(),
+        },
+        TimeSeries {
+            name: format!("interrupted@{label}"),
+            unit: "".into(),
+            points: interrupted,
+        },
+    ]
+}
