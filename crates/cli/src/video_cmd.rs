@@ -46,6 +46,10 @@ pub struct VideoArgs {
     /// Buffer capacity (default 20s on demand, 8s live)
     #[arg(long, value_name = "DURATION")]
     pub buffer: Option<String>,
+    /// Give up this long after the start (default 1.5 × the media to play + 60 s): a player still
+    /// playing then ends the run as failed, with what it measured kept
+    #[arg(long, value_parser = crate::link_args::duration, value_name = "DURATION")]
+    pub timeout: Option<u64>,
     /// TLS version for h1/h2
     #[arg(long, value_name = "1.2|1.3")]
     pub tls: Option<TlsVersion>,
@@ -89,6 +93,7 @@ pub fn run(args: VideoArgs) -> Result<i32> {
         ..StackOptions::default()
     };
     run.ipv6 = args.ipv6;
+    run.timeout = args.timeout.map(std::time::Duration::from_nanos);
     let link = args.link.options();
     let spec = args.link.to_spec()?;
     if !args.json {

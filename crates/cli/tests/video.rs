@@ -257,3 +257,27 @@ fn basic_settles_below_a_1mbit_link_and_a_seek_has_a_measured_wait() {
     let played = r["players"][0]["played_s"].as_f64().unwrap();
     assert!((played - 18.0).abs() < 0.1, "played {played}");
 }
+
+#[test]
+fn a_player_that_cannot_keep_up_fails_at_the_time_limit_with_its_metrics_kept() {
+    if !root_or_skip("a_player_that_cannot_keep_up_fails_at_the_time_limit_with_its_metrics_kept") {
+        return;
+    }
+    // 30 kbit/s cannot carry even the lowest level (45 kbit/s): the player stalls until the limit.
+    let out = quiclab()
+        .args(["video", "--proto", "h3", "--duration", "40s", "--timeout", "16s"])
+        .args(["--rate", "30kbit", "--rtt", "50ms", "--queue", "30kB", "--json"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("time limit"), "{err}");
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).expect("the partial result");
+    let p = &r["players"][0];
+    assert!(p["error"].as_str().unwrap().contains("time limit"), "{p}");
+    assert_eq!(p["ended"], false);
+    // What was measured is kept: the segments that arrived and the media played.
+    assert!(r["segments"].as_u64().unwrap() >= 1, "{r}");
+    assert!(!p["segment_log"].as_array().unwrap().is_empty(), "{p}");
+    assert!(p["played_s"].as_f64().unwrap() > 0.0, "{p}");
+}
