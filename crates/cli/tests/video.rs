@@ -265,8 +265,18 @@ fn a_player_that_cannot_keep_up_fails_at_the_time_limit_with_its_metrics_kept() 
     }
     // 30 kbit/s cannot carry even the lowest level (45 kbit/s): the player stalls until the limit.
     let out = quiclab()
-        .args(["video", "--proto", "h3", "--duration", "40s", "--timeout", "16s"])
-        .args(["--rate", "30kbit", "--rtt", "50ms", "--queue", "30kB", "--json"])
+        .args([
+            "video",
+            "--proto",
+            "h3",
+            "--duration",
+            "40s",
+            "--timeout",
+            "16s",
+        ])
+        .args([
+            "--rate", "30kbit", "--rtt", "50ms", "--queue", "30kB", "--json",
+        ])
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
