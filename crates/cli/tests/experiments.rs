@@ -175,8 +175,13 @@ fn bad_scenarios_are_refused_naming_file_line_and_key() {
             vec!["s.toml:2:", "repetitions", "integer"],
         ),
         (
+            SMALL.replace("kind = \"bulk\"", "kind = \"dash\""),
+            vec!["s.toml:5:", "kind", "video"],
+        ),
+        (
+            // A video key in a bulk workload is named with the kind's own keys.
             SMALL.replace("kind = \"bulk\"", "kind = \"video\""),
-            vec!["s.toml:5:", "kind"],
+            vec!["s.toml:6:", "unknown key \"size\"", "players"],
         ),
     ] {
         let file = write(&dir, "s.toml", &text);

@@ -172,6 +172,24 @@ fn a_60s_video_plays_to_the_end_over_h1_h2_and_h3_without_rebuffering() {
         // BASIC (AStream's) climbs at most one level per segment from the lowest: on a constant
         // 5 Mbit/s link it only climbs, and ends well above 1 Mbit/s but below the link's rate.
         let log = p["segment_log"].as_array().unwrap();
+        // Every segment names the connections that carried it: the player's ports, k of them
+        // over h1, the one connection over h2 and h3.
+        let ports: Vec<u64> = p["local_ports"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap())
+            .collect();
+        assert_eq!(ports.len(), if proto == "h1" { 4 } else { 1 }, "{proto}");
+        for s in log {
+            let used: Vec<u64> = s["connections"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_u64().unwrap())
+                .collect();
+            assert_eq!(used, ports, "{proto}: {s}");
+        }
         let rates: Vec<f64> = log
             .iter()
             .map(|s| s["bitrate_bps"].as_f64().unwrap())

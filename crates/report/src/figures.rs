@@ -103,7 +103,28 @@ pub struct CdfLine {
 pub struct SeriesPlot {
     pub panels: Vec<Panel>,
     pub t_range: (f64, f64),
+    /// Spans shaded across every panel (a video player's startup, stalls, waits after seeks).
+    pub spans: Vec<Span>,
 }
+
+/// A time interval during which something held (the series `NAME@LABEL` was 1).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Span {
+    /// What held: one of [`SPAN_SERIES`].
+    pub kind: &'static str,
+    /// Whose (the series' LABEL: a player), empty for an unlabelled series.
+    pub label: String,
+    pub from: f64,
+    pub to: f64,
+}
+
+/// 0/1 series drawn as shaded spans instead of panels, with their legend text and shade: the
+/// video workload's playback interruptions.
+const SPAN_SERIES: [(&str, &str, RGBColor); 3] = [
+    ("startup", "startup", RGBColor(215, 215, 215)),
+    ("stall", "stall", RGBColor(240, 170, 170)),
+    ("seek_wait", "wait after seek", RGBColor(170, 200, 240)),
+];
 
 /// One panel: one or more lines on a shared value axis. Series named `NAME@LABEL` share the panel
 /// of NAME, a line per LABEL (per-flow throughput with the link rate, per-flow cwnd).
@@ -421,7 +442,7 @@ pub fn plan(input: &ReportInput, agg: &Aggregate) -> Vec<FigureSpec> {
             section: Section::TimeSeries,
             size: (fit_title(&title, 760.0), height),
             caption: format!(
-                "Time series of run {key}{}: {} over seconds since the transfer started.",
+                "Time series of run {key}{}: {} over seconds since the transfer started.{}",
                 match input.runs.iter().find(|r| &r.key == key) {
                     Some(r) => format!(
                         " ({}, {}, repetition {}, {})",
@@ -436,7 +457,8 @@ pub fn plan(input: &ReportInput, agg: &Aggregate) -> Vec<FigureSpec> {
                     .iter()
                     .map(|p| p.y_desc.as_str())
                     .collect::<Vec<_>>()
-                    .join(", ")
+                    .join(", "),
+                spans_caption(&plot.spans)
             ),
             title,
             kind: Kind::TimeSeries(plot),
@@ -548,6 +570,7 @@ fn series_plot(input: &ReportInput, key: &str) -> SeriesPlot {
     // (panel name, unit, lines) in first-seen order, then sorted by rank.
     type Lines = Vec<(String, Vec<(f64, f64)>)>;
     let mut groups: Vec<(String, String, Lines)> = Vec::new();
+    let mut spans = Vec::new();
     for s in input.series.iter().filter(|s| s.run_key == key) {
         let (name, label) = match s.name.split_once('@') {
             Some((n, l)) => (n.to_string(), l.to_string()),
@@ -559,10 +582,20 @@ fn series_plot(input: &ReportInput, key: &str) -> SeriesPlot {
             .copied()
             .filter(|(t, v)| t.is_finite() && v.is_finite())
             .collect();
+        // A stable sort keeps a step's two points (same time) in order.
         points.sort_by(|a, b| a.0.total_cmp(&b.0));
         for &(t, _) in &points {
             t_lo = t_lo.min(t);
             t_hi = t_hi.max(t);
+        }
+        if let Some(&(kind, _, _)) = SPAN_SERIES.iter().find(|k| k.0 == name) {
+            spans.extend(spans_of(&points).into_iter().map(|(from, to)| Span {
+                kind,
+                label: label.clone(),
+                from,
+                to,
+            }));
+            continue;
         }
         match groups.iter_mut().find(|g| g.0 == name) {
             Some(g) => g.2.push((label, points)),
@@ -611,7 +644,67 @@ fn series_plot(input: &ReportInput, key: &str) -> SeriesPlot {
     } else {
         (0.0, 1.0)
     };
-    SeriesPlot { panels, t_range }
+    SeriesPlot {
+        panels,
+        t_range,
+        spans,
+    }
+}
+
+/// The caption's account of the shaded spans: per kind and player, how many and how long.
+fn spans_caption(spans: &[Span]) -> String {
+    let mut parts = Vec::new();
+    for (kind, text, _) in SPAN_SERIES {
+        let mut labels: Vec<&str> = spans
+            .iter()
+            .filter(|s| s.kind == kind)
+            .map(|s| s.label.as_str())
+            .collect();
+        labels.dedup();
+        for label in labels {
+            let of: Vec<&Span> = spans
+                .iter()
+                .filter(|s| s.kind == kind && s.label == label)
+                .collect();
+            let total: f64 = of.iter().map(|s| s.to - s.from).sum();
+            let whose = if label.is_empty() {
+                String::new()
+            } else {
+                format!(" ({label})")
+            };
+            parts.push(format!("{text}{whose}: {} span(s), {total:.2} s", of.len()));
+        }
+    }
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!(" Shaded: {}.", parts.join("; "))
+    }
+}
+
+/// The intervals where a 0/1 step series (sorted by time) is 1; one still open at the last point
+/// ends there.
+fn spans_of(points: &[(f64, f64)]) -> Vec<(f64, f64)> {
+    let mut out = Vec::new();
+    let mut open: Option<f64> = None;
+    for &(t, v) in points {
+        match (open, v >= 0.5) {
+            (None, true) => open = Some(t),
+            (Some(from), false) => {
+                if t > from {
+                    out.push((from, t));
+                }
+                open = None;
+            }
+            _ => {}
+        }
+    }
+    if let (Some(from), Some(&(last, _))) = (open, points.last())
+        && last > from
+    {
+        out.push((from, last));
+    }
+    out
 }
 
 /// Reduces `points` (sorted by time) to at most about `max` points by
@@ -1060,6 +1153,17 @@ fn draw_time_series<DB: DrawingBackend>(
             )))?;
             continue;
         }
+        // Spans behind the lines, translucent so two players' overlapping spans show.
+        for span in &fig.spans {
+            let shade = SPAN_SERIES
+                .iter()
+                .find(|k| k.0 == span.kind)
+                .map_or(RGBColor(220, 220, 220), |k| k.2);
+            chart.draw_series(std::iter::once(Rectangle::new(
+                [(span.from, v_lo), (span.to, v_hi)],
+                shade.mix(0.5).filled(),
+            )))?;
+        }
         for line in &panel.lines {
             // One pixel wide on purpose: plotters' bitmap backend joins wider
             // polylines with unbounded miters, so a sawtooth (cwnd after a
@@ -1084,6 +1188,23 @@ fn draw_time_series<DB: DrawingBackend>(
                 font(LABEL_SIZE).color(&line.color),
             )))?;
         }
+        // The shades' key, top right of the first panel, for the kinds present.
+        if std::ptr::eq(panel, &fig.panels[0]) {
+            let kinds = SPAN_SERIES
+                .iter()
+                .filter(|k| fig.spans.iter().any(|s| s.kind == k.0));
+            for (j, (_, text, shade)) in kinds.enumerate() {
+                let y = v_hi - (v_hi - v_lo) * (0.06 + 0.09 * j as f64);
+                let x = t_hi - (t_hi - t_lo) * 0.01;
+                chart.draw_series(std::iter::once(Text::new(
+                    format!("{text} (shaded)"),
+                    (x, y),
+                    font(LABEL_SIZE)
+                        .color(&RGBColor(shade.0 / 2, shade.1 / 2, shade.2 / 2))
+                        .pos(Pos::new(HPos::Right, VPos::Top)),
+                )))?;
+            }
+        }
     }
     Ok(())
 }
@@ -1091,6 +1212,7 @@ fn draw_time_series<DB: DrawingBackend>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::TimeSeries;
 
     #[test]
     fn slugs_are_file_safe() {
@@ -1100,6 +1222,66 @@ mod tests {
         );
         assert_eq!(slug("<>"), "x");
         assert!(slug(&"a;".repeat(100)).len() <= 48);
+    }
+
+    #[test]
+    fn playback_interruptions_become_shaded_spans_not_panels() {
+        let series = |name: &str, points: Vec<(f64, f64)>| TimeSeries {
+            run_key: "k".into(),
+            name: name.into(),
+            unit: String::new(),
+            points,
+        };
+        let input = ReportInput {
+            scenario_name: "v".into(),
+            description: String::new(),
+            scenario_file: String::new(),
+            scenario_text: String::new(),
+            environment: Vec::new(),
+            runs: Vec::new(),
+            series: vec![
+                series("buffer_s@1 h3", vec![(0.0, 0.0), (10.0, 8.0)]),
+                // A stall from 2 to 3.5 s and one still going at the end (9 to 10 s).
+                series(
+                    "stall@1 h3",
+                    vec![
+                        (0.0, 0.0),
+                        (2.0, 0.0),
+                        (2.0, 1.0),
+                        (3.5, 1.0),
+                        (3.5, 0.0),
+                        (9.0, 0.0),
+                        (9.0, 1.0),
+                        (10.0, 1.0),
+                    ],
+                ),
+                series("seek_wait@1 h3", vec![(0.0, 0.0), (10.0, 0.0)]),
+            ],
+            planned_runs: 1,
+        };
+        let plot = series_plot(&input, "k");
+        assert_eq!(plot.panels.len(), 1, "only the buffer is a panel");
+        let stalls: Vec<(f64, f64)> = plot.spans.iter().map(|s| (s.from, s.to)).collect();
+        assert_eq!(stalls, [(2.0, 3.5), (9.0, 10.0)]);
+        assert!(
+            plot.spans
+                .iter()
+                .all(|s| s.kind == "stall" && s.label == "1 h3")
+        );
+        assert_eq!(
+            spans_caption(&plot.spans),
+            " Shaded: stall (1 h3): 2 span(s), 2.50 s."
+        );
+        // Drawing them works on both backends' path.
+        let spec = FigureSpec {
+            stem: "t".into(),
+            section: Section::TimeSeries,
+            size: (760, 300),
+            caption: String::new(),
+            title: "t".into(),
+            kind: Kind::TimeSeries(plot),
+        };
+        assert!(draw_svg(&spec).unwrap().contains("<svg"));
     }
 
     #[test]

@@ -93,7 +93,7 @@ pub async fn run_player(opts: &VideoOptions) -> VideoReport {
             Err(_) => bail!("connection set-up did not finish within the time limit"),
         };
         connected_s = Some(clock());
-        let r = play(opts, &mut player, &mut conns, &clock, deadline).await;
+        let r = play(opts, &mut player, &mut conns, &ports, &clock, deadline).await;
         close(conns).await;
         r
     }
@@ -114,6 +114,7 @@ async fn play(
     opts: &VideoOptions,
     player: &mut Player,
     conns: &mut Conns,
+    ports: &[u16],
     clock: &impl Fn() -> f64,
     deadline: tokio::time::Instant,
 ) -> Result<()> {
@@ -158,6 +159,8 @@ async fn play(
                     Download {
                         bytes,
                         download_s: done - requested,
+                        // Part i travels on connection i (h1); h2 and h3 have one connection.
+                        connections: ports.iter().take(parts.max(1) as usize).copied().collect(),
                     },
                 );
             }

@@ -141,11 +141,14 @@ pub enum Action {
 }
 
 /// A finished download, as the shell measured it.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Download {
     pub bytes: u64,
     /// Request to last byte, seconds.
     pub download_s: f64,
+    /// The connections that carried it, as the shell names them (client ports): the core only
+    /// logs them.
+    pub connections: Vec<u16>,
 }
 
 /// One downloaded segment, for the per-segment log.
@@ -163,6 +166,9 @@ pub struct SegmentRecord {
     pub buffer_s: f64,
     /// A seek made it useless: it was thrown away.
     pub discarded: bool,
+    /// Client ports of the connections that carried its parts.
+    #[serde(default)]
+    pub connections: Vec<u16>,
 }
 
 /// Something the player did, for the time series: `kind` is `stall`, `resume`, `seek`,
@@ -445,6 +451,7 @@ impl Player {
             },
             buffer_s: self.buffer_s(),
             discarded,
+            connections: d.connections,
         });
     }
 
@@ -676,6 +683,7 @@ mod tests {
                         Download {
                             bytes,
                             download_s: d,
+                            connections: vec![1],
                         },
                     );
                 }
@@ -812,6 +820,7 @@ mod tests {
                         Download {
                             bytes,
                             download_s: 0.1,
+                            connections: vec![1],
                         },
                     );
                 }

@@ -516,7 +516,8 @@ fn player_result(i: usize, p: &quiclab_video::PlayerSpec, r: &VideoReport) -> Pl
 }
 
 /// A player's series on the emulator's clock: buffer level, chosen bitrate and throughput per
-/// segment, and playback interruptions (1 while stalled or waiting after a seek).
+/// segment, and the three kinds of playback interruption as 0/1 steps (`startup`, `stall`,
+/// `seek_wait`), which the report draws as shaded spans rather than panels.
 fn series_of(label: &str, r: &VideoReport, t0: f64) -> Vec<TimeSeries> {
     let kept: Vec<&SegmentRecord> = r.segments.iter().filter(|s| !s.discarded).collect();
     let mut bitrate = Vec::new();
@@ -527,17 +528,29 @@ fn series_of(label: &str, r: &VideoReport, t0: f64) -> Vec<TimeSeries> {
         }
         bitrate.push((t, s.bitrate_bps as f64 / 1e6));
     }
-    let mut interrupted = vec![(t0, 1.0)];
+    // The player starts interrupted (startup); each event opens or closes one interruption.
+    let mut startup = vec![(t0, 1.0)];
+    let mut stall = vec![(t0, 0.0)];
+    let mut seek_wait = vec![(t0, 0.0)];
     for e in &r.events {
-        let (from, to) = match e.kind.as_str() {
-            "start" | "resume" | "seek_done" => (1.0, 0.0),
-            "stall" | "seek" => (0.0, 1.0),
+        let t = t0 + e.t_s;
+        let (steps, from, to) = match e.kind.as_str() {
+            "start" => (&mut startup, 1.0, 0.0),
+            "stall" => (&mut stall, 0.0, 1.0),
+            "resume" => (&mut stall, 1.0, 0.0),
+            "seek" => (&mut seek_wait, 0.0, 1.0),
+            "seek_done" => (&mut seek_wait, 1.0, 0.0),
             _ => continue,
         };
-        interrupted.push((t0 + e.t_s, from));
-        interrupted.push((t0 + e.t_s, to));
+        steps.push((t, from));
+        steps.push((t, to));
     }
-    vec![
+    let end = r.buffer_points.last().map_or(t0, |&(t, _)| t0 + t);
+    for steps in [&mut startup, &mut stall, &mut seek_wait] {
+        let last = steps.last().map_or(0.0, |p| p.1);
+        steps.push((end, last));
+    }
+    let mut out = vec![
         TimeSeries {
             name: format!("buffer_s@{label}"),
             unit: "s".into(),
@@ -556,10 +569,17 @@ fn series_of(label: &str, r: &VideoReport, t0: f64) -> Vec<TimeSeries> {
                 .map(|s| (t0 + s.request_s + s.download_s, s.throughput_mbps))
                 .collect(),
         },
-        TimeSeries {
-            name: format!("interrupted@{label}"),
-            unit: "".into(),
-            points: interrupted,
-        },
-    ]
+    ];
+    for (name, points) in [
+        ("startup", startup),
+        ("stall", stall),
+        ("seek_wait", seek_wait),
+    ] {
+        out.push(TimeSeries {
+            name: format!("{name}@{label}"),
+            unit: String::new(),
+            points,
+        });
+    }
+    out
 }
