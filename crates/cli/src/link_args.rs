@@ -137,6 +137,10 @@ impl LinkArgs {
             queue: self.queue,
             up_queue: self.up_queue,
             down_queue: self.down_queue,
+            // Only `quiclab shell` takes --switch for now (its own flag): the workloads' answers
+            // to a switch (reconnect, migrate) are not built yet.
+            switch: None,
+            switch_gap: None,
             seed: self.seed,
             tun_compensation: self.tun_compensation,
             realtime: !self.no_realtime,

@@ -15,6 +15,18 @@ pub struct ShellArgs {
     #[command(flatten)]
     pub link: LinkArgs,
 
+    /// Network switches: the client moves between seed 004's networks (wifi, lte, 3g) at the given
+    /// times, e.g. wifi@0s,lte@60s,wifi@180s, or arisu2019-lte / arisu2019-3g (Table 3). Each
+    /// network's rate and delay apply both ways; at each switch the client gets a new address and
+    /// packets of the old one stop crossing. Replaces --rate/--rtt/--profile
+    #[arg(long, value_name = "SCHEDULE")]
+    pub switch: Option<String>,
+
+    /// Outage after each switch: nothing crosses for this long
+    #[arg(long, value_name = "DURATION", requires = "switch",
+          value_parser = crate::link_args::duration)]
+    pub switch_gap: Option<u64>,
+
     /// Shell command to run in the server namespace (started first, stopped after CMD ends)
     #[arg(long, value_name = "CMD")]
     pub server_cmd: Option<String>,
@@ -42,8 +54,11 @@ pub struct ShellArgs {
 }
 
 pub fn run(args: ShellArgs) -> Result<i32> {
-    let spec = args.link.to_spec()?;
-    let mut running = args.link.start_lab(&spec, args.log.clone())?;
+    let mut options = args.link.options();
+    options.switch = args.switch.clone();
+    options.switch_gap = args.switch_gap;
+    let spec = options.to_spec().map_err(anyhow::Error::msg)?;
+    let mut running = quiclab_lab::RunningLab::start_for(&options, &spec, args.log.clone())?;
     let lab = &running.lab;
     if lab.tcp_default_cc != args.link.tcp_cc {
         eprintln!(
@@ -68,7 +83,22 @@ pub fn run(args: ShellArgs) -> Result<i32> {
     let status = lab.wait_child(pid, None)?.expect("no timeout");
     signals::set_foreground(None);
 
+    let switches = running.stop_switches();
     let fidelity = running.stop_emulator()?;
+    for s in &switches {
+        eprintln!(
+            "switch {}: {} → {} at {:.3} s (addresses changed at {:.3} s){}",
+            s.epoch,
+            s.from,
+            s.to,
+            s.at_s,
+            s.applied_s,
+            s.error
+                .as_ref()
+                .map(|e| format!("; the namespace could not follow: {e}"))
+                .unwrap_or_default()
+        );
+    }
     if args.log.is_some() || args.summary {
         eprintln!("{}", report::fidelity_summary(&spec.describe(), &fidelity));
         if let Some(log) = &args.log {
@@ -76,7 +106,11 @@ pub fn run(args: ShellArgs) -> Result<i32> {
         }
     }
     if let Some(path) = &args.fidelity_json {
-        let doc = serde_json::json!({ "link": spec.describe(), "fidelity": fidelity });
+        let doc = serde_json::json!({
+            "link": spec.describe(),
+            "switches": switches,
+            "fidelity": fidelity,
+        });
         std::fs::write(path, serde_json::to_string_pretty(&doc)?)?;
     }
     drop(running);

@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use hdrhistogram::Histogram;
+use quiclab_link::switch::AddressGate;
 use quiclab_link::{Departure, DirectionConfig, LinkModel, ModelSummary, Nanos, Verdict};
 use serde::Serialize;
 
@@ -97,6 +98,9 @@ pub struct EmulatorConfig {
     pub log: Option<PathBuf>,
     /// Lines for the log's header (the link's description).
     pub log_header: Vec<String>,
+    /// Network switches: only the current network's client address crosses (see
+    /// `quiclab_link::switch::AddressGate`).
+    pub gate: Option<AddressGate>,
 }
 
 /// Fidelity figures of one direction.
@@ -122,6 +126,10 @@ pub struct DirectionFidelity {
     pub backlogged_seconds: f64,
     /// Writes to the egress TUN that failed (the packet is lost and counted here).
     pub write_errors: u64,
+    /// Packets (and bytes) dropped because they came from or went to the client's address on a
+    /// network it had already left (network switches), at arrival or at release.
+    pub dropped_stale_address_packets: u64,
+    pub dropped_stale_address_bytes: u64,
     /// CPU seconds of the scheduler thread, which serves both directions (the same figure in both).
     /// It includes the receiving kernel's network stack, which runs in the context of each TUN write.
     pub cpu_seconds: f64,
@@ -207,6 +215,7 @@ impl Emulator {
                 log: log_tx,
                 log_dropped: 0,
                 batch_ns: config.scheduler.batch_window.as_nanos() as Nanos,
+                gate: config.gate.clone(),
             },
             stop_fd: stop_fd.clone(),
             stop: stop.clone(),
@@ -224,6 +233,11 @@ impl Emulator {
             logger,
             epoch,
         })
+    }
+
+    /// The instant of the emulator clock's 0 (traces, profiles and switch schedules start here).
+    pub fn epoch(&self) -> Instant {
+        self.epoch
     }
 
     /// Time since the emulator started (its clock's epoch).
@@ -371,6 +385,8 @@ struct Lane {
     delivered_packets: u64,
     delivered_bytes: u64,
     write_errors: u64,
+    dropped_stale_packets: u64,
+    dropped_stale_bytes: u64,
     last_release: Option<Nanos>,
     backlogged_bytes: u64,
     backlogged_ns: u64,
@@ -385,6 +401,17 @@ struct Shared {
     log_dropped: u64,
     /// Batch window in ns (see `SchedulerOptions::batch_window`).
     batch_ns: Nanos,
+    gate: Option<AddressGate>,
+}
+
+impl Shared {
+    /// Whether the switch gate stops this packet at `t`.
+    fn stale(&self, t: Nanos, packet: &[u8]) -> bool {
+        self.gate.as_ref().is_some_and(|gate| {
+            quiclab_link::FlowKey::addresses_of_packet(packet)
+                .is_some_and(|(src, dst)| !gate.admits(t, src, dst))
+        })
+    }
 }
 
 impl Shared {
@@ -420,6 +447,8 @@ impl Lane {
             delivered_packets: 0,
             delivered_bytes: 0,
             write_errors: 0,
+            dropped_stale_packets: 0,
+            dropped_stale_bytes: 0,
             last_release: None,
             backlogged_bytes: 0,
             backlogged_ns: 0,
@@ -442,6 +471,18 @@ impl Lane {
                 batch_until = Some(now + shared.batch_ns);
             }
             let p = self.queue.pop_front().expect("front exists");
+            // The client left the network this packet's address belongs to while it was queued.
+            if shared.stale(now, &p.buf[..p.len]) {
+                self.dropped_stale_packets += 1;
+                self.dropped_stale_bytes += p.len as u64;
+                shared.emit(LogEvent::DroppedSwitch {
+                    t: now,
+                    direction: self.direction,
+                    bytes: p.len as u32,
+                });
+                shared.pool.push(p.buf);
+                continue;
+            }
             // SAFETY: writing `len` initialised bytes of our buffer to our TUN fd.
             let n = unsafe { libc::write(egress, p.buf.as_ptr() as *const libc::c_void, p.len) };
             let late = now.saturating_sub(p.deliver_at);
@@ -509,6 +550,17 @@ impl Lane {
                 direction,
                 bytes,
             });
+            if shared.stale(arrival, &buf[..len]) {
+                self.dropped_stale_packets += 1;
+                self.dropped_stale_bytes += len as u64;
+                shared.emit(LogEvent::DroppedSwitch {
+                    t: arrival,
+                    direction,
+                    bytes,
+                });
+                shared.pool.push(buf);
+                continue;
+            }
             // Keyed by 5-tuple so the bottleneck counts each flow's packets and losses.
             let key = quiclab_link::FlowKey::of_packet(&buf[..len]);
             match self.model.on_packet(arrival, bytes, key) {
@@ -573,6 +625,8 @@ impl Lane {
             backlogged_bytes: self.backlogged_bytes,
             backlogged_seconds: self.backlogged_ns as f64 / 1e9,
             write_errors: self.write_errors,
+            dropped_stale_address_packets: self.dropped_stale_packets,
+            dropped_stale_address_bytes: self.dropped_stale_bytes,
             cpu_seconds,
             realtime,
         };

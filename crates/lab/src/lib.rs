@@ -17,6 +17,7 @@ pub mod process;
 pub mod registry;
 pub mod running;
 pub mod stats;
+pub mod switcher;
 pub mod tolerance;
 pub mod topology;
 

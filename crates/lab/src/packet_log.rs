@@ -10,7 +10,10 @@
 //! <t_us> <up|down> - <bytes> <one_way_us> <late_us>   delivery (released to the other side)
 //! <t_us> <up|down> d <bytes>                          dropped by the full queue (tail drop)
 //! <t_us> <up|down> l <bytes>                          lost by the random-loss process
+//! <t_us> <up|down> x <bytes>                          dropped: the client's address on a network it left
 //! ```
+//! A link with network switches lists them in the header, one line each:
+//! `# switch: t_us=60000000 epoch=1 from=wifi to=lte`.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -42,6 +45,11 @@ pub enum LogEvent {
         bytes: u32,
     },
     Lost {
+        t: Nanos,
+        direction: Direction,
+        bytes: u32,
+    },
+    DroppedSwitch {
         t: Nanos,
         direction: Direction,
         bytes: u32,
@@ -86,7 +94,7 @@ impl LogWriter {
         }
         writeln!(
             out,
-            "# columns: t_us dir event bytes [one_way_us late_us]; events: + arrival, - delivery, d queue drop, l random loss"
+            "# columns: t_us dir event bytes [one_way_us late_us]; events: + arrival, - delivery, d queue drop, l random loss, x stale address (network switch)"
         )?;
         Ok(LogWriter { out })
     }
@@ -122,6 +130,11 @@ impl LogWriter {
                 direction,
                 bytes,
             } => writeln!(self.out, "{} {} l {bytes}", us(t), direction.label())?,
+            LogEvent::DroppedSwitch {
+                t,
+                direction,
+                bytes,
+            } => writeln!(self.out, "{} {} x {bytes}", us(t), direction.label())?,
         }
         Ok(())
     }

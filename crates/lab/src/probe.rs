@@ -32,7 +32,8 @@ fn client_addr(lab: &Lab, ipv6: bool, port: u16) -> SocketAddr {
     }
 }
 
-fn udp_in(lab: &Lab, side: Side, addr: SocketAddr) -> Result<UdpSocket> {
+/// A UDP socket bound to `addr` inside the namespace of `side` (the socket stays in it).
+pub fn udp_in(lab: &Lab, side: Side, addr: SocketAddr) -> Result<UdpSocket> {
     lab.namespace(side)
         .run(move || UdpSocket::bind(addr))?
         .with_context(|| format!("binding UDP {addr} in the {side:?} namespace"))

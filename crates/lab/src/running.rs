@@ -6,13 +6,18 @@ use anyhow::Result;
 
 use crate::emulator::{Emulator, EmulatorConfig, FidelityReport, LaneSnapshot, SchedulerOptions};
 use crate::link_spec::LinkSpec;
+use crate::switcher::{AppliedSwitch, Switcher};
 use crate::topology::{Lab, LabOptions};
+use crate::topology::{Side, client_addresses};
 use quiclab_link::LinkOptions;
+use quiclab_link::switch::AddressGate;
 
 pub struct RunningLab {
     // Field order matters: the emulator (which holds duplicates of the TUN fds) stops before the lab
     // tears its namespaces down.
     emulator: Option<Emulator>,
+    /// Carries out the link's network switches (client addresses), if it has any.
+    switcher: Option<Switcher>,
     pub lab: Lab,
     pub spec: LinkSpec,
 }
@@ -47,6 +52,28 @@ impl RunningLab {
         let lab = Lab::create(options)?;
         let (uplink, downlink) = spec.direction_configs(0);
         let desc = spec.describe();
+        let mut log_header = vec![
+            format!("lab: {}", lab.id),
+            format!("uplink: {}", desc.uplink),
+            format!("downlink: {}", desc.downlink),
+            format!("seed: {}", desc.seed),
+            format!("tun_compensation_us: {}", desc.tun_compensation_us),
+        ];
+        let gate = spec.switch.as_ref().map(|schedule| {
+            for sw in schedule.switches() {
+                log_header.push(format!(
+                    "switch: t_us={} epoch={} from={} to={}",
+                    sw.at / 1000,
+                    sw.epoch,
+                    sw.from,
+                    sw.to
+                ));
+            }
+            AddressGate::new(schedule, |k| {
+                let (v4, v6) = client_addresses(k);
+                vec![v4.into(), v6.into()]
+            })
+        });
         let emulator = Emulator::start(
             &lab,
             EmulatorConfig {
@@ -54,17 +81,21 @@ impl RunningLab {
                 downlink,
                 scheduler,
                 log,
-                log_header: vec![
-                    format!("lab: {}", lab.id),
-                    format!("uplink: {}", desc.uplink),
-                    format!("downlink: {}", desc.downlink),
-                    format!("seed: {}", desc.seed),
-                    format!("tun_compensation_us: {}", desc.tun_compensation_us),
-                ],
+                log_header,
+                gate,
             },
         )?;
+        let switcher = match &spec.switch {
+            Some(schedule) => Some(Switcher::start(
+                lab.namespace(Side::Client).name().to_string(),
+                schedule,
+                emulator.epoch(),
+            )?),
+            None => None,
+        };
         Ok(RunningLab {
             emulator: Some(emulator),
+            switcher,
             lab,
             spec: spec.clone(),
         })
@@ -95,6 +126,7 @@ impl RunningLab {
         };
         Ok(RunningLab {
             emulator: None,
+            switcher: None,
             lab: Lab::create(&options)?,
             spec: LinkSpec::default(),
         })
@@ -103,6 +135,11 @@ impl RunningLab {
     /// Whether packets cross the emulator (false for a direct veth lab).
     pub fn emulated(&self) -> bool {
         self.emulator.is_some()
+    }
+
+    /// Stops carrying out network switches and returns those made (empty without a schedule).
+    pub fn stop_switches(&mut self) -> Vec<AppliedSwitch> {
+        self.switcher.take().map(Switcher::stop).unwrap_or_default()
     }
 
     /// Stops the emulator and returns its fidelity report; the lab (namespaces) stays until dropped.

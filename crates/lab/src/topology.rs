@@ -35,6 +35,22 @@ pub const SERVER_V4: Ipv4Addr = Ipv4Addr::new(100, 64, 0, 2);
 pub const CLIENT_V6: Ipv6Addr = Ipv6Addr::new(0xfd00, 0x71ab, 0, 0, 0, 0, 0, 1);
 pub const SERVER_V6: Ipv6Addr = Ipv6Addr::new(0xfd00, 0x71ab, 0, 0, 0, 0, 0, 2);
 
+/// The most address epochs (networks after the first) a lab gives its client.
+pub const MAX_SWITCH_EPOCHS: usize = 200;
+
+/// The client's addresses in network-switch epoch `k` (0: the lab's usual ones; then
+/// 100.64.0.(16+k) and fd00:71ab::1:k, which nothing else in a lab uses).
+pub fn client_addresses(epoch: usize) -> (Ipv4Addr, Ipv6Addr) {
+    if epoch == 0 {
+        return (CLIENT_V4, CLIENT_V6);
+    }
+    let k = epoch.min(MAX_SWITCH_EPOCHS) as u16;
+    (
+        Ipv4Addr::new(100, 64, 0, 16 + k as u8),
+        Ipv6Addr::new(0xfd00, 0x71ab, 0, 0, 0, 0, 1, k),
+    )
+}
+
 /// Which end of the link.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -188,6 +204,9 @@ impl Lab {
                 };
                 // Every lab is fresh: no cached ssthresh/RTT from an earlier connection.
                 netns::write_sysctl("net.ipv4.tcp_no_metrics_save", "1")?;
+                // A network switch adds the new address beside the old one (same /24) and then
+                // removes the old: without this the kernel would remove the new one with it.
+                netns::write_sysctl("net.ipv4.conf.all.promote_secondaries", "1")?;
                 if opts.direct_veth {
                     return Ok((None, default_cc));
                 }
@@ -245,6 +264,18 @@ impl Lab {
             }
         }
         Ok(())
+    }
+
+    /// Moves the client from the addresses of epoch `from` to those of `to` (a network switch):
+    /// adds the new ones, then removes the old. The emulator's gate already drops the old
+    /// addresses' packets; removing them makes the namespace agree and new sockets use the new
+    /// source.
+    pub fn switch_client_addresses(&self, from: usize, to: usize) -> Result<()> {
+        if to > MAX_SWITCH_EPOCHS {
+            bail!("a lab gives its client at most {MAX_SWITCH_EPOCHS} network switches");
+        }
+        let ns = &self.record.lock().unwrap().namespaces[0];
+        switch_addresses(ns, from, to)
     }
 
     pub fn namespace(&self, side: Side) -> &NetNs {
@@ -397,6 +428,21 @@ impl Drop for Lab {
 }
 
 /// Brings up `lo` and `ql0` in a namespace and gives `ql0` its addresses (one `ip` process).
+/// The `ip` commands of a switch in namespace `ns` (see [`Lab::switch_client_addresses`]).
+pub(crate) fn switch_addresses(ns: &str, from: usize, to: usize) -> Result<()> {
+    let (old4, old6) = client_addresses(from);
+    let (new4, new6) = client_addresses(to);
+    netns::run_ip_batch(
+        ns,
+        &[
+            format!("addr add {new4}/24 dev {TUN_NAME}"),
+            format!("addr add {new6}/64 dev {TUN_NAME} nodad"),
+            format!("addr del {old4}/24 dev {TUN_NAME}"),
+            format!("addr del {old6}/64 dev {TUN_NAME}"),
+        ],
+    )
+}
+
 fn configure_addresses(ns: &str, v4: Ipv4Addr, v6: Ipv6Addr) -> Result<()> {
     netns::run_ip_batch(
         ns,

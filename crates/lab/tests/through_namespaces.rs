@@ -243,3 +243,104 @@ fn a_direct_veth_lab_connects_the_namespaces_without_an_emulator() {
         "left behind: {names:?}"
     );
 }
+
+/// The client's addresses on its TUN device, as `ip` lists them.
+fn client_addresses_listed(lab: &RunningLab) -> String {
+    let out = std::process::Command::new("ip")
+        .args([
+            "-n",
+            lab.lab.namespace(Side::Client).name(),
+            "-o",
+            "addr",
+            "show",
+            "dev",
+        ])
+        .arg("ql0")
+        .output()
+        .expect("ip runs");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn a_network_switch_moves_the_client_address_and_the_old_one_stops_crossing() {
+    if !root_or_skip("switch") {
+        return;
+    }
+    use std::net::{IpAddr, SocketAddr};
+    let mut options = quiclab_link::LinkOptions::default();
+    options.set("switch", "wifi@0s,lte@1500ms").unwrap();
+    let spec = options.to_spec().unwrap();
+    let mut lab = start(&spec);
+    let (old4, _) = quiclab_lab::topology::client_addresses(0);
+    let (new4, new6) = quiclab_lab::topology::client_addresses(1);
+    assert_eq!(new4.to_string(), "100.64.0.17");
+    let server_addr = SocketAddr::new(IpAddr::V4(lab.lab.address_v4(Side::Server)), 9);
+    let server = probe::udp_in(&lab.lab, Side::Server, server_addr).unwrap();
+    server
+        .set_read_timeout(Some(Duration::from_millis(1500)))
+        .unwrap();
+    let listed = client_addresses_listed(&lab);
+    assert!(listed.contains("100.64.0.1/24"), "{listed}");
+    // Before the switch: the client's packets come from its first address.
+    let before = probe::udp_in(&lab.lab, Side::Client, SocketAddr::new(old4.into(), 0)).unwrap();
+    before.send_to(b"before", server_addr).unwrap();
+    let mut buf = [0u8; 64];
+    let (n, from) = server
+        .recv_from(&mut buf)
+        .expect("the packet before the switch arrives");
+    assert_eq!(&buf[..n], b"before");
+    assert_eq!(from.ip(), IpAddr::V4(old4));
+    let client_old = from;
+    // After the switch (1.5 s; the switcher needs a few ms more): the new addresses only.
+    while lab.clock() < 2_000_000_000 {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let listed = client_addresses_listed(&lab);
+    assert!(listed.contains("100.64.0.17/24"), "{listed}");
+    assert!(listed.contains(&format!("{new6}/64")), "{listed}");
+    assert!(
+        !listed.contains("100.64.0.1/24"),
+        "old IPv4 address still there: {listed}"
+    );
+    assert!(
+        !listed.contains("fd00:71ab::1/64"),
+        "old IPv6 address still there: {listed}"
+    );
+    // The server answering the old address reaches nobody: the emulator drops it (a switch).
+    for _ in 0..3 {
+        server.send_to(b"to the old address", client_old).unwrap();
+    }
+    // A new socket of the client sends from the new address, and it crosses.
+    let after = probe::udp_in(
+        &lab.lab,
+        Side::Client,
+        SocketAddr::new(IpAddr::V4("0.0.0.0".parse().unwrap()), 0),
+    )
+    .unwrap();
+    after.send_to(b"after", server_addr).unwrap();
+    let (n, from) = server
+        .recv_from(&mut buf)
+        .expect("the packet after the switch arrives");
+    assert_eq!(&buf[..n], b"after");
+    assert_eq!(from.ip(), IpAddr::V4(new4));
+    std::thread::sleep(Duration::from_millis(200));
+    let switches = lab.stop_switches();
+    let f = lab.stop_emulator().unwrap();
+    assert_eq!(switches.len(), 1);
+    let s = &switches[0];
+    assert_eq!(
+        (s.from.as_str(), s.to.as_str(), s.epoch),
+        ("wifi", "lte", 1)
+    );
+    assert!(s.error.is_none(), "{:?}", s.error);
+    assert!(
+        s.applied_s >= 1.5 && s.applied_s < 1.9,
+        "switch applied at {} s",
+        s.applied_s
+    );
+    assert!(
+        f.downlink.dropped_stale_address_packets >= 3,
+        "stale drops: {}",
+        f.downlink.dropped_stale_address_packets
+    );
+}

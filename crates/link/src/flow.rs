@@ -46,6 +46,30 @@ impl FlowKey {
         }
     }
 
+    /// The source and destination addresses of an IP packet (starting at its IP header), any
+    /// transport.
+    pub fn addresses_of_packet(packet: &[u8]) -> Option<(IpAddr, IpAddr)> {
+        match packet.first()? >> 4 {
+            4 if packet.len() >= 20 => {
+                let src: [u8; 4] = packet[12..16].try_into().ok()?;
+                let dst: [u8; 4] = packet[16..20].try_into().ok()?;
+                Some((
+                    IpAddr::V4(Ipv4Addr::from(src)),
+                    IpAddr::V4(Ipv4Addr::from(dst)),
+                ))
+            }
+            6 if packet.len() >= 40 => {
+                let src: [u8; 16] = packet[8..24].try_into().ok()?;
+                let dst: [u8; 16] = packet[24..40].try_into().ok()?;
+                Some((
+                    IpAddr::V6(Ipv6Addr::from(src)),
+                    IpAddr::V6(Ipv6Addr::from(dst)),
+                ))
+            }
+            _ => None,
+        }
+    }
+
     /// The key of an IP packet (starting at its IP header), or None when it is not a TCP or UDP
     /// packet this parser reads (see the module's documentation).
     pub fn of_packet(packet: &[u8]) -> Option<FlowKey> {

@@ -45,6 +45,7 @@ pub mod options;
 pub mod profile;
 pub mod spec;
 pub mod stats;
+pub mod switch;
 pub mod trace;
 pub mod units;
 

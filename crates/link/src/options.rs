@@ -123,6 +123,10 @@ pub struct LinkOptions {
     pub queue: Option<QueueLimit>,
     pub up_queue: Option<QueueLimit>,
     pub down_queue: Option<QueueLimit>,
+    /// Network switch schedule (`wifi@0s,lte@60s,…` or a named one): see [`crate::switch`].
+    pub switch: Option<String>,
+    /// Outage after each switch (default 0).
+    pub switch_gap: Option<Nanos>,
     /// Seed of the random-loss processes.
     pub seed: u64,
     /// `None`: [`DEFAULT_TUN_COMPENSATION`].
@@ -154,6 +158,8 @@ impl Default for LinkOptions {
             queue: None,
             up_queue: None,
             down_queue: None,
+            switch: None,
+            switch_gap: None,
             seed: 1,
             tun_compensation: None,
             realtime: true,
@@ -201,6 +207,14 @@ impl LinkOptions {
             "queue" => self.queue = Some(queue(value)?),
             "up-queue" => self.up_queue = Some(queue(value)?),
             "down-queue" => self.down_queue = Some(queue(value)?),
+            // Not in LINK_KEYS yet: scenarios refuse `switch` until the workloads can answer a
+            // switch (reconnect, migrate); `quiclab shell --switch` sets them.
+            "switch" => {
+                // Checked now, so that a bad schedule is refused where it was written.
+                crate::switch::SwitchSchedule::parse(value, 0).map_err(|e| e.to_string())?;
+                self.switch = Some(value.to_string())
+            }
+            "switch-gap" => self.switch_gap = Some(dur(value)?),
             "seed" => {
                 self.seed = value
                     .parse()
@@ -219,6 +233,14 @@ impl LinkOptions {
     /// Builds the link, applying per-direction overrides over the shared options. Errors name the
     /// flag (`--up-rate`, …) the user actually typed.
     pub fn to_spec(&self) -> Result<LinkSpec, String> {
+        if let Some(text) = &self.switch {
+            return self.switch_spec(text);
+        }
+        if self.switch_gap.is_some() {
+            return Err(
+                "--switch-gap is the outage after each network switch: it needs --switch".into(),
+            );
+        }
         if self.delay.is_some() && self.rtt.is_some() {
             return Err(
                 "--delay and --rtt are alternatives (--rtt 50ms = --delay 25ms): give one".into(),
@@ -280,6 +302,55 @@ impl LinkOptions {
             uplink,
             downlink,
             seed: self.seed,
+            switch: None,
+            tun_compensation: self.tun_compensation.unwrap_or(DEFAULT_TUN_COMPENSATION),
+        })
+    }
+
+    /// A link that follows a switch schedule: each network's rate and delay both ways, the
+    /// queue and any extra random loss as given.
+    fn switch_spec(&self, text: &str) -> Result<LinkSpec, String> {
+        let schedule = crate::switch::SwitchSchedule::parse(text, self.switch_gap.unwrap_or(0))
+            .map_err(|e| format!("--switch: {e}"))?;
+        let mut given: Vec<&str> = Vec::new();
+        for (name, choice) in [("", &self.shared), ("up-", &self.up), ("down-", &self.down)] {
+            if choice.given() > 0 {
+                given.push(match name {
+                    "up-" => "--up-rate/--up-trace/--up-profile",
+                    "down-" => "--down-rate/--down-trace/--down-profile",
+                    _ => "--rate/--trace/--profile",
+                });
+            }
+        }
+        for (flag, set) in [
+            ("--delay", self.delay.is_some()),
+            ("--rtt", self.rtt.is_some()),
+            ("--up-delay", self.up_delay.is_some()),
+            ("--down-delay", self.down_delay.is_some()),
+        ] {
+            if set {
+                given.push(flag);
+            }
+        }
+        if !given.is_empty() {
+            return Err(format!(
+                "--switch sets each network's rate and delay (seed 004's presets); drop {}",
+                given.join(", ")
+            ));
+        }
+        let profile = Arc::new(schedule.profile());
+        let direction = |loss: Option<LossSpec>, queue: Option<QueueLimit>| DirectionSpec {
+            rate: RateSpec::Profile(profile.clone()),
+            rate_label: format!("switch {}", schedule.text),
+            delay: 0,
+            loss: loss.unwrap_or(LossSpec::None),
+            queue: queue.unwrap_or(QueueLimit::Bdp(1.0)),
+        };
+        Ok(LinkSpec {
+            uplink: direction(self.up_loss.or(self.loss), self.up_queue.or(self.queue)),
+            downlink: direction(self.down_loss.or(self.loss), self.down_queue.or(self.queue)),
+            seed: self.seed,
+            switch: Some(schedule),
             tun_compensation: self.tun_compensation.unwrap_or(DEFAULT_TUN_COMPENSATION),
         })
     }
@@ -393,6 +464,53 @@ mod tests {
         assert_eq!(s.uplink.queue, QueueLimit::Packets(20));
         assert_eq!(s.downlink.queue, QueueLimit::Bdp(1.0));
     }
+
+    #[test]
+    fn a_switch_schedule_drives_both_directions_and_refuses_other_rates() {
+        let s = spec(&[
+            ("switch", "arisu2019-lte"),
+            ("switch-gap", "1s"),
+            ("queue", "64kB"),
+        ])
+        .unwrap();
+        let sched = s.switch.as_ref().unwrap();
+        assert_eq!(sched.switches().len(), 6);
+        assert_eq!(sched.gap, crate::NANOS_PER_SEC);
+        for d in [&s.uplink, &s.downlink] {
+            assert!(
+                d.rate_label.starts_with("switch wifi@0s,lte@60s"),
+                "{}",
+                d.rate_label
+            );
+            let RateSpec::Profile(p) = &d.rate else {
+                panic!("not a profile")
+            };
+            // WiFi first, LTE from 61 s (after the 1 s outage).
+            assert_eq!(p.step_at(0).rate_bps, Some(5_900_000));
+            assert_eq!(p.step_at(60_500 * NANOS_PER_MS_T).loss, 1.0);
+            assert_eq!(p.step_at(61_000 * NANOS_PER_MS_T).rate_bps, Some(5_400_000));
+            assert_eq!(d.queue, QueueLimit::Bytes(64_000));
+        }
+        let e = spec(&[
+            ("switch", "wifi@0s,lte@60s"),
+            ("rate", "10mbit"),
+            ("rtt", "50ms"),
+        ])
+        .unwrap_err();
+        assert!(
+            e.contains("--switch sets") && e.contains("--rate") && e.contains("--rtt"),
+            "{e}"
+        );
+        let e = spec(&[("switch", "wifi@0s,lte@30s,wifi@10s")]).unwrap_err();
+        assert!(
+            e.starts_with("--switch:") && e.contains("times must increase"),
+            "{e}"
+        );
+        let e = spec(&[("switch-gap", "1s"), ("rate", "1mbit"), ("rtt", "10ms")]).unwrap_err();
+        assert!(e.contains("needs --switch"), "{e}");
+    }
+
+    const NANOS_PER_MS_T: u64 = crate::NANOS_PER_MS;
 
     #[test]
     fn a_direction_profile_replaces_the_shared_rate() {

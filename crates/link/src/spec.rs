@@ -138,6 +138,9 @@ pub struct LinkSpec {
     pub uplink: DirectionSpec,
     pub downlink: DirectionSpec,
     pub seed: u64,
+    /// Network switches (`--switch`): both directions then follow the schedule's profile, and
+    /// the emulator passes only the current network's client address.
+    pub switch: Option<crate::switch::SwitchSchedule>,
     /// Subtracted from each direction's delay to cancel the latency the TUN path itself adds
     /// (measured by `quiclab bench link`; see docs/link.md).
     pub tun_compensation: Nanos,

@@ -80,7 +80,7 @@ pub fn queue_series(run_key: &str, log: &str, delay_us: f64) -> Vec<Series> {
         };
         match f[2] {
             "+" => changes.extend(last_arrival.replace((t_us / 1e6, bytes))),
-            "d" | "l" => last_arrival = None,
+            "d" | "l" | "x" => last_arrival = None,
             "-" => {
                 if let Some(one_way) = f.get(4).and_then(|v| v.parse::<f64>().ok()) {
                     let queued_us = (one_way - delay_us).max(0.0);
