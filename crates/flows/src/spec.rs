@@ -97,30 +97,13 @@ impl FlowMix {
 
     /// Parses `h3:gquic-cubic + h1:cubic` (flows joined by `+`).
     pub fn parse_joined(s: &str) -> Result<FlowMix, SpecError> {
-        let parts: Vec<&str> = s
-            .split('+')
-            .map(str::trim)
-            .filter(|p| !p.is_empty())
-            .collect();
-        FlowMix::parse(&parts)
+        FlowMix::parse(&quiclab_proto::mix::split_joined(s))
     }
 
     /// The contender label: runs of equal flows as `LABELxN`, joined by `+` (`h3+h1`,
     /// `h3x2+h1x2`, `h3:gquic-cubic+h1`).
     pub fn label(&self) -> String {
-        let mut parts: Vec<(String, usize)> = Vec::new();
-        for f in &self.flows {
-            let l = f.label();
-            match parts.last_mut() {
-                Some((last, n)) if *last == l => *n += 1,
-                _ => parts.push((l, 1)),
-            }
-        }
-        parts
-            .into_iter()
-            .map(|(l, n)| if n == 1 { l } else { format!("{l}x{n}") })
-            .collect::<Vec<_>>()
-            .join("+")
+        quiclab_proto::mix::label(self.flows.iter().map(|m| m.label()))
     }
 }
 

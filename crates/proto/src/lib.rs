@@ -22,6 +22,7 @@
 
 pub mod error;
 pub mod gquic_cubic;
+pub mod mix;
 pub mod options;
 pub mod range;
 pub mod sockopt;

@@ -82,30 +82,13 @@ impl PlayerMix {
 
     /// `h1 + h3` (players joined by `+`).
     pub fn parse_joined(s: &str) -> Result<PlayerMix, String> {
-        let parts: Vec<&str> = s
-            .split('+')
-            .map(str::trim)
-            .filter(|p| !p.is_empty())
-            .collect();
-        PlayerMix::parse(&parts)
+        PlayerMix::parse(&quiclab_proto::mix::split_joined(s))
     }
 
     /// The contender label: runs of equal players as `LABELxN`, joined by `+` (`h1`, `h1/4`,
     /// `h1+h3`, `h3x2`).
     pub fn label(&self) -> String {
-        let mut parts: Vec<(String, usize)> = Vec::new();
-        for p in &self.players {
-            let l = p.label();
-            match parts.last_mut() {
-                Some((last, n)) if *last == l => *n += 1,
-                _ => parts.push((l, 1)),
-            }
-        }
-        parts
-            .into_iter()
-            .map(|(l, n)| if n == 1 { l } else { format!("{l}x{n}") })
-            .collect::<Vec<_>>()
-            .join("+")
+        quiclab_proto::mix::label(self.players.iter().map(|m| m.label()))
     }
 }
 

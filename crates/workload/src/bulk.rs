@@ -226,22 +226,17 @@ impl Workload for BulkRun {
             timeout_ms: timeout.as_millis() as u64,
             stack: self.stack,
         });
-        let client = harness::run_client::<FetchChildReport>(
-            lab,
+        let end = harness::run_client_to_end::<FetchChildReport>(
+            running,
             &work,
             "fetch",
             &fetch,
             timeout,
             Duration::from_secs(5),
-        );
-        let server_cpu =
-            quiclab_lab::process::process_cpu_seconds(server_pid as i32).unwrap_or(f64::NAN);
-        let fidelity = if running.emulated() {
-            Some(running.stop_emulator()?)
-        } else {
-            None
-        };
-        let client = client?;
+            server_pid,
+        )?;
+        let (server_cpu, fidelity) = (end.server_cpu_s, end.fidelity);
+        let client = end.client?;
         let Some(req) = client.report.requests.first() else {
             return Err(RunError::Failed("the fetch's report has no request".into()));
         };

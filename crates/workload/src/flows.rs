@@ -409,22 +409,17 @@ impl Workload for FlowsRun {
             flows,
             timeout_ms: limit.as_millis() as u64,
         });
-        let client = harness::run_client::<FlowsClientReport>(
-            lab,
+        let end = harness::run_client_to_end::<FlowsClientReport>(
+            running,
             &work,
             "flows",
             &config,
             limit,
             Duration::from_secs(10),
-        );
-        let server_cpu =
-            quiclab_lab::process::process_cpu_seconds(server_pid as i32).unwrap_or(f64::NAN);
-        let fidelity = if running.emulated() {
-            Some(running.stop_emulator()?)
-        } else {
-            None
-        };
-        let client = client?;
+            server_pid,
+        )?;
+        let (server_cpu, fidelity) = (end.server_cpu_s, end.fidelity);
+        let client = end.client?;
         let cwnd_csv = work
             .is_kept()
             .then(|| std::fs::read_to_string(work.join("cwnd.csv")).ok())

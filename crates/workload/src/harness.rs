@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use quiclab_lab::{Lab, LinkSpec, RunningLab, Side};
+use quiclab_lab::{FidelityReport, Lab, LinkSpec, RunningLab, Side};
 use quiclab_link::LinkOptions;
 use quiclab_stacks::tls::LabCertificate;
 use serde::de::DeserializeOwned;
@@ -215,6 +215,41 @@ pub fn start_server(lab: &Lab, work: &WorkDir, config: ServeConfig) -> Result<u3
         std::thread::sleep(Duration::from_millis(5));
     }
     Ok(pid)
+}
+
+/// What a measured exchange leaves once its client child has ended: the client's report (or why
+/// it failed), the server's CPU time and the emulator's fidelity report (None without one).
+pub struct ClientEnd<R> {
+    pub client: Result<R, RunError>,
+    pub server_cpu_s: f64,
+    pub fidelity: Option<FidelityReport>,
+}
+
+/// Runs the client child as [`run_client`] does, then reads the server's CPU time and stops the
+/// emulator — in that order, so that neither includes the other's teardown. The client's failure
+/// is returned in [`ClientEnd::client`] after the emulator stopped, so its fidelity is kept.
+pub fn run_client_to_end<R: DeserializeOwned>(
+    running: &mut RunningLab,
+    work: &WorkDir,
+    name: &str,
+    config: &ChildConfig,
+    limit: Duration,
+    grace: Duration,
+    server_pid: u32,
+) -> Result<ClientEnd<R>, RunError> {
+    let client = run_client::<R>(&running.lab, work, name, config, limit, grace);
+    let server_cpu_s =
+        quiclab_lab::process::process_cpu_seconds(server_pid as i32).unwrap_or(f64::NAN);
+    let fidelity = if running.emulated() {
+        Some(running.stop_emulator()?)
+    } else {
+        None
+    };
+    Ok(ClientEnd {
+        client,
+        server_cpu_s,
+        fidelity,
+    })
 }
 
 /// Runs a client child (`config`) in the client namespace: it writes `name.json` (its report) and

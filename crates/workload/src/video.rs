@@ -375,22 +375,17 @@ impl Workload for VideoRun {
                 .collect(),
             timeout_ms: limit.as_millis() as u64,
         });
-        let client = harness::run_client::<VideoClientReport>(
-            lab,
+        let end = harness::run_client_to_end::<VideoClientReport>(
+            running,
             &work,
             "video",
             &config,
             limit,
             Duration::from_secs(10),
-        );
-        let server_cpu =
-            quiclab_lab::process::process_cpu_seconds(server_pid as i32).unwrap_or(f64::NAN);
-        let fidelity = if running.emulated() {
-            Some(running.stop_emulator()?)
-        } else {
-            None
-        };
-        let client = client?;
+            server_pid,
+        )?;
+        let (server_cpu, fidelity) = (end.server_cpu_s, end.fidelity);
+        let client = end.client?;
         if work.is_kept() {
             let _ = std::fs::write(
                 work.join("segments.json"),
