@@ -114,6 +114,53 @@ pub struct LinkArgs {
     pub tcp_cc: String,
 }
 
+/// Network switches (`quiclab shell`, `quiclab bulk`): the link follows a schedule of seed 004's
+/// networks and the client's address changes at each switch (docs/link.md).
+#[derive(Args, Debug, Clone, Default)]
+#[command(next_help_heading = "Network switches")]
+pub struct SwitchArgs {
+    /// The client moves between seed 004's networks (wifi, lte, 3g) at the given times, e.g.
+    /// wifi@0s,lte@60s,wifi@180s, or arisu2019-lte / arisu2019-3g (Table 3). Each network's rate
+    /// and delay apply both ways; at each switch the client gets a new address and packets of the
+    /// old one stop crossing. Replaces --rate/--rtt/--profile
+    #[arg(long, value_name = "SCHEDULE")]
+    pub switch: Option<String>,
+    /// Outage after each switch: nothing crosses for this long
+    #[arg(long, value_name = "DURATION", requires = "switch", value_parser = duration)]
+    pub switch_gap: Option<Nanos>,
+}
+
+impl SwitchArgs {
+    /// The link options with the schedule set.
+    pub fn apply(&self, mut options: LinkOptions) -> LinkOptions {
+        options.switch = self.switch.clone();
+        options.switch_gap = self.switch_gap;
+        options
+    }
+}
+
+/// How a workload's client answers network switches.
+#[derive(Args, Debug, Clone)]
+#[command(next_help_heading = "Network switches")]
+pub struct OnSwitchArgs {
+    /// reconnect (after --switch-timeout without a byte, a new connection from the new address:
+    /// the seed's behaviour), reconnect-0rtt (the same with TLS 1.3 resumption / QUIC 0-RTT) or
+    /// migrate (h3: QUIC connection migration to the new address)
+    #[arg(
+        long,
+        value_name = "BEHAVIOUR",
+        default_value = "reconnect",
+        requires = "switch"
+    )]
+    pub on_switch: quiclab_stacks::switching::OnSwitch,
+    /// No byte for this long and the connection is taken as lost (the seed's player: 5 s)
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = std_duration)]
+    pub switch_timeout: Duration,
+    /// migrate: the time the client takes to notice the switch before it rebinds
+    #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = std_duration)]
+    pub migrate_delay: Duration,
+}
+
 impl LinkArgs {
     /// The options as plain values (what scenarios set by key).
     pub fn options(&self) -> LinkOptions {

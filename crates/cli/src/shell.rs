@@ -15,17 +15,8 @@ pub struct ShellArgs {
     #[command(flatten)]
     pub link: LinkArgs,
 
-    /// Network switches: the client moves between seed 004's networks (wifi, lte, 3g) at the given
-    /// times, e.g. wifi@0s,lte@60s,wifi@180s, or arisu2019-lte / arisu2019-3g (Table 3). Each
-    /// network's rate and delay apply both ways; at each switch the client gets a new address and
-    /// packets of the old one stop crossing. Replaces --rate/--rtt/--profile
-    #[arg(long, value_name = "SCHEDULE")]
-    pub switch: Option<String>,
-
-    /// Outage after each switch: nothing crosses for this long
-    #[arg(long, value_name = "DURATION", requires = "switch",
-          value_parser = crate::link_args::duration)]
-    pub switch_gap: Option<u64>,
+    #[command(flatten)]
+    pub switch: crate::link_args::SwitchArgs,
 
     /// Shell command to run in the server namespace (started first, stopped after CMD ends)
     #[arg(long, value_name = "CMD")]
@@ -54,9 +45,7 @@ pub struct ShellArgs {
 }
 
 pub fn run(args: ShellArgs) -> Result<i32> {
-    let mut options = args.link.options();
-    options.switch = args.switch.clone();
-    options.switch_gap = args.switch_gap;
+    let options = args.switch.apply(args.link.options());
     let spec = options.to_spec().map_err(anyhow::Error::msg)?;
     let mut running = quiclab_lab::RunningLab::start_for(&options, &spec, args.log.clone())?;
     let lab = &running.lab;

@@ -228,10 +228,18 @@ pub struct BulkArgs {
     /// Bytes to download, e.g. 10MB, 500kB, 1MiB
     #[arg(long, default_value = "10MB", value_parser = quiclab_runner::prepare::parse_size)]
     pub size: u64,
-    #[arg(long)]
+    #[arg(long, conflicts_with = "switch")]
     pub resume: bool,
-    #[arg(long = "0rtt")]
+    #[arg(long = "0rtt", conflicts_with = "switch")]
     pub zero_rtt: bool,
+    /// Give up on the download after this long (default: 30 s + 4 × the transfer at the link's
+    /// mean rate); the run then fails with what it received
+    #[arg(long, value_parser = crate::link_args::std_duration, value_name = "DURATION")]
+    pub timeout: Option<Duration>,
+    #[command(flatten)]
+    pub switch: crate::link_args::SwitchArgs,
+    #[command(flatten)]
+    pub on_switch: crate::link_args::OnSwitchArgs,
     /// Congestion control of the protocol used (TCP: cubic|reno|bbr; QUIC: cubic|newreno|bbr|gquic-cubic)
     #[arg(long, default_value = "cubic")]
     pub cc: String,
@@ -269,17 +277,58 @@ pub fn bulk(args: BulkArgs) -> Result<i32> {
         stack,
         ipv6: args.ipv6,
         qlog: true,
+        timeout: args.timeout,
+        switching: quiclab_workload::bulk::SwitchBehaviour {
+            on_switch: args.on_switch.on_switch,
+            stall_timeout: args.on_switch.switch_timeout,
+            migrate_delay: args.on_switch.migrate_delay,
+        },
         ..BulkRun::new(args.proto, args.size)
     };
-    run.validate().map_err(|e| anyhow::anyhow!("--0rtt: {e}"))?;
-    let options = args.link.options();
-    let spec = args.link.to_spec()?;
+    run.validate().map_err(|e| {
+        let flag = if e.contains("migrate") {
+            "--on-switch"
+        } else {
+            "--0rtt"
+        };
+        anyhow::anyhow!("{flag}: {e}")
+    })?;
+    let options = args.switch.apply(args.link.options());
+    let spec = options.to_spec().map_err(anyhow::Error::msg)?;
     let mut running = quiclab_workload::harness::start_lab(&options, &spec, args.keep.as_deref())?;
     let out = run.run(&mut running, args.keep.as_deref())?;
     drop(running);
     let r = &out.result;
     if args.json {
         println!("{}", serde_json::to_string_pretty(r)?);
+    } else if let Some(switches) = &r.switches {
+        println!(
+            "{} {} of {} bytes across {} switch(es) ({}): total {:.1} ms, goodput {:.3} Mbit/s, {} connection(s)",
+            run.proto,
+            r.bytes,
+            run.size,
+            switches.len(),
+            r.on_switch.as_deref().unwrap_or("-"),
+            r.total_ms,
+            r.goodput_mbps,
+            r.connections.as_ref().map_or(0, |c| c.len())
+        );
+        let s = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x:.3} s"));
+        for sw in switches {
+            println!(
+                "  {:>8.3} s {} → {}: interruption {}, recovery {}, {} new connection(s){}",
+                sw.at_s,
+                sw.from,
+                sw.to,
+                s(sw.interruption_s),
+                s(sw.recovery_s),
+                sw.connections_opened,
+                if sw.migrated { ", migrated" } else { "" }
+            );
+        }
+        if let Some(e) = &r.error {
+            println!("  failed: {e}");
+        }
     } else {
         println!(
             "{} {} bytes over {} (TLS {}{}{}): connect {} ms, handshake {:.1} ms, ttfb {:.1} ms, total {:.1} ms, goodput {:.3} Mbit/s{}, loss ratio {:.4}",
@@ -299,5 +348,9 @@ pub fn bulk(args: BulkArgs) -> Result<i32> {
             r.loss_ratio.unwrap_or(f64::NAN)
         );
     }
-    Ok(if r.verified == Some(false) { 1 } else { 0 })
+    Ok(if r.verified == Some(false) || r.error.is_some() {
+        1
+    } else {
+        0
+    })
 }

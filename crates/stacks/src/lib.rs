@@ -3,7 +3,8 @@
 //! (quinn + h3). The server (`quiclab serve`) serves a directory and synthetic `/bytes/<N>`
 //! resources; the client (`quiclab fetch`) records per-connection and per-request timings; the
 //! page loader (`page_load`) loads a web page as a browser would, driven by `quiclab-page`'s plan; the video client (`video`) drives `quiclab-video`'s player
-//! with real segment downloads (`/video/<content>/<rep>/<n>`, with Range).
+//! with real segment downloads (`/video/<content>/<rep>/<n>`, with Range); `switching` downloads
+//! across network switches (reconnect, 0-RTT reconnect, QUIC migration).
 //! The sans-IO pieces (options, ranges, the gQUIC CUBIC controller, TCP_INFO decoding) live in
 //! `quiclab-proto`.
 
@@ -13,6 +14,7 @@ pub mod flow;
 pub mod gquic;
 pub mod page_load;
 pub mod server;
+pub mod switching;
 pub mod tls;
 pub mod video;
 

@@ -11,9 +11,13 @@ use quiclab_link::spec::LinkDescription;
 use quiclab_proto::options::{Protocol, StackOptions};
 use serde::Serialize;
 
-use crate::child::{ChildConfig, FetchChildReport, FetchConfig};
+use crate::child::{
+    ChildConfig, FetchChildReport, FetchConfig, SwitchFetchConfig, SwitchFetchReport,
+};
 use crate::harness::{self, RunError, WorkDir};
+use crate::switch::SwitchOutcome;
 use crate::{Outcome, Workload, WorkloadResult};
+use quiclab_stacks::switching::OnSwitch;
 
 /// One bulk transfer's parameters.
 #[derive(Debug, Clone)]
@@ -28,6 +32,28 @@ pub struct BulkRun {
     pub qlog: bool,
     /// Give up on the transfer after this long (None: [`default_timeout`]).
     pub timeout: Option<Duration>,
+    /// How the client answers network switches (used when the link has a switch schedule).
+    pub switching: SwitchBehaviour,
+}
+
+/// A client's answer to network switches (see `quiclab_stacks::switching`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SwitchBehaviour {
+    pub on_switch: OnSwitch,
+    /// No byte for this long: the connection is taken as lost (the seed's player: 5 s).
+    pub stall_timeout: Duration,
+    /// `migrate`: how long after the switch the client rebinds to its new address.
+    pub migrate_delay: Duration,
+}
+
+impl Default for SwitchBehaviour {
+    fn default() -> Self {
+        SwitchBehaviour {
+            on_switch: OnSwitch::Reconnect,
+            stall_timeout: Duration::from_secs(5),
+            migrate_delay: Duration::ZERO,
+        }
+    }
 }
 
 impl BulkRun {
@@ -42,6 +68,7 @@ impl BulkRun {
             ipv6: false,
             qlog: false,
             timeout: None,
+            switching: SwitchBehaviour::default(),
         }
     }
 
@@ -56,6 +83,7 @@ impl BulkRun {
         if self.size == 0 {
             return Err("the size must be more than 0 bytes".into());
         }
+        self.switching.on_switch.check(self.proto)?;
         Ok(())
     }
 }
@@ -123,7 +151,37 @@ pub struct BulkResult {
     /// `emulator` or `veth` (benchmarks without the emulator).
     pub path: String,
     pub link: LinkDescription,
+    /// With network switches: how the client answered them (`reconnect`, `reconnect-0rtt`,
+    /// `migrate`), each switch's outcome and every connection and migration.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub on_switch: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub switches: Option<Vec<SwitchOutcome>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub connections: Option<Vec<quiclab_stacks::switching::ConnectionRecord>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub migrations: Option<Vec<quiclab_stacks::switching::MigrationRecord>>,
+    /// Why a download across switches did not complete.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
     pub fidelity: Option<FidelityReport>,
+}
+
+impl BulkResult {
+    fn switch_figures(&self) -> (Option<f64>, Option<f64>, Option<f64>, Option<f64>) {
+        let Some(sw) = &self.switches else {
+            return (None, None, None, None);
+        };
+        let inter: Vec<f64> = sw.iter().filter_map(|s| s.interruption_s).collect();
+        let rec: Vec<f64> = sw.iter().filter_map(|s| s.recovery_s).collect();
+        let mean = |v: &[f64]| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
+        (
+            mean(&inter),
+            inter.iter().copied().reduce(f64::max),
+            mean(&rec),
+            self.connections.as_ref().map(|c| c.len() as f64),
+        )
+    }
 }
 
 impl WorkloadResult for BulkResult {
@@ -144,6 +202,10 @@ impl WorkloadResult for BulkResult {
         MetricDef::lower("cpu_client_s_per_gb", "Client CPU per GB", "s/GB"),
         MetricDef::lower("cpu_server_s_per_gb", "Server CPU per GB", "s/GB"),
         MetricDef::lower("cpu_emulator_s", "Emulator CPU", "s"),
+        MetricDef::lower("mean_interruption_s", "Interruption per switch (mean)", "s"),
+        MetricDef::lower("max_interruption_s", "Interruption per switch (max)", "s"),
+        MetricDef::lower("mean_recovery_s", "Recovery per switch (mean)", "s"),
+        MetricDef::lower("connections_used", "Connections used", ""),
     ];
 
     fn metric_values(&self) -> Vec<(&'static str, Option<f64>)> {
@@ -165,10 +227,17 @@ impl WorkloadResult for BulkResult {
             ("cpu_client_s_per_gb", Some(self.cpu_client_s_per_gb)),
             ("cpu_server_s_per_gb", Some(self.cpu_server_s_per_gb)),
             ("cpu_emulator_s", self.cpu_emulator_s),
+            ("mean_interruption_s", self.switch_figures().0),
+            ("max_interruption_s", self.switch_figures().1),
+            ("mean_recovery_s", self.switch_figures().2),
+            ("connections_used", self.switch_figures().3),
         ]
     }
 
     fn failure(&self) -> Option<String> {
+        if let Some(e) = &self.error {
+            return Some(e.clone());
+        }
         (self.verified == Some(false)).then(|| "the body did not match the expected bytes".into())
     }
 }
@@ -214,6 +283,10 @@ impl Workload for BulkRun {
         let timeout = self
             .timeout
             .unwrap_or_else(|| default_timeout(self.size, &spec));
+        if spec.switch.is_some() {
+            let server = SocketAddr::new(server_ip, 443);
+            return self.run_across_switches(running, work, server, server_pid, timeout);
+        }
         let fetch = ChildConfig::Fetch(FetchConfig {
             proto: self.proto,
             cert: work.join("cert.pem"),
@@ -283,6 +356,128 @@ impl Workload for BulkRun {
             }
             .into(),
             link: spec.describe(),
+            on_switch: None,
+            switches: None,
+            connections: None,
+            migrations: None,
+            error: None,
+            fidelity: fidelity.clone(),
+        };
+        Ok(Outcome { result, fidelity })
+    }
+}
+
+impl BulkRun {
+    /// The download over a link with a switch schedule: a client that lives through the
+    /// switches (`self.switching`), the outcome of each.
+    fn run_across_switches(
+        &self,
+        running: &mut RunningLab,
+        work: WorkDir,
+        server: SocketAddr,
+        server_pid: u32,
+        timeout: Duration,
+    ) -> Result<Outcome<BulkResult>, RunError> {
+        let spec = running.spec.clone();
+        let schedule = spec.switch.clone().expect("called with a schedule");
+        let epoch_ns = quiclab_stacks::cwnd::monotonic_ns().saturating_sub(running.clock());
+        let switches = schedule.switches();
+        let addresses: Vec<IpAddr> = (0..=switches.len())
+            .map(|k| {
+                let (v4, v6) = quiclab_lab::topology::client_addresses(k);
+                if self.ipv6 { v6.into() } else { v4.into() }
+            })
+            .collect();
+        let config = ChildConfig::SwitchFetch(SwitchFetchConfig {
+            proto: self.proto,
+            cert: work.join("cert.pem"),
+            server,
+            size: self.size,
+            stack: self.stack,
+            on_switch: self.switching.on_switch,
+            stall_timeout_ms: self.switching.stall_timeout.as_millis() as u64,
+            migrate_delay_ms: self.switching.migrate_delay.as_millis() as u64,
+            epoch_ns,
+            switch_at_ns: switches.iter().map(|s| s.at).collect(),
+            addresses,
+            timeout_ms: timeout.as_millis() as u64,
+        });
+        let end = harness::run_client_to_end::<SwitchFetchReport>(
+            running,
+            &work,
+            "fetch",
+            &config,
+            timeout,
+            Duration::from_secs(5),
+            server_pid,
+        )?;
+        let applied = running.stop_switches();
+        let (server_cpu, fidelity) = (end.server_cpu_s, end.fidelity);
+        let client = end.client?;
+        let r = &client.report;
+        let outcomes = crate::switch::outcomes(&schedule, &applied, r);
+        let first = r.connections.first();
+        let opened = first.map_or(0.0, |c| c.opened_s);
+        let ms_after = |t: f64| (t - opened) * 1e3;
+        let last_byte = r.progress.last().map_or(opened, |p| p.0);
+        let total_s = (last_byte - opened).max(1e-9);
+        let goodput = r.bytes as f64 * 8.0 / total_s;
+        let gb = r.bytes.max(1) as f64 / 1e9;
+        let result = BulkResult {
+            proto: self.proto.to_string(),
+            negotiated: self.proto.to_string(),
+            tls_version: "1.3".into(),
+            resumed: r.connections.iter().skip(1).any(|c| c.resumed),
+            zero_rtt: r.connections.iter().any(|c| c.zero_rtt),
+            connect_ms: None,
+            handshake_ms: first.and_then(|c| c.ready_s).map_or(f64::NAN, ms_after),
+            ttfb_ms: r.progress.first().map_or(f64::NAN, |p| ms_after(p.0)),
+            total_ms: ms_after(last_byte),
+            bytes: r.bytes,
+            verified: Some(r.verified),
+            goodput_mbps: goodput / 1e6,
+            utilization: None,
+            goodput_utilization: spec.downlink.mean_rate_bps().map(|m| goodput / m),
+            loss_ratio: fidelity
+                .as_ref()
+                .map(|f| f.downlink.model.counters.loss_ratio()),
+            cpu_client_s: client.cpu_s,
+            cpu_server_s: server_cpu,
+            cpu_client_s_per_gb: client.cpu_s / gb,
+            cpu_server_s_per_gb: server_cpu / gb,
+            cpu_emulator_s: fidelity
+                .as_ref()
+                .map(|f| f.cpu_core_fraction * f.wall_seconds),
+            congestion_control: self.stack.cc_name(self.proto).to_string(),
+            path: "emulator".into(),
+            link: spec.describe(),
+            on_switch: Some(self.switching.on_switch.to_string()),
+            switches: Some(outcomes),
+            connections: Some(r.connections.clone()),
+            migrations: Some(r.migrations.clone()),
+            error: match (&r.error, r.complete) {
+                (None, true) => None,
+                (e, _) => {
+                    // The switch it died at: the first one after the last byte.
+                    let died = switches
+                        .iter()
+                        .find(|s| s.at as f64 / 1e9 >= last_byte)
+                        .map(|s| {
+                            format!(
+                                "; no byte since the switch {} → {} at {:.1} s",
+                                s.from,
+                                s.to,
+                                s.at as f64 / 1e9
+                            )
+                        })
+                        .unwrap_or_default();
+                    Some(format!(
+                        "{}{died}",
+                        e.clone()
+                            .unwrap_or_else(|| "the download did not complete".into())
+                    ))
+                }
+            },
             fidelity: fidelity.clone(),
         };
         Ok(Outcome { result, fidelity })

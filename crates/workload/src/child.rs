@@ -30,6 +30,34 @@ pub enum ChildConfig {
     PageClient(PageClientConfig),
     FlowsClient(FlowsClientConfig),
     VideoClient(VideoClientConfig),
+    SwitchFetch(SwitchFetchConfig),
+}
+
+/// A download across network switches (see `quiclab_stacks::switching`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SwitchFetchConfig {
+    pub proto: Protocol,
+    pub cert: PathBuf,
+    pub server: SocketAddr,
+    pub size: u64,
+    pub stack: StackOptions,
+    pub on_switch: quiclab_stacks::switching::OnSwitch,
+    pub stall_timeout_ms: u64,
+    pub migrate_delay_ms: u64,
+    /// CLOCK_MONOTONIC of the emulator's 0.
+    pub epoch_ns: u64,
+    pub switch_at_ns: Vec<u64>,
+    /// The client's address in each epoch.
+    pub addresses: Vec<IpAddr>,
+    pub timeout_ms: u64,
+}
+
+/// What the switch-fetch client reports.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SwitchFetchReport {
+    #[serde(flatten)]
+    pub report: quiclab_stacks::switching::SwitchDownloadReport,
+    pub cpu_s: f64,
 }
 
 /// `quiclab serve`: h1/h2 over TLS/TCP and h3 over QUIC.
@@ -240,6 +268,12 @@ pub fn main(config_file: &Path) -> Result<i32> {
             println!("{}", serde_json::to_string(&report)?);
             Ok(0)
         }
+        // A download that never recovers reports what it received and why it stopped.
+        ChildConfig::SwitchFetch(c) => {
+            let report = switch_fetch(&c)?;
+            println!("{}", serde_json::to_string(&report)?);
+            Ok(0)
+        }
         // Likewise a player that stalls past the limit reports what it measured.
         ChildConfig::VideoClient(c) => {
             let report = video_client(&c)?;
@@ -320,6 +354,30 @@ pub fn fetch(c: &FetchConfig) -> Result<FetchChildReport> {
     let report = runtime()?.block_on(quiclab_stacks::client::fetch(&opts))?;
     let (user, system) = quiclab_lab::process::own_cpu_seconds();
     Ok(FetchChildReport {
+        report,
+        cpu_s: user + system,
+    })
+}
+
+/// One download across network switches.
+pub fn switch_fetch(c: &SwitchFetchConfig) -> Result<SwitchFetchReport> {
+    let opts = quiclab_stacks::switching::SwitchDownloadOptions {
+        cert: load_client_certificate(&c.cert)?,
+        server: c.server,
+        protocol: c.proto,
+        stack: c.stack,
+        size: c.size,
+        on_switch: c.on_switch,
+        stall_timeout: Duration::from_millis(c.stall_timeout_ms),
+        migrate_delay: Duration::from_millis(c.migrate_delay_ms),
+        epoch_ns: c.epoch_ns,
+        switch_at_ns: c.switch_at_ns.clone(),
+        addresses: c.addresses.clone(),
+        limit: Duration::from_millis(c.timeout_ms),
+    };
+    let report = runtime()?.block_on(quiclab_stacks::switching::download_across_switches(&opts));
+    let (user, system) = quiclab_lab::process::own_cpu_seconds();
+    Ok(SwitchFetchReport {
         report,
         cpu_s: user + system,
     })

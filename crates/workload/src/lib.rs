@@ -23,6 +23,7 @@ pub mod child;
 pub mod flows;
 pub mod harness;
 pub mod page;
+pub mod switch;
 pub mod video;
 
 use std::collections::BTreeMap;
@@ -385,6 +386,11 @@ mod tests {
             congestion_control: "cubic".into(),
             path: "emulator".into(),
             link: link(),
+            on_switch: None,
+            switches: None,
+            connections: None,
+            migrations: None,
+            error: None,
             fidelity: None,
         };
         assert_declared(&bulk);

@@ -1,0 +1,187 @@
+//! Network switches (`quiclab bulk --switch`): bad input fails before any lab; a QUIC download
+//! that migrates keeps its one connection across an address change and resumes within a few
+//! round trips of the new network; TCP with `reconnect` resumes after about the stall timeout on
+//! a new connection from the new address; a download that never recovers fails at its time limit
+//! naming the switch it died at. Lab tests need root and skip (saying so) without it.
+
+mod common;
+use common::*;
+
+fn json(out: &std::process::Output) -> serde_json::Value {
+    assert_success(out);
+    serde_json::from_slice(&out.stdout).expect("--json prints one JSON object")
+}
+
+fn refused(args: &[&str], must: &[&str]) {
+    let t = std::time::Instant::now();
+    let out = quiclab().arg("bulk").args(args).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    for m in must {
+        assert!(err.contains(m), "{args:?}: {err:?} lacks {m:?}");
+    }
+    assert!(t.elapsed().as_secs_f64() < 5.0, "{args:?} built a lab");
+}
+
+#[test]
+fn bad_switch_input_fails_before_any_lab_starts() {
+    refused(
+        &[
+            "--proto",
+            "h2",
+            "--switch",
+            "wifi@0s,lte@2s",
+            "--on-switch",
+            "migrate",
+        ],
+        &["--on-switch", "needs h3"],
+    );
+    refused(
+        &["--proto", "h3", "--switch", "wifi@0s,lte@20s,3g@10s"],
+        &["--switch", "times must increase", "3g@10s"],
+    );
+    refused(
+        &["--proto", "h3", "--switch", "wifi@0s,5g@2s"],
+        &["--switch", "unknown network \"5g\"", "wifi, lte, 3g"],
+    );
+    refused(
+        &[
+            "--proto",
+            "h3",
+            "--switch",
+            "wifi@0s,lte@2s",
+            "--rate",
+            "10mbit",
+        ],
+        &["--switch sets each network's rate", "--rate"],
+    );
+    refused(&["--proto", "h3", "--on-switch", "migrate"], &["--switch"]);
+    refused(
+        &[
+            "--proto",
+            "h3",
+            "--switch",
+            "wifi@0s,lte@2s",
+            "--on-switch",
+            "teleport",
+        ],
+        &["--on-switch", "reconnect-0rtt"],
+    );
+}
+
+/// The one switch of a run's `switches`.
+fn only_switch(r: &serde_json::Value) -> &serde_json::Value {
+    let sw = r["switches"].as_array().expect("switches");
+    assert_eq!(sw.len(), 1, "{r}");
+    &sw[0]
+}
+
+#[test]
+fn a_migrating_quic_download_keeps_one_connection_across_the_switch() {
+    if !root_or_skip("a_migrating_quic_download_keeps_one_connection_across_the_switch") {
+        return;
+    }
+    let out = quiclab()
+        .args(["bulk", "--proto", "h3", "--size", "6MB", "--json"])
+        .args(["--switch", "wifi@0s,lte@3s", "--on-switch", "migrate"])
+        .output()
+        .unwrap();
+    let r = json(&out);
+    assert_eq!(r["bytes"].as_u64(), Some(6_000_000), "{r}");
+    assert_eq!(r["verified"], true);
+    let sw = only_switch(&r);
+    assert_eq!(
+        (sw["to"].as_str(), sw["migrated"].as_bool()),
+        (Some("lte"), Some(true)),
+        "{sw}"
+    );
+    assert_eq!(sw["connections_opened"].as_u64(), Some(0), "{sw}");
+    // One connection, from the first address, and one migration to the second without error.
+    let conns = r["connections"].as_array().unwrap();
+    assert_eq!(conns.len(), 1, "{r}");
+    assert_eq!(conns[0]["local"], "100.64.0.1");
+    let migs = r["migrations"].as_array().unwrap();
+    assert_eq!(migs.len(), 1, "{r}");
+    assert_eq!(migs[0]["local"], "100.64.0.17");
+    assert!(migs[0]["error"].is_null(), "{r}");
+    // The server saw one connection on two paths: the bottleneck counted two UDP flows to its
+    // port 443, one from each client address.
+    let flows = r["fidelity"]["downlink"]["model"]["flows"]
+        .as_array()
+        .unwrap();
+    let server = "100.64.0.2:443";
+    let mut clients: Vec<String> = flows
+        .iter()
+        .filter(|f| f["key"]["transport"] == "udp")
+        .filter_map(|f| {
+            let (low, high) = (f["key"]["low"].as_str()?, f["key"]["high"].as_str()?);
+            let client = match (low == server, high == server) {
+                (true, _) => high,
+                (_, true) => low,
+                _ => return None,
+            };
+            Some(client.split(':').next()?.to_string())
+        })
+        .collect();
+    clients.sort();
+    assert_eq!(clients, ["100.64.0.1", "100.64.0.17"], "{flows:?}");
+    // Back within a few round trips of LTE (128 ms): path validation and the loss recovery of
+    // what was in flight to the old address take about two (docs/link.md).
+    let i = sw["interruption_s"].as_f64().unwrap();
+    assert!(i > 0.1 && i < 3.0 * 0.128 + 0.1, "interruption {i} s");
+    let stale = r["fidelity"]["downlink"]["dropped_stale_address_packets"]
+        .as_u64()
+        .unwrap();
+    assert!(stale > 0, "nothing was in flight to the old address?");
+}
+
+#[test]
+fn tcp_reconnects_after_the_stall_timeout_from_the_new_address() {
+    if !root_or_skip("tcp_reconnects_after_the_stall_timeout_from_the_new_address") {
+        return;
+    }
+    let out = quiclab()
+        .args(["bulk", "--proto", "h2", "--size", "5MB", "--json"])
+        .args(["--switch", "wifi@0s,lte@3s", "--switch-timeout", "2s"])
+        .output()
+        .unwrap();
+    let r = json(&out);
+    assert_eq!(r["on_switch"], "reconnect");
+    assert_eq!(r["bytes"].as_u64(), Some(5_000_000), "{r}");
+    assert_eq!(r["verified"], true, "the resumed body is the right bytes");
+    let sw = only_switch(&r);
+    assert_eq!(sw["migrated"], false);
+    assert_eq!(sw["connections_opened"].as_u64(), Some(1), "{sw}");
+    // Noticed after the 2 s stall timeout, then a TCP and a TLS handshake over LTE (2 RTTs).
+    let i = sw["interruption_s"].as_f64().unwrap();
+    assert!(i > 2.0 && i < 3.5, "interruption {i} s");
+    let conns = r["connections"].as_array().unwrap();
+    assert_eq!(conns.len(), 2);
+    assert_eq!(conns[1]["local"], "100.64.0.17");
+    assert!(
+        conns[1]["why"].as_str().unwrap().contains("stall timeout"),
+        "{r}"
+    );
+    assert!(
+        conns[1]["from_byte"].as_u64().unwrap() > 0,
+        "asked for the rest only"
+    );
+    assert!(sw["recovery_s"].as_f64().is_some(), "{sw}");
+}
+
+#[test]
+fn a_download_that_never_recovers_fails_at_its_limit_naming_the_switch() {
+    if !root_or_skip("a_download_that_never_recovers_fails_at_its_limit_naming_the_switch") {
+        return;
+    }
+    let out = quiclab()
+        .args(["bulk", "--proto", "h3", "--size", "5MB", "--timeout", "6s"])
+        .args(["--switch", "wifi@0s,3g@2s", "--switch-gap", "60s"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("failed:"), "{text}");
+    assert!(text.contains("time limit (6.0 s)"), "{text}");
+    assert!(text.contains("switch wifi → 3g at 2.0 s"), "{text}");
+}
