@@ -23,8 +23,9 @@ pub struct SwitchOutcome {
     pub to: String,
     /// When the lab had moved the client's addresses (s), if it did.
     pub applied_s: Option<f64>,
-    /// Last body byte before the switch → first body byte after it (None: no byte after it, or
-    /// the download had ended before it).
+    /// The longest pause in the body's arrival (as the application reads it) that ends after
+    /// the switch and starts before the next one: for a reconnect, about the stall timeout plus
+    /// the handshakes. None: no byte arrived after the switch.
     pub interruption_s: Option<f64>,
     /// Switch → the end of the first window of [`RECOVERY_WINDOW_S`] after it whose goodput
     /// reaches [`RECOVERY_SHARE`] of the target: the goodput over [`BEFORE_WINDOW_S`] before the
@@ -67,13 +68,19 @@ pub fn outcomes(
         let next = switches
             .get(i + 1)
             .map_or(f64::INFINITY, |n| n.at as f64 / 1e9);
-        let last_before = progress.iter().rev().find(|p| p.0 < at).map(|p| p.0);
-        let first_after = progress.iter().find(|p| p.0 >= at).map(|p| p.0);
-        let interruption_s = match (last_before, first_after) {
-            (Some(b), Some(a)) => Some(a - b),
-            (None, Some(a)) => Some(a - at),
-            _ => None,
-        };
+        // The longest pause in the body's arrival that ends after the switch and starts before
+        // the next one. Not simply "last byte before → first byte after": the application may
+        // still read bytes that arrived before the switch a moment after it, and the real pause
+        // then follows.
+        let mut interruption_s: Option<f64> = None;
+        let mut prev = start;
+        for &(t, _) in progress.iter().take_while(|p| p.0 < next) {
+            if t > at {
+                let gap = t - prev;
+                interruption_s = Some(interruption_s.map_or(gap, |g: f64| g.max(gap)));
+            }
+            prev = t;
+        }
         let before_from = (at - BEFORE_WINDOW_S).max(start);
         let before_bps = (at > before_from).then(|| {
             (bytes_at(progress, at) - bytes_at(progress, before_from)) as f64 * 8.0
@@ -168,6 +175,13 @@ mod tests {
         };
         let o = outcomes(&schedule, &[], &report);
         assert_eq!(o.len(), 1);
+        // Bytes read a moment after the switch (they had arrived before it) do not hide the
+        // pause that follows.
+        let mut late = report.clone();
+        late.progress.push((10.0005, late.progress[89].1));
+        late.progress.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let i = outcomes(&schedule, &[], &late)[0].interruption_s.unwrap();
+        assert!((i - 5.1995).abs() < 1e-6, "{i}");
         let o = &o[0];
         assert_eq!((o.from.as_str(), o.to.as_str()), ("wifi", "lte"));
         let i = o.interruption_s.unwrap();
