@@ -5,11 +5,6 @@
 mod common;
 use common::*;
 
-fn json(out: &std::process::Output) -> serde_json::Value {
-    assert_success(out);
-    serde_json::from_slice(&out.stdout).expect("--json prints one JSON object")
-}
-
 #[test]
 fn a_bad_flow_spec_fails_before_any_lab_starts() {
     for (flows, must) in [

@@ -7,25 +7,10 @@
 mod common;
 use common::*;
 
-fn json(out: &std::process::Output) -> serde_json::Value {
-    assert_success(out);
-    serde_json::from_slice(&out.stdout).expect("--json prints one JSON object")
-}
-
-fn refused(args: &[&str], must: &[&str]) {
-    let t = std::time::Instant::now();
-    let out = quiclab().arg("bulk").args(args).output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-    for m in must {
-        assert!(err.contains(m), "{args:?}: {err:?} lacks {m:?}");
-    }
-    assert!(t.elapsed().as_secs_f64() < 5.0, "{args:?} built a lab");
-}
-
 #[test]
 fn bad_switch_input_fails_before_any_lab_starts() {
     refused(
+        "bulk",
         &[
             "--proto",
             "h2",
@@ -37,14 +22,17 @@ fn bad_switch_input_fails_before_any_lab_starts() {
         &["--on-switch", "needs h3"],
     );
     refused(
+        "bulk",
         &["--proto", "h3", "--switch", "wifi@0s,lte@20s,3g@10s"],
         &["--switch", "times must increase", "3g@10s"],
     );
     refused(
+        "bulk",
         &["--proto", "h3", "--switch", "wifi@0s,5g@2s"],
         &["--switch", "unknown network \"5g\"", "wifi, lte, 3g"],
     );
     refused(
+        "bulk",
         &[
             "--proto",
             "h3",
@@ -55,8 +43,13 @@ fn bad_switch_input_fails_before_any_lab_starts() {
         ],
         &["--switch sets each network's rate", "--rate"],
     );
-    refused(&["--proto", "h3", "--on-switch", "migrate"], &["--switch"]);
     refused(
+        "bulk",
+        &["--proto", "h3", "--on-switch", "migrate"],
+        &["--switch"],
+    );
+    refused(
+        "bulk",
         &[
             "--proto",
             "h3",

@@ -461,7 +461,7 @@ impl BulkRun {
                     // The switch it died at: the first one after the last byte.
                     let died = switches
                         .iter()
-                        .find(|s| s.at as f64 / 1e9 >= last_byte)
+                        .find(|s| s.at as f64 / 1e9 >= last_byte - crate::switch::DIED_TOLERANCE_S)
                         .map(|s| {
                             format!(
                                 "; no byte since the switch {} → {} at {:.1} s",

@@ -11,6 +11,9 @@ use serde::Serialize;
 pub const RECOVERY_WINDOW_S: f64 = 1.0;
 /// Recovered: a window's goodput reaches this share of the target.
 pub const RECOVERY_SHARE: f64 = 0.8;
+/// Bytes read this long after a switch may still have arrived before it (s): a download whose
+/// last byte is within it stopped at that switch.
+pub const DIED_TOLERANCE_S: f64 = 0.5;
 /// The pre-switch goodput is measured over this long before the switch (s).
 pub const BEFORE_WINDOW_S: f64 = 2.0;
 
@@ -80,6 +83,11 @@ pub fn outcomes(
                 interruption_s = Some(interruption_s.map_or(gap, |g: f64| g.max(gap)));
             }
             prev = t;
+        }
+        // A download that stopped for good in this switch's time has an open pause: no
+        // interruption can be given (it did not end).
+        if !report.complete && end < next && end >= at - DIED_TOLERANCE_S {
+            interruption_s = None;
         }
         let before_from = (at - BEFORE_WINDOW_S).max(start);
         let before_bps = (at > before_from).then(|| {

@@ -51,3 +51,22 @@ pub fn assert_success(out: &std::process::Output) {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// The one JSON object a successful `--json` run printed.
+pub fn json(out: &std::process::Output) -> serde_json::Value {
+    assert_success(out);
+    serde_json::from_slice(&out.stdout).expect("--json prints one JSON object")
+}
+
+/// Runs `quiclab COMMAND ARGS` expecting a usage error (exit 2) that contains every `must`,
+/// quickly (no lab was built).
+pub fn refused(command: &str, args: &[&str], must: &[&str]) {
+    let t = std::time::Instant::now();
+    let out = quiclab().arg(command).args(args).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    for m in must {
+        assert!(err.contains(m), "{args:?}: {err:?} lacks {m:?}");
+    }
+    assert!(t.elapsed().as_secs_f64() < 5.0, "{args:?} built a lab");
+}
