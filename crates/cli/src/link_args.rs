@@ -184,8 +184,8 @@ impl LinkArgs {
             queue: self.queue,
             up_queue: self.up_queue,
             down_queue: self.down_queue,
-            // Only `quiclab shell` takes --switch for now (its own flag): the workloads' answers
-            // to a switch (reconnect, migrate) are not built yet.
+            // --switch is its own flag group (SwitchArgs), taken by the commands whose clients
+            // answer a switch (shell, bulk, video): see SwitchArgs::apply.
             switch: None,
             switch_gap: None,
             seed: self.seed,
@@ -210,6 +210,28 @@ impl LinkArgs {
         log: Option<PathBuf>,
     ) -> Result<quiclab_lab::RunningLab> {
         quiclab_lab::RunningLab::start_for(&self.options(), spec, log)
+    }
+}
+
+/// One line per network switch: its outcome as the client lived it.
+pub fn print_switch_outcomes(switches: &[quiclab_workload::switch::SwitchOutcome]) {
+    let s = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x:.3} s"));
+    for sw in switches {
+        println!(
+            "  {:>8.3} s {} → {}: interruption {}, recovery {}, {} new connection(s){}{}",
+            sw.at_s,
+            sw.from,
+            sw.to,
+            s(sw.interruption_s),
+            s(sw.recovery_s),
+            sw.connections_opened,
+            if sw.refetched_bytes > 0 {
+                format!(", {} B fetched again", sw.refetched_bytes)
+            } else {
+                String::new()
+            },
+            if sw.migrated { ", migrated" } else { "" }
+        );
     }
 }
 

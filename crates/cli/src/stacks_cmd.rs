@@ -313,19 +313,7 @@ pub fn bulk(args: BulkArgs) -> Result<i32> {
             r.goodput_mbps,
             r.connections.as_ref().map_or(0, |c| c.len())
         );
-        let s = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x:.3} s"));
-        for sw in switches {
-            println!(
-                "  {:>8.3} s {} → {}: interruption {}, recovery {}, {} new connection(s){}",
-                sw.at_s,
-                sw.from,
-                sw.to,
-                s(sw.interruption_s),
-                s(sw.recovery_s),
-                sw.connections_opened,
-                if sw.migrated { ", migrated" } else { "" }
-            );
-        }
+        crate::link_args::print_switch_outcomes(switches);
         if let Some(e) = &r.error {
             println!("  failed: {e}");
         }

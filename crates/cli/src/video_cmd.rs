@@ -64,6 +64,10 @@ pub struct VideoArgs {
     pub json: bool,
     #[command(flatten)]
     pub link: LinkArgs,
+    #[command(flatten)]
+    pub switch: crate::link_args::SwitchArgs,
+    #[command(flatten)]
+    pub on_switch: crate::link_args::OnSwitchArgs,
 }
 
 pub fn run(args: VideoArgs) -> Result<i32> {
@@ -94,8 +98,15 @@ pub fn run(args: VideoArgs) -> Result<i32> {
     };
     run.ipv6 = args.ipv6;
     run.timeout = args.timeout.map(std::time::Duration::from_nanos);
-    let link = args.link.options();
-    let spec = args.link.to_spec()?;
+    run.switching = quiclab_workload::bulk::SwitchBehaviour {
+        on_switch: args.on_switch.on_switch,
+        stall_timeout: args.on_switch.switch_timeout,
+        migrate_delay: args.on_switch.migrate_delay,
+    };
+    run.validate()
+        .map_err(|(key, e)| anyhow!("--{}: {e}", key.replace('_', "-")))?;
+    let link = args.switch.apply(args.link.options());
+    let spec = link.to_spec().map_err(anyhow::Error::msg)?;
     if !args.json {
         eprintln!(
             "quiclab video: {} with {} on {}, {:.0} s of media to play (≈ {:.0} s)",
@@ -138,6 +149,15 @@ pub fn run(args: VideoArgs) -> Result<i32> {
                     .as_ref()
                     .map_or(String::new(), |e| format!(" — failed: {e}")),
             );
+            if let Some(sw) = &p.network_switches {
+                println!(
+                    "  {} network switch(es) ({}), {} connection(s) opened",
+                    sw.len(),
+                    r.on_switch.as_deref().unwrap_or("-"),
+                    p.connections.as_ref().map_or(0, Vec::len)
+                );
+                crate::link_args::print_switch_outcomes(sw);
+            }
         }
     }
     match r.failure() {

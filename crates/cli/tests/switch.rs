@@ -2,7 +2,9 @@
 //! that migrates keeps its one connection across an address change and resumes within a few
 //! round trips of the new network; TCP with `reconnect` resumes after about the stall timeout on
 //! a new connection from the new address; a download that never recovers fails at its time limit
-//! naming the switch it died at. Lab tests need root and skip (saying so) without it.
+//! naming the switch it died at. Video players (`quiclab video --switch`) do the same per
+//! segment: h3 migrating keeps its connection, h1 over K connections reopens all K after the stall
+//! timeout and asks for the cut segment again. Lab tests need root and skip (saying so) without it.
 
 mod common;
 use common::*;
@@ -60,6 +62,117 @@ fn bad_switch_input_fails_before_any_lab_starts() {
         ],
         &["--on-switch", "reconnect-0rtt"],
     );
+    refused(
+        "video",
+        &[
+            "--proto",
+            "h3",
+            "--proto",
+            "h1",
+            "--switch",
+            "wifi@0s,lte@2s",
+            "--on-switch",
+            "migrate",
+        ],
+        &["--on-switch", "player 2 h1", "needs h3"],
+    );
+    refused(
+        "video",
+        &["--proto", "h3", "--switch", "wifi@0s,lte@2s,wifi@2s"],
+        &["--switch", "times must increase"],
+    );
+}
+
+/// A 20 s live video with one switch (WiFi → LTE at 8 s): the player's result.
+fn video_across_a_switch(args: &[&str]) -> serde_json::Value {
+    let out = quiclab()
+        .args([
+            "video",
+            "--live",
+            "--duration",
+            "20s",
+            "--abr",
+            "basic",
+            "--json",
+        ])
+        .args(["--switch", "wifi@0s,lte@8s"])
+        .args(args)
+        .output()
+        .unwrap();
+    json(&out)
+}
+
+#[test]
+fn video_players_migrate_over_quic_and_reopen_every_tcp_connection_after_the_timeout() {
+    if !root_or_skip(
+        "video_players_migrate_over_quic_and_reopen_every_tcp_connection_after_the_timeout",
+    ) {
+        return;
+    }
+    let r = video_across_a_switch(&["--proto", "h3", "--on-switch", "migrate"]);
+    assert!(r["players"][0]["error"].is_null(), "{r}");
+    assert_eq!(r["segments"].as_u64(), Some(10), "{r}");
+    assert_eq!(r["on_switch"], "migrate");
+    assert!(r["bitrate_switches"].is_u64(), "{r}");
+    let sw = only_switch(&r);
+    assert_eq!(sw["migrated"], true, "{sw}");
+    assert_eq!(sw["connections_opened"].as_u64(), Some(0), "{sw}");
+    // Whether a segment was in flight or the next request came after the switch, the path
+    // changed under one connection: well under the stall timeout.
+    let i = sw["interruption_s"].as_f64().unwrap_or(0.0);
+    assert!(i < 1.5, "interruption {i} s");
+    assert_eq!(r["players"][0]["connections"].as_array().unwrap().len(), 1);
+    assert_eq!(r["players"][0]["migrations"][0]["local"], "100.64.0.17");
+
+    let r = video_across_a_switch(&[
+        "--proto",
+        "h1",
+        "--connections",
+        "2",
+        "--switch-timeout",
+        "2s",
+    ]);
+    assert!(r["players"][0]["error"].is_null(), "{r}");
+    assert_eq!(r["segments"].as_u64(), Some(10), "{r}");
+    let sw = only_switch(&r);
+    assert_eq!(sw["migrated"], false, "{sw}");
+    // Both connections are opened again, from the new address, after the 2 s stall timeout.
+    assert_eq!(sw["connections_opened"].as_u64(), Some(2), "{sw}");
+    let i = sw["interruption_s"].as_f64().unwrap();
+    assert!(i > 2.0 && i < 4.5, "interruption {i} s");
+    let conns = r["players"][0]["connections"].as_array().unwrap();
+    assert_eq!(conns.len(), 4, "{r}");
+    for c in &conns[2..] {
+        assert_eq!(c["local"], "100.64.0.17", "{c}");
+        assert!(c["why"].as_str().unwrap().contains("stall timeout"), "{c}");
+    }
+    // The segment log names the new connections' ports for the segments after the switch.
+    let log = r["players"][0]["segment_log"].as_array().unwrap();
+    assert_ne!(log[0]["connections"], log[9]["connections"], "{r}");
+}
+
+#[test]
+fn a_video_player_that_never_recovers_fails_naming_the_switch() {
+    if !root_or_skip("a_video_player_that_never_recovers_fails_naming_the_switch") {
+        return;
+    }
+    let out = quiclab()
+        .args(["video", "--proto", "h3", "--live", "--duration", "20s"])
+        .args([
+            "--switch",
+            "wifi@0s,3g@4s",
+            "--switch-gap",
+            "60s",
+            "--timeout",
+            "10s",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{text}{err}");
+    assert!(err.contains("time limit (10.0 s)"), "{err}");
+    assert!(err.contains("switch wifi → 3g at 4.0 s"), "{err}");
 }
 
 /// The one switch of a run's `switches`.

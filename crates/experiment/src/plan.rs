@@ -197,6 +197,8 @@ pub fn expand(s: &Scenario) -> Vec<RunSpec> {
             }
         }
     }
+    // Points the scenario excludes (combinations that cannot run) are left out before numbering.
+    runs.retain(|r| !s.excludes(&r.params));
     for (i, r) in runs.iter_mut().enumerate() {
         r.index = i;
     }

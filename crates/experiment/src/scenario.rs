@@ -39,7 +39,13 @@ use toml::de::{DeString, DeTable, DeValue};
 pub use quiclab_link::options::LINK_KEYS;
 
 /// Keys accepted in `[workload]` when `kind = "bulk"`.
-pub const BULK_KEYS: &[&str] = &["kind", "size"];
+pub const BULK_KEYS: &[&str] = &[
+    "kind",
+    "size",
+    "on_switch",
+    "switch_timeout",
+    "migrate_delay",
+];
 
 /// Keys accepted in `[workload]` when `kind = "page"`: `page` is a built-in page name or a
 /// directory with an index.html; `browser` is `builtin` or `chromium`; `max_streams` limits the
@@ -58,7 +64,8 @@ pub const FLOWS_KEYS: &[&str] = &[
 /// `PROTO[/K]` or a mix `h1 + h3`; in `[grid]` each value is one mix), `abr`, `content` (a built-in
 /// name or a Sabre movie JSON file), `live`, `seek` (`40s:100s,150s:200s`), `duration` (play only
 /// this much of the content), `seek_policy`, `buffer` (capacity), `connections` (K for h1 players),
-/// `parallel` (K for h2/h3 players).
+/// `parallel` (K for h2/h3 players); with a `switch` schedule in `[link]`, `on_switch`
+/// (`reconnect`, `reconnect-0rtt`, `migrate`), `switch_timeout` and `migrate_delay` (as bulk).
 pub const VIDEO_KEYS: &[&str] = &[
     "kind",
     "players",
@@ -71,9 +78,15 @@ pub const VIDEO_KEYS: &[&str] = &[
     "buffer",
     "connections",
     "parallel",
+    "on_switch",
+    "switch_timeout",
+    "migrate_delay",
 ];
 
 const BROWSERS: &[&str] = &["builtin", "chromium"];
+
+/// Values of `on_switch` (the stacks' `OnSwitch` names; the runner checks they agree).
+pub const ON_SWITCH_VALUES: &[&str] = &["reconnect", "reconnect-0rtt", "migrate"];
 
 /// What a scenario's runs measure: `kind` in `[workload]`. Every match over it is exhaustive, so
 /// a new kind is a compile error wherever it needs handling, never a silent fallthrough.
@@ -169,6 +182,7 @@ const TOP_KEYS: &[&str] = &[
     "protocol",
     "grid",
     "quick",
+    "exclude",
 ];
 
 const ORDERS: &[&str] = &["interleaved", "random", "sequential"];
@@ -270,6 +284,28 @@ pub struct Scenario {
     pub grid: Vec<(String, Vec<Located<Value>>)>,
     /// `[quick]`: the quick form ([`Scenario::quick_form`]).
     pub quick: Option<Quick>,
+    /// `exclude = [{ players = "h1", on_switch = "migrate" }, …]`: grid points left out (a run
+    /// is left out when its values match every key of one entry). For combinations that cannot
+    /// run, such as QUIC migration over TCP.
+    pub exclude: Vec<Exclusion>,
+}
+
+/// One entry of `exclude`: grid axis → value.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Exclusion {
+    pub line: usize,
+    pub values: BTreeMap<String, String>,
+}
+
+impl Scenario {
+    /// Whether a run with these parameters is left out by `exclude`.
+    pub fn excludes(&self, params: &BTreeMap<String, String>) -> bool {
+        self.exclude.iter().any(|e| {
+            e.values
+                .iter()
+                .all(|(k, v)| params.get(k).is_some_and(|p| p == v))
+        })
+    }
 }
 
 /// Error from reading or validating a scenario. Display is `FILE:LINE:
@@ -319,6 +355,7 @@ pub fn parse(text: &str, source_name: &str) -> Result<Scenario, ScenarioError> {
         file: source_name,
     };
     let mut scenario = parser.scenario()?;
+    scenario.exclude = parser.exclude(&scenario)?;
     scenario.quick = parser.quick(&scenario)?;
     Ok(scenario)
 }
@@ -578,6 +615,11 @@ impl Parser<'_> {
                     _ => "a duration such as \"30s\" or \"100ms\"",
                 })),
             },
+            "on_switch" => one_of(ON_SWITCH_VALUES),
+            "switch_timeout" | "migrate_delay" => match &value.value {
+                Value::String(s) if !s.trim().is_empty() => Ok(()),
+                _ => Err(bad("a duration such as \"5s\" or \"0s\"")),
+            },
             "players" | "abr" | "content" | "seek" | "seek_policy" | "buffer" => match &value.value
             {
                 Value::String(s) if !s.trim().is_empty() => Ok(()),
@@ -805,7 +847,8 @@ impl Parser<'_> {
                     _ => protocol_list = Some(self.protocol_list("top level", v)?),
                 },
                 "grid" => grid_value = Some(self.table(key, v)?),
-                // Read once the kind is known (see `Parser::quick`).
+                // Read once the grid is known (see `Parser::exclude`, `Parser::quick`).
+                "exclude" => {}
                 "quick" => {
                     self.table(key, v)?;
                 }
@@ -941,6 +984,7 @@ impl Parser<'_> {
                     protocol,
                     grid,
                     quick: None,
+                    exclude: Vec::new(),
                 });
             }
             let has = |key: &str| workload.contains_key(key) || grid.iter().any(|(k, _)| k == key);
@@ -964,6 +1008,7 @@ impl Parser<'_> {
                 protocol,
                 grid,
                 quick: None,
+                exclude: Vec::new(),
             });
         }
 
@@ -1021,7 +1066,70 @@ impl Parser<'_> {
             protocol,
             grid,
             quick: None,
+            exclude: Vec::new(),
         })
+    }
+
+    /// `exclude`, checked against the grid: every key an axis, every value one of its values,
+    /// and some run left.
+    fn exclude(&self, scenario: &Scenario) -> Result<Vec<Exclusion>, ScenarioError> {
+        let root = DeTable::parse(self.text).map_err(|e| self.whole(e.message().to_string()))?;
+        let Some((_, v)) = Self::entries(root.get_ref())
+            .into_iter()
+            .find(|(k, _)| k.get_ref() == "exclude")
+        else {
+            return Ok(Vec::new());
+        };
+        let shape = "expected a list of tables of grid values, such as [{ players = \"h1\", on_switch = \"migrate\" }]";
+        let DeValue::Array(items) = v.get_ref() else {
+            return Err(self.at(v.span(), format!("key \"exclude\": {shape}")));
+        };
+        let mut out = Vec::new();
+        for item in items.iter() {
+            let Some(table) = item.get_ref().as_table() else {
+                return Err(self.at(item.span(), format!("key \"exclude\": {shape}")));
+            };
+            let line = self.line_of(item.span().start);
+            let mut values = BTreeMap::new();
+            for (k, val) in Self::entries(table) {
+                let key: &str = k.get_ref();
+                let Some((_, axis)) = scenario.grid.iter().find(|(g, _)| g == key) else {
+                    let axes: Vec<&str> = scenario.grid.iter().map(|(g, _)| g.as_str()).collect();
+                    return Err(self.at(
+                        k.span(),
+                        format!(
+                            "key \"{key}\" in exclude is not a [grid] axis; axes: {}",
+                            axes.join(", ")
+                        ),
+                    ));
+                };
+                let value = self.scalar("exclude", key, val)?.value.to_string();
+                if !axis.iter().any(|a| a.value.to_string() == value) {
+                    let listed: Vec<String> = axis.iter().map(|a| a.value.to_string()).collect();
+                    return Err(self.at(
+                        val.span(),
+                        format!(
+                            "exclude: \"{value}\" is not a value of the [grid] axis \"{key}\" ({})",
+                            listed.join(", ")
+                        ),
+                    ));
+                }
+                values.insert(key.to_string(), value);
+            }
+            if values.is_empty() {
+                return Err(self.at(
+                    item.span(),
+                    "exclude: an empty entry would leave out every run".into(),
+                ));
+            }
+            out.push(Exclusion { line, values });
+        }
+        let mut check = scenario.clone();
+        check.exclude = out.clone();
+        if crate::plan::expand(&check).is_empty() {
+            return Err(self.at(v.span(), "exclude leaves out every run of the grid".into()));
+        }
+        Ok(out)
     }
 
     /// `[quick]`, checked against the scenario's keys.
@@ -1214,7 +1322,7 @@ loss = ["0%", "2%"]
             e,
             "s.toml:12: unknown key \"rtts\" in [link]; known keys: rate, up-rate, down-rate, \
              delay, rtt, up-delay, down-delay, loss, up-loss, down-loss, queue, up-queue, \
-             down-queue, trace, profile, up-trace, down-trace, up-profile, down-profile, seed"
+             down-queue, trace, profile, up-trace, down-trace, up-profile, down-profile, switch, switch-gap, gap, seed"
         );
     }
 
@@ -1374,6 +1482,69 @@ queue = ["13kB", "60kB"]
         assert_eq!(s.grid[0].0, "flows");
         assert_eq!(s.grid[0].1.len(), 1);
         assert_eq!(s.grid[0].1[0].value.to_string(), "h3+h1");
+    }
+
+    const SWITCH: &str = r#"name = "sw"
+exclude = [{ players = "h1", on_switch = "migrate" }]
+[workload]
+kind = "video"
+live = true
+[link]
+switch = "arisu2019-lte"
+[grid]
+players = ["h1", "h3"]
+on_switch = ["reconnect", "migrate"]
+abr = ["basic", "sara"]
+"#;
+
+    #[test]
+    fn exclude_leaves_out_grid_points_that_cannot_run() {
+        let s = parse(SWITCH, "s.toml").unwrap();
+        assert_eq!(s.exclude.len(), 1);
+        assert_eq!(s.exclude[0].line, 2);
+        let runs = crate::plan::expand(&s);
+        // 2 players × 2 behaviours × 2 ABRs = 8, less h1 + migrate (2).
+        assert_eq!(runs.len(), 6);
+        assert!(
+            !runs
+                .iter()
+                .any(|r| r.params["players"] == "h1" && r.params["on_switch"] == "migrate")
+        );
+        assert!(runs.iter().enumerate().all(|(i, r)| r.index == i));
+        assert_eq!(
+            runs.iter()
+                .filter(|r| r.params["on_switch"] == "migrate")
+                .count(),
+            2
+        );
+        // A key that is not an axis, a value not on the axis, an entry that is not a table, and
+        // an exclusion of everything are refused, naming the line.
+        let e = err(&SWITCH.replace("on_switch = \"migrate\" }", "buffer = \"8s\" }"));
+        assert!(
+            e.starts_with("s.toml:2:") && e.contains("not a [grid] axis"),
+            "{e}"
+        );
+        let e = err(&SWITCH.replace("on_switch = \"migrate\" }", "on_switch = \"teleport\" }"));
+        assert!(
+            e.contains("not a value of the [grid] axis \"on_switch\""),
+            "{e}"
+        );
+        let e = err(&SWITCH.replace(
+            "exclude = [{ players = \"h1\", on_switch = \"migrate\" }]",
+            "exclude = [\"h1\"]",
+        ));
+        assert!(
+            e.starts_with("s.toml:2:") && e.contains("list of tables"),
+            "{e}"
+        );
+        let e = err(&SWITCH.replace(
+            "exclude = [{ players = \"h1\", on_switch = \"migrate\" }]",
+            "exclude = [{ players = \"h1\" }, { players = \"h3\" }]",
+        ));
+        assert!(e.contains("leaves out every run"), "{e}");
+        // on_switch takes the behaviours' names only.
+        let e = err(&SWITCH.replace("\"reconnect\", \"migrate\"]", "\"reconnect\", \"wait\"]"));
+        assert!(e.contains("reconnect-0rtt"), "{e}");
     }
 
     #[test]

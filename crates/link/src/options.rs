@@ -42,6 +42,9 @@ pub const LINK_KEYS: &[&str] = &[
     "down-trace",
     "up-profile",
     "down-profile",
+    "switch",
+    "switch-gap",
+    "gap",
     "seed",
 ];
 
@@ -207,14 +210,13 @@ impl LinkOptions {
             "queue" => self.queue = Some(queue(value)?),
             "up-queue" => self.up_queue = Some(queue(value)?),
             "down-queue" => self.down_queue = Some(queue(value)?),
-            // Not in LINK_KEYS yet: scenarios refuse `switch` until the workloads can answer a
-            // switch (reconnect, migrate); `quiclab shell --switch` sets them.
             "switch" => {
                 // Checked now, so that a bad schedule is refused where it was written.
                 crate::switch::SwitchSchedule::parse(value, 0).map_err(|e| e.to_string())?;
                 self.switch = Some(value.to_string())
             }
-            "switch-gap" => self.switch_gap = Some(dur(value)?),
+            // `gap` is the name for it; `switch-gap` the flag's.
+            "switch-gap" | "gap" => self.switch_gap = Some(dur(value)?),
             "seed" => {
                 self.seed = value
                     .parse()

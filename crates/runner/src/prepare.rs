@@ -18,7 +18,7 @@ use quiclab_link::LinkOptions;
 use quiclab_link::options::PATH_KEYS;
 use quiclab_proto::options::{Protocol, StackOptions, TlsVersion};
 use quiclab_workload::WorkloadSpec;
-use quiclab_workload::bulk::BulkRun;
+use quiclab_workload::bulk::{BulkRun, SwitchBehaviour};
 use quiclab_workload::child::Browser;
 use quiclab_workload::flows::{FlowAmount, FlowsRun};
 use quiclab_workload::page::{PageRun, PageSource};
@@ -188,6 +188,7 @@ impl<'a> Preparer<'a> {
             }
             None => None,
         };
+        let switching = self.switching(p, &spec)?;
         let work = match self.scenario.kind {
             WorkloadKind::Page => {
                 if resume || zero_rtt {
@@ -244,7 +245,13 @@ impl<'a> Preparer<'a> {
                 })
             }
             WorkloadKind::Flows => WorkloadSpec::Flows(self.flows(p, stack, timeout)?),
-            WorkloadKind::Video => WorkloadSpec::Video(self.video(p, stack, timeout)?),
+            WorkloadKind::Video => {
+                let mut run = self.video(p, stack, timeout)?;
+                run.switching = switching;
+                run.validate()
+                    .map_err(|(key, e)| self.at(key, get(key).unwrap_or("reconnect"), e))?;
+                WorkloadSpec::Video(run)
+            }
             WorkloadKind::Bulk => {
                 let size_s = get("size").ok_or_else(|| {
                     anyhow!(
@@ -256,17 +263,29 @@ impl<'a> Preparer<'a> {
                     Ok(n) if n > 0 => n,
                     _ => parse_size(size_s).map_err(|e| self.at("size", size_s, e))?,
                 };
-                WorkloadSpec::Bulk(BulkRun {
-                    resume,
-                    zero_rtt,
-                    stack,
-                    timeout: Some(
-                        timeout.unwrap_or_else(|| {
+                if spec.switch.is_some() && (resume || zero_rtt) {
+                    let key = if resume { "resume" } else { "zero_rtt" };
+                    return Err(self.at(
+                        key,
+                        "true",
+                        "across network switches, resumption is chosen by on_switch = \"reconnect-0rtt\"",
+                    ));
+                }
+                let run =
+                    BulkRun {
+                        resume,
+                        zero_rtt,
+                        stack,
+                        timeout: Some(timeout.unwrap_or_else(|| {
                             quiclab_workload::bulk::default_timeout(size, &spec)
-                        }),
-                    ),
-                    ..BulkRun::new(proto, size)
-                })
+                        })),
+                        switching,
+                        ..BulkRun::new(proto, size)
+                    };
+                run.validate().map_err(|e| {
+                    self.at("on_switch", get("on_switch").unwrap_or("reconnect"), e)
+                })?;
+                WorkloadSpec::Bulk(run)
             }
         };
         Ok(PreparedRun { link, spec, work })
@@ -274,6 +293,58 @@ impl<'a> Preparer<'a> {
 }
 
 impl Preparer<'_> {
+    /// How the client answers network switches (`on_switch`, `switch_timeout`,
+    /// `migrate_delay`): only with a `switch` schedule, only for the workloads whose clients
+    /// answer one (bulk, video).
+    fn switching(&self, p: &BTreeMap<String, String>, spec: &LinkSpec) -> Result<SwitchBehaviour> {
+        let get = |k: &str| p.get(k).map(String::as_str);
+        let keys = ["on_switch", "switch_timeout", "migrate_delay"];
+        if spec.switch.is_none() {
+            if let Some(k) = keys.into_iter().find(|k| get(k).is_some()) {
+                return Err(self.at(
+                    k,
+                    get(k).unwrap_or_default(),
+                    "it answers network switches: set a schedule with switch = \"wifi@0s,lte@60s\" (or \"arisu2019-lte\") in [link] or [grid]",
+                ));
+            }
+            return Ok(SwitchBehaviour::default());
+        }
+        if matches!(self.scenario.kind, WorkloadKind::Page | WorkloadKind::Flows) {
+            let v = get("switch").unwrap_or_default();
+            return Err(self.at(
+                "switch",
+                v,
+                format!(
+                    "network switches are answered by the bulk and video clients only; this scenario is kind = \"{}\"",
+                    self.scenario.kind.name()
+                ),
+            ));
+        }
+        let mut b = SwitchBehaviour::default();
+        if let Some(v) = get("on_switch") {
+            b.on_switch = v.parse().map_err(|e| self.at("on_switch", v, e))?;
+        }
+        let dur = |k: &str| -> Result<Option<Duration>> {
+            get(k)
+                .map(|v| {
+                    quiclab_link::units::parse_duration(v)
+                        .map(Duration::from_nanos)
+                        .map_err(|e| self.at(k, v, e))
+                })
+                .transpose()
+        };
+        if let Some(t) = dur("switch_timeout")? {
+            if t.is_zero() {
+                return Err(self.at("switch_timeout", "0s", "must be more than 0"));
+            }
+            b.stall_timeout = t;
+        }
+        if let Some(d) = dur("migrate_delay")? {
+            b.migrate_delay = d;
+        }
+        Ok(b)
+    }
+
     /// A flow-mix run: every key parsed here, errors naming FILE:LINE and the key.
     fn flows(
         &self,
@@ -497,6 +568,63 @@ mod tests {
             .unwrap()
             .to_string();
         assert!(e.starts_with("s.toml:1: key \"timeout\""), "{e}");
+    }
+
+    const SWITCHING: &str = "name = \"sw\"\nexclude = [{ players = \"h1/2\", on_switch = \"migrate\" }]\n[workload]\nkind = \"video\"\nlive = true\nduration = \"20s\"\nswitch_timeout = \"3s\"\n[link]\nswitch = \"wifi@0s,lte@8s\"\n[grid]\nplayers = [\"h1/2\", \"h3\"]\non_switch = [\"reconnect\", \"migrate\"]\n";
+
+    #[test]
+    fn switch_scenarios_set_each_players_answer_and_refuse_what_cannot_run() {
+        let runs = prepare_all(SWITCHING).unwrap();
+        assert_eq!(runs.len(), 3);
+        for r in &runs {
+            assert!(r.spec.switch.is_some());
+            let WorkloadSpec::Video(v) = &r.work else {
+                panic!("a video run")
+            };
+            assert_eq!(v.switching.stall_timeout, Duration::from_secs(3));
+        }
+        let WorkloadSpec::Video(v) = &runs.last().unwrap().work else {
+            panic!("a video run")
+        };
+        assert_eq!(v.switching.on_switch.as_str(), "migrate");
+        // The scenario's list of behaviours is the stacks' own.
+        assert_eq!(
+            quiclab_experiment::scenario::ON_SWITCH_VALUES,
+            quiclab_stacks::switching::OnSwitch::NAMES
+        );
+        // Without the exclusion, h1 + migrate is refused, naming the key.
+        let e = prepare_all(&SWITCHING.replace(
+            "exclude = [{ players = \"h1/2\", on_switch = \"migrate\" }]\n",
+            "",
+        ))
+        .err()
+        .unwrap()
+        .to_string();
+        assert!(
+            e.starts_with("s.toml:11: key \"on_switch\"") && e.contains("needs h3"),
+            "{e}"
+        );
+        // A behaviour without a schedule, and a schedule for a workload that cannot answer it.
+        let e =
+            prepare_all(&BASE.replace("size = \"1MB\"", "size = \"1MB\"\non_switch = \"migrate\""))
+                .err()
+                .unwrap()
+                .to_string();
+        assert!(
+            e.contains("key \"on_switch\"") && e.contains("switch ="),
+            "{e}"
+        );
+        let flows = "name = \"f\"\n[workload]\nkind = \"flows\"\nflows = \"h3 + h1\"\nduration = \"10s\"\n[link]\nswitch = \"arisu2019-lte\"\n";
+        let e = prepare_all(flows).err().unwrap().to_string();
+        assert!(
+            e.starts_with("s.toml:7: key \"switch\"") && e.contains("bulk and video"),
+            "{e}"
+        );
+        let e = prepare_all(&BASE.replace("rtt = \"50ms\"", "switch = \"wifi@0s,4g@3s\""))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("key \"switch\"") && e.contains("4g"), "{e}");
     }
 
     #[test]

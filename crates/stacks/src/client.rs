@@ -181,6 +181,18 @@ pub(crate) async fn connect_tcp_tls(
     config: Arc<rustls::ClientConfig>,
     t0: Instant,
 ) -> Result<(TlsTcpStream, ConnectionTiming)> {
+    connect_tcp_tls_from(None, server, cc, config, t0).await
+}
+
+/// [`connect_tcp_tls`] from a given local address (a client that moves between networks binds
+/// to the one it is on, so a switch really cuts the connection off).
+pub(crate) async fn connect_tcp_tls_from(
+    local: Option<std::net::IpAddr>,
+    server: SocketAddr,
+    cc: TcpCongestion,
+    config: Arc<rustls::ClientConfig>,
+    t0: Instant,
+) -> Result<(TlsTcpStream, ConnectionTiming)> {
     let socket = socket2::Socket::new(
         socket2::Domain::for_address(server),
         socket2::Type::STREAM,
@@ -190,6 +202,11 @@ pub(crate) async fn connect_tcp_tls(
     crate::sockopt::set_tcp_congestion(&socket, cc.kernel_name())?;
     socket.set_tcp_nodelay(true)?;
     socket.set_nonblocking(true)?;
+    if let Some(local) = local {
+        socket
+            .bind(&SocketAddr::new(local, 0).into())
+            .with_context(|| format!("binding {local}"))?;
+    }
     let std_stream: std::net::TcpStream = socket.into();
     let tcp = tokio::net::TcpSocket::from_std_stream(std_stream)
         .connect(server)
@@ -243,10 +260,18 @@ where
 
 /// A client QUIC endpoint on an ephemeral port of the server's address family.
 pub(crate) fn quic_client_endpoint(server: SocketAddr) -> Result<quinn::Endpoint> {
-    let bind: SocketAddr = if server.is_ipv6() {
-        "[::]:0".parse()?
-    } else {
-        "0.0.0.0:0".parse()?
+    quic_client_endpoint_from(None, server)
+}
+
+/// [`quic_client_endpoint`] on a given local address.
+pub(crate) fn quic_client_endpoint_from(
+    local: Option<std::net::IpAddr>,
+    server: SocketAddr,
+) -> Result<quinn::Endpoint> {
+    let bind: SocketAddr = match local {
+        Some(ip) => SocketAddr::new(ip, 0),
+        None if server.is_ipv6() => "[::]:0".parse()?,
+        None => "0.0.0.0:0".parse()?,
     };
     quinn::Endpoint::client(bind).with_context(|| format!("binding a QUIC client socket on {bind}"))
 }

@@ -86,6 +86,87 @@ impl std::fmt::Display for OnSwitch {
     }
 }
 
+/// The switches a client lives through and how it answers them: what the lab's schedule means
+/// to a client (its address in each epoch, the switch instants) and its behaviour.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SwitchPlan {
+    pub on_switch: OnSwitch,
+    /// No byte for this long while waiting for one: the connection is taken as lost.
+    pub stall_timeout: Duration,
+    /// `migrate`: how long after a switch the client rebinds (the time it takes to notice).
+    pub migrate_delay: Duration,
+    /// CLOCK_MONOTONIC of the emulator's 0: switch instants and reports count from here.
+    pub epoch_ns: u64,
+    /// The switch instants (ns on the emulator's clock), in order.
+    pub switch_at_ns: Vec<u64>,
+    /// The client's address in each epoch (index 0 before the first switch).
+    pub addresses: Vec<IpAddr>,
+}
+
+impl SwitchPlan {
+    /// Seconds on the emulator's clock.
+    pub fn now_s(&self) -> f64 {
+        monotonic_ns().saturating_sub(self.epoch_ns) as f64 / 1e9
+    }
+
+    /// The client's address at `now_s` (s on the emulator's clock).
+    pub fn address_at(&self, now_s: f64) -> Result<IpAddr> {
+        let epoch = self
+            .switch_at_ns
+            .iter()
+            .filter(|&&at| at as f64 / 1e9 <= now_s)
+            .count()
+            .min(self.addresses.len().saturating_sub(1));
+        self.addresses
+            .get(epoch)
+            .copied()
+            .context("no client address for this epoch")
+    }
+
+    /// `migrate`: rebinds `endpoint` to the new address at each switch still to come (after
+    /// the migrate delay), recording each migration in `log`.
+    pub(crate) fn spawn_migrator(
+        &self,
+        endpoint: quinn::Endpoint,
+        log: Arc<Mutex<Vec<MigrationRecord>>>,
+    ) -> tokio::task::JoinHandle<()> {
+        let plan = self.clone();
+        tokio::spawn(async move {
+            let origin = tokio::time::Instant::now()
+                - Duration::from_nanos(monotonic_ns().saturating_sub(plan.epoch_ns));
+            for (i, &at) in plan.switch_at_ns.iter().enumerate() {
+                let when = origin + Duration::from_nanos(at) + plan.migrate_delay;
+                if when <= tokio::time::Instant::now() {
+                    continue;
+                }
+                tokio::time::sleep_until(when).await;
+                let Some(&addr) = plan.addresses.get(i + 1) else {
+                    break;
+                };
+                // The new address appears a few ms after the switch instant (the lab adds it, as
+                // a phone's OS brings up its new interface): bind as soon as it is there.
+                let give_up = tokio::time::Instant::now() + plan.stall_timeout;
+                let error = loop {
+                    match std::net::UdpSocket::bind(SocketAddr::new(addr, 0))
+                        .and_then(|s| endpoint.rebind(s))
+                    {
+                        Ok(()) => break None,
+                        Err(e) if tokio::time::Instant::now() >= give_up => {
+                            break Some(format!("{e}"));
+                        }
+                        Err(_) => tokio::time::sleep(Duration::from_millis(2)).await,
+                    }
+                };
+                log.lock().unwrap().push(MigrationRecord {
+                    at_s: plan.now_s(),
+                    local: addr.to_string(),
+                    error,
+                });
+            }
+        })
+    }
+}
+
 /// What to download and how to live through the switches.
 #[derive(Clone)]
 pub struct SwitchDownloadOptions {
@@ -95,15 +176,7 @@ pub struct SwitchDownloadOptions {
     pub stack: StackOptions,
     /// `/bytes/<size>`.
     pub size: u64,
-    pub on_switch: OnSwitch,
-    pub stall_timeout: Duration,
-    pub migrate_delay: Duration,
-    /// CLOCK_MONOTONIC of the emulator's 0: switch instants and reports count from here.
-    pub epoch_ns: u64,
-    /// The switch instants (ns on the emulator's clock), in order.
-    pub switch_at_ns: Vec<u64>,
-    /// The client's address in each epoch (index 0 before the first switch).
-    pub addresses: Vec<IpAddr>,
+    pub plan: SwitchPlan,
     /// Give up this long after the start.
     pub limit: Duration,
 }
@@ -163,7 +236,7 @@ struct Progress<'a> {
 
 impl Progress<'_> {
     fn now(&self) -> f64 {
-        monotonic_ns().saturating_sub(self.opts.epoch_ns) as f64 / 1e9
+        self.opts.plan.now_s()
     }
 
     fn chunk(&mut self, data: &[u8]) {
@@ -199,16 +272,7 @@ pub async fn download_across_switches(opts: &SwitchDownloadOptions) -> SwitchDow
                 return Ok::<(), anyhow::Error>(());
             }
             let now = p.now();
-            let epoch = opts
-                .switch_at_ns
-                .iter()
-                .filter(|&&at| at as f64 / 1e9 <= now)
-                .count()
-                .min(opts.addresses.len().saturating_sub(1));
-            let local = *opts
-                .addresses
-                .get(epoch)
-                .context("no client address for this epoch")?;
+            let local = opts.plan.address_at(now)?;
             p.report.connections.push(ConnectionRecord {
                 opened_s: now,
                 local: local.to_string(),
@@ -216,21 +280,23 @@ pub async fn download_across_switches(opts: &SwitchDownloadOptions) -> SwitchDow
                 from_byte: p.report.bytes,
                 ..Default::default()
             });
-            if opts.on_switch != OnSwitch::Reconnect0rtt {
+            if opts.plan.on_switch != OnSwitch::Reconnect0rtt {
                 // Full handshakes: nothing is carried from one connection to the next.
                 tls_configs = TlsConfigs::default();
             }
-            let store = tls_configs.store.clone();
             if let Some(c) = p.report.connections.last_mut() {
-                c.tickets_held = store.tickets_received() - store.tickets_used();
+                c.tickets_held = tls_configs.tickets_held();
             }
             let started = tokio::time::Instant::now();
             let end = match opts.protocol {
                 Protocol::H1 | Protocol::H2 => {
-                    tcp_attempt(&mut p, local, tls_configs.tcp(opts)?).await?
+                    let config = tls_configs.tcp(&opts.cert, opts.stack.tls, opts.protocol)?;
+                    tcp_attempt(&mut p, local, config).await?
                 }
                 Protocol::H3 => {
-                    quic_attempt(&mut p, local, tls_configs.quic(opts)?, &migrations).await?
+                    let early = opts.plan.on_switch == OnSwitch::Reconnect0rtt;
+                    let crypto = tls_configs.quic(&opts.cert, early)?;
+                    quic_attempt(&mut p, local, crypto, &migrations).await?
                 }
             };
             match end {
@@ -264,23 +330,28 @@ pub async fn download_across_switches(opts: &SwitchDownloadOptions) -> SwitchDow
 /// The client's TLS configurations and their session store. rustls resumes a session only with
 /// the configuration that made it, so a resuming client keeps one of each for all its connections.
 #[derive(Default)]
-struct TlsConfigs {
-    store: Arc<CountingSessionStore>,
+pub(crate) struct TlsConfigs {
+    pub(crate) store: Arc<CountingSessionStore>,
     tcp: Option<Arc<rustls::ClientConfig>>,
     quic: Option<Arc<quinn::crypto::rustls::QuicClientConfig>>,
 }
 
 impl TlsConfigs {
-    fn tcp(&mut self, o: &SwitchDownloadOptions) -> Result<Arc<rustls::ClientConfig>> {
+    pub(crate) fn tcp(
+        &mut self,
+        cert: &LabCertificate,
+        version: Option<quiclab_proto::options::TlsVersion>,
+        protocol: Protocol,
+    ) -> Result<Arc<rustls::ClientConfig>> {
         if self.tcp.is_none() {
-            let alpn: &[u8] = if o.protocol == Protocol::H2 {
+            let alpn: &[u8] = if protocol == Protocol::H2 {
                 b"h2"
             } else {
                 b"http/1.1"
             };
             self.tcp = Some(Arc::new(tls::client_config(
-                &o.cert,
-                o.stack.tls,
+                cert,
+                version,
                 alpn,
                 false,
                 self.store.clone(),
@@ -289,15 +360,20 @@ impl TlsConfigs {
         Ok(self.tcp.clone().expect("just set"))
     }
 
-    fn quic(
+    pub(crate) fn quic(
         &mut self,
-        o: &SwitchDownloadOptions,
+        cert: &LabCertificate,
+        early: bool,
     ) -> Result<Arc<quinn::crypto::rustls::QuicClientConfig>> {
         if self.quic.is_none() {
-            let early = o.on_switch == OnSwitch::Reconnect0rtt;
-            self.quic = Some(quic_client_crypto(&o.cert, early, self.store.clone())?);
+            self.quic = Some(quic_client_crypto(cert, early, self.store.clone())?);
         }
         Ok(self.quic.clone().expect("just set"))
+    }
+
+    /// TLS 1.3 tickets the client holds (resumption needs one).
+    pub(crate) fn tickets_held(&self) -> u64 {
+        self.store.tickets_received() - self.store.tickets_used()
     }
 }
 
@@ -336,7 +412,7 @@ async fn tcp_attempt(
     config: Arc<rustls::ClientConfig>,
 ) -> Result<End> {
     let o = p.opts;
-    let stall = o.stall_timeout;
+    let stall = o.plan.stall_timeout;
     let socket = socket2::Socket::new(
         socket2::Domain::for_address(o.server),
         socket2::Type::STREAM,
@@ -444,12 +520,12 @@ async fn quic_attempt(
     migrations: &Arc<Mutex<Vec<MigrationRecord>>>,
 ) -> Result<End> {
     let o = p.opts;
-    let stall = o.stall_timeout;
+    let stall = o.plan.stall_timeout;
     let endpoint = match quinn::Endpoint::client(SocketAddr::new(local, 0)) {
         Ok(e) => e,
         Err(e) => return Ok(End::Lost(format!("binding a QUIC socket on {local}: {e}"))),
     };
-    let early = o.on_switch == OnSwitch::Reconnect0rtt;
+    let early = o.plan.on_switch == OnSwitch::Reconnect0rtt;
     let config = quic_client_config(crypto, &o.stack, None)?;
     let connecting = endpoint.connect_with(config, o.server, SERVER_NAME)?;
     let (conn, zero_rtt) = if early {
@@ -473,43 +549,8 @@ async fn quic_attempt(
         c.zero_rtt = zero_rtt;
     }
     // Migration: rebind at each later switch, once the device has noticed it.
-    let migrator = (o.on_switch == OnSwitch::Migrate).then(|| {
-        let (endpoint, opts, log) = (endpoint.clone(), o.clone(), migrations.clone());
-        tokio::spawn(async move {
-            let origin = tokio::time::Instant::now()
-                - Duration::from_nanos(monotonic_ns().saturating_sub(opts.epoch_ns));
-            for (i, &at) in opts.switch_at_ns.iter().enumerate() {
-                let when = origin + Duration::from_nanos(at) + opts.migrate_delay;
-                if when <= tokio::time::Instant::now() {
-                    continue;
-                }
-                tokio::time::sleep_until(when).await;
-                let Some(&addr) = opts.addresses.get(i + 1) else {
-                    break;
-                };
-                // The new address appears a few ms after the switch instant (the lab adds it, as
-                // a phone's OS brings up its new interface): bind as soon as it is there.
-                let give_up = tokio::time::Instant::now() + opts.stall_timeout;
-                let error = loop {
-                    match std::net::UdpSocket::bind(SocketAddr::new(addr, 0))
-                        .and_then(|s| endpoint.rebind(s))
-                    {
-                        Ok(()) => break None,
-                        Err(e) if tokio::time::Instant::now() >= give_up => {
-                            break Some(format!("{e}"));
-                        }
-                        Err(_) => tokio::time::sleep(Duration::from_millis(2)).await,
-                    }
-                };
-                let at_s = monotonic_ns().saturating_sub(opts.epoch_ns) as f64 / 1e9;
-                log.lock().unwrap().push(MigrationRecord {
-                    at_s,
-                    local: addr.to_string(),
-                    error,
-                });
-            }
-        })
-    });
+    let migrator = (o.plan.on_switch == OnSwitch::Migrate)
+        .then(|| o.plan.spawn_migrator(endpoint.clone(), migrations.clone()));
     let end = quic_request(p, &conn).await;
     if let Some(m) = migrator {
         m.abort();
@@ -521,7 +562,7 @@ async fn quic_attempt(
 
 async fn quic_request(p: &mut Progress<'_>, conn: &quinn::Connection) -> Result<End> {
     let o = p.opts;
-    let stall = o.stall_timeout;
+    let stall = o.plan.stall_timeout;
     let (mut driver, mut sender) = match within(
         stall,
         "HTTP/3 set-up",

@@ -17,7 +17,7 @@ use crate::child::{
 use crate::harness::{self, RunError, WorkDir};
 use crate::switch::SwitchOutcome;
 use crate::{Outcome, Workload, WorkloadResult};
-use quiclab_stacks::switching::OnSwitch;
+use quiclab_stacks::switching::{OnSwitch, SwitchPlan};
 
 /// One bulk transfer's parameters.
 #[derive(Debug, Clone)]
@@ -52,6 +52,32 @@ impl Default for SwitchBehaviour {
             on_switch: OnSwitch::Reconnect,
             stall_timeout: Duration::from_secs(5),
             migrate_delay: Duration::ZERO,
+        }
+    }
+}
+
+impl SwitchBehaviour {
+    /// What the client of a run in `running` (whose link follows `schedule`) is told: its
+    /// address in each epoch (IPv6 ones with `ipv6`), the switch instants, this behaviour.
+    pub fn plan(
+        &self,
+        running: &RunningLab,
+        schedule: &quiclab_link::switch::SwitchSchedule,
+        ipv6: bool,
+    ) -> SwitchPlan {
+        let switches = schedule.switches();
+        SwitchPlan {
+            on_switch: self.on_switch,
+            stall_timeout: self.stall_timeout,
+            migrate_delay: self.migrate_delay,
+            epoch_ns: quiclab_stacks::cwnd::monotonic_ns().saturating_sub(running.clock()),
+            switch_at_ns: switches.iter().map(|s| s.at).collect(),
+            addresses: (0..=switches.len())
+                .map(|k| {
+                    let (v4, v6) = quiclab_lab::topology::client_addresses(k);
+                    if ipv6 { v6.into() } else { v4.into() }
+                })
+                .collect(),
         }
     }
 }
@@ -167,23 +193,6 @@ pub struct BulkResult {
     pub fidelity: Option<FidelityReport>,
 }
 
-impl BulkResult {
-    fn switch_figures(&self) -> (Option<f64>, Option<f64>, Option<f64>, Option<f64>) {
-        let Some(sw) = &self.switches else {
-            return (None, None, None, None);
-        };
-        let inter: Vec<f64> = sw.iter().filter_map(|s| s.interruption_s).collect();
-        let rec: Vec<f64> = sw.iter().filter_map(|s| s.recovery_s).collect();
-        let mean = |v: &[f64]| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
-        (
-            mean(&inter),
-            inter.iter().copied().reduce(f64::max),
-            mean(&rec),
-            self.connections.as_ref().map(|c| c.len() as f64),
-        )
-    }
-}
-
 impl WorkloadResult for BulkResult {
     const METRICS: &'static [MetricDef] = &[
         MetricDef::lower("total_ms", "Download time", "ms"),
@@ -210,6 +219,10 @@ impl WorkloadResult for BulkResult {
 
     fn metric_values(&self) -> Vec<(&'static str, Option<f64>)> {
         let flag = |b: bool| Some(f64::from(u8::from(b)));
+        let sw = crate::switch::SwitchFigures::of(
+            self.switches.as_deref(),
+            self.connections.as_ref().map(Vec::len),
+        );
         vec![
             ("total_ms", Some(self.total_ms)),
             ("ttfb_ms", Some(self.ttfb_ms)),
@@ -227,10 +240,10 @@ impl WorkloadResult for BulkResult {
             ("cpu_client_s_per_gb", Some(self.cpu_client_s_per_gb)),
             ("cpu_server_s_per_gb", Some(self.cpu_server_s_per_gb)),
             ("cpu_emulator_s", self.cpu_emulator_s),
-            ("mean_interruption_s", self.switch_figures().0),
-            ("max_interruption_s", self.switch_figures().1),
-            ("mean_recovery_s", self.switch_figures().2),
-            ("connections_used", self.switch_figures().3),
+            ("mean_interruption_s", sw.mean_interruption_s),
+            ("max_interruption_s", sw.max_interruption_s),
+            ("mean_recovery_s", sw.mean_recovery_s),
+            ("connections_used", sw.connections_used),
         ]
     }
 
@@ -380,26 +393,15 @@ impl BulkRun {
     ) -> Result<Outcome<BulkResult>, RunError> {
         let spec = running.spec.clone();
         let schedule = spec.switch.clone().expect("called with a schedule");
-        let epoch_ns = quiclab_stacks::cwnd::monotonic_ns().saturating_sub(running.clock());
+        let plan = self.switching.plan(running, &schedule, self.ipv6);
         let switches = schedule.switches();
-        let addresses: Vec<IpAddr> = (0..=switches.len())
-            .map(|k| {
-                let (v4, v6) = quiclab_lab::topology::client_addresses(k);
-                if self.ipv6 { v6.into() } else { v4.into() }
-            })
-            .collect();
         let config = ChildConfig::SwitchFetch(SwitchFetchConfig {
             proto: self.proto,
             cert: work.join("cert.pem"),
             server,
             size: self.size,
             stack: self.stack,
-            on_switch: self.switching.on_switch,
-            stall_timeout_ms: self.switching.stall_timeout.as_millis() as u64,
-            migrate_delay_ms: self.switching.migrate_delay.as_millis() as u64,
-            epoch_ns,
-            switch_at_ns: switches.iter().map(|s| s.at).collect(),
-            addresses,
+            plan,
             timeout_ms: timeout.as_millis() as u64,
         });
         let end = harness::run_client_to_end::<SwitchFetchReport>(
@@ -415,7 +417,11 @@ impl BulkRun {
         let (server_cpu, fidelity) = (end.server_cpu_s, end.fidelity);
         let client = end.client?;
         let r = &client.report;
-        let outcomes = crate::switch::outcomes(&schedule, &applied, r);
+        let outcomes = crate::switch::outcomes(
+            &schedule,
+            &applied,
+            &crate::switch::Timeline::of_download(r),
+        );
         let first = r.connections.first();
         let opened = first.map_or(0.0, |c| c.opened_s);
         let ms_after = |t: f64| (t - opened) * 1e3;

@@ -41,14 +41,7 @@ pub struct SwitchFetchConfig {
     pub server: SocketAddr,
     pub size: u64,
     pub stack: StackOptions,
-    pub on_switch: quiclab_stacks::switching::OnSwitch,
-    pub stall_timeout_ms: u64,
-    pub migrate_delay_ms: u64,
-    /// CLOCK_MONOTONIC of the emulator's 0.
-    pub epoch_ns: u64,
-    pub switch_at_ns: Vec<u64>,
-    /// The client's address in each epoch.
-    pub addresses: Vec<IpAddr>,
+    pub plan: quiclab_stacks::switching::SwitchPlan,
     pub timeout_ms: u64,
 }
 
@@ -184,6 +177,9 @@ pub struct VideoClientConfig {
     pub players: Vec<VideoPlayerConfig>,
     /// Give up on players still playing this long after the start (their reports say so).
     pub timeout_ms: u64,
+    /// The network switches the client lives through (every player moves with it).
+    #[serde(default)]
+    pub switching: Option<quiclab_stacks::switching::SwitchPlan>,
 }
 
 /// One player of a video run.
@@ -367,12 +363,7 @@ pub fn switch_fetch(c: &SwitchFetchConfig) -> Result<SwitchFetchReport> {
         protocol: c.proto,
         stack: c.stack,
         size: c.size,
-        on_switch: c.on_switch,
-        stall_timeout: Duration::from_millis(c.stall_timeout_ms),
-        migrate_delay: Duration::from_millis(c.migrate_delay_ms),
-        epoch_ns: c.epoch_ns,
-        switch_at_ns: c.switch_at_ns.clone(),
-        addresses: c.addresses.clone(),
+        plan: c.plan.clone(),
         limit: Duration::from_millis(c.timeout_ms),
     };
     let report = runtime()?.block_on(quiclab_stacks::switching::download_across_switches(&opts));
@@ -401,6 +392,7 @@ pub fn video_client(c: &VideoClientConfig) -> Result<VideoClientReport> {
                 abr: c.abr,
                 origin_ns,
                 limit: Duration::from_millis(c.timeout_ms),
+                switching: c.switching.clone(),
             };
             tasks.push(tokio::spawn(async move {
                 quiclab_stacks::video::run_player(&opts).await

@@ -20,6 +20,7 @@ use serde::Serialize;
 
 use crate::child::{ChildConfig, VideoClientConfig, VideoClientReport, VideoPlayerConfig};
 use crate::harness::{self, RunError, WorkDir};
+use crate::switch::{SwitchOutcome, Timeline};
 use crate::{Outcome, TimeSeries, Workload, WorkloadResult};
 
 /// One video run's parameters.
@@ -36,6 +37,8 @@ pub struct VideoRun {
     pub ipv6: bool,
     /// Give up this long after the start (None: from the media to play, see [`VideoRun::limit`]).
     pub timeout: Option<Duration>,
+    /// How the players answer network switches (used when the link has a switch schedule).
+    pub switching: crate::bulk::SwitchBehaviour,
 }
 
 /// A video run's options as given (flags or scenario keys), before they are checked.
@@ -139,6 +142,7 @@ impl VideoRun {
             stack: StackOptions::default(),
             ipv6: false,
             timeout: None,
+            switching: crate::bulk::SwitchBehaviour::default(),
         };
         run.validate()?;
         Ok(run)
@@ -167,6 +171,12 @@ impl VideoRun {
         })?;
         if self.content.segments() == 0 {
             return Err(("content", "the content has no segments".into()));
+        }
+        for (i, p) in self.mix.players.iter().enumerate() {
+            self.switching
+                .on_switch
+                .check(p.proto)
+                .map_err(|e| ("on_switch", format!("player {} {}: {e}", i + 1, p.label())))?;
         }
         Ok(())
     }
@@ -204,6 +214,16 @@ pub struct PlayerResult {
     pub events: Vec<PlayerEvent>,
     /// Why the player stopped before the end.
     pub error: Option<String>,
+    /// With network switches: each switch as this player lived it (`switches` of a player is
+    /// its count of bitrate switches).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub network_switches: Option<Vec<SwitchOutcome>>,
+    /// With network switches: every connection the player opened.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub connections: Option<Vec<quiclab_stacks::switching::ConnectionRecord>>,
+    /// With network switches: every migration of its QUIC connection.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub migrations: Option<Vec<quiclab_stacks::switching::MigrationRecord>>,
 }
 
 /// The result of a video run: the `quiclab video --json` contract. The top-level metrics are
@@ -231,19 +251,47 @@ pub struct VideoResult {
     pub startup_s: Option<f64>,
     pub seek_waits_s: Vec<f64>,
     pub mean_seek_wait_s: Option<f64>,
-    pub switches: u64,
+    /// The count of bitrate switches, or with network switches (`--switch`) player 1's outcome
+    /// of each network switch (the `switches` list of issue 12's contract; the count is then in
+    /// `bitrate_switches`).
+    pub switches: Switches,
+    /// The count of bitrate switches (always).
+    pub bitrate_switches: u64,
     pub segments: u64,
     /// Jain's index over the players' average bitrates (several players).
     pub jain_bitrate: Option<f64>,
     /// Player 1's average bitrate over the others' mean (several players).
     pub bitrate_ratio_first_rest: Option<f64>,
     pub players: Vec<PlayerResult>,
+    /// With network switches: how the players answered them (`reconnect`, `reconnect-0rtt`,
+    /// `migrate`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub on_switch: Option<String>,
     pub cpu_client_s: f64,
     pub cpu_server_s: f64,
     pub link: LinkDescription,
     pub fidelity: Option<FidelityReport>,
     #[serde(skip)]
     pub series: Vec<TimeSeries>,
+}
+
+/// `switches` of a video result: the bitrate switches' count, or the network switches' outcomes
+/// when the link has a switch schedule.
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub enum Switches {
+    Bitrate(u64),
+    Network(Vec<SwitchOutcome>),
+}
+
+impl VideoResult {
+    /// Player 1's outcome of each network switch (None without a schedule).
+    pub fn network_switches(&self) -> Option<&[SwitchOutcome]> {
+        match &self.switches {
+            Switches::Network(v) => Some(v),
+            Switches::Bitrate(_) => None,
+        }
+    }
 }
 
 impl WorkloadResult for VideoResult {
@@ -275,12 +323,24 @@ impl WorkloadResult for VideoResult {
             "Player 1's bitrate / others' mean",
             "",
         ),
+        MetricDef::lower("mean_interruption_s", "Interruption per switch (mean)", "s"),
+        MetricDef::lower("max_interruption_s", "Interruption per switch (max)", "s"),
+        MetricDef::lower("mean_recovery_s", "Recovery per switch (mean)", "s"),
+        MetricDef::lower("connections_used", "Connections used", ""),
+        MetricDef::lower("refetched_bytes", "Bytes fetched again", "B"),
         MetricDef::lower("cpu_client_s", "Client CPU", "s"),
         MetricDef::lower("cpu_server_s", "Server CPU", "s"),
     ];
 
     fn metric_values(&self) -> Vec<(&'static str, Option<f64>)> {
         let p2 = self.players.get(1);
+        let sw = crate::switch::SwitchFigures::of(
+            self.network_switches(),
+            self.players
+                .first()
+                .and_then(|p| p.connections.as_ref())
+                .map(Vec::len),
+        );
         vec![
             ("avg_bitrate_mbps", self.avg_bitrate_mbps),
             ("played_bitrate_mbps", self.played_bitrate_mbps),
@@ -294,7 +354,7 @@ impl WorkloadResult for VideoResult {
                 "max_seek_wait_s",
                 self.seek_waits_s.iter().copied().reduce(f64::max),
             ),
-            ("switches", Some(self.switches as f64)),
+            ("switches", Some(self.bitrate_switches as f64)),
             ("segments", Some(self.segments as f64)),
             (
                 "avg_bitrate_mbps_p2",
@@ -303,6 +363,11 @@ impl WorkloadResult for VideoResult {
             ("rebuffer_rate_p2", p2.and_then(|p| p.metrics.rebuffer_rate)),
             ("jain_bitrate", self.jain_bitrate),
             ("bitrate_ratio_first_rest", self.bitrate_ratio_first_rest),
+            ("mean_interruption_s", sw.mean_interruption_s),
+            ("max_interruption_s", sw.max_interruption_s),
+            ("mean_recovery_s", sw.mean_recovery_s),
+            ("connections_used", sw.connections_used),
+            ("refetched_bytes", sw.refetched_bytes),
             ("cpu_client_s", Some(self.cpu_client_s)),
             ("cpu_server_s", Some(self.cpu_server_s)),
         ]
@@ -358,6 +423,10 @@ impl Workload for VideoRun {
             lab.address_v4(Side::Server).into()
         };
         let limit = self.limit();
+        let schedule = spec.switch.clone();
+        let switching = schedule
+            .as_ref()
+            .map(|sch| self.switching.plan(running, sch, self.ipv6));
         let config = ChildConfig::VideoClient(VideoClientConfig {
             cert: work.join("cert.pem"),
             content: self.content.clone(),
@@ -374,6 +443,7 @@ impl Workload for VideoRun {
                 })
                 .collect(),
             timeout_ms: limit.as_millis() as u64,
+            switching,
         });
         let end = harness::run_client_to_end::<VideoClientReport>(
             running,
@@ -384,6 +454,11 @@ impl Workload for VideoRun {
             Duration::from_secs(10),
             server_pid,
         )?;
+        let applied = if schedule.is_some() {
+            running.stop_switches()
+        } else {
+            Vec::new()
+        };
         let (server_cpu, fidelity) = (end.server_cpu_s, end.fidelity);
         let client = end.client?;
         if work.is_kept() {
@@ -399,7 +474,10 @@ impl Workload for VideoRun {
                 .unwrap_or_default(),
             );
         }
-        let result = self.assemble(&client, fidelity.clone(), &spec, server_cpu, epoch_ns);
+        let mut result = self.assemble(&client, fidelity.clone(), &spec, server_cpu, epoch_ns);
+        if let Some(schedule) = &schedule {
+            self.add_switch_outcomes(&mut result, &client, schedule, &applied, epoch_ns);
+        }
         Ok(Outcome { result, fidelity })
     }
 
@@ -409,6 +487,76 @@ impl Workload for VideoRun {
 }
 
 impl VideoRun {
+    /// Each player's outcome of each network switch; player 1's are the result's `switches`.
+    /// The switch instants also go into the time series (`network_switch`).
+    fn add_switch_outcomes(
+        &self,
+        result: &mut VideoResult,
+        client: &VideoClientReport,
+        schedule: &quiclab_link::switch::SwitchSchedule,
+        applied: &[quiclab_lab::switcher::AppliedSwitch],
+        epoch_ns: u64,
+    ) {
+        let t0 = client.origin_ns.saturating_sub(epoch_ns) as f64 / 1e9;
+        for (p, r) in result.players.iter_mut().zip(&client.players) {
+            let Some(log) = &r.switching else { continue };
+            // Each request as the player saw it: from the request to the segment's arrival.
+            let segments: Vec<(f64, f64, u64)> = r
+                .segments
+                .iter()
+                .map(|s| (t0 + s.request_s, t0 + s.request_s + s.download_s, s.bytes))
+                .collect();
+            let complete = r.error.is_none();
+            let timeline = Timeline::of_player(log, &segments, complete);
+            p.network_switches = Some(crate::switch::outcomes(schedule, applied, &timeline));
+            // A player that never recovered names the switch it died at: the first one after
+            // its last byte.
+            if let Some(e) = &mut p.error {
+                let last_byte = log.progress.last().map_or(0.0, |b| b.0);
+                if let Some(sw) = schedule
+                    .switches()
+                    .iter()
+                    .find(|s| s.at as f64 / 1e9 >= last_byte - crate::switch::DIED_TOLERANCE_S)
+                {
+                    e.push_str(&format!(
+                        "; no byte since the switch {} → {} at {:.1} s",
+                        sw.from,
+                        sw.to,
+                        sw.at as f64 / 1e9
+                    ));
+                }
+            }
+            p.connections = Some(log.connections.clone());
+            p.migrations = Some(log.migrations.clone());
+        }
+        result.on_switch = Some(self.switching.on_switch.to_string());
+        let first = result
+            .players
+            .first()
+            .and_then(|p| p.network_switches.clone())
+            .unwrap_or_default();
+        result.switches = Switches::Network(first);
+        // Switch instants as a 0/1 step series; the report marks them across the figures.
+        let end = result
+            .series
+            .iter()
+            .flat_map(|s| s.points.last().map(|p| p.0))
+            .fold(0.0, f64::max);
+        let mut points = vec![(0.0, 0.0)];
+        for sw in schedule.switches() {
+            let at = sw.at as f64 / 1e9;
+            if at <= end {
+                points.extend([(at, 0.0), (at, 1.0), (at, 0.0)]);
+            }
+        }
+        points.push((end, 0.0));
+        result.series.push(TimeSeries {
+            name: "network_switch".into(),
+            unit: String::new(),
+            points,
+        });
+    }
+
     fn assemble(
         &self,
         client: &VideoClientReport,
@@ -463,7 +611,9 @@ impl VideoRun {
             startup_s: m.as_ref().and_then(|m| m.startup_s),
             seek_waits_s: m.as_ref().map_or(Vec::new(), |m| m.seek_waits_s.clone()),
             mean_seek_wait_s: first.and_then(|p| p.mean_seek_wait_s),
-            switches: m.as_ref().map_or(0, |m| m.switches),
+            switches: Switches::Bitrate(m.as_ref().map_or(0, |m| m.switches)),
+            bitrate_switches: m.as_ref().map_or(0, |m| m.switches),
+            on_switch: None,
             segments: m.as_ref().map_or(0, |m| m.segments),
             jain_bitrate,
             bitrate_ratio_first_rest,
@@ -507,6 +657,9 @@ fn player_result(i: usize, p: &quiclab_video::PlayerSpec, r: &VideoReport) -> Pl
         segment_log: r.segments.clone(),
         events: r.events.clone(),
         error: r.error.clone(),
+        network_switches: None,
+        connections: None,
+        migrations: None,
     }
 }
 
