@@ -44,7 +44,13 @@ pub struct RunSpec {
 /// Grid axes that choose the client under comparison, not the network or the workload: like the
 /// protocol, they stay out of the seed, so e.g. the built-in loader and Chromium loading a page in
 /// the same repetition meet the same random-loss draws.
-pub const CLIENT_AXES: &[&str] = &["browser"];
+pub const CLIENT_AXES: &[&str] = &[
+    "browser",
+    // How a client answers network switches: the same network for every answer.
+    "on_switch",
+    "switch_timeout",
+    "migrate_delay",
+];
 
 /// Seed of a run, from the scenario seed, the setting key (grid values
 /// without the protocol, e.g. `rate=10mbit;loss=2%`) and the repetition.

@@ -105,7 +105,13 @@ pub struct SeriesPlot {
     pub t_range: (f64, f64),
     /// Spans shaded across every panel (a video player's startup, stalls, waits after seeks).
     pub spans: Vec<Span>,
+    /// Instants marked by a vertical line across every panel: the network switches (the series
+    /// [`MARK_SERIES`], 1 at each instant).
+    pub marks: Vec<f64>,
 }
+
+/// The 0/1 series whose instants at 1 are drawn as vertical lines: the link's network switches.
+const MARK_SERIES: &str = "network_switch";
 
 /// A time interval during which something held (the series `NAME@LABEL` was 1).
 #[derive(Debug, Clone, PartialEq)]
@@ -458,7 +464,7 @@ pub fn plan(input: &ReportInput, agg: &Aggregate) -> Vec<FigureSpec> {
                     .map(|p| p.y_desc.as_str())
                     .collect::<Vec<_>>()
                     .join(", "),
-                spans_caption(&plot.spans)
+                spans_caption(&plot.spans) + &marks_caption(&plot.marks)
             ),
             title,
             kind: Kind::TimeSeries(plot),
@@ -571,6 +577,7 @@ fn series_plot(input: &ReportInput, key: &str) -> SeriesPlot {
     type Lines = Vec<(String, Vec<(f64, f64)>)>;
     let mut groups: Vec<(String, String, Lines)> = Vec::new();
     let mut spans = Vec::new();
+    let mut marks = Vec::new();
     for s in input.series.iter().filter(|s| s.run_key == key) {
         let (name, label) = match s.name.split_once('@') {
             Some((n, l)) => (n.to_string(), l.to_string()),
@@ -587,6 +594,11 @@ fn series_plot(input: &ReportInput, key: &str) -> SeriesPlot {
         for &(t, _) in &points {
             t_lo = t_lo.min(t);
             t_hi = t_hi.max(t);
+        }
+        if name == MARK_SERIES {
+            marks.extend(points.iter().filter(|p| p.1 >= 0.5).map(|p| p.0));
+            marks.dedup();
+            continue;
         }
         if let Some(&(kind, _, _)) = SPAN_SERIES.iter().find(|k| k.0 == name) {
             spans.extend(spans_of(&points).into_iter().map(|(from, to)| Span {
@@ -648,7 +660,17 @@ fn series_plot(input: &ReportInput, key: &str) -> SeriesPlot {
         panels,
         t_range,
         spans,
+        marks,
     }
+}
+
+/// The caption's account of the marks.
+fn marks_caption(marks: &[f64]) -> String {
+    if marks.is_empty() {
+        return String::new();
+    }
+    let at: Vec<String> = marks.iter().map(|t| format!("{t:.1}")).collect();
+    format!(" Vertical lines: network switches at {} s.", at.join(", "))
 }
 
 /// The caption's account of the shaded spans: per kind and player, how many and how long.
@@ -1164,6 +1186,12 @@ fn draw_time_series<DB: DrawingBackend>(
                 shade.mix(0.5).filled(),
             )))?;
         }
+        for &t in &fig.marks {
+            chart.draw_series(std::iter::once(PathElement::new(
+                vec![(t, v_lo), (t, v_hi)],
+                RGBColor(60, 60, 60).stroke_width(1),
+            )))?;
+        }
         for line in &panel.lines {
             // One pixel wide on purpose: plotters' bitmap backend joins wider
             // polylines with unbounded miters, so a sawtooth (cwnd after a
@@ -1256,11 +1284,30 @@ mod tests {
                     ],
                 ),
                 series("seek_wait@1 h3", vec![(0.0, 0.0), (10.0, 0.0)]),
+                // Network switches at 4 and 8 s: marks, not a panel.
+                series(
+                    "network_switch",
+                    vec![
+                        (0.0, 0.0),
+                        (4.0, 0.0),
+                        (4.0, 1.0),
+                        (4.0, 0.0),
+                        (8.0, 0.0),
+                        (8.0, 1.0),
+                        (8.0, 0.0),
+                        (10.0, 0.0),
+                    ],
+                ),
             ],
             planned_runs: 1,
         };
         let plot = series_plot(&input, "k");
         assert_eq!(plot.panels.len(), 1, "only the buffer is a panel");
+        assert_eq!(plot.marks, [4.0, 8.0]);
+        assert_eq!(
+            marks_caption(&plot.marks),
+            " Vertical lines: network switches at 4.0, 8.0 s."
+        );
         let stalls: Vec<(f64, f64)> = plot.spans.iter().map(|s| (s.from, s.to)).collect();
         assert_eq!(stalls, [(2.0, 3.5), (9.0, 10.0)]);
         assert!(

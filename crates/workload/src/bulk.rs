@@ -266,6 +266,24 @@ impl Workload for BulkRun {
         self.proto.to_string()
     }
 
+    fn time_series(&self, out: &Outcome<BulkResult>) -> Vec<crate::TimeSeries> {
+        out.result
+            .switches
+            .as_deref()
+            .map(|sw| {
+                // total_ms counts from the first connection's opening (emulator clock).
+                let opened = out
+                    .result
+                    .connections
+                    .as_ref()
+                    .and_then(|c| c.first())
+                    .map_or(0.0, |c| c.opened_s);
+                let end = opened + out.result.total_ms / 1e3;
+                vec![crate::switch::switch_marks(sw.iter().map(|s| s.at_s), end)]
+            })
+            .unwrap_or_default()
+    }
+
     fn estimate_seconds(&self, spec: &LinkSpec) -> f64 {
         transfer_estimate_seconds(self.size as f64, spec)
     }

@@ -48,6 +48,23 @@ pub struct SwitchOutcome {
     pub migrated: bool,
 }
 
+/// The series `network_switch`: 1 at each switch instant (s), 0 elsewhere up to `end`; the
+/// report draws it as vertical lines across a run's figures.
+pub fn switch_marks(at_s: impl IntoIterator<Item = f64>, end: f64) -> crate::TimeSeries {
+    let mut points = vec![(0.0, 0.0)];
+    for at in at_s {
+        if at <= end {
+            points.extend([(at, 0.0), (at, 1.0), (at, 0.0)]);
+        }
+    }
+    points.push((end, 0.0));
+    crate::TimeSeries {
+        name: "network_switch".into(),
+        unit: String::new(),
+        points,
+    }
+}
+
 /// A run's switch metrics: over its switches' outcomes.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SwitchFigures {

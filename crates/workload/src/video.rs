@@ -542,19 +542,10 @@ impl VideoRun {
             .iter()
             .flat_map(|s| s.points.last().map(|p| p.0))
             .fold(0.0, f64::max);
-        let mut points = vec![(0.0, 0.0)];
-        for sw in schedule.switches() {
-            let at = sw.at as f64 / 1e9;
-            if at <= end {
-                points.extend([(at, 0.0), (at, 1.0), (at, 0.0)]);
-            }
-        }
-        points.push((end, 0.0));
-        result.series.push(TimeSeries {
-            name: "network_switch".into(),
-            unit: String::new(),
-            points,
-        });
+        result.series.push(crate::switch::switch_marks(
+            schedule.switches().iter().map(|sw| sw.at as f64 / 1e9),
+            end,
+        ));
     }
 
     fn assemble(
