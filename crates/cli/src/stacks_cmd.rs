@@ -35,6 +35,10 @@ pub struct StackArgs {
     /// Connections emulated by gquic-cubic (N; β = (N−1+0.7)/N)
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..))]
     pub gquic_n: u32,
+    /// XOR FEC under QUIC with N data datagrams per parity (2–64); both ends must use it.
+    /// Partial groups are flushed after 5 ms (the RTT is not known here)
+    #[arg(long, value_name = "N", value_parser = fec_group)]
+    pub fec: Option<u8>,
 }
 
 impl StackArgs {
@@ -45,6 +49,9 @@ impl StackArgs {
             quic_cc: self.quic_cc,
             initial_window_packets: self.initial_window,
             gquic_n: self.gquic_n,
+            fec: self
+                .fec
+                .map(|n| quiclab_proto::options::FecSettings::for_rtt(n, 0)),
         }
     }
 }
@@ -141,6 +148,7 @@ pub fn serve(args: ServeArgs) -> Result<i32> {
         ready_file: args.ready_file,
         cwnd_log: args.cwnd_log,
         qlog_dir: args.qlog_dir,
+        fec_log: None,
         stack: args.stack.options(),
         extra_ports: Vec::new(),
         // The built-in video contents, at /video/<name>/<rep>/<n>.
@@ -249,6 +257,11 @@ pub struct BulkArgs {
     /// Connections emulated by gquic-cubic (N; β = (N−1+0.7)/N)
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..))]
     pub gquic_n: u32,
+    /// h3: XOR FEC under QUIC on both ends, one parity datagram after every N data datagrams
+    /// (2–64; gQUIC 2015's, seed 000's F_G ≈ 3 is N = 2); partial groups flushed after
+    /// max(RTT/2, 5 ms). Off by default (docs/fec.md)
+    #[arg(long, value_name = "N", value_parser = fec_group)]
+    pub fec: Option<u8>,
     /// Over IPv6
     #[arg(long)]
     pub ipv6: bool,
@@ -285,16 +298,22 @@ pub fn bulk(args: BulkArgs) -> Result<i32> {
         },
         ..BulkRun::new(args.proto, args.size)
     };
+    let options = args.switch.apply(args.link.options());
+    let spec = options.to_spec().map_err(anyhow::Error::msg)?;
+    let mut run = run;
+    run.stack.fec = args
+        .fec
+        .map(|n| quiclab_proto::options::FecSettings::for_rtt(n, spec.base_rtt()));
     run.validate().map_err(|e| {
         let flag = if e.contains("migrate") {
             "--on-switch"
+        } else if e.contains("FEC") {
+            "--fec"
         } else {
             "--0rtt"
         };
         anyhow::anyhow!("{flag}: {e}")
     })?;
-    let options = args.switch.apply(args.link.options());
-    let spec = options.to_spec().map_err(anyhow::Error::msg)?;
     let mut running = quiclab_workload::harness::start_lab(&options, &spec, args.keep.as_deref())?;
     let out = run.run(&mut running, args.keep.as_deref())?;
     drop(running);
@@ -341,4 +360,12 @@ pub fn bulk(args: BulkArgs) -> Result<i32> {
     } else {
         0
     })
+}
+
+/// `--fec N`: a group size quiclab-fec accepts.
+pub fn fec_group(s: &str) -> Result<u8, String> {
+    let n: usize = s.parse().map_err(|_| {
+        format!("expected a whole number of data datagrams per group (2–64); got {s:?}")
+    })?;
+    quiclab_fec::check_group(n).map(|n| n as u8)
 }

@@ -158,7 +158,7 @@ pub fn workload_kind_names() -> Vec<&'static str> {
 }
 
 /// Keys accepted in `[protocol]` (and as `[grid]` axes).
-pub const PROTOCOL_KEYS: &[&str] = &["protocol", "tls", "cc", "resume", "zero_rtt"];
+pub const PROTOCOL_KEYS: &[&str] = &["protocol", "tls", "cc", "resume", "zero_rtt", "fec"];
 
 /// Workload kinds that are planned; named separately so the error can say
 /// "not supported yet" rather than "unknown".
@@ -578,6 +578,13 @@ impl Parser<'_> {
             "resume" | "zero_rtt" => match value.value {
                 Value::Bool(_) => Ok(()),
                 _ => Err(bad("true or false")),
+            },
+            "fec" => match &value.value {
+                Value::Integer(i) if *i == 0 || (2..=64).contains(i) => Ok(()),
+                Value::String(s) if s == "off" => Ok(()),
+                _ => Err(bad(
+                    "a group size N from 2 to 64 (data datagrams per parity), or 0 / \"off\"",
+                )),
             },
             "kind" => match &value.value {
                 Value::String(s) if WorkloadKind::from_name(s).is_some() => Ok(()),

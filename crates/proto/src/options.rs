@@ -293,6 +293,28 @@ pub struct StackOptions {
     pub initial_window_packets: u64,
     /// N, the connections `gquic-cubic` emulates (β = (N−1+0.7)/N).
     pub gquic_n: u32,
+    /// XOR FEC under QUIC on both ends (`--fec N`; None: off).
+    #[serde(default)]
+    pub fec: Option<FecSettings>,
+}
+
+/// XOR forward error correction under QUIC (gQUIC 2015's; `quiclab-fec`): a parity datagram after
+/// every `group` data datagrams, a partial group closed after `flush_after_us`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FecSettings {
+    pub group: u8,
+    pub flush_after_us: u64,
+}
+
+impl FecSettings {
+    /// gQUIC's flush alarm for a path of round-trip time `rtt_ns`: max(RTT/2, 5 ms).
+    pub fn for_rtt(group: u8, rtt_ns: u64) -> FecSettings {
+        FecSettings {
+            group,
+            flush_after_us: (rtt_ns / 2 / 1000).max(5_000),
+        }
+    }
 }
 
 impl Default for StackOptions {
@@ -304,6 +326,7 @@ impl Default for StackOptions {
             quic_cc: QuicCongestion::Cubic,
             initial_window_packets: 10,
             gquic_n: crate::gquic_cubic::DEFAULT_CONNECTIONS,
+            fec: None,
         }
     }
 }

@@ -161,6 +161,40 @@ impl<'a> Preparer<'a> {
         };
         let resume = flag("resume")?;
         let zero_rtt = flag("zero_rtt")?;
+        // XOR FEC under QUIC: `fec = N` (0 or "off": none), flushed after max(RTT/2, 5 ms).
+        if let Some(v) = get("fec")
+            && v != "0"
+            && v != "off"
+        {
+            let n = v
+                .parse::<usize>()
+                .ok()
+                .ok_or_else(|| self.at("fec", v, "expected a group size from 2 to 64, or 0 / off"))
+                .and_then(|n| quiclab_fec::check_group(n).map_err(|e| self.at("fec", v, e)))?;
+            if self.scenario.kind != WorkloadKind::Bulk {
+                return Err(self.at(
+                    "fec",
+                    v,
+                    format!(
+                        "FEC is built for kind = \"bulk\" so far, not \"{}\"",
+                        self.scenario.kind.name()
+                    ),
+                ));
+            }
+            if proto != Protocol::H3 {
+                return Err(self.at(
+                    "fec",
+                    v,
+                    format!(
+                        "FEC is quiclab's XOR FEC under QUIC: it needs h3, but this run is {proto}; leave the other protocols out with exclude = [{{ protocol = \"{proto}\", fec = {v} }}]"
+                    ),
+                ));
+            }
+            stack.fec = Some(quiclab_proto::options::FecSettings::for_rtt(
+                n as u8,
+                spec.base_rtt(),
+            ));
+        }
         if zero_rtt && proto != Protocol::H3 {
             return Err(self.at(
                 "zero_rtt",
@@ -625,6 +659,39 @@ mod tests {
             .unwrap()
             .to_string();
         assert!(e.contains("key \"switch\"") && e.contains("4g"), "{e}");
+    }
+
+    #[test]
+    fn fec_is_a_grid_key_of_h3_bulk_runs() {
+        let grid = "[grid]\nprotocol = [\"h2\", \"h3\"]\nfec = [0, 2]\n";
+        let text = format!("exclude = [{{ protocol = \"h2\", fec = 2 }}]\n{BASE}{grid}");
+        let runs = prepare_all(&text).unwrap();
+        assert_eq!(runs.len(), 3 * 2, "h2 off, h3 off, h3 with N = 2; two repetitions");
+        let fec: Vec<Option<u8>> = runs
+            .iter()
+            .map(|r| match &r.work {
+                WorkloadSpec::Bulk(b) => b.stack.fec.map(|f| f.group),
+                _ => panic!("bulk"),
+            })
+            .collect();
+        assert_eq!(fec.iter().filter(|f| f.is_some()).count(), 2);
+        // max(RTT/2, 5 ms) for the scenario's 50 ms RTT.
+        let flush: Vec<u64> = runs
+            .iter()
+            .filter_map(|r| match &r.work {
+                WorkloadSpec::Bulk(b) => b.stack.fec.map(|f| f.flush_after_us),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(flush, [25_000, 25_000]);
+        // Without the exclusion h2 with FEC is refused, naming the key; so is N = 1.
+        let e = prepare_all(&format!("{BASE}{grid}")).err().unwrap().to_string();
+        assert!(e.contains("key \"fec\"") && e.contains("needs h3"), "{e}");
+        let e = prepare_all(&format!("{BASE}[protocol]\nprotocol = \"h3\"\nfec = 1\n"))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("fec") && e.contains("2 to 64"), "{e}");
     }
 
     #[test]

@@ -69,6 +69,9 @@ pub struct FetchReport {
     pub requests: Vec<RequestTiming>,
     pub total_ms: f64,
     pub bytes: u64,
+    /// The client's FEC counters (what it received and rebuilt), with FEC.
+    #[serde(default)]
+    pub fec: Option<crate::fec_socket::FecCounters>,
 }
 
 /// Runs the fetch (with a warm-up connection first when resuming).
@@ -263,6 +266,15 @@ pub(crate) fn quic_client_endpoint(server: SocketAddr) -> Result<quinn::Endpoint
     quic_client_endpoint_from(None, server)
 }
 
+/// The unspecified address of `server`'s family.
+fn unspecified(server: SocketAddr) -> std::net::IpAddr {
+    if server.is_ipv6() {
+        std::net::Ipv6Addr::UNSPECIFIED.into()
+    } else {
+        std::net::Ipv4Addr::UNSPECIFIED.into()
+    }
+}
+
 /// [`quic_client_endpoint`] on a given local address.
 pub(crate) fn quic_client_endpoint_from(
     local: Option<std::net::IpAddr>,
@@ -338,11 +350,14 @@ fn finish(connection: ConnectionTiming, requests: Vec<RequestTiming>, t0: Instan
         total_ms: ms(t0),
         connection,
         requests,
+        fec: None,
     }
 }
 
 async fn fetch_quic(opts: &FetchOptions) -> Result<FetchReport> {
-    let endpoint = quic_client_endpoint(opts.server)?;
+    let bind = SocketAddr::new(unspecified(opts.server), 0);
+    let (endpoint, fec) = crate::fec_socket::quic_endpoint(bind, None, &opts.stack)
+        .with_context(|| format!("binding a QUIC client socket on {bind}"))?;
     // Early data enabled whenever resuming: `into_0rtt` then tells whether a ticket is held.
     let store = Arc::new(tls::CountingSessionStore::default());
     let crypto = quic_client_crypto(&opts.cert, opts.resume || opts.zero_rtt, store.clone())?;
@@ -358,6 +373,10 @@ async fn fetch_quic(opts: &FetchOptions) -> Result<FetchReport> {
     let mut report = quic_once(opts, &endpoint, config("client.sqlog")?, true).await?;
     report.connection.tickets_held = held;
     endpoint.wait_idle().await;
+    if let Some(fec) = fec {
+        fec.finish();
+        report.fec = Some(fec.counters());
+    }
     Ok(report)
 }
 

@@ -10,6 +10,7 @@
 
 pub mod client;
 pub mod cwnd;
+pub mod fec_socket;
 pub mod flow;
 pub mod gquic;
 pub mod page_load;

@@ -47,6 +47,8 @@ pub struct ServerOptions {
     /// Video contents served at `/video/<name>/<rep>/<n>` (synthetic bytes of each segment's
     /// size).
     pub videos: Arc<Vec<quiclab_video::Content>>,
+    /// With FEC: write the QUIC endpoint's FEC counters here (JSON, rewritten every 100 ms).
+    pub fec_log: Option<PathBuf>,
 }
 
 impl ServerOptions {
@@ -63,6 +65,7 @@ impl ServerOptions {
             qlog_dir: None,
             extra_ports: Vec::new(),
             videos: Arc::default(),
+            fec_log: None,
         }
     }
 }
@@ -98,6 +101,7 @@ pub async fn serve(opts: ServerOptions, ready: impl FnOnce()) -> Result<()> {
         .chain(opts.extra_ports.iter().copied())
         .collect();
     let mut tasks = tokio::task::JoinSet::new();
+    let mut fec_sockets = Vec::new();
     for (port, stack) in ports {
         // Each port's connections see that port's stack options.
         let opts = Arc::new(ServerOptions {
@@ -112,11 +116,19 @@ pub async fn serve(opts: ServerOptions, ready: impl FnOnce()) -> Result<()> {
         for &ip in &opts.addresses {
             let addr = SocketAddr::new(ip, port);
             let listener = tcp_listener(addr, opts.stack.tcp_cc)?;
-            let endpoint = quinn::Endpoint::server(quic_config.clone(), addr)
-                .with_context(|| format!("binding QUIC on UDP {addr}"))?;
+            let (endpoint, fec) =
+                crate::fec_socket::quic_endpoint(addr, Some(quic_config.clone()), &opts.stack)
+                    .with_context(|| format!("binding QUIC on UDP {addr}"))?;
+            fec_sockets.extend(fec);
             tasks.spawn(accept_tcp(listener, acceptor.clone(), opts.clone()));
             tasks.spawn(accept_quic(endpoint, quic_config.clone(), opts.clone()));
         }
+    }
+    if let Some(path) = &opts.fec_log
+        && !fec_sockets.is_empty()
+    {
+        // One writer for every FEC socket (IPv4 and IPv6, every port): their counters summed.
+        tasks.spawn(crate::fec_socket::log_counters(fec_sockets, path.clone()));
     }
     ready();
     while let Some(r) = tasks.join_next().await {
@@ -162,7 +174,16 @@ pub fn transport_config(
     qlog: Option<&Path>,
 ) -> Result<quinn::TransportConfig> {
     let (cc, iw_packets) = (stack.quic_cc, stack.initial_window_packets);
-    transport_config_for(cc, iw_packets, stack.gquic_n, qlog)
+    let mut t = transport_config_for(cc, iw_packets, stack.gquic_n, qlog)?;
+    if stack.fec.is_some() {
+        // Room for the FEC header in every datagram (quiclab_fec::MAX_HEADER).
+        let mtu = QUIC_MTU - quiclab_fec::MAX_HEADER as u16;
+        t.initial_mtu(mtu);
+        let mut d = quinn::MtuDiscoveryConfig::default();
+        d.upper_bound(mtu);
+        t.mtu_discovery_config(Some(d));
+    }
+    Ok(t)
 }
 
 fn transport_config_for(

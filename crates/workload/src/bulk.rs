@@ -110,6 +110,12 @@ impl BulkRun {
             return Err("the size must be more than 0 bytes".into());
         }
         self.switching.on_switch.check(self.proto)?;
+        if self.stack.fec.is_some() && self.proto != Protocol::H3 {
+            return Err(format!(
+                "FEC is quiclab's XOR FEC under QUIC: it needs h3, but this run is {}",
+                self.proto
+            ));
+        }
         Ok(())
     }
 }
@@ -190,7 +196,52 @@ pub struct BulkResult {
     /// Why a download across switches did not complete.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// With `--fec N`: the downlink's FEC (what the server sent, what the client rebuilt).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fec: Option<FecResult>,
     pub fidelity: Option<FidelityReport>,
+}
+
+/// FEC's figures of a run (the `fec` object of `--json`): the downlink's, where the data flows
+/// (the server sends, the client receives), and each end's whole counters.
+#[derive(Debug, Clone, Serialize)]
+pub struct FecResult {
+    /// Data datagrams per group (N).
+    pub group: u64,
+    /// Downlink data and parity datagrams the server sent.
+    pub data_sent: u64,
+    pub parity_sent: u64,
+    /// Downlink datagrams the client rebuilt from a parity.
+    pub rebuilt: u64,
+    /// Downlink groups that lost two or more of their datagrams (nothing rebuilt).
+    pub unrecoverable_groups: u64,
+    /// Parity datagrams over all datagrams the server sent: the share of the channel FEC takes
+    /// (1/(N+1) with full groups).
+    pub parity_share: Option<f64>,
+    /// The server's counters as last written (≤ 100 ms before it stopped), both directions.
+    pub server: Option<quiclab_stacks::fec_socket::FecCounters>,
+    pub client: Option<quiclab_stacks::fec_socket::FecCounters>,
+}
+
+impl FecResult {
+    pub fn of(
+        server: Option<quiclab_stacks::fec_socket::FecCounters>,
+        client: Option<quiclab_stacks::fec_socket::FecCounters>,
+    ) -> FecResult {
+        let group = server.or(client).map_or(0, |c| c.group);
+        let (data_sent, parity_sent) = server.map_or((0, 0), |s| (s.data_sent, s.parity_sent));
+        let total = data_sent + parity_sent;
+        FecResult {
+            group,
+            data_sent,
+            parity_sent,
+            rebuilt: client.map_or(0, |c| c.rebuilt),
+            unrecoverable_groups: client.map_or(0, |c| c.unrecoverable_groups),
+            parity_share: (total > 0).then(|| parity_sent as f64 / total as f64),
+            server,
+            client,
+        }
+    }
 }
 
 impl WorkloadResult for BulkResult {
@@ -215,6 +266,9 @@ impl WorkloadResult for BulkResult {
         MetricDef::lower("max_interruption_s", "Interruption per switch (max)", "s"),
         MetricDef::lower("mean_recovery_s", "Recovery per switch (mean)", "s"),
         MetricDef::lower("connections_used", "Connections used", ""),
+        MetricDef::lower("fec_parity_share", "FEC parity share of datagrams sent", ""),
+        MetricDef::higher("fec_rebuilt", "Datagrams rebuilt by FEC", ""),
+        MetricDef::lower("fec_unrecoverable_groups", "FEC groups beyond repair", ""),
     ];
 
     fn metric_values(&self) -> Vec<(&'static str, Option<f64>)> {
@@ -244,6 +298,15 @@ impl WorkloadResult for BulkResult {
             ("max_interruption_s", sw.max_interruption_s),
             ("mean_recovery_s", sw.mean_recovery_s),
             ("connections_used", sw.connections_used),
+            (
+                "fec_parity_share",
+                self.fec.as_ref().and_then(|f| f.parity_share),
+            ),
+            ("fec_rebuilt", self.fec.as_ref().map(|f| f.rebuilt as f64)),
+            (
+                "fec_unrecoverable_groups",
+                self.fec.as_ref().map(|f| f.unrecoverable_groups as f64),
+            ),
         ]
     }
 
@@ -392,6 +455,10 @@ impl Workload for BulkRun {
             connections: None,
             migrations: None,
             error: None,
+            fec: self
+                .stack
+                .fec
+                .map(|_| FecResult::of(harness::server_fec(&work), client.report.fec)),
             fidelity: fidelity.clone(),
         };
         Ok(Outcome { result, fidelity })
@@ -479,6 +546,7 @@ impl BulkRun {
             switches: Some(outcomes),
             connections: Some(r.connections.clone()),
             migrations: Some(r.migrations.clone()),
+            fec: None,
             error: match (&r.error, r.complete) {
                 (None, true) => None,
                 (e, _) => {

@@ -66,6 +66,9 @@ pub struct ServeConfig {
     pub ready_file: Option<PathBuf>,
     /// Sample every connection's congestion state into this CSV.
     pub cwnd_log: Option<PathBuf>,
+    /// With FEC: the server's FEC counters, rewritten every 100 ms.
+    #[serde(default)]
+    pub fec_log: Option<PathBuf>,
     /// Write a qlog of every QUIC connection into this directory.
     pub qlog_dir: Option<PathBuf>,
     pub stack: StackOptions,
@@ -316,6 +319,7 @@ pub fn serve(c: &ServeConfig) -> Result<()> {
         .map(quiclab_stacks::cwnd::CwndLog::create)
         .transpose()?;
     opts.qlog_dir = c.qlog_dir.clone();
+    opts.fec_log = c.fec_log.clone();
     opts.extra_ports = c.extra_ports.clone();
     opts.videos = std::sync::Arc::new(c.videos.clone());
     let ready_file = c.ready_file.clone();

@@ -154,6 +154,8 @@ pub fn serve_config(
         ready_file: Some(work.join("ready")),
         cwnd_log: None,
         qlog_dir: None,
+        // With FEC the server's counters (what it sent) are read back after it stops.
+        fec_log: stack.fec.map(|_| work.join("fec.json")),
         stack,
         extra_ports: Vec::new(),
         videos: Vec::new(),
@@ -365,6 +367,12 @@ pub mod exe {
             _ => std::env::current_exe(),
         }
     }
+}
+
+/// The server's FEC counters (written while it ran; see `ServeConfig::fec_log`).
+pub fn server_fec(work: &WorkDir) -> Option<quiclab_stacks::fec_socket::FecCounters> {
+    let text = std::fs::read(work.join("fec.json")).ok()?;
+    serde_json::from_slice(&text).ok()
 }
 
 #[cfg(test)]

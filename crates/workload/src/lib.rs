@@ -391,6 +391,7 @@ mod tests {
             connections: None,
             migrations: None,
             error: None,
+            fec: None,
             fidelity: None,
         };
         assert_declared(&bulk);

@@ -1,0 +1,404 @@
+//! XOR FEC under quinn (issue 13): a [`quinn::AsyncUdpSocket`] that wraps the runtime's UDP socket
+//! and runs `quiclab-fec`'s encoder per destination and decoder per source. Both endpoints of a
+//! connection must use it (every datagram carries the FEC header).
+//!
+//! - Sending: each datagram gets its header; after every N, the group's parity datagram follows.
+//!   quinn is told it may send one datagram per call (no GSO), so every datagram is seen. A parity
+//!   the socket cannot send at once (it is not writable) waits for the next send. A partial group is
+//!   closed by a timer task after `flush_after` (gQUIC: max(RTT/2, 5 ms)).
+//! - Receiving: the socket reads into its own buffers (GRO may hand it several datagrams at a
+//!   stride), strips the headers, drops parity datagrams after use and hands quinn each payload
+//!   and each rebuilt datagram. QUIC discards duplicates, so a late original is harmless.
+//!
+//! Parity datagrams bypass quinn's congestion controller (they are not QUIC packets): the
+//! controller neither paces nor counts them, so FEC adds load it does not know of (gQUIC counted
+//! its FEC packets in its window; docs/fec.md says what this changes). A rebuilt datagram reaches
+//! QUIC as if it had arrived: the loss is never seen, as in gQUIC.
+
+use std::collections::{HashMap, VecDeque};
+use std::fmt;
+use std::io::{self, IoSliceMut};
+use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, Weak};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use quiclab_fec::{Decoder, DecoderCounters, Encoder, EncoderCounters};
+use quinn::udp::{EcnCodepoint, RecvMeta, Transmit};
+use quinn::{AsyncUdpSocket, Runtime, UdpPoller};
+use serde::{Deserialize, Serialize};
+
+use crate::cwnd::monotonic_ns;
+
+/// The socket's receive batch: datagrams read from the kernel at once.
+const BATCH: usize = 8;
+/// Bytes per receive buffer (a GRO batch of 64 kB at most).
+const RECV_BUF: usize = 64 * 1024;
+
+/// FEC's figures for one endpoint: what it sent and what it received, summed over its peers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct FecCounters {
+    /// Data datagrams per group (N).
+    pub group: u64,
+    pub data_sent: u64,
+    pub parity_sent: u64,
+    /// Parity datagrams of partial groups (the flush timer).
+    pub flushed: u64,
+    /// Parity datagrams the socket could not send (not writable, or an error).
+    pub parity_unsent: u64,
+    pub data_received: u64,
+    pub parity_received: u64,
+    pub rebuilt: u64,
+    pub groups_complete: u64,
+    pub unrecoverable_groups: u64,
+    pub unrecovered: u64,
+    pub malformed: u64,
+    pub duplicates: u64,
+}
+
+impl FecCounters {
+    /// Adds another socket's counters (the group size is the same on all of a run's sockets).
+    pub fn add(&mut self, o: &FecCounters) {
+        self.group = self.group.max(o.group);
+        self.data_sent += o.data_sent;
+        self.parity_sent += o.parity_sent;
+        self.flushed += o.flushed;
+        self.parity_unsent += o.parity_unsent;
+        self.data_received += o.data_received;
+        self.parity_received += o.parity_received;
+        self.rebuilt += o.rebuilt;
+        self.groups_complete += o.groups_complete;
+        self.unrecoverable_groups += o.unrecoverable_groups;
+        self.unrecovered += o.unrecovered;
+        self.malformed += o.malformed;
+        self.duplicates += o.duplicates;
+    }
+
+    fn add_encoder(&mut self, e: &EncoderCounters) {
+        self.data_sent += e.data_sent;
+        self.parity_sent += e.parity_sent;
+        self.flushed += e.flushed;
+    }
+
+    fn add_decoder(&mut self, d: &DecoderCounters) {
+        self.data_received += d.data_received;
+        self.parity_received += d.parity_received;
+        self.rebuilt += d.rebuilt;
+        self.groups_complete += d.groups_complete;
+        self.unrecoverable_groups += d.unrecoverable_groups;
+        self.unrecovered += d.unrecovered;
+        self.malformed += d.malformed;
+        self.duplicates += d.duplicates;
+    }
+}
+
+struct Sending {
+    encoders: HashMap<SocketAddr, Encoder>,
+    /// Parity datagrams not sent yet (the socket was not writable).
+    pending: VecDeque<(SocketAddr, Option<IpAddr>, Vec<u8>)>,
+    parity_unsent: u64,
+}
+
+/// A datagram for quinn: source, destination IP, ECN, bytes.
+type Ready = (SocketAddr, Option<IpAddr>, Option<EcnCodepoint>, Vec<u8>);
+
+struct Receiving {
+    decoders: HashMap<SocketAddr, Decoder>,
+    /// Payloads ready for quinn.
+    ready: VecDeque<Ready>,
+    bufs: Vec<Vec<u8>>,
+}
+
+/// The FEC socket (see the module documentation).
+pub struct FecSocket {
+    inner: Arc<dyn AsyncUdpSocket>,
+    n: usize,
+    sending: Mutex<Sending>,
+    receiving: Mutex<Receiving>,
+}
+
+impl fmt::Debug for FecSocket {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FecSocket")
+            .field("n", &self.n)
+            .field("inner", &self.inner)
+            .finish()
+    }
+}
+
+impl FecSocket {
+    /// Wraps `socket` with groups of `n` data datagrams; a partial group is flushed after
+    /// `flush_after`. Starts the flush timer on the current tokio runtime.
+    pub fn wrap(
+        socket: std::net::UdpSocket,
+        n: usize,
+        flush_after: Duration,
+    ) -> io::Result<Arc<FecSocket>> {
+        quiclab_fec::check_group(n).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        let inner = quinn::TokioRuntime.wrap_udp_socket(socket)?;
+        let s = Arc::new(FecSocket {
+            inner,
+            n,
+            sending: Mutex::new(Sending {
+                encoders: HashMap::new(),
+                pending: VecDeque::new(),
+                parity_unsent: 0,
+            }),
+            receiving: Mutex::new(Receiving {
+                decoders: HashMap::new(),
+                ready: VecDeque::new(),
+                bufs: vec![vec![0; RECV_BUF]; BATCH],
+            }),
+        });
+        let weak = Arc::downgrade(&s);
+        tokio::spawn(flush_timer(weak, flush_after));
+        Ok(s)
+    }
+
+    /// The counters so far, over every peer.
+    pub fn counters(&self) -> FecCounters {
+        let mut c = FecCounters {
+            group: self.n as u64,
+            ..Default::default()
+        };
+        {
+            let s = self.sending.lock().unwrap();
+            for e in s.encoders.values() {
+                c.add_encoder(&e.counters);
+            }
+            c.parity_unsent = s.parity_unsent;
+        }
+        let r = self.receiving.lock().unwrap();
+        for d in r.decoders.values() {
+            c.add_decoder(&d.counters);
+        }
+        c
+    }
+
+    /// Judges every group still open at the receiver (call when traffic has stopped).
+    pub fn finish(&self) {
+        let mut r = self.receiving.lock().unwrap();
+        for d in r.decoders.values_mut() {
+            d.finish();
+        }
+    }
+
+    fn send_one(
+        &self,
+        to: SocketAddr,
+        src_ip: Option<IpAddr>,
+        ecn: Option<EcnCodepoint>,
+        bytes: &[u8],
+    ) -> io::Result<()> {
+        self.inner.try_send(&Transmit {
+            destination: to,
+            ecn,
+            contents: bytes,
+            segment_size: None,
+            src_ip,
+        })
+    }
+
+    /// Sends what parity datagrams wait, oldest first, while the socket takes them.
+    fn send_pending(&self, s: &mut Sending) {
+        while let Some((to, src, bytes)) = s.pending.front() {
+            match self.send_one(*to, *src, None, bytes) {
+                Ok(()) => {
+                    s.pending.pop_front();
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(_) => {
+                    s.pending.pop_front();
+                    s.parity_unsent += 1;
+                }
+            }
+        }
+    }
+
+    /// Sends one datagram with its header; the group's parity after it when it completes one.
+    fn send_datagram(&self, s: &mut Sending, t: &Transmit, payload: &[u8]) -> io::Result<()> {
+        let n = self.n;
+        let enc = s
+            .encoders
+            .entry(t.destination)
+            .or_insert_with(|| Encoder::new(n).expect("checked in wrap"));
+        let wire = enc.data_datagram(payload);
+        self.send_one(t.destination, t.src_ip, t.ecn, &wire)?;
+        if let Some(parity) = enc.sent(payload, monotonic_ns()) {
+            s.pending.push_back((t.destination, t.src_ip, parity));
+            self.send_pending(s);
+        }
+        Ok(())
+    }
+}
+
+/// Closes partial groups older than `flush_after`, until the socket is gone.
+async fn flush_timer(socket: Weak<FecSocket>, flush_after: Duration) {
+    let tick = (flush_after / 2).clamp(Duration::from_millis(1), Duration::from_millis(5));
+    let mut interval = tokio::time::interval(tick);
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let after_ns = flush_after.as_nanos() as u64;
+    loop {
+        interval.tick().await;
+        let Some(sock) = socket.upgrade() else { return };
+        let now = monotonic_ns();
+        let mut s = sock.sending.lock().unwrap();
+        let due: Vec<(SocketAddr, Vec<u8>)> = s
+            .encoders
+            .iter_mut()
+            .filter_map(|(to, e)| e.flush_due(now, after_ns).map(|p| (*to, p)))
+            .collect();
+        for (to, p) in due {
+            s.pending.push_back((to, None, p));
+        }
+        sock.send_pending(&mut s);
+    }
+}
+
+impl AsyncUdpSocket for FecSocket {
+    fn create_io_poller(self: Arc<Self>) -> Pin<Box<dyn UdpPoller>> {
+        self.inner.clone().create_io_poller()
+    }
+
+    fn try_send(&self, t: &Transmit) -> io::Result<()> {
+        let mut s = self.sending.lock().unwrap();
+        self.send_pending(&mut s);
+        match t.segment_size {
+            Some(seg) if seg < t.contents.len() => {
+                // quinn was told one datagram per transmit; should it send more, each is sent
+                // on its own (a failure after the first is a loss QUIC recovers).
+                let mut first = true;
+                for chunk in t.contents.chunks(seg) {
+                    let r = self.send_datagram(&mut s, t, chunk);
+                    if first {
+                        r?;
+                        first = false;
+                    }
+                }
+                Ok(())
+            }
+            _ => self.send_datagram(&mut s, t, t.contents),
+        }
+    }
+
+    fn poll_recv(
+        &self,
+        cx: &mut Context,
+        bufs: &mut [IoSliceMut<'_>],
+        meta: &mut [RecvMeta],
+    ) -> Poll<io::Result<usize>> {
+        let mut r = self.receiving.lock().unwrap();
+        loop {
+            if !r.ready.is_empty() {
+                let mut k = 0;
+                while k < bufs.len().min(meta.len()) {
+                    let Some((addr, dst_ip, ecn, bytes)) = r.ready.pop_front() else {
+                        break;
+                    };
+                    let len = bytes.len().min(bufs[k].len());
+                    bufs[k][..len].copy_from_slice(&bytes[..len]);
+                    meta[k] = RecvMeta {
+                        addr,
+                        len,
+                        stride: len,
+                        ecn,
+                        dst_ip,
+                    };
+                    k += 1;
+                }
+                return Poll::Ready(Ok(k));
+            }
+            // Read a batch into the socket's own buffers, then decode it.
+            let Receiving { bufs: own, .. } = &mut *r;
+            let mut slices: Vec<IoSliceMut<'_>> =
+                own.iter_mut().map(|b| IoSliceMut::new(b)).collect();
+            let mut metas = [RecvMeta::default(); BATCH];
+            let n = match self.inner.poll_recv(cx, &mut slices, &mut metas) {
+                Poll::Ready(Ok(n)) => n,
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Pending => return Poll::Pending,
+            };
+            drop(slices);
+            let mut decoded = Vec::new();
+            for (i, m) in metas.iter().enumerate().take(n) {
+                let stride = if m.stride == 0 { m.len } else { m.stride };
+                let buf = &r.bufs[i][..m.len];
+                for datagram in buf.chunks(stride.max(1)) {
+                    decoded.push((m.addr, m.dst_ip, m.ecn, datagram.to_vec()));
+                }
+            }
+            let n_group = self.n;
+            for (addr, dst_ip, ecn, datagram) in decoded {
+                let dec = r
+                    .decoders
+                    .entry(addr)
+                    .or_insert_with(|| Decoder::new(n_group).expect("checked in wrap"));
+                let out = dec.decode(&datagram);
+                if let Some(range) = out.payload {
+                    r.ready
+                        .push_back((addr, dst_ip, ecn, datagram[range].to_vec()));
+                }
+                if let Some(rebuilt) = out.rebuilt {
+                    r.ready.push_back((addr, dst_ip, ecn, rebuilt));
+                }
+            }
+        }
+    }
+
+    fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.inner.local_addr()
+    }
+
+    fn may_fragment(&self) -> bool {
+        self.inner.may_fragment()
+    }
+}
+
+/// A QUIC endpoint on `bind` (a server with `server_config`): over a [`FecSocket`] when `stack`
+/// asks for FEC, else quinn's own socket.
+pub fn quic_endpoint(
+    bind: SocketAddr,
+    server_config: Option<quinn::ServerConfig>,
+    stack: &quiclab_proto::options::StackOptions,
+) -> io::Result<(quinn::Endpoint, Option<Arc<FecSocket>>)> {
+    let Some(fec) = stack.fec else {
+        let e = match server_config {
+            Some(c) => quinn::Endpoint::server(c, bind)?,
+            None => quinn::Endpoint::client(bind)?,
+        };
+        return Ok((e, None));
+    };
+    let socket = FecSocket::wrap(
+        std::net::UdpSocket::bind(bind)?,
+        fec.group as usize,
+        Duration::from_micros(fec.flush_after_us),
+    )?;
+    let e = quinn::Endpoint::new_with_abstract_socket(
+        quinn::EndpointConfig::default(),
+        server_config,
+        socket.clone(),
+        Arc::new(quinn::TokioRuntime),
+    )?;
+    Ok((e, Some(socket)))
+}
+
+/// Writes the summed counters of `sockets` to `path` every 100 ms (whole JSON documents, replaced
+/// by rename, so a reader never sees half of one), until the process ends.
+pub async fn log_counters(
+    sockets: Vec<Arc<FecSocket>>,
+    path: std::path::PathBuf,
+) -> anyhow::Result<()> {
+    let tmp = path.with_extension("json.tmp");
+    let mut interval = tokio::time::interval(Duration::from_millis(100));
+    loop {
+        interval.tick().await;
+        let mut sum = FecCounters::default();
+        for s in &sockets {
+            sum.add(&s.counters());
+        }
+        let json = serde_json::to_vec(&sum)?;
+        std::fs::write(&tmp, json)?;
+        std::fs::rename(&tmp, &path)?;
+    }
+}
