@@ -666,7 +666,11 @@ mod tests {
         let grid = "[grid]\nprotocol = [\"h2\", \"h3\"]\nfec = [0, 2]\n";
         let text = format!("exclude = [{{ protocol = \"h2\", fec = 2 }}]\n{BASE}{grid}");
         let runs = prepare_all(&text).unwrap();
-        assert_eq!(runs.len(), 3 * 2, "h2 off, h3 off, h3 with N = 2; two repetitions");
+        assert_eq!(
+            runs.len(),
+            3 * 2,
+            "h2 off, h3 off, h3 with N = 2; two repetitions"
+        );
         let fec: Vec<Option<u8>> = runs
             .iter()
             .map(|r| match &r.work {
@@ -685,7 +689,10 @@ mod tests {
             .collect();
         assert_eq!(flush, [25_000, 25_000]);
         // Without the exclusion h2 with FEC is refused, naming the key; so is N = 1.
-        let e = prepare_all(&format!("{BASE}{grid}")).err().unwrap().to_string();
+        let e = prepare_all(&format!("{BASE}{grid}"))
+            .err()
+            .unwrap()
+            .to_string();
         assert!(e.contains("key \"fec\"") && e.contains("needs h3"), "{e}");
         let e = prepare_all(&format!("{BASE}[protocol]\nprotocol = \"h3\"\nfec = 1\n"))
             .err()
