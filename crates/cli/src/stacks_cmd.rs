@@ -260,7 +260,7 @@ pub struct BulkArgs {
     /// h3: XOR FEC under QUIC on both ends, one parity datagram after every N data datagrams
     /// (2–64; gQUIC 2015's, seed 000's F_G ≈ 3 is N = 2); partial groups flushed after
     /// max(RTT/2, 5 ms). Off by default (docs/fec.md)
-    #[arg(long, value_name = "N", value_parser = fec_group)]
+    #[arg(long, value_name = "N", value_parser = fec_group, conflicts_with = "switch")]
     pub fec: Option<u8>,
     /// Over IPv6
     #[arg(long)]

@@ -28,6 +28,12 @@ fn bad_fec_input_fails_before_any_lab_starts() {
         &["--proto", "h3", "--fec", "two"],
         &["--fec", "whole number"],
     );
+    // The client across switches does not run FEC yet: refused, not silently without it.
+    refused(
+        "bulk",
+        &["--proto", "h3", "--fec", "2", "--switch", "wifi@0s,lte@2s"],
+        &["--fec", "--switch"],
+    );
 }
 
 /// The downlink UDP flow's counters at the bottleneck.

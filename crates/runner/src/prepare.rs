@@ -190,6 +190,13 @@ impl<'a> Preparer<'a> {
                     ),
                 ));
             }
+            if spec.switch.is_some() {
+                return Err(self.at(
+                    "fec",
+                    v,
+                    "FEC across network switches is not built yet (the switching client makes its own QUIC endpoints)",
+                ));
+            }
             stack.fec = Some(quiclab_proto::options::FecSettings::for_rtt(
                 n as u8,
                 spec.base_rtt(),
