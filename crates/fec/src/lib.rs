@@ -19,7 +19,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 const DATA: u8 = 0xD1;
 const PARITY: u8 = 0xF3;
@@ -144,12 +144,21 @@ fn xor_into(acc: &mut Vec<u8>, src: &[u8]) {
 }
 
 /// What a sender did.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EncoderCounters {
     pub data_sent: u64,
     pub parity_sent: u64,
     /// Parity datagrams of partial groups, sent by the flush timer.
     pub flushed: u64,
+}
+
+impl EncoderCounters {
+    /// Sums another sender's counters into these (a socket's peers, a server's sockets).
+    pub fn add(&mut self, o: &EncoderCounters) {
+        self.data_sent += o.data_sent;
+        self.parity_sent += o.parity_sent;
+        self.flushed += o.flushed;
+    }
 }
 
 /// The sending half: headers, the group's running XOR, parity datagrams.
@@ -247,7 +256,7 @@ impl Encoder {
 }
 
 /// What a receiver did.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DecoderCounters {
     pub data_received: u64,
     pub parity_received: u64,
@@ -265,6 +274,20 @@ pub struct DecoderCounters {
     pub malformed: u64,
     /// Copies of a data datagram already received or rebuilt: handed on (QUIC drops duplicates).
     pub duplicates: u64,
+}
+
+impl DecoderCounters {
+    /// Sums another receiver's counters into these.
+    pub fn add(&mut self, o: &DecoderCounters) {
+        self.data_received += o.data_received;
+        self.parity_received += o.parity_received;
+        self.rebuilt += o.rebuilt;
+        self.groups_complete += o.groups_complete;
+        self.unrecoverable_groups += o.unrecoverable_groups;
+        self.unrecovered += o.unrecovered;
+        self.malformed += o.malformed;
+        self.duplicates += o.duplicates;
+    }
 }
 
 #[derive(Debug, Default)]

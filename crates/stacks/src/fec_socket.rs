@@ -41,55 +41,24 @@ const RECV_BUF: usize = 64 * 1024;
 pub struct FecCounters {
     /// Data datagrams per group (N).
     pub group: u64,
-    pub data_sent: u64,
-    pub parity_sent: u64,
-    /// Parity datagrams of partial groups (the flush timer).
-    pub flushed: u64,
-    /// Parity datagrams the socket could not send (not writable, or an error).
+    /// Parity datagrams the socket could not send (an error other than not writable).
     pub parity_unsent: u64,
-    pub data_received: u64,
-    pub parity_received: u64,
-    pub rebuilt: u64,
-    pub groups_complete: u64,
-    pub unrecoverable_groups: u64,
-    pub unrecovered: u64,
-    pub malformed: u64,
-    pub duplicates: u64,
+    /// What it sent: `data_sent`, `parity_sent`, `flushed` (parity of partial groups).
+    #[serde(flatten)]
+    pub sent: EncoderCounters,
+    /// What it received: `data_received`, `parity_received`, `rebuilt`, `groups_complete`,
+    /// `unrecoverable_groups`, `unrecovered`, `malformed`, `duplicates`.
+    #[serde(flatten)]
+    pub received: DecoderCounters,
 }
 
 impl FecCounters {
     /// Adds another socket's counters (the group size is the same on all of a run's sockets).
     pub fn add(&mut self, o: &FecCounters) {
         self.group = self.group.max(o.group);
-        self.data_sent += o.data_sent;
-        self.parity_sent += o.parity_sent;
-        self.flushed += o.flushed;
         self.parity_unsent += o.parity_unsent;
-        self.data_received += o.data_received;
-        self.parity_received += o.parity_received;
-        self.rebuilt += o.rebuilt;
-        self.groups_complete += o.groups_complete;
-        self.unrecoverable_groups += o.unrecoverable_groups;
-        self.unrecovered += o.unrecovered;
-        self.malformed += o.malformed;
-        self.duplicates += o.duplicates;
-    }
-
-    fn add_encoder(&mut self, e: &EncoderCounters) {
-        self.data_sent += e.data_sent;
-        self.parity_sent += e.parity_sent;
-        self.flushed += e.flushed;
-    }
-
-    fn add_decoder(&mut self, d: &DecoderCounters) {
-        self.data_received += d.data_received;
-        self.parity_received += d.parity_received;
-        self.rebuilt += d.rebuilt;
-        self.groups_complete += d.groups_complete;
-        self.unrecoverable_groups += d.unrecoverable_groups;
-        self.unrecovered += d.unrecovered;
-        self.malformed += d.malformed;
-        self.duplicates += d.duplicates;
+        self.sent.add(&o.sent);
+        self.received.add(&o.received);
     }
 }
 
@@ -165,13 +134,13 @@ impl FecSocket {
         {
             let s = self.sending.lock().unwrap();
             for e in s.encoders.values() {
-                c.add_encoder(&e.counters);
+                c.sent.add(&e.counters);
             }
             c.parity_unsent = s.parity_unsent;
         }
         let r = self.receiving.lock().unwrap();
         for d in r.decoders.values() {
-            c.add_decoder(&d.counters);
+            c.received.add(&d.counters);
         }
         c
     }

@@ -229,14 +229,15 @@ impl FecResult {
         client: Option<quiclab_stacks::fec_socket::FecCounters>,
     ) -> FecResult {
         let group = server.or(client).map_or(0, |c| c.group);
-        let (data_sent, parity_sent) = server.map_or((0, 0), |s| (s.data_sent, s.parity_sent));
+        let (data_sent, parity_sent) =
+            server.map_or((0, 0), |s| (s.sent.data_sent, s.sent.parity_sent));
         let total = data_sent + parity_sent;
         FecResult {
             group,
             data_sent,
             parity_sent,
-            rebuilt: client.map_or(0, |c| c.rebuilt),
-            unrecoverable_groups: client.map_or(0, |c| c.unrecoverable_groups),
+            rebuilt: client.map_or(0, |c| c.received.rebuilt),
+            unrecoverable_groups: client.map_or(0, |c| c.received.unrecoverable_groups),
             parity_share: (total > 0).then(|| parity_sent as f64 / total as f64),
             server,
             client,
