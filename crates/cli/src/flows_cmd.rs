@@ -43,6 +43,10 @@ pub struct FlowsArgs {
     /// Connections emulated by gquic-cubic (N; β = (N−1+0.7)/N)
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..))]
     pub gquic_n: u32,
+    /// XOR FEC under QUIC for every h3 flow of the mix, one parity datagram after every N data
+    /// datagrams (2–64; seed 000's F_G ≈ 3 is N = 2); off by default (docs/fec.md)
+    #[arg(long, value_name = "N", value_parser = crate::stacks_cmd::fec_group)]
+    pub fec: Option<u8>,
     /// Over IPv6
     #[arg(long)]
     pub ipv6: bool,
@@ -78,9 +82,12 @@ pub fn run(args: FlowsArgs) -> Result<i32> {
         ..StackOptions::default()
     };
     run.ipv6 = args.ipv6;
-    run.validate().map_err(|(key, e)| anyhow!("--{key}: {e}"))?;
     let options = args.link.options();
     let spec = args.link.to_spec()?;
+    run.stack.fec = args
+        .fec
+        .map(|n| quiclab_proto::options::FecSettings::for_rtt(n, spec.base_rtt()));
+    run.validate().map_err(|(key, e)| anyhow!("--{key}: {e}"))?;
     let mut running = quiclab_workload::harness::start_lab(&options, &spec, args.keep.as_deref())?;
     let out = run.run(&mut running, args.keep.as_deref())?;
     drop(running);
@@ -113,6 +120,9 @@ pub fn run(args: FlowsArgs) -> Result<i32> {
                     .as_ref()
                     .map_or(String::new(), |e| format!(" — failed: {e}")),
             );
+            if let Some(fec) = &fl.fec {
+                println!("  {}", crate::stacks_cmd::fec_line(fec));
+            }
         }
     }
     match r.failure() {

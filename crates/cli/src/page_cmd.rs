@@ -46,6 +46,10 @@ pub struct PageArgs {
     /// TLS version for h1/h2
     #[arg(long, value_name = "1.2|1.3")]
     pub tls: Option<TlsVersion>,
+    /// h3 with the builtin loader: XOR FEC under QUIC on both ends, one parity datagram after
+    /// every N data datagrams (2–64); off by default (docs/fec.md)
+    #[arg(long, value_name = "N", value_parser = crate::stacks_cmd::fec_group)]
+    pub fec: Option<u8>,
     /// Give up on the load after this long
     #[arg(long, default_value = "60s", value_parser = crate::link_args::std_duration)]
     pub timeout: Duration,
@@ -87,6 +91,12 @@ pub fn page(args: PageArgs) -> Result<i32> {
     } else {
         Browser::Builtin
     };
+    let options = args.link.options();
+    let spec = args.link.to_spec()?;
+    let mut stack = stack;
+    stack.fec = args
+        .fec
+        .map(|n| quiclab_proto::options::FecSettings::for_rtt(n, spec.base_rtt()));
     let run = PageRun {
         proto: args.proto,
         page: source,
@@ -95,8 +105,7 @@ pub fn page(args: PageArgs) -> Result<i32> {
         stack,
         timeout: args.timeout,
     };
-    let options = args.link.options();
-    let spec = args.link.to_spec()?;
+    run.validate().map_err(|(key, e)| anyhow::anyhow!("--{key}: {e}"))?;
     let mut running = quiclab_workload::harness::start_lab(&options, &spec, args.keep.as_deref())?;
     let out = run.run(&mut running, args.keep.as_deref())?;
     drop(running);
@@ -128,6 +137,9 @@ pub fn page(args: PageArgs) -> Result<i32> {
             r.summary.connections,
             r.summary.negotiated_protocols
         );
+        if let Some(fec) = &r.fec {
+            println!("{}", crate::stacks_cmd::fec_line(fec));
+        }
     }
     Ok(0)
 }

@@ -354,12 +354,29 @@ pub fn bulk(args: BulkArgs) -> Result<i32> {
                 .map_or(String::new(), |u| format!(" (U {u:.3})")),
             r.loss_ratio.unwrap_or(f64::NAN)
         );
+        if let Some(fec) = &r.fec {
+            println!("{}", fec_line(fec));
+        }
     }
     Ok(if r.verified == Some(false) || r.error.is_some() {
         1
     } else {
         0
     })
+}
+
+/// One line of a run's FEC figures, with the difference from gQUIC it carries.
+pub fn fec_line(f: &quiclab_workload::fec::FecResult) -> String {
+    format!(
+        "  FEC N = {}: server sent {} data + {} parity datagrams (parity share {}), client rebuilt {}, {} group(s) beyond repair; {}",
+        f.group,
+        f.data_sent,
+        f.parity_sent,
+        f.parity_share.map_or("-".into(), |p| format!("{p:.3}")),
+        f.rebuilt,
+        f.unrecoverable_groups,
+        f.note
+    )
 }
 
 /// `--fec N`: a group size quiclab-fec accepts.

@@ -53,6 +53,11 @@ pub struct VideoArgs {
     /// TLS version for h1/h2
     #[arg(long, value_name = "1.2|1.3")]
     pub tls: Option<TlsVersion>,
+    /// XOR FEC under QUIC for the h3 players, one parity datagram after every N data datagrams
+    /// (2–64); off by default (docs/fec.md). Not with --switch (the switching client makes its
+    /// own endpoints)
+    #[arg(long, value_name = "N", value_parser = crate::stacks_cmd::fec_group, conflicts_with = "switch")]
+    pub fec: Option<u8>,
     /// Over IPv6
     #[arg(long)]
     pub ipv6: bool,
@@ -103,10 +108,13 @@ pub fn run(args: VideoArgs) -> Result<i32> {
         stall_timeout: args.on_switch.switch_timeout,
         migrate_delay: args.on_switch.migrate_delay,
     };
-    run.validate()
-        .map_err(|(key, e)| anyhow!("--{}: {e}", key.replace('_', "-")))?;
     let link = args.switch.apply(args.link.options());
     let spec = link.to_spec().map_err(anyhow::Error::msg)?;
+    run.stack.fec = args
+        .fec
+        .map(|n| quiclab_proto::options::FecSettings::for_rtt(n, spec.base_rtt()));
+    run.validate()
+        .map_err(|(key, e)| anyhow!("--{}: {e}", key.replace('_', "-")))?;
     if !args.json {
         eprintln!(
             "quiclab video: {} with {} on {}, {:.0} s of media to play (≈ {:.0} s)",
@@ -157,6 +165,9 @@ pub fn run(args: VideoArgs) -> Result<i32> {
                     p.connections.as_ref().map_or(0, Vec::len)
                 );
                 crate::link_args::print_switch_outcomes(sw);
+            }
+            if let Some(fec) = &p.fec {
+                println!("{}", crate::stacks_cmd::fec_line(fec));
             }
         }
     }

@@ -935,7 +935,8 @@ impl Parser<'_> {
         }
 
         if kind.names_protocols() {
-            // Each flow (player) names its protocol; [protocol] may only set the TLS version.
+            // Each flow (player) names its protocol; [protocol] may only set the TLS version and
+            // FEC (for the h3 flows or players).
             let (ck, example) = match kind {
                 WorkloadKind::Video => ("players", "players = [\"h1/4\", \"h3\"]"),
                 _ => ("flows", "flows = [\"h3\", \"h1\"]"),
@@ -952,11 +953,11 @@ impl Parser<'_> {
                     .filter(|(k, _)| PROTOCOL_KEYS.contains(&k.as_str()))
                     .flat_map(|(k, vs)| vs.first().map(|v| (k, v))),
             ) {
-                if k != "tls" {
+                if k != "tls" && k != "fec" {
                     return Err(self.at_line(
                         v.line,
                         format!(
-                            "key \"{k}\" does not apply to kind = \"{kind_name}\": the protocols are named in `{ck}` (e.g. {example}); only \"tls\" may be set for all"
+                            "key \"{k}\" does not apply to kind = \"{kind_name}\": the protocols are named in `{ck}` (e.g. {example}); only \"tls\" and \"fec\" may be set for all"
                         ),
                     ));
                 }

@@ -171,17 +171,11 @@ impl<'a> Preparer<'a> {
                 .ok()
                 .ok_or_else(|| self.at("fec", v, "expected a group size from 2 to 64, or 0 / off"))
                 .and_then(|n| quiclab_fec::check_group(n).map_err(|e| self.at("fec", v, e)))?;
-            if self.scenario.kind != WorkloadKind::Bulk {
-                return Err(self.at(
-                    "fec",
-                    v,
-                    format!(
-                        "FEC is built for kind = \"bulk\" so far, not \"{}\"",
-                        self.scenario.kind.name()
-                    ),
-                ));
-            }
-            if proto != Protocol::H3 {
+            // A bulk download or page load is one protocol's; flows and video apply FEC to
+            // their h3 flows and players (their own validation refuses a mix without one).
+            if matches!(self.scenario.kind, WorkloadKind::Bulk | WorkloadKind::Page)
+                && proto != Protocol::H3
+            {
                 return Err(self.at(
                     "fec",
                     v,
@@ -276,14 +270,17 @@ impl<'a> Preparer<'a> {
                             .ok_or_else(|| self.at("max_streams", m, "expected an integer ≥ 1"))
                     })
                     .transpose()?;
-                WorkloadSpec::Page(PageRun {
+                let run = PageRun {
                     proto,
                     page,
                     browser,
                     max_streams,
                     stack,
                     timeout: timeout.unwrap_or(Duration::from_secs(60)),
-                })
+                };
+                run.validate()
+                    .map_err(|(key, e)| self.at(key, get(key).unwrap_or_default(), e))?;
+                WorkloadSpec::Page(run)
             }
             WorkloadKind::Flows => WorkloadSpec::Flows(self.flows(p, stack, timeout)?),
             WorkloadKind::Video => {
@@ -706,6 +703,35 @@ mod tests {
             .unwrap()
             .to_string();
         assert!(e.contains("fec") && e.contains("2 to 64"), "{e}");
+    }
+
+    #[test]
+    fn fec_applies_to_the_h3_flows_players_and_loads_of_other_kinds() {
+        let flows = "name = \"f\"\nexclude = [{ flows = \"h1\", fec = 2 }]\n[workload]\nkind = \"flows\"\nduration = \"10s\"\n[link]\nrtt = \"20ms\"\n[grid]\nflows = [\"h1\", \"h3 + h1\"]\nfec = [0, 2]\n";
+        let runs = prepare_all(flows).unwrap();
+        let fec: Vec<(String, Option<u8>)> = runs
+            .iter()
+            .map(|r| match &r.work {
+                WorkloadSpec::Flows(f) => (f.mix.label(), f.stack.fec.map(|x| x.group)),
+                _ => panic!("flows"),
+            })
+            .collect();
+        assert_eq!(fec.len(), 3, "{fec:?}");
+        assert!(fec.contains(&("h3+h1".into(), Some(2))), "{fec:?}");
+        // A mix without an h3 flow would run without FEC: refused, naming the key.
+        let e = prepare_all(&flows.replace("exclude = [{ flows = \"h1\", fec = 2 }]\n", ""))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("key \"fec\"") && e.contains("has none"), "{e}");
+        let video = "name = \"v\"\n[workload]\nkind = \"video\"\nplayers = \"h2\"\nduration = \"20s\"\n[protocol]\nfec = 2\n";
+        let e = prepare_all(video).err().unwrap().to_string();
+        assert!(e.contains("key \"fec\"") && e.contains("h3 players"), "{e}");
+        assert!(prepare_all(&video.replace("\"h2\"", "\"h3 + h2\"")).is_ok());
+        let page = "name = \"p\"\n[workload]\nkind = \"page\"\npage = \"carlucci-small\"\n[protocol]\nprotocol = \"h2\"\nfec = 2\n";
+        let e = prepare_all(page).err().unwrap().to_string();
+        assert!(e.contains("key \"fec\"") && e.contains("needs h3"), "{e}");
+        assert!(prepare_all(&page.replace("\"h2\"", "\"h3\"")).is_ok());
     }
 
     #[test]

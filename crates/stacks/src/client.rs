@@ -16,6 +16,7 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use quiclab_proto::options::{Protocol, StackOptions, TcpCongestion};
 use serde::{Deserialize, Serialize};
 
+use crate::fec_socket::FecSocket;
 use crate::server::{pattern_byte, transport_config};
 use crate::tls::{self, LabCertificate, SERVER_NAME};
 
@@ -261,9 +262,13 @@ where
     }
 }
 
-/// A client QUIC endpoint on an ephemeral port of the server's address family.
-pub(crate) fn quic_client_endpoint(server: SocketAddr) -> Result<quinn::Endpoint> {
-    quic_client_endpoint_from(None, server)
+/// A client QUIC endpoint on an ephemeral port of the server's address family, over quiclab's
+/// FEC socket when `stack` asks for FEC (its counters are read from the returned socket).
+pub(crate) fn quic_client_endpoint(
+    server: SocketAddr,
+    stack: &StackOptions,
+) -> Result<(quinn::Endpoint, Option<Arc<FecSocket>>)> {
+    quic_client_endpoint_from(None, server, stack)
 }
 
 /// The unspecified address of `server`'s family.
@@ -279,13 +284,11 @@ fn unspecified(server: SocketAddr) -> std::net::IpAddr {
 pub(crate) fn quic_client_endpoint_from(
     local: Option<std::net::IpAddr>,
     server: SocketAddr,
-) -> Result<quinn::Endpoint> {
-    let bind: SocketAddr = match local {
-        Some(ip) => SocketAddr::new(ip, 0),
-        None if server.is_ipv6() => "[::]:0".parse()?,
-        None => "0.0.0.0:0".parse()?,
-    };
-    quinn::Endpoint::client(bind).with_context(|| format!("binding a QUIC client socket on {bind}"))
+    stack: &StackOptions,
+) -> Result<(quinn::Endpoint, Option<Arc<FecSocket>>)> {
+    let bind = SocketAddr::new(local.unwrap_or_else(|| unspecified(server)), 0);
+    crate::fec_socket::quic_endpoint(bind, None, stack)
+        .with_context(|| format!("binding a QUIC client socket on {bind}"))
 }
 
 /// The rustls part of a QUIC client configuration (ALPN h3, sessions kept in `store`).
@@ -355,9 +358,7 @@ fn finish(connection: ConnectionTiming, requests: Vec<RequestTiming>, t0: Instan
 }
 
 async fn fetch_quic(opts: &FetchOptions) -> Result<FetchReport> {
-    let bind = SocketAddr::new(unspecified(opts.server), 0);
-    let (endpoint, fec) = crate::fec_socket::quic_endpoint(bind, None, &opts.stack)
-        .with_context(|| format!("binding a QUIC client socket on {bind}"))?;
+    let (endpoint, fec) = quic_client_endpoint(opts.server, &opts.stack)?;
     // Early data enabled whenever resuming: `into_0rtt` then tells whether a ticket is held.
     let store = Arc::new(tls::CountingSessionStore::default());
     let crypto = quic_client_crypto(&opts.cert, opts.resume || opts.zero_rtt, store.clone())?;
@@ -544,7 +545,7 @@ mod tests {
 
     /// Connects an HTTP/3 client, sends a GET without its FIN and reads the whole response.
     async fn get_without_fin(cert: &LabCertificate, server: SocketAddr) -> Held {
-        let endpoint = quic_client_endpoint(server).unwrap();
+        let (endpoint, _) = quic_client_endpoint(server, &StackOptions::default()).unwrap();
         let crypto = quic_client_crypto(cert, false, Arc::default()).unwrap();
         let config = quic_client_config(crypto, &StackOptions::default(), None).unwrap();
         let conn = endpoint

@@ -62,6 +62,39 @@ impl FecCounters {
     }
 }
 
+/// One peer's share of an endpoint's counters (`parity_unsent` is the endpoint's, not a peer's).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct PeerFecCounters {
+    pub peer: SocketAddr,
+    #[serde(flatten)]
+    pub counters: FecCounters,
+}
+
+/// What a server writes while it runs (`ServeConfig::fec_log`): every FEC socket's counters summed,
+/// and per peer (so that each flow of a mix finds its own by its client port).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FecLog {
+    pub total: FecCounters,
+    pub peers: Vec<PeerFecCounters>,
+}
+
+impl FecLog {
+    /// The counters of the peer on client port `port` (summed should one port appear on both
+    /// address families).
+    pub fn peer_port(&self, port: u16) -> Option<FecCounters> {
+        let mut found = None;
+        for p in self.peers.iter().filter(|p| p.peer.port() == port) {
+            found
+                .get_or_insert(FecCounters {
+                    group: p.counters.group,
+                    ..Default::default()
+                })
+                .add(&p.counters);
+        }
+        found
+    }
+}
+
 struct Sending {
     encoders: HashMap<SocketAddr, Encoder>,
     /// Parity datagrams not sent yet (the socket was not writable).
@@ -143,6 +176,29 @@ impl FecSocket {
             c.received.add(&d.counters);
         }
         c
+    }
+
+    /// The counters per peer (a client's address and port, as the socket saw it), sorted by peer.
+    pub fn peer_counters(&self) -> Vec<PeerFecCounters> {
+        let mut peers: std::collections::BTreeMap<SocketAddr, FecCounters> = Default::default();
+        let blank = FecCounters {
+            group: self.n as u64,
+            ..Default::default()
+        };
+        {
+            let s = self.sending.lock().unwrap();
+            for (to, e) in &s.encoders {
+                peers.entry(*to).or_insert(blank).sent.add(&e.counters);
+            }
+        }
+        let r = self.receiving.lock().unwrap();
+        for (from, d) in &r.decoders {
+            peers.entry(*from).or_insert(blank).received.add(&d.counters);
+        }
+        peers
+            .into_iter()
+            .map(|(peer, counters)| PeerFecCounters { peer, counters })
+            .collect()
     }
 
     /// Judges every group still open at the receiver (call when traffic has stopped).
@@ -352,7 +408,7 @@ pub fn quic_endpoint(
     Ok((e, Some(socket)))
 }
 
-/// Writes the summed counters of `sockets` to `path` every 100 ms (whole JSON documents, replaced
+/// Writes the [`FecLog`] of `sockets` to `path` every 100 ms (whole JSON documents, replaced
 /// by rename, so a reader never sees half of one), until the process ends.
 pub async fn log_counters(
     sockets: Vec<Arc<FecSocket>>,
@@ -362,11 +418,12 @@ pub async fn log_counters(
     let mut interval = tokio::time::interval(Duration::from_millis(100));
     loop {
         interval.tick().await;
-        let mut sum = FecCounters::default();
+        let mut log = FecLog::default();
         for s in &sockets {
-            sum.add(&s.counters());
+            log.total.add(&s.counters());
+            log.peers.extend(s.peer_counters());
         }
-        let json = serde_json::to_vec(&sum)?;
+        let json = serde_json::to_vec(&log)?;
         std::fs::write(&tmp, json)?;
         std::fs::rename(&tmp, &path)?;
     }

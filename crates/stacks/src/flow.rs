@@ -58,6 +58,9 @@ pub struct FlowReport {
     pub stopped: bool,
     /// `[ms since origin, bytes]` of every millisecond in which body bytes arrived.
     pub receptions: Vec<(u64, u64)>,
+    /// h3 with FEC: the client's FEC counters (both directions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fec: Option<crate::fec_socket::FecCounters>,
 }
 
 /// Body bytes per millisecond since the origin.
@@ -102,7 +105,13 @@ pub async fn run_flow(opts: &FlowOptions) -> Result<FlowReport> {
     let path = format!("/bytes/{}", opts.size);
     let mut rx = Receptions::new(opts.origin_ns);
     let deadline = opts.stop_after.map(|d| tokio::time::Instant::now() + d);
-    let (local_port, alpn, handshake_ns, complete) = match opts.protocol {
+    let Transfer {
+        local_port,
+        alpn,
+        handshake_ns,
+        complete,
+        fec,
+    } = match opts.protocol {
         Protocol::H1 | Protocol::H2 => tcp_flow(opts, &path, &mut rx, deadline).await?,
         Protocol::H3 => quic_flow(opts, &path, &mut rx, deadline).await?,
     };
@@ -119,7 +128,18 @@ pub async fn run_flow(opts: &FlowOptions) -> Result<FlowReport> {
         complete,
         stopped: !complete,
         receptions: rx.per_ms,
+        fec,
     })
+}
+
+/// How a flow's connection went.
+struct Transfer {
+    local_port: u16,
+    alpn: String,
+    handshake_ns: u64,
+    /// The whole resource arrived (else the flow stopped at its deadline).
+    complete: bool,
+    fec: Option<crate::fec_socket::FecCounters>,
 }
 
 /// Reads `body` into `rx` until it ends (true) or `deadline` passes (false).
@@ -141,7 +161,7 @@ async fn tcp_flow(
     path: &str,
     rx: &mut Receptions,
     deadline: Option<tokio::time::Instant>,
-) -> Result<(u16, String, u64, bool)> {
+) -> Result<Transfer> {
     let alpn: &[u8] = if opts.protocol == Protocol::H2 {
         b"h2"
     } else {
@@ -196,7 +216,13 @@ async fn tcp_flow(
     })
     .await?;
     // Dropping the body and the connection closes the socket: a stopped flow ends here.
-    Ok((local_port, timing.protocol, handshake_ns, complete))
+    Ok(Transfer {
+        local_port,
+        alpn: timing.protocol,
+        handshake_ns,
+        complete,
+        fec: None,
+    })
 }
 
 async fn quic_flow(
@@ -204,8 +230,8 @@ async fn quic_flow(
     path: &str,
     rx: &mut Receptions,
     deadline: Option<tokio::time::Instant>,
-) -> Result<(u16, String, u64, bool)> {
-    let endpoint = quic_client_endpoint(opts.server)?;
+) -> Result<Transfer> {
+    let (endpoint, fec) = quic_client_endpoint(opts.server, &opts.stack)?;
     let local_port = endpoint.local_addr()?.port();
     let crypto = quic_client_crypto(&opts.cert, false, Arc::default())?;
     let config = quic_client_config(crypto, &opts.stack, None)?;
@@ -244,5 +270,15 @@ async fn quic_flow(
     conn.close(H3_NO_ERROR, b"done");
     // Let the close leave before the endpoint goes (bounded: the peer may be gone).
     let _ = tokio::time::timeout(Duration::from_millis(200), endpoint.wait_idle()).await;
-    Ok((local_port, "h3".into(), handshake_ns, complete))
+    let fec = fec.map(|f| {
+        f.finish();
+        f.counters()
+    });
+    Ok(Transfer {
+        local_port,
+        alpn: "h3".into(),
+        handshake_ns,
+        complete,
+        fec,
+    })
 }

@@ -110,6 +110,9 @@ pub struct PageLoadReport {
     pub server: SocketAddr,
     /// Each connection's set-up.
     pub connection_details: Vec<PageConnection>,
+    /// h3 with FEC: the client's FEC counters (both directions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fec: Option<crate::fec_socket::FecCounters>,
 }
 
 impl PageLoadReport {
@@ -249,8 +252,10 @@ pub async fn load_page(opts: &PageLoadOptions) -> Result<PageLoadReport> {
 
     // Configurations are built before navigation start: a browser has them ready too.
     let store = Arc::new(tls::CountingSessionStore::default());
+    let mut fec_socket = None;
     let (tcp_tls, quic) = if opts.protocol.is_quic() {
-        let endpoint = quic_client_endpoint(opts.server)?;
+        let (endpoint, fec) = quic_client_endpoint(opts.server, &opts.stack)?;
+        fec_socket = fec;
         let crypto = quic_client_crypto(&opts.cert, false, store)?;
         let config = quic_client_config(crypto, &opts.stack, None)?;
         (None, Some((endpoint, config)))
@@ -320,7 +325,12 @@ pub async fn load_page(opts: &PageLoadOptions) -> Result<PageLoadReport> {
         let _ = tokio::time::timeout(Duration::from_secs(2), endpoint.wait_idle()).await;
     }
 
-    report(opts, &plan, &infos, &fetched, navigation_start_unix_ms)
+    let mut report = report(opts, &plan, &infos, &fetched, navigation_start_unix_ms)?;
+    if let Some(fec) = fec_socket {
+        fec.finish();
+        report.fec = Some(fec.counters());
+    }
+    Ok(report)
 }
 
 struct Driver<'p> {
@@ -557,6 +567,7 @@ fn report(
         server: opts.server,
         connection_details,
         objects,
+        fec: None,
     })
 }
 

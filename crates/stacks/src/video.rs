@@ -125,6 +125,9 @@ pub struct VideoReport {
     /// With switches: connections, migrations and the bytes' arrival.
     #[serde(default)]
     pub switching: Option<VideoSwitchLog>,
+    /// h3 with FEC: the client's FEC counters over the player's connections (both directions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fec: Option<crate::fec_socket::FecCounters>,
 }
 
 /// The player's connections.
@@ -153,6 +156,8 @@ struct Session<'a> {
     meter: Option<Arc<Meter>>,
     log: VideoSwitchLog,
     migrations: Arc<Mutex<Vec<MigrationRecord>>>,
+    /// The FEC sockets of every QUIC endpoint opened (h3 with FEC).
+    fec: Vec<Arc<crate::fec_socket::FecSocket>>,
 }
 
 /// Runs the player to the end of the content, or until `limit`, or until a download fails.
@@ -179,6 +184,7 @@ pub async fn run_player(opts: &VideoOptions) -> VideoReport {
         }),
         log: VideoSwitchLog::default(),
         migrations: Arc::default(),
+        fec: Vec::new(),
     };
     let mut connected_s = None;
     let result: Result<()> = async {
@@ -210,6 +216,14 @@ pub async fn run_player(opts: &VideoOptions) -> VideoReport {
         connected_s,
         error: result.err().map(|e| format!("{e:#}")),
         switching,
+        fec: (!session.fec.is_empty()).then(|| {
+            let mut sum = crate::fec_socket::FecCounters::default();
+            for f in &session.fec {
+                f.finish();
+                sum.add(&f.counters());
+            }
+            sum
+        }),
     }
 }
 
@@ -412,7 +426,8 @@ impl Session<'_> {
                 }
             }
             Protocol::H3 => {
-                let endpoint = quic_client_endpoint_from(local, opts.server)?;
+                let (endpoint, fec) = quic_client_endpoint_from(local, opts.server, &opts.stack)?;
+                self.fec.extend(fec);
                 ports.push(endpoint.local_addr()?.port());
                 let early = plan.is_some_and(|p| p.on_switch == OnSwitch::Reconnect0rtt);
                 let crypto = self.tls.quic(&opts.cert, early)?;

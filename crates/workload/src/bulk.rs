@@ -14,6 +14,7 @@ use serde::Serialize;
 use crate::child::{
     ChildConfig, FetchChildReport, FetchConfig, SwitchFetchConfig, SwitchFetchReport,
 };
+use crate::fec::FecResult;
 use crate::harness::{self, RunError, WorkDir};
 use crate::switch::SwitchOutcome;
 use crate::{Outcome, Workload, WorkloadResult};
@@ -202,49 +203,6 @@ pub struct BulkResult {
     pub fidelity: Option<FidelityReport>,
 }
 
-/// FEC's figures of a run (the `fec` object of `--json`): the downlink's, where the data flows
-/// (the server sends, the client receives), and each end's whole counters.
-#[derive(Debug, Clone, Serialize)]
-pub struct FecResult {
-    /// Data datagrams per group (N).
-    pub group: u64,
-    /// Downlink data and parity datagrams the server sent.
-    pub data_sent: u64,
-    pub parity_sent: u64,
-    /// Downlink datagrams the client rebuilt from a parity.
-    pub rebuilt: u64,
-    /// Downlink groups that lost two or more of their datagrams (nothing rebuilt).
-    pub unrecoverable_groups: u64,
-    /// Parity datagrams over all datagrams the server sent: the share of the channel FEC takes
-    /// (1/(N+1) with full groups).
-    pub parity_share: Option<f64>,
-    /// The server's counters as last written (≤ 100 ms before it stopped), both directions.
-    pub server: Option<quiclab_stacks::fec_socket::FecCounters>,
-    pub client: Option<quiclab_stacks::fec_socket::FecCounters>,
-}
-
-impl FecResult {
-    pub fn of(
-        server: Option<quiclab_stacks::fec_socket::FecCounters>,
-        client: Option<quiclab_stacks::fec_socket::FecCounters>,
-    ) -> FecResult {
-        let group = server.or(client).map_or(0, |c| c.group);
-        let (data_sent, parity_sent) =
-            server.map_or((0, 0), |s| (s.sent.data_sent, s.sent.parity_sent));
-        let total = data_sent + parity_sent;
-        FecResult {
-            group,
-            data_sent,
-            parity_sent,
-            rebuilt: client.map_or(0, |c| c.received.rebuilt),
-            unrecoverable_groups: client.map_or(0, |c| c.received.unrecoverable_groups),
-            parity_share: (total > 0).then(|| parity_sent as f64 / total as f64),
-            server,
-            client,
-        }
-    }
-}
-
 impl WorkloadResult for BulkResult {
     const METRICS: &'static [MetricDef] = &[
         MetricDef::lower("total_ms", "Download time", "ms"),
@@ -267,9 +225,9 @@ impl WorkloadResult for BulkResult {
         MetricDef::lower("max_interruption_s", "Interruption per switch (max)", "s"),
         MetricDef::lower("mean_recovery_s", "Recovery per switch (mean)", "s"),
         MetricDef::lower("connections_used", "Connections used", ""),
-        MetricDef::lower("fec_parity_share", "FEC parity share of datagrams sent", ""),
-        MetricDef::higher("fec_rebuilt", "Datagrams rebuilt by FEC", ""),
-        MetricDef::lower("fec_unrecoverable_groups", "FEC groups beyond repair", ""),
+        crate::fec::METRICS[0],
+        crate::fec::METRICS[1],
+        crate::fec::METRICS[2],
     ];
 
     fn metric_values(&self) -> Vec<(&'static str, Option<f64>)> {
@@ -278,7 +236,7 @@ impl WorkloadResult for BulkResult {
             self.switches.as_deref(),
             self.connections.as_ref().map(Vec::len),
         );
-        vec![
+        let mut values = vec![
             ("total_ms", Some(self.total_ms)),
             ("ttfb_ms", Some(self.ttfb_ms)),
             ("goodput_mbps", Some(self.goodput_mbps)),
@@ -299,16 +257,9 @@ impl WorkloadResult for BulkResult {
             ("max_interruption_s", sw.max_interruption_s),
             ("mean_recovery_s", sw.mean_recovery_s),
             ("connections_used", sw.connections_used),
-            (
-                "fec_parity_share",
-                self.fec.as_ref().and_then(|f| f.parity_share),
-            ),
-            ("fec_rebuilt", self.fec.as_ref().map(|f| f.rebuilt as f64)),
-            (
-                "fec_unrecoverable_groups",
-                self.fec.as_ref().map(|f| f.unrecoverable_groups as f64),
-            ),
-        ]
+        ];
+        values.extend(crate::fec::metric_values(self.fec.as_ref()));
+        values
     }
 
     fn failure(&self) -> Option<String> {
@@ -465,7 +416,7 @@ impl Workload for BulkRun {
             fec: self
                 .stack
                 .fec
-                .map(|_| FecResult::of(harness::server_fec(&work), client.report.fec)),
+                .map(|_| FecResult::of(harness::server_fec(&work).map(|l| l.total), client.report.fec)),
             fidelity: fidelity.clone(),
         };
         Ok(Outcome { result, fidelity })

@@ -238,6 +238,9 @@ pub struct PageSummary {
 pub struct PageClientReport {
     pub summary: PageSummary,
     pub objects: Vec<ObjectTiming>,
+    /// The loader's FEC counters (h3 with FEC).
+    #[serde(default)]
+    pub fec: Option<quiclab_stacks::fec_socket::FecCounters>,
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime> {
@@ -518,6 +521,7 @@ pub fn page_client(c: &PageClientConfig) -> Result<PageClientReport> {
                     connection_details: None,
                 },
                 objects,
+                fec: None,
             })
         }
         Browser::Builtin => {
@@ -543,6 +547,7 @@ pub fn page_client(c: &PageClientConfig) -> Result<PageClientReport> {
                     connection_details: Some(report.connection_details.clone()),
                 },
                 objects: report.objects,
+                fec: report.fec,
             })
         }
     }

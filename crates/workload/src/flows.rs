@@ -23,6 +23,7 @@ use quiclab_proto::options::{Protocol, StackOptions};
 use serde::Serialize;
 
 use crate::child::{ChildConfig, FlowClientConfig, FlowsClientConfig, FlowsClientReport};
+use crate::fec::FecResult;
 use crate::harness::{self, RunError, WorkDir};
 use crate::{Outcome, TimeSeries, Workload, WorkloadResult};
 
@@ -91,6 +92,16 @@ impl FlowsRun {
 
     /// Refuses what cannot be measured; messages name the option (`duration`, `cutoff`, …).
     pub fn validate(&self) -> Result<(), (&'static str, String)> {
+        // FEC applies to the mix's h3 flows; a mix without one would run without it, silently.
+        if self.stack.fec.is_some() && !self.mix.flows.iter().any(|f| f.proto == Protocol::H3) {
+            return Err((
+                "fec",
+                format!(
+                    "FEC is quiclab's XOR FEC under QUIC and applies to a mix's h3 flows, but {} has none",
+                    self.mix.label()
+                ),
+            ));
+        }
         if !self.offsets.is_empty() && self.offsets.len() != self.mix.flows.len() {
             return Err((
                 "offsets",
@@ -240,6 +251,9 @@ pub struct FlowResult {
     pub utilization: Option<f64>,
     /// Application bytes per bin from the mix's start.
     pub bin_bytes: Vec<u64>,
+    /// h3 with FEC: this flow's downlink FEC (the server's counters for this flow's client port).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fec: Option<FecResult>,
     /// Why the flow failed (then it has no report).
     pub error: Option<String>,
 }
@@ -272,6 +286,9 @@ pub struct FlowsResult {
     /// The window every flow ran in, less the cutoff, in seconds since the start.
     pub common_window_s: Option<(f64, f64)>,
     pub flows: Vec<FlowResult>,
+    /// With FEC: the h3 flows' FEC summed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fec: Option<FecResult>,
     pub cpu_client_s: f64,
     pub cpu_server_s: f64,
     pub link: LinkDescription,
@@ -298,10 +315,13 @@ impl WorkloadResult for FlowsResult {
         MetricDef::lower("first_flow_loss_ratio", "First flow's loss ratio", ""),
         MetricDef::lower("cpu_client_s", "Client CPU", "s"),
         MetricDef::lower("cpu_server_s", "Server CPU", "s"),
+        crate::fec::METRICS[0],
+        crate::fec::METRICS[1],
+        crate::fec::METRICS[2],
     ];
 
     fn metric_values(&self) -> Vec<(&'static str, Option<f64>)> {
-        vec![
+        let mut values = vec![
             ("jain", self.jain),
             ("jain_bins", self.jain_bins),
             ("utilization", self.utilization),
@@ -316,7 +336,9 @@ impl WorkloadResult for FlowsResult {
             ),
             ("cpu_client_s", Some(self.cpu_client_s)),
             ("cpu_server_s", Some(self.cpu_server_s)),
-        ]
+        ];
+        values.extend(crate::fec::metric_values(self.fec.as_ref()));
+        values
     }
 
     fn failure(&self) -> Option<String> {
@@ -424,8 +446,13 @@ impl Workload for FlowsRun {
             .is_kept()
             .then(|| std::fs::read_to_string(work.join("cwnd.csv")).ok())
             .flatten();
+        let fec_log = self
+            .stack
+            .fec
+            .map(|_| harness::server_fec(&work).unwrap_or_default());
         let result = self.assemble(
             &client,
+            fec_log.as_ref(),
             fidelity.clone(),
             &spec,
             server_ip,
@@ -447,6 +474,7 @@ impl FlowsRun {
     fn assemble(
         &self,
         client: &FlowsClientReport,
+        fec_log: Option<&quiclab_stacks::fec_socket::FecLog>,
         fidelity: Option<FidelityReport>,
         spec: &LinkSpec,
         server_ip: IpAddr,
@@ -503,6 +531,7 @@ impl FlowsRun {
                 loss_ratio: None,
                 utilization: None,
                 bin_bytes: Vec::new(),
+                fec: None,
                 error: outcome.error.clone(),
             };
             let Some(r) = &outcome.report else {
@@ -529,6 +558,9 @@ impl FlowsRun {
                 }
             };
             fr.local_port = Some(r.local_port);
+            if let Some(log) = fec_log.filter(|_| spec_f.proto == Protocol::H3) {
+                fr.fec = Some(FecResult::of(log.peer_port(r.local_port), r.fec));
+            }
             fr.bytes = r.bytes;
             fr.complete = r.complete;
             fr.handshake_ms = Some(r.handshake_ns.saturating_sub(start) as f64 / 1e6);
@@ -623,6 +655,7 @@ impl FlowsRun {
             _ => None,
         };
         let series = self.series(&flows, &all_bins, rate, epoch_ns, origin, cwnd_csv);
+        let fec = FecResult::sum(flows.iter().filter_map(|f| f.fec.as_ref()));
         FlowsResult {
             mix: self.mix.label(),
             jain: jain_means,
@@ -655,6 +688,7 @@ impl FlowsRun {
                 )
             }),
             flows,
+            fec,
             cpu_client_s: client.cpu_s,
             cpu_server_s: server_cpu,
             link: spec.describe(),

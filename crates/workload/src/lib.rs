@@ -20,6 +20,7 @@
 
 pub mod bulk;
 pub mod child;
+pub mod fec;
 pub mod flows;
 pub mod harness;
 pub mod page;

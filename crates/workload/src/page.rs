@@ -18,6 +18,7 @@ use quiclab_proto::options::{Protocol, StackOptions};
 use serde::Serialize;
 
 use crate::child::{Browser, ChildConfig, PageClientConfig, PageClientReport, PageSummary};
+use crate::fec::FecResult;
 use crate::harness::{self, RunError, WorkDir};
 use crate::{Outcome, Workload, WorkloadResult};
 
@@ -83,10 +84,39 @@ pub struct PageResult {
     pub link: LinkDescription,
     /// Downlink packets lost at the bottleneck over those that arrived.
     pub loss_ratio: Option<f64>,
+    /// With FEC: the downlink's FEC (what the server sent, what the client rebuilt).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fec: Option<FecResult>,
     pub fidelity: Option<FidelityReport>,
     /// Per-object timings (for the HAR and the waterfall; not part of the JSON document).
     #[serde(skip)]
     pub objects: Vec<ObjectTiming>,
+}
+
+impl PageRun {
+    /// Refuses what cannot be measured; messages name the option (`fec`).
+    pub fn validate(&self) -> Result<(), (&'static str, String)> {
+        if self.stack.fec.is_some() {
+            if self.proto != Protocol::H3 {
+                return Err((
+                    "fec",
+                    format!(
+                        "FEC is quiclab's XOR FEC under QUIC: it needs h3, but this load is {}",
+                        self.proto
+                    ),
+                ));
+            }
+            if self.browser == Browser::Chromium {
+                return Err((
+                    "fec",
+                    "FEC is quiclab's own layer under quinn: Chromium's QUIC does not speak it; \
+                     use the builtin loader"
+                        .into(),
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 impl WorkloadResult for PageResult {
@@ -98,11 +128,14 @@ impl WorkloadResult for PageResult {
         MetricDef::higher("objects", "Objects", ""),
         MetricDef::higher("bytes", "Bytes received", "B"),
         MetricDef::lower("chromium_wall_ms", "Chromium wall time", "ms"),
+        crate::fec::METRICS[0],
+        crate::fec::METRICS[1],
+        crate::fec::METRICS[2],
     ];
 
     fn metric_values(&self) -> Vec<(&'static str, Option<f64>)> {
         let s = &self.summary;
-        vec![
+        let mut values = vec![
             ("plt_ms", Some(s.plt_ms)),
             ("connections", Some(s.connections as f64)),
             ("loss_ratio", self.loss_ratio),
@@ -110,7 +143,9 @@ impl WorkloadResult for PageResult {
             ("objects", Some(s.objects as f64)),
             ("bytes", Some(s.bytes as f64)),
             ("chromium_wall_ms", s.chromium_wall_ms),
-        ]
+        ];
+        values.extend(crate::fec::metric_values(self.fec.as_ref()));
+        values
     }
 }
 
@@ -266,6 +301,10 @@ impl Workload for PageRun {
             loss_ratio: fidelity
                 .as_ref()
                 .map(|f| f.downlink.model.counters.loss_ratio()),
+            fec: self
+                .stack
+                .fec
+                .map(|_| FecResult::of(harness::server_fec(&work).map(|l| l.total), report.fec)),
             fidelity: fidelity.clone(),
             objects: report.objects,
         };

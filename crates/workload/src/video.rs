@@ -19,6 +19,7 @@ use quiclab_video::{AbrKind, Content, PlayerConfig, PlayerEvent, PlayerMix, Segm
 use serde::Serialize;
 
 use crate::child::{ChildConfig, VideoClientConfig, VideoClientReport, VideoPlayerConfig};
+use crate::fec::FecResult;
 use crate::harness::{self, RunError, WorkDir};
 use crate::switch::{SwitchOutcome, Timeline};
 use crate::{Outcome, TimeSeries, Workload, WorkloadResult};
@@ -178,6 +179,16 @@ impl VideoRun {
                 .check(p.proto)
                 .map_err(|e| ("on_switch", format!("player {} {}: {e}", i + 1, p.label())))?;
         }
+        // FEC applies to the h3 players; without one it would silently do nothing.
+        if self.stack.fec.is_some() && !self.mix.players.iter().any(|p| p.proto == Protocol::H3) {
+            return Err((
+                "fec",
+                format!(
+                    "FEC is quiclab's XOR FEC under QUIC and applies to h3 players, but {} has none",
+                    self.mix.label()
+                ),
+            ));
+        }
         Ok(())
     }
 
@@ -224,6 +235,9 @@ pub struct PlayerResult {
     /// With network switches: every migration of its QUIC connection.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub migrations: Option<Vec<quiclab_stacks::switching::MigrationRecord>>,
+    /// h3 with FEC: this player's downlink FEC (the server's counters for its client ports).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fec: Option<FecResult>,
 }
 
 /// The result of a video run: the `quiclab video --json` contract. The top-level metrics are
@@ -267,6 +281,9 @@ pub struct VideoResult {
     /// `migrate`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub on_switch: Option<String>,
+    /// With FEC: the h3 players' FEC summed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fec: Option<FecResult>,
     pub cpu_client_s: f64,
     pub cpu_server_s: f64,
     pub link: LinkDescription,
@@ -330,6 +347,9 @@ impl WorkloadResult for VideoResult {
         MetricDef::lower("refetched_bytes", "Bytes fetched again", "B"),
         MetricDef::lower("cpu_client_s", "Client CPU", "s"),
         MetricDef::lower("cpu_server_s", "Server CPU", "s"),
+        crate::fec::METRICS[0],
+        crate::fec::METRICS[1],
+        crate::fec::METRICS[2],
     ];
 
     fn metric_values(&self) -> Vec<(&'static str, Option<f64>)> {
@@ -341,7 +361,7 @@ impl WorkloadResult for VideoResult {
                 .and_then(|p| p.connections.as_ref())
                 .map(Vec::len),
         );
-        vec![
+        let mut values = vec![
             ("avg_bitrate_mbps", self.avg_bitrate_mbps),
             ("played_bitrate_mbps", self.played_bitrate_mbps),
             ("rebuffer_rate", self.rebuffer_rate),
@@ -370,7 +390,9 @@ impl WorkloadResult for VideoResult {
             ("refetched_bytes", sw.refetched_bytes),
             ("cpu_client_s", Some(self.cpu_client_s)),
             ("cpu_server_s", Some(self.cpu_server_s)),
-        ]
+        ];
+        values.extend(crate::fec::metric_values(self.fec.as_ref()));
+        values
     }
 
     fn failure(&self) -> Option<String> {
@@ -474,7 +496,18 @@ impl Workload for VideoRun {
                 .unwrap_or_default(),
             );
         }
-        let mut result = self.assemble(&client, fidelity.clone(), &spec, server_cpu, epoch_ns);
+        let fec_log = self
+            .stack
+            .fec
+            .map(|_| harness::server_fec(&work).unwrap_or_default());
+        let mut result = self.assemble(
+            &client,
+            fec_log.as_ref(),
+            fidelity.clone(),
+            &spec,
+            server_cpu,
+            epoch_ns,
+        );
         if let Some(schedule) = &schedule {
             self.add_switch_outcomes(&mut result, &client, schedule, &applied, epoch_ns);
         }
@@ -551,6 +584,7 @@ impl VideoRun {
     fn assemble(
         &self,
         client: &VideoClientReport,
+        fec_log: Option<&quiclab_stacks::fec_socket::FecLog>,
         fidelity: Option<FidelityReport>,
         spec: &LinkSpec,
         server_cpu: f64,
@@ -562,8 +596,20 @@ impl VideoRun {
             .iter()
             .zip(&client.players)
             .enumerate()
-            .map(|(i, (p, r))| player_result(i, p, r))
+            .map(|(i, (p, r))| {
+                let mut pr = player_result(i, p, r);
+                if let Some(log) = fec_log.filter(|_| p.proto == Protocol::H3) {
+                    // The server's counters for every connection this player opened.
+                    let mut server: Option<quiclab_stacks::fec_socket::FecCounters> = None;
+                    for c in r.local_ports.iter().filter_map(|&port| log.peer_port(port)) {
+                        server.get_or_insert_with(Default::default).add(&c);
+                    }
+                    pr.fec = Some(FecResult::of(server, r.fec));
+                }
+                pr
+            })
             .collect();
+        let fec = FecResult::sum(players.iter().filter_map(|p| p.fec.as_ref()));
         let t0 = client.origin_ns.saturating_sub(epoch_ns) as f64 / 1e9;
         let series = players
             .iter()
@@ -605,6 +651,7 @@ impl VideoRun {
             switches: Switches::Bitrate(m.as_ref().map_or(0, |m| m.switches)),
             bitrate_switches: m.as_ref().map_or(0, |m| m.switches),
             on_switch: None,
+            fec,
             segments: m.as_ref().map_or(0, |m| m.segments),
             jain_bitrate,
             bitrate_ratio_first_rest,
@@ -651,6 +698,7 @@ fn player_result(i: usize, p: &quiclab_video::PlayerSpec, r: &VideoReport) -> Pl
         network_switches: None,
         connections: None,
         migrations: None,
+        fec: None,
     }
 }
 

@@ -1,0 +1,126 @@
+//! FEC's figures in a workload's result (issue 13): the `fec` object of `--json` and its metrics,
+//! shared by every workload that can run h3 over quiclab's XOR FEC (`quiclab_stacks::fec_socket`).
+//!
+//! The data direction is the downlink: the server sends, the client receives and rebuilds. Parity
+//! datagrams are outside quinn's congestion window (docs/fec.md), which `note` says in every
+//! result that has FEC.
+
+use quiclab_experiment::MetricDef;
+use quiclab_stacks::fec_socket::FecCounters;
+use serde::Serialize;
+
+/// Said in every result with FEC: the difference from gQUIC that every such figure carries.
+pub const PARITY_NOTE: &str = "parity datagrams are sent outside quinn's congestion window \
+                               (gQUIC counted them in it); rebuilt datagrams hide their loss from \
+                               the controller, as in gQUIC";
+
+/// FEC's figures of a run or of one connection: the downlink's, and each end's whole counters.
+#[derive(Debug, Clone, Serialize)]
+pub struct FecResult {
+    /// Data datagrams per group (N).
+    pub group: u64,
+    /// Downlink data and parity datagrams the server sent.
+    pub data_sent: u64,
+    pub parity_sent: u64,
+    /// Downlink datagrams the client rebuilt from a parity.
+    pub rebuilt: u64,
+    /// Downlink groups that lost two or more of their datagrams (nothing rebuilt).
+    pub unrecoverable_groups: u64,
+    /// Parity datagrams over all datagrams the server sent: the share of the channel FEC takes
+    /// (1/(N+1) with full groups).
+    pub parity_share: Option<f64>,
+    /// The server's counters as last written (≤ 100 ms before it stopped), both directions.
+    pub server: Option<FecCounters>,
+    pub client: Option<FecCounters>,
+    pub note: &'static str,
+}
+
+impl FecResult {
+    pub fn of(server: Option<FecCounters>, client: Option<FecCounters>) -> FecResult {
+        let group = server.or(client).map_or(0, |c| c.group);
+        let (data_sent, parity_sent) =
+            server.map_or((0, 0), |s| (s.sent.data_sent, s.sent.parity_sent));
+        let total = data_sent + parity_sent;
+        FecResult {
+            group,
+            data_sent,
+            parity_sent,
+            rebuilt: client.map_or(0, |c| c.received.rebuilt),
+            unrecoverable_groups: client.map_or(0, |c| c.received.unrecoverable_groups),
+            parity_share: (total > 0).then(|| parity_sent as f64 / total as f64),
+            server,
+            client,
+            note: PARITY_NOTE,
+        }
+    }
+
+    /// Several connections' figures as one (a run's sum over its flows or players).
+    pub fn sum<'a>(parts: impl IntoIterator<Item = &'a FecResult>) -> Option<FecResult> {
+        let mut server: Option<FecCounters> = None;
+        let mut client: Option<FecCounters> = None;
+        let mut any = false;
+        for p in parts {
+            any = true;
+            if let Some(s) = &p.server {
+                server.get_or_insert_with(FecCounters::default).add(s);
+            }
+            if let Some(c) = &p.client {
+                client.get_or_insert_with(FecCounters::default).add(c);
+            }
+        }
+        any.then(|| FecResult::of(server, client))
+    }
+}
+
+/// The metrics every workload with FEC declares.
+pub const METRICS: [MetricDef; 3] = [
+    MetricDef::lower("fec_parity_share", "FEC parity share of datagrams sent", ""),
+    MetricDef::higher("fec_rebuilt", "Datagrams rebuilt by FEC", ""),
+    MetricDef::lower("fec_unrecoverable_groups", "FEC groups beyond repair", ""),
+];
+
+/// Values of [`METRICS`] (None without FEC).
+pub fn metric_values(fec: Option<&FecResult>) -> [(&'static str, Option<f64>); 3] {
+    [
+        ("fec_parity_share", fec.and_then(|f| f.parity_share)),
+        ("fec_rebuilt", fec.map(|f| f.rebuilt as f64)),
+        (
+            "fec_unrecoverable_groups",
+            fec.map(|f| f.unrecoverable_groups as f64),
+        ),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn counters(data: u64, parity: u64, rebuilt: u64) -> FecCounters {
+        let mut c = FecCounters {
+            group: 2,
+            ..Default::default()
+        };
+        c.sent.data_sent = data;
+        c.sent.parity_sent = parity;
+        c.received.rebuilt = rebuilt;
+        c
+    }
+
+    #[test]
+    fn the_downlink_is_the_servers_sending_and_the_clients_rebuilding() {
+        let r = FecResult::of(Some(counters(200, 100, 7)), Some(counters(10, 5, 3)));
+        assert_eq!((r.data_sent, r.parity_sent, r.rebuilt), (200, 100, 3));
+        assert!((r.parity_share.unwrap() - 1.0 / 3.0).abs() < 1e-12);
+        let none = FecResult::of(None, None);
+        assert_eq!(none.parity_share, None);
+    }
+
+    #[test]
+    fn sums_add_every_connection() {
+        let a = FecResult::of(Some(counters(200, 100, 0)), Some(counters(1, 0, 3)));
+        let b = FecResult::of(Some(counters(100, 50, 0)), Some(counters(1, 0, 4)));
+        let s = FecResult::sum([&a, &b]).unwrap();
+        assert_eq!((s.group, s.data_sent, s.parity_sent, s.rebuilt), (2, 300, 150, 7));
+        assert!(FecResult::sum([]).is_none());
+    }
+}
