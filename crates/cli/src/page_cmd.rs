@@ -105,7 +105,8 @@ pub fn page(args: PageArgs) -> Result<i32> {
         stack,
         timeout: args.timeout,
     };
-    run.validate().map_err(|(key, e)| anyhow::anyhow!("--{key}: {e}"))?;
+    run.validate()
+        .map_err(|(key, e)| anyhow::anyhow!("--{key}: {e}"))?;
     let mut running = quiclab_workload::harness::start_lab(&options, &spec, args.keep.as_deref())?;
     let out = run.run(&mut running, args.keep.as_deref())?;
     drop(running);

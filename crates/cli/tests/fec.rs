@@ -42,7 +42,16 @@ fn bad_fec_input_fails_before_any_lab_starts() {
     );
     refused(
         "flows",
-        &["--flow", "h1", "--flow", "h2", "--duration", "10s", "--fec", "2"],
+        &[
+            "--flow",
+            "h1",
+            "--flow",
+            "h2",
+            "--duration",
+            "10s",
+            "--fec",
+            "2",
+        ],
         &["--fec", "h3 flows", "has none"],
     );
     refused(
@@ -228,14 +237,30 @@ fn an_h3_flow_with_fec_beside_a_tcp_flow_reports_its_own_counters() {
     }
     let out = quiclab()
         .args([
-            "flows", "--flow", "h3", "--flow", "h1", "--duration", "6s", "--fec", "2", "--rate",
-            "10mbit", "--rtt", "20ms", "--json",
+            "flows",
+            "--flow",
+            "h3",
+            "--flow",
+            "h1",
+            "--duration",
+            "6s",
+            "--fec",
+            "2",
+            "--rate",
+            "10mbit",
+            "--rtt",
+            "20ms",
+            "--json",
         ])
         .output()
         .unwrap();
     let r = json(&out);
     let flows = r["flows"].as_array().unwrap();
-    assert!(flows[1].get("fec").is_none(), "TCP has no FEC: {}", flows[1]);
+    assert!(
+        flows[1].get("fec").is_none(),
+        "TCP has no FEC: {}",
+        flows[1]
+    );
     let fec = &flows[0]["fec"];
     check_fec_object(fec, 2);
     // The server's counters for this flow's client port are the flow's packets at the
@@ -290,5 +315,8 @@ fn a_video_player_plays_over_fec() {
     let r = json(&out);
     assert!(r["segments"].as_u64().unwrap() >= 1, "{r}");
     check_fec_object(&r["players"][0]["fec"], 2);
-    assert_eq!(r["fec"]["parity_sent"], r["players"][0]["fec"]["parity_sent"]);
+    assert_eq!(
+        r["fec"]["parity_sent"],
+        r["players"][0]["fec"]["parity_sent"]
+    );
 }

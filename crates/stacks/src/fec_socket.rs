@@ -193,7 +193,11 @@ impl FecSocket {
         }
         let r = self.receiving.lock().unwrap();
         for (from, d) in &r.decoders {
-            peers.entry(*from).or_insert(blank).received.add(&d.counters);
+            peers
+                .entry(*from)
+                .or_insert(blank)
+                .received
+                .add(&d.counters);
         }
         peers
             .into_iter()

@@ -413,10 +413,12 @@ impl Workload for BulkRun {
             connections: None,
             migrations: None,
             error: None,
-            fec: self
-                .stack
-                .fec
-                .map(|_| FecResult::of(harness::server_fec(&work).map(|l| l.total), client.report.fec)),
+            fec: self.stack.fec.map(|_| {
+                FecResult::of(
+                    harness::server_fec(&work).map(|l| l.total),
+                    client.report.fec,
+                )
+            }),
             fidelity: fidelity.clone(),
         };
         Ok(Outcome { result, fidelity })

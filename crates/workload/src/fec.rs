@@ -120,7 +120,10 @@ mod tests {
         let a = FecResult::of(Some(counters(200, 100, 0)), Some(counters(1, 0, 3)));
         let b = FecResult::of(Some(counters(100, 50, 0)), Some(counters(1, 0, 4)));
         let s = FecResult::sum([&a, &b]).unwrap();
-        assert_eq!((s.group, s.data_sent, s.parity_sent, s.rebuilt), (2, 300, 150, 7));
+        assert_eq!(
+            (s.group, s.data_sent, s.parity_sent, s.rebuilt),
+            (2, 300, 150, 7)
+        );
         assert!(FecResult::sum([]).is_none());
     }
 }

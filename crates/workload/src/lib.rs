@@ -416,6 +416,7 @@ mod tests {
             page: "carlucci-small".into(),
             link: link(),
             loss_ratio: None,
+            fec: None,
             fidelity: None,
             objects: Vec::new(),
         };
@@ -442,6 +443,7 @@ mod tests {
             size: None,
             common_window_s: Some((5.0, 25.0)),
             flows: Vec::new(),
+            fec: None,
             cpu_client_s: 0.5,
             cpu_server_s: 0.5,
             link: link(),
