@@ -190,6 +190,15 @@ fn check_fec_object(fec: &serde_json::Value, group: u64) {
     assert!(fec["parity_sent"].as_u64().unwrap() > 0, "{fec}");
     let received = fec["client"]["data_received"].as_u64().unwrap();
     assert!(received <= fec["data_sent"].as_u64().unwrap(), "{fec}");
+    // Every data datagram lost was rebuilt or is in a group beyond repair, whole lost groups
+    // included (a few at the very end may stay unseen by the receiver).
+    let lost = fec["data_sent"].as_u64().unwrap() - received;
+    let accounted =
+        fec["rebuilt"].as_u64().unwrap() + fec["client"]["unrecovered"].as_u64().unwrap();
+    assert!(
+        accounted + 2 * group >= lost,
+        "lost {lost}, rebuilt + unrecovered {accounted}: {fec}"
+    );
     assert!(
         fec["note"].as_str().unwrap().contains("congestion window"),
         "{fec}"

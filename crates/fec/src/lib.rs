@@ -35,6 +35,8 @@ pub const MIN_GROUP: usize = 2;
 pub const MAX_GROUP: usize = 64;
 /// Groups the decoder keeps open behind the newest before judging them.
 const WINDOW: u32 = 32;
+/// The most consecutive groups counted as lost whole between two that arrived.
+const MAX_GAP: u32 = 1 << 16;
 
 /// Checks a group size (`--fec N`).
 pub fn check_group(n: usize) -> Result<usize, String> {
@@ -321,6 +323,9 @@ pub struct Decoder {
     n: usize,
     groups: BTreeMap<u32, Group>,
     newest: Option<u32>,
+    /// The lowest group not judged yet: a group below a judged one that never showed up lost
+    /// every datagram (encoders number their groups from 0, one after the other).
+    next_judged: u32,
     pub counters: DecoderCounters,
 }
 
@@ -332,6 +337,7 @@ impl Decoder {
             n: check_group(n)?,
             groups: BTreeMap::new(),
             newest: None,
+            next_judged: 0,
             counters: DecoderCounters::default(),
         })
     }
@@ -436,13 +442,25 @@ impl Decoder {
             .collect();
         for g in old {
             if let Some(group) = self.groups.remove(&g) {
-                self.judge(&group);
+                self.judge(g, &group);
             }
         }
     }
 
-    /// Counts a group's fate once it leaves the window (or at [`Decoder::finish`]).
-    fn judge(&mut self, g: &Group) {
+    /// Counts a group's fate once it leaves the window (or at [`Decoder::finish`]), after the
+    /// groups before it that never showed up: each lost all its datagrams (counted as N data; a
+    /// flushed partial group had fewer). Groups lost whole after the last one seen stay unknown
+    /// to the receiver. A gap beyond [`MAX_GAP`] groups is not counted (a corrupt header, not
+    /// losses).
+    fn judge(&mut self, id: u32, g: &Group) {
+        let gap = id.wrapping_sub(self.next_judged);
+        if gap < MAX_GAP {
+            self.counters.unrecoverable_groups += u64::from(gap);
+            self.counters.unrecovered += u64::from(gap) * self.n as u64;
+        }
+        if gap < u32::MAX / 2 {
+            self.next_judged = id.wrapping_add(1);
+        }
         let count = g.parity.as_ref().map_or(self.n as u32, |p| u32::from(p.0));
         let have = g.have_count();
         if have >= count {
@@ -459,8 +477,8 @@ impl Decoder {
     /// never came is judged by the group size, so call this only once traffic has stopped.
     pub fn finish(&mut self) {
         let groups = std::mem::take(&mut self.groups);
-        for g in groups.values() {
-            self.judge(g);
+        for (&id, g) in &groups {
+            self.judge(id, g);
         }
     }
 }
@@ -632,6 +650,38 @@ mod tests {
                 .collect();
             dec.decode(&v);
         }
+    }
+
+    #[test]
+    fn groups_lost_whole_are_counted_when_a_later_group_is_judged() {
+        let data = datagrams(2);
+        let mut enc = Encoder::new(2).unwrap();
+        let mut dec = Decoder::new(2).unwrap();
+        // Group 0 arrives, groups 1 and 2 are lost entirely (data and parity), group 3 arrives.
+        for i in 0..4 {
+            let w = wire(&mut enc, &data);
+            if i == 0 || i == 3 {
+                for d in w {
+                    dec.decode(&d);
+                }
+            }
+        }
+        dec.finish();
+        assert_eq!(dec.counters.groups_complete, 2);
+        assert_eq!(
+            dec.counters.unrecoverable_groups, 2,
+            "the two groups never seen"
+        );
+        assert_eq!(dec.counters.unrecovered, 4);
+        // A group lost whole at the start counts too (encoders number from 0).
+        let mut enc = Encoder::new(2).unwrap();
+        let mut dec = Decoder::new(2).unwrap();
+        let _lost = wire(&mut enc, &data);
+        for d in wire(&mut enc, &data) {
+            dec.decode(&d);
+        }
+        dec.finish();
+        assert_eq!(dec.counters.unrecoverable_groups, 1);
     }
 
     #[test]
