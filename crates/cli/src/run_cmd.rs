@@ -44,30 +44,11 @@ pub fn run(args: RunArgs) -> Result<i32> {
 
     if args.dry_run {
         let lines = quiclab_runner::dry_run(&args.file, &scenario, &plan)?;
-        println!(
-            "{}: {} run(s) = {} setting(s) × {} repetition(s) × contenders, order {:?}",
-            args.file.display(),
-            plan.len(),
-            plan.iter().map(|r| r.setting).max().map_or(0, |m| m + 1),
-            scenario.repetitions,
-            scenario.order
-        );
-        println!("{:>5}  {:>20}  {:>8}  key", "run", "seed", "≈ s");
-        let mut total = 0.0;
-        for l in &lines {
-            total += l.estimate_s;
-            println!(
-                "{:>5}  {:>20}  {:>8.1}  {}",
-                l.run.index, l.run.seed, l.estimate_s, l.run.key
-            );
-        }
-        println!(
-            "estimated total: {} (lab set-up, handshakes and transfers at the link rate or the \
-             loss-limited rate; an estimate) → {}",
-            format_duration(total),
-            out.join("results.sqlite").display()
-        );
-        return Ok(0);
+        // A reader that stops early (`| head`) closes the pipe: that ends the listing, quietly.
+        return match print_dry_run(&args, &scenario, &plan, &lines, &out) {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(0),
+            r => r.map(|()| 0).map_err(Into::into),
+        };
     }
 
     let resume = if args.retry_failed {
@@ -90,4 +71,41 @@ pub fn run(args: RunArgs) -> Result<i32> {
         crate::report_cmd::write_report(&outcome.out, &crate::report_cmd::ReportChoice::default())?;
     }
     Ok(if outcome.failed > 0 { 1 } else { 0 })
+}
+
+fn print_dry_run(
+    args: &RunArgs,
+    scenario: &quiclab_experiment::Scenario,
+    plan: &[quiclab_experiment::RunSpec],
+    lines: &[quiclab_runner::DryRunLine<'_>],
+    out: &std::path::Path,
+) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut w = std::io::stdout().lock();
+    writeln!(
+        w,
+        "{}: {} run(s) = {} setting(s) × {} repetition(s) × contenders, order {:?}",
+        args.file.display(),
+        plan.len(),
+        plan.iter().map(|r| r.setting).max().map_or(0, |m| m + 1),
+        scenario.repetitions,
+        scenario.order
+    )?;
+    writeln!(w, "{:>5}  {:>20}  {:>8}  key", "run", "seed", "≈ s")?;
+    let mut total = 0.0;
+    for l in lines {
+        total += l.estimate_s;
+        writeln!(
+            w,
+            "{:>5}  {:>20}  {:>8.1}  {}",
+            l.run.index, l.run.seed, l.estimate_s, l.run.key
+        )?;
+    }
+    writeln!(
+        w,
+        "estimated total: {} (lab set-up, handshakes and transfers at the link rate or the \
+         loss-limited rate; an estimate) → {}",
+        format_duration(total),
+        out.join("results.sqlite").display()
+    )
 }
