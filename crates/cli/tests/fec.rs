@@ -173,6 +173,16 @@ fn with_random_loss_single_losses_are_rebuilt_and_the_counters_agree() {
     );
 }
 
+/// `quiclab ARGS… --fec 2` on 10 Mbit/s, 20 ms: its JSON document.
+fn over_fec(args: &[&str]) -> serde_json::Value {
+    let out = quiclab()
+        .args(args)
+        .args(["--fec", "2", "--rate", "10mbit", "--rtt", "20ms", "--json"])
+        .output()
+        .unwrap();
+    json(&out)
+}
+
 /// Checks the `fec` object of a result: the contract's fields, parity sent, and what the client
 /// received never more than the server sent.
 fn check_fec_object(fec: &serde_json::Value, group: u64) {
@@ -210,28 +220,17 @@ fn a_page_load_completes_over_fec() {
     if !root_or_skip("a_page_load_completes_over_fec") {
         return;
     }
-    let out = quiclab()
-        .args([
-            "page",
-            "--proto",
-            "h3",
-            "--page",
-            "carlucci-small",
-            "--fec",
-            "2",
-            "--rate",
-            "10mbit",
-            "--rtt",
-            "20ms",
-            "--down-loss",
-            "1%",
-            "--seed",
-            "3",
-            "--json",
-        ])
-        .output()
-        .unwrap();
-    let r = json(&out);
+    let r = over_fec(&[
+        "page",
+        "--proto",
+        "h3",
+        "--page",
+        "carlucci-small",
+        "--down-loss",
+        "1%",
+        "--seed",
+        "3",
+    ]);
     assert_eq!(r["negotiated_protocols"], serde_json::json!(["h3"]), "{r}");
     assert!(r["plt_ms"].as_f64().unwrap() > 0.0, "{r}");
     check_fec_object(&r["fec"], 2);
@@ -244,26 +243,7 @@ fn an_h3_flow_with_fec_beside_a_tcp_flow_reports_its_own_counters() {
     if !root_or_skip("an_h3_flow_with_fec_beside_a_tcp_flow_reports_its_own_counters") {
         return;
     }
-    let out = quiclab()
-        .args([
-            "flows",
-            "--flow",
-            "h3",
-            "--flow",
-            "h1",
-            "--duration",
-            "6s",
-            "--fec",
-            "2",
-            "--rate",
-            "10mbit",
-            "--rtt",
-            "20ms",
-            "--json",
-        ])
-        .output()
-        .unwrap();
-    let r = json(&out);
+    let r = over_fec(&["flows", "--flow", "h3", "--flow", "h1", "--duration", "6s"]);
     let flows = r["flows"].as_array().unwrap();
     assert!(
         flows[1].get("fec").is_none(),
@@ -302,26 +282,15 @@ fn a_video_player_plays_over_fec() {
     if !root_or_skip("a_video_player_plays_over_fec") {
         return;
     }
-    let out = quiclab()
-        .args([
-            "video",
-            "--proto",
-            "h3",
-            "--duration",
-            "8s",
-            "--abr",
-            "basic",
-            "--fec",
-            "2",
-            "--rate",
-            "10mbit",
-            "--rtt",
-            "20ms",
-            "--json",
-        ])
-        .output()
-        .unwrap();
-    let r = json(&out);
+    let r = over_fec(&[
+        "video",
+        "--proto",
+        "h3",
+        "--duration",
+        "8s",
+        "--abr",
+        "basic",
+    ]);
     assert!(r["segments"].as_u64().unwrap() >= 1, "{r}");
     check_fec_object(&r["players"][0]["fec"], 2);
     assert_eq!(
