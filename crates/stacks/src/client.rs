@@ -374,10 +374,7 @@ async fn fetch_quic(opts: &FetchOptions) -> Result<FetchReport> {
     let mut report = quic_once(opts, &endpoint, config("client.sqlog")?, true).await?;
     report.connection.tickets_held = held;
     endpoint.wait_idle().await;
-    if let Some(fec) = fec {
-        fec.finish();
-        report.fec = Some(fec.counters());
-    }
+    report.fec = fec.map(|f| f.final_counters());
     Ok(report)
 }
 

@@ -79,11 +79,11 @@ pub struct FecLog {
 }
 
 impl FecLog {
-    /// The counters of the peer on client port `port` (summed should one port appear on both
-    /// address families).
-    pub fn peer_port(&self, port: u16) -> Option<FecCounters> {
+    /// The counters of the peers on the client ports `ports`, summed (one connection's port, or
+    /// every port a video player opened); None when no peer used them.
+    pub fn peer_ports(&self, ports: &[u16]) -> Option<FecCounters> {
         let mut found = None;
-        for p in self.peers.iter().filter(|p| p.peer.port() == port) {
+        for p in self.peers.iter().filter(|p| ports.contains(&p.peer.port())) {
             found
                 .get_or_insert(FecCounters {
                     group: p.counters.group,
@@ -203,6 +203,12 @@ impl FecSocket {
             .into_iter()
             .map(|(peer, counters)| PeerFecCounters { peer, counters })
             .collect()
+    }
+
+    /// The counters once traffic has stopped: every group still open judged first.
+    pub fn final_counters(&self) -> FecCounters {
+        self.finish();
+        self.counters()
     }
 
     /// Judges every group still open at the receiver (call when traffic has stopped).

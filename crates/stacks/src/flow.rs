@@ -270,10 +270,7 @@ async fn quic_flow(
     conn.close(H3_NO_ERROR, b"done");
     // Let the close leave before the endpoint goes (bounded: the peer may be gone).
     let _ = tokio::time::timeout(Duration::from_millis(200), endpoint.wait_idle()).await;
-    let fec = fec.map(|f| {
-        f.finish();
-        f.counters()
-    });
+    let fec = fec.map(|f| f.final_counters());
     Ok(Transfer {
         local_port,
         alpn: "h3".into(),

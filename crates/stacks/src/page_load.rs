@@ -326,10 +326,7 @@ pub async fn load_page(opts: &PageLoadOptions) -> Result<PageLoadReport> {
     }
 
     let mut report = report(opts, &plan, &infos, &fetched, navigation_start_unix_ms)?;
-    if let Some(fec) = fec_socket {
-        fec.finish();
-        report.fec = Some(fec.counters());
-    }
+    report.fec = fec_socket.map(|f| f.final_counters());
     Ok(report)
 }
 

@@ -219,8 +219,7 @@ pub async fn run_player(opts: &VideoOptions) -> VideoReport {
         fec: (!session.fec.is_empty()).then(|| {
             let mut sum = crate::fec_socket::FecCounters::default();
             for f in &session.fec {
-                f.finish();
-                sum.add(&f.counters());
+                sum.add(&f.final_counters());
             }
             sum
         }),

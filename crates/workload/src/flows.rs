@@ -559,7 +559,7 @@ impl FlowsRun {
             };
             fr.local_port = Some(r.local_port);
             if let Some(log) = fec_log.filter(|_| spec_f.proto == Protocol::H3) {
-                fr.fec = Some(FecResult::of(log.peer_port(r.local_port), r.fec));
+                fr.fec = Some(FecResult::of(log.peer_ports(&[r.local_port]), r.fec));
             }
             fr.bytes = r.bytes;
             fr.complete = r.complete;

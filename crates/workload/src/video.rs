@@ -600,11 +600,7 @@ impl VideoRun {
                 let mut pr = player_result(i, p, r);
                 if let Some(log) = fec_log.filter(|_| p.proto == Protocol::H3) {
                     // The server's counters for every connection this player opened.
-                    let mut server: Option<quiclab_stacks::fec_socket::FecCounters> = None;
-                    for c in r.local_ports.iter().filter_map(|&port| log.peer_port(port)) {
-                        server.get_or_insert_with(Default::default).add(&c);
-                    }
-                    pr.fec = Some(FecResult::of(server, r.fec));
+                    pr.fec = Some(FecResult::of(log.peer_ports(&r.local_ports), r.fec));
                 }
                 pr
             })
