@@ -65,6 +65,7 @@ fn metric_info(name: &str) -> MetricInfo {
             label: m.label.to_string(),
             unit: m.unit.to_string(),
             lower_is_better: m.lower_is_better(),
+            completion: m.completion,
         },
         None => {
             eprintln!(
@@ -75,6 +76,7 @@ fn metric_info(name: &str) -> MetricInfo {
                 label: name.to_string(),
                 unit: String::new(),
                 lower_is_better: true,
+                completion: false,
             }
         }
     }
@@ -227,7 +229,11 @@ pub fn write_report(dir: &Path, choice: &ReportChoice) -> Result<quiclab_report:
                 },
                 reason: r.reason,
                 flags: r.flags,
+                time_limit_s: (r.status == Status::Timeout)
+                    .then(|| r.result.as_ref()?.get("time_limit_s")?.as_f64())
+                    .flatten(),
                 metrics: r.metrics,
+                attempt: r.attempt,
                 flows: flow_goodputs(r.result.as_ref()),
             })
             .collect(),

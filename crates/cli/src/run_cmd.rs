@@ -23,6 +23,10 @@ pub struct RunArgs {
     /// List the runs and an estimate of how long they take, and run nothing
     #[arg(long)]
     pub dry_run: bool,
+    /// Run a run flagged for emulator fidelity again (same seed) up to N times until an attempt
+    /// passes; every attempt is stored. Overrides the scenario's `retry_flagged` (default 2)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=quiclab_experiment::scenario::MAX_RETRY_FLAGGED as i64))]
+    pub retry_flagged: Option<u32>,
     /// Override the scenario's `repetitions`
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub repetitions: Option<u32>,
@@ -36,7 +40,11 @@ pub struct RunArgs {
 }
 
 pub fn run(args: RunArgs) -> Result<i32> {
-    let (scenario, text, plan) = quiclab_runner::load(&args.file, args.repetitions, args.quick)?;
+    let (mut scenario, text, plan) =
+        quiclab_runner::load(&args.file, args.repetitions, args.quick)?;
+    if let Some(n) = args.retry_flagged {
+        scenario.retry_flagged = Some(n);
+    }
     let out = args
         .out
         .clone()
@@ -91,16 +99,60 @@ fn print_dry_run(
         scenario.repetitions,
         scenario.order
     )?;
-    writeln!(w, "{:>5}  {:>20}  {:>8}  key", "run", "seed", "≈ s")?;
+    writeln!(
+        w,
+        "{:>5}  {:>20}  {:>8}  {:>8}  key",
+        "run", "seed", "≈ s", "limit s"
+    )?;
     let mut total = 0.0;
     for l in lines {
         total += l.estimate_s;
         writeln!(
             w,
-            "{:>5}  {:>20}  {:>8.1}  {}",
-            l.run.index, l.run.seed, l.estimate_s, l.run.key
+            "{:>5}  {:>20}  {:>8.1}  {:>8.0}  {}",
+            l.run.index, l.run.seed, l.estimate_s, l.limit_s, l.run.key
         )?;
     }
+    let slowest = lines
+        .iter()
+        .max_by(|a, b| a.estimate_s.total_cmp(&b.estimate_s));
+    if let Some(l) = slowest {
+        writeln!(
+            w,
+            "slowest run: {} ≈ {:.0} s, time limit {:.0} s{} (a run past its limit is stored as \
+             timed out and reported as censored)",
+            l.run.key,
+            l.estimate_s,
+            l.limit_s,
+            if scenario.timeout.is_some() {
+                " (the scenario's timeout)"
+            } else {
+                " (derived from the run's bytes and the link; set timeout = \"…\" to override)"
+            }
+        )?;
+    }
+    let tight: Vec<_> = lines
+        .iter()
+        // Transfers run longer than their estimate under loss; timed runs (video, flows for a
+        // duration) as long as it: either way, this little headroom is too little.
+        .filter(|l| l.limit_s < l.estimate_s * 1.2 + 20.0)
+        .collect();
+    if !tight.is_empty() {
+        writeln!(
+            w,
+            "warning: {} run(s) have a time limit under 1.2 × their estimate + 20 s (first: {}); \
+             raise timeout",
+            tight.len(),
+            tight[0].run.key
+        )?;
+    }
+    writeln!(
+        w,
+        "a run flagged for emulator fidelity runs again up to {} time(s) (retry_flagged)",
+        scenario
+            .retry_flagged
+            .unwrap_or(quiclab_runner::DEFAULT_RETRY_FLAGGED)
+    )?;
     writeln!(
         w,
         "estimated total: {} (lab set-up, handshakes and transfers at the link rate or the \

@@ -43,7 +43,9 @@ const PINNED_BULK_METRICS: &[&str] = &[
     "goodput_mbps",
     "goodput_utilization",
     "handshake_ms",
+    "host_busy",
     "host_steal",
+    "lab_cpu_cores",
     "loss_ratio",
     "max_queue_bytes",
     "random_losses",
@@ -101,8 +103,19 @@ fn dry_run_lists_every_run_with_its_seed_and_an_estimate() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{text}");
     assert!(text.contains("12 run(s)"), "{text}");
-    let runs: Vec<&str> = text.lines().filter(|l| l.contains("rep=")).collect();
+    let runs: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("rep=") && l.trim_start().starts_with(|c: char| c.is_ascii_digit()))
+        .collect();
     assert_eq!(runs.len(), 12, "{text}");
+    // Each run's time limit (200 kB at 20 Mbit/s: the 30 s floor plus a little).
+    let limit = |l: &str| l.split_whitespace().nth(3).unwrap().parse::<f64>().unwrap();
+    assert!(
+        runs.iter().all(|l| (30.0..40.0).contains(&limit(l))),
+        "{text}"
+    );
+    assert!(text.contains("slowest run: "), "{text}");
+    assert!(text.contains("runs again up to 2 time(s)"), "{text}");
     // Interleaved: the protocols of a repetition back to back, sharing a seed.
     assert!(runs[0].contains("proto=h1;loss=0%;rep=1"), "{text}");
     assert!(runs[2].contains("proto=h3;loss=0%;rep=1"), "{text}");
@@ -331,6 +344,93 @@ fn a_tiny_scenario_runs_end_to_end_into_sqlite_csv_and_a_report() {
     let csv = std::fs::read_to_string(out_dir.join("runs.csv")).unwrap();
     assert_eq!(csv.lines().count(), 13);
     assert!(csv.lines().next().unwrap().contains("goodput_mbps"));
+}
+
+const RETRIED: &str = r#"name = "retried"
+retry_flagged = 2
+[workload]
+kind = "bulk"
+size = "100kB"
+[link]
+rate = "20mbit"
+rtt = "10ms"
+[grid]
+protocol = ["h1", "h3"]
+"#;
+
+#[test]
+fn flagged_runs_are_run_again_and_every_attempt_is_stored() {
+    if !root_or_skip("flagged_runs_are_run_again_and_every_attempt_is_stored") {
+        return;
+    }
+    let dir = temp_dir("retried");
+    let file = write(&dir, "s.toml", RETRIED);
+    // Attempt 1 of every run is flagged (fault injection): attempt 2 is the run's record.
+    let out_dir = dir.join("out");
+    let out = quiclab()
+        .arg("run")
+        .arg(&file)
+        .arg("--out")
+        .arg(&out_dir)
+        .arg("--report")
+        .env("QUICLAB_FAULT_FLAG_ATTEMPTS", "1")
+        .output()
+        .unwrap();
+    assert_success(&out);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("running it again, same seed"), "{err}");
+    let store = Store::open(&out_dir.join("results.sqlite")).unwrap();
+    let runs = store.runs().unwrap();
+    let attempts = store.attempts().unwrap();
+    assert_eq!(runs.len(), 2);
+    // One attempt replaced per run, more if a real fidelity flag struck too.
+    let replaced: u32 = runs.iter().map(|r| r.attempt - 1).sum();
+    assert_eq!(attempts.len(), replaced as usize, "{attempts:?}");
+    for r in &runs {
+        // A real fidelity flag on a noisy host would make this attempt 3; both are fine.
+        assert!(r.attempt >= 2, "{}: attempt {}", r.key, r.attempt);
+        assert_eq!(r.status, Status::Ok, "{}: {:?}", r.key, r.reason);
+        let first = attempts
+            .iter()
+            .find(|a| a.run_key == r.key && a.attempt == 1)
+            .expect("attempt 1 stored");
+        assert!(first.flags.iter().any(|f| f.contains("fault injection")));
+        assert_eq!(first.status, Status::Ok);
+        assert!(
+            first.metrics["total_ms"] > 0.0,
+            "attempt 1 keeps its metrics"
+        );
+        for m in ["host_steal", "host_busy", "lab_cpu_cores"] {
+            assert!(r.metrics.contains_key(m), "{}: no {m}", r.key);
+        }
+        // The lab (emulator, client, server) used some CPU, and less than the whole machine.
+        let lab = r.metrics["lab_cpu_cores"];
+        assert!(lab > 0.0 && lab < 64.0, "{}: {lab}", r.key);
+    }
+    let html = std::fs::read_to_string(out_dir.join("report.html")).unwrap();
+    assert!(
+        html.contains("runs needing a retry"),
+        "report counts retries"
+    );
+
+    // --retry-flagged 0 overrides the scenario: the flagged attempt is the run's record.
+    let out_dir = dir.join("out0");
+    let out = quiclab()
+        .arg("run")
+        .arg(&file)
+        .arg("--out")
+        .arg(&out_dir)
+        .args(["--retry-flagged", "0"])
+        .env("QUICLAB_FAULT_FLAG_ATTEMPTS", "1")
+        .output()
+        .unwrap();
+    assert_success(&out);
+    let store = Store::open(&out_dir.join("results.sqlite")).unwrap();
+    assert!(store.attempts().unwrap().is_empty());
+    let runs = store.runs().unwrap();
+    assert_eq!(runs.len(), 2);
+    assert!(runs.iter().all(|r| r.attempt == 1 && !r.flags.is_empty()));
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Starts `quiclab run` and waits until at least `n` runs are committed.

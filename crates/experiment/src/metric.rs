@@ -23,6 +23,9 @@ pub struct MetricDef {
     /// Unit for axes and tables, e.g. "ms"; empty for dimensionless metrics.
     pub unit: &'static str,
     pub better: Better,
+    /// A time to completion (download time, page load time): a run that hit its time limit took
+    /// at least that long, so its value is censored, not missing.
+    pub completion: bool,
 }
 
 impl MetricDef {
@@ -32,6 +35,19 @@ impl MetricDef {
             label,
             unit,
             better: Better::Lower,
+            completion: false,
+        }
+    }
+
+    /// A lower-is-better time to completion ([`MetricDef::completion`]).
+    pub const fn completion_time(
+        name: &'static str,
+        label: &'static str,
+        unit: &'static str,
+    ) -> Self {
+        MetricDef {
+            completion: true,
+            ..MetricDef::lower(name, label, unit)
         }
     }
 
@@ -41,6 +57,7 @@ impl MetricDef {
             label,
             unit,
             better: Better::Higher,
+            completion: false,
         }
     }
 

@@ -176,6 +176,7 @@ const TOP_KEYS: &[&str] = &[
     "seed",
     "order",
     "timeout",
+    "retry_flagged",
     "trace",
     "workload",
     "link",
@@ -184,6 +185,9 @@ const TOP_KEYS: &[&str] = &[
     "quick",
     "exclude",
 ];
+
+/// Upper bound of `retry_flagged`: more attempts than this say the host is unfit, not unlucky.
+pub const MAX_RETRY_FLAGGED: u32 = 10;
 
 const ORDERS: &[&str] = &["interleaved", "random", "sequential"];
 
@@ -268,6 +272,9 @@ pub struct Scenario {
     /// Per-run time limit as written (e.g. `"120s"`); the caller parses the
     /// unit. `None`: the runner derives one from the workload and link.
     pub timeout: Option<Located<Value>>,
+    /// `retry_flagged = N`: how many times a run flagged for emulator fidelity is run again (same
+    /// seed) until one attempt passes. `None`: the runner's default (`--retry-flagged`, 2).
+    pub retry_flagged: Option<u32>,
     pub trace: TraceRuns,
     /// `kind` of `[workload]`.
     pub kind: WorkloadKind,
@@ -775,6 +782,7 @@ impl Parser<'_> {
         let mut seed = 0u64;
         let mut order = Order::default();
         let mut timeout = None;
+        let mut retry_flagged = None;
         let mut trace = TraceRuns::default();
         let mut workload = None;
         let mut link = BTreeMap::new();
@@ -829,6 +837,17 @@ impl Parser<'_> {
                     DeValue::String(_) => timeout = Some(self.scalar("top level", key, v)?),
                     _ => return Err(type_err("a duration such as \"120s\"")),
                 },
+                "retry_flagged" => {
+                    retry_flagged = Some(
+                        v.get_ref()
+                            .as_integer()
+                            .and_then(|i| u32::from_str_radix(i.as_str(), i.radix()).ok())
+                            .filter(|&n| n <= MAX_RETRY_FLAGGED)
+                            .ok_or_else(|| {
+                                type_err(&format!("an integer from 0 to {MAX_RETRY_FLAGGED}"))
+                            })?,
+                    );
+                }
                 "trace" => {
                     trace = match v.get_ref().as_str() {
                         Some("first") => TraceRuns::First,
@@ -986,6 +1005,7 @@ impl Parser<'_> {
                     seed,
                     order,
                     timeout,
+                    retry_flagged,
                     trace,
                     workload,
                     link,
@@ -1010,6 +1030,7 @@ impl Parser<'_> {
                 seed,
                 order,
                 timeout,
+                retry_flagged,
                 trace,
                 workload,
                 link,
@@ -1068,6 +1089,7 @@ impl Parser<'_> {
             seed,
             order,
             timeout,
+            retry_flagged,
             trace,
             workload,
             link,
@@ -1253,6 +1275,26 @@ loss = ["0%", "2%"]
         );
         let e = err(&with_line(5, "timeout = 90"));
         assert!(e.starts_with("s.toml:5:") && e.contains("duration"), "{e}");
+    }
+
+    #[test]
+    fn retry_flagged_is_read_and_bounded() {
+        assert_eq!(parse(EXAMPLE, "s.toml").unwrap().retry_flagged, None);
+        let s = parse(&with_line(5, "retry_flagged = 0"), "s.toml").unwrap();
+        assert_eq!(s.retry_flagged, Some(0));
+        let s = parse(&with_line(5, "retry_flagged = 3"), "s.toml").unwrap();
+        assert_eq!(s.retry_flagged, Some(3));
+        for bad in [
+            "retry_flagged = -1",
+            "retry_flagged = 11",
+            "retry_flagged = \"2\"",
+        ] {
+            let e = err(&with_line(5, bad));
+            assert!(
+                e.starts_with("s.toml:5:") && e.contains("an integer from 0 to 10"),
+                "{bad}: {e}"
+            );
+        }
     }
 
     #[test]

@@ -2,7 +2,9 @@
 //! summaries, improvements over the baseline and wins verdicts.
 //!
 //! Exclusion policy, applied per run and per metric, first match wins:
-//! 1. failed or timed-out runs are always excluded;
+//! 1. failed or timed-out runs are always excluded from means, CIs and wins; a timed-out run
+//!    is censored data for completion-time metrics (it took at least its limit), so those cells
+//!    also get a median that counts it ([`CensoredMedian`]);
 //! 2. flagged runs (fidelity out of tolerance) are excluded unless
 //!    `include_flagged`;
 //! 3. runs without a finite value for the metric contribute nothing.
@@ -20,8 +22,10 @@ use crate::{MetricInfo, ReportInput, ReportOptions, RunRecord, RunStatus};
 /// Runs of one (setting, protocol) that a statistic left out, by reason.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Excluded {
-    /// Failed or timed out.
+    /// Failed.
     pub failed: usize,
+    /// Timed out (censored: took at least the time limit).
+    pub timeout: usize,
     /// Flagged and `include_flagged` is off.
     pub flagged: usize,
     /// Usable run without a finite value for the metric.
@@ -30,7 +34,7 @@ pub struct Excluded {
 
 impl Excluded {
     pub fn total(&self) -> usize {
-        self.failed + self.flagged + self.missing
+        self.failed + self.timeout + self.flagged + self.missing
     }
 }
 
@@ -43,6 +47,56 @@ pub struct Cell {
     pub repetitions: Vec<u32>,
     pub summary: Option<Summary>,
     pub excluded: Excluded,
+    /// Completion-time metrics with timed-out runs: the median over finished and timed-out runs.
+    pub censored_median: Option<CensoredMedian>,
+}
+
+/// The median of a completion time over finished runs and timed-out ones, a timed-out run
+/// counting as longer than every finished run (it ran until its limit, and finished runs ended
+/// within theirs). It stays exact while fewer than half the runs timed out.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum CensoredMedian {
+    Value(f64),
+    /// The median is at least this value (the shortest time limit when at least half the runs
+    /// timed out).
+    AtLeast(f64),
+}
+
+impl CensoredMedian {
+    /// `finished`: the finished runs' values; `limits`: each timed-out run's limit in the
+    /// metric's unit.
+    pub fn of(finished: &[f64], limits: &[f64]) -> Option<CensoredMedian> {
+        let n = finished.len() + limits.len();
+        if n == 0 || limits.is_empty() {
+            return None;
+        }
+        let mut v = finished.to_vec();
+        v.sort_by(f64::total_cmp);
+        let (lo, hi) = ((n - 1) / 2, n / 2);
+        let limit = limits.iter().copied().fold(f64::INFINITY, f64::min);
+        Some(if hi < v.len() {
+            CensoredMedian::Value((v[lo] + v[hi]) / 2.0)
+        } else if lo < v.len() {
+            // Even n: the mean of a finished value and a censored one (≥ the shortest limit).
+            CensoredMedian::AtLeast((v[lo] + limit.max(v[lo])) / 2.0)
+        } else {
+            CensoredMedian::AtLeast(limit)
+        })
+    }
+}
+
+/// Per setting: how many runs needed more than one attempt because they were flagged, and how
+/// many are still flagged after their last.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RetryRow {
+    /// Runs whose used record is a later attempt.
+    pub retried_runs: usize,
+    /// Attempts run again in all (Σ attempt − 1).
+    pub extra_attempts: usize,
+    /// Runs flagged in their last attempt.
+    pub still_flagged: usize,
+    /// Runs that timed out.
+    pub timed_out: usize,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -131,6 +185,8 @@ pub struct Aggregate {
     /// Positions in `input.runs` of failed, timed-out or flagged runs, in
     /// execution order.
     pub problem_runs: Vec<usize>,
+    /// By setting (parallel to `settings`).
+    pub retries: Vec<RetryRow>,
     pub notes: Vec<String>,
 }
 
@@ -148,12 +204,14 @@ fn protocol_cmp(a: &str, b: &str) -> Ordering {
 /// Why a run does not enter the statistics, if it doesn't.
 enum Exclusion {
     Failed,
+    Timeout,
     Flagged,
 }
 
 fn exclusion(run: &RunRecord, include_flagged: bool) -> Option<Exclusion> {
     match run.status {
-        RunStatus::Failed | RunStatus::Timeout => Some(Exclusion::Failed),
+        RunStatus::Failed => Some(Exclusion::Failed),
+        RunStatus::Timeout => Some(Exclusion::Timeout),
         RunStatus::Ok if !run.flags.is_empty() && !include_flagged => Some(Exclusion::Flagged),
         RunStatus::Ok => None,
     }
@@ -290,8 +348,11 @@ pub fn aggregate(input: &ReportInput, options: &ReportOptions) -> Aggregate {
             repetitions: Vec::new(),
             summary: None,
             excluded: Excluded::default(),
+            censored_median: None,
         };
         let mut cells = vec![vec![empty; protocols.len()]; settings.len()];
+        // Per cell, the limits (in ms) of timed-out runs, for completion-time metrics.
+        let mut limits = vec![vec![Vec::new(); protocols.len()]; settings.len()];
         for &i in &order {
             let r = &runs[i];
             // Both lookups succeed: the lists were built from these runs.
@@ -301,6 +362,14 @@ pub fn aggregate(input: &ReportInput, options: &ReportOptions) -> Aggregate {
             let cell = &mut cells[s][p];
             match exclusion(r, options.include_flagged) {
                 Some(Exclusion::Failed) => cell.excluded.failed += 1,
+                Some(Exclusion::Timeout) => {
+                    cell.excluded.timeout += 1;
+                    if info.completion
+                        && let Some(limit) = r.time_limit_s
+                    {
+                        limits[s][p].push(limit * 1e3);
+                    }
+                }
                 Some(Exclusion::Flagged) => cell.excluded.flagged += 1,
                 None => match r.metrics.get(&info.name) {
                     Some(v) if v.is_finite() => {
@@ -311,8 +380,9 @@ pub fn aggregate(input: &ReportInput, options: &ReportOptions) -> Aggregate {
                 },
             }
         }
-        for cell in cells.iter_mut().flatten() {
+        for (cell, limits) in cells.iter_mut().flatten().zip(limits.iter().flatten()) {
             cell.summary = stats::summarize(&cell.values);
+            cell.censored_median = CensoredMedian::of(&cell.values, limits);
         }
         let improvements = match baseline {
             None => Vec::new(),
@@ -407,7 +477,22 @@ pub fn aggregate(input: &ReportInput, options: &ReportOptions) -> Aggregate {
         .filter(|&i| runs[i].status != RunStatus::Ok || !runs[i].flags.is_empty())
         .collect();
 
+    let mut retries = vec![RetryRow::default(); settings.len()];
+    for r in runs {
+        let Some(&s) = setting_pos.get(&r.setting) else {
+            continue;
+        };
+        let row = &mut retries[s];
+        if r.attempt > 1 {
+            row.retried_runs += 1;
+            row.extra_attempts += (r.attempt - 1) as usize;
+        }
+        row.still_flagged += usize::from(!r.flags.is_empty());
+        row.timed_out += usize::from(r.status == RunStatus::Timeout);
+    }
+
     Aggregate {
+        retries,
         protocols,
         baseline,
         settings,
@@ -442,6 +527,8 @@ mod tests {
             .into_iter()
             .collect(),
             flows: Vec::new(),
+            attempt: 1,
+            time_limit_s: None,
         }
     }
 
@@ -652,6 +739,76 @@ mod tests {
         assert!(!metric(&agg, "total_ms").has_values());
         assert_eq!(agg.wins[0].label(), "n/a");
         assert_eq!(agg.problem_runs.len(), 15);
+    }
+
+    #[test]
+    fn censored_median_counts_timeouts_as_longest() {
+        assert_eq!(CensoredMedian::of(&[1.0, 2.0], &[]), None);
+        // 3 finished + 1 timed out: n = 4, median between 2nd and 3rd → finished values.
+        assert_eq!(
+            CensoredMedian::of(&[3.0, 1.0, 2.0], &[60_000.0]),
+            Some(CensoredMedian::Value(2.5))
+        );
+        // 2 + 1: the middle of three is the larger finished value.
+        assert_eq!(
+            CensoredMedian::of(&[5.0, 1.0], &[60_000.0]),
+            Some(CensoredMedian::Value(5.0))
+        );
+        // 2 + 2: the median's upper half is censored: at least (2 + 60000) / 2.
+        assert_eq!(
+            CensoredMedian::of(&[1.0, 2.0], &[60_000.0, 90_000.0]),
+            Some(CensoredMedian::AtLeast(30_001.0))
+        );
+        // 1 + 2: the middle is a timeout: at least the shortest limit.
+        assert_eq!(
+            CensoredMedian::of(&[1.0], &[90_000.0, 60_000.0]),
+            Some(CensoredMedian::AtLeast(60_000.0))
+        );
+    }
+
+    #[test]
+    fn timeouts_are_censored_for_completion_metrics_only() {
+        let mut input = fixture();
+        // Two of h1's five runs (reps 1 and 2) time out at 60 s.
+        for r in input
+            .runs
+            .iter_mut()
+            .filter(|r| r.protocol == "h1" && r.repetition <= 2)
+        {
+            r.status = RunStatus::Timeout;
+            r.time_limit_s = Some(60.0);
+        }
+        let mut options = ReportOptions::default();
+        options.metrics[2].completion = false; // goodput is not a completion time
+        let agg = aggregate(&input, &options);
+        let h1 = &metric(&agg, "total_ms").cells[0][0];
+        assert_eq!(h1.excluded.timeout, 2);
+        assert_eq!(h1.excluded.failed, 0);
+        // Finished: 100, 100 (rep 6 has no value): median of {100, 100, t, t} ≥ (100 + 60000) / 2.
+        assert_eq!(h1.values, [100.0, 100.0]);
+        assert_eq!(h1.censored_median, Some(CensoredMedian::AtLeast(30_050.0)));
+        assert_eq!(
+            metric(&agg, "goodput_mbps").cells[0][0].censored_median,
+            None
+        );
+        assert_eq!(agg.retries[0].timed_out, 2);
+    }
+
+    #[test]
+    fn retries_are_counted_per_setting() {
+        let mut input = fixture();
+        input.runs[0].attempt = 3; // passed at the third attempt
+        input.runs[1].attempt = 2;
+        let agg = aggregate(&input, &ReportOptions::default());
+        assert_eq!(
+            agg.retries[0],
+            RetryRow {
+                retried_runs: 2,
+                extra_attempts: 3,
+                still_flagged: 1,
+                timed_out: 0
+            }
+        );
     }
 
     #[test]

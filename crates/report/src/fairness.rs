@@ -102,6 +102,8 @@ mod tests {
             reason: None,
             flags: Vec::new(),
             metrics: BTreeMap::from([("jain".to_string(), jain)]),
+            attempt: 1,
+            time_limit_s: None,
             flows: flows
                 .iter()
                 .map(|(l, g)| (l.to_string(), Some(*g)))

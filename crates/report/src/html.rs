@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 
 use quiclab_experiment::stats::{Paired, Verdict};
 
-use crate::aggregate::{Aggregate, Cell, Excluded, MetricTable};
+use crate::aggregate::{Aggregate, Cell, CensoredMedian, Excluded, MetricTable};
 use crate::figures::{Emitted, FigureSpec, Section};
 use crate::{ReportInput, ReportOptions, RunStatus};
 
@@ -95,6 +95,7 @@ table { border-collapse: collapse; margin: 0.8em 0; font-size: 0.92em; }
 th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: left; vertical-align: top; }
 th { background: #f2f2f2; } td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 td.win { font-weight: bold; background: #eaf6ea; }
+td.warn { font-weight: bold; background: #fff4d6; }
 figure { margin: 1.5em 0; } figure svg { max-width: 100%; height: auto; border: 1px solid #eee; }
 figcaption { font-size: 0.9em; color: #444; max-width: 60em; }
 pre { background: #f7f7f7; padding: 0.8em; overflow-x: auto; }
@@ -262,6 +263,7 @@ fn header(
              (include_flagged is off): {flagged_ok} flagged ok run(s) are left out."
         )
     };
+    retries(h, agg, c);
     let _ = writeln!(
         h,
         "<p>Statistics use {} run(s). Failed and timed-out runs ({}) are always excluded. \
@@ -309,6 +311,51 @@ fn header(
         }
         h.push_str("</ul>\n");
     }
+}
+
+/// Runs flagged and run again, runs still flagged, and timed-out runs, per setting; and what a
+/// timeout means for the statistics.
+fn retries(h: &mut String, agg: &Aggregate, c: &crate::aggregate::Counts) {
+    let rows: Vec<_> = agg
+        .settings
+        .iter()
+        .zip(&agg.retries)
+        .filter(|(_, r)| r.retried_runs + r.still_flagged + r.timed_out > 0)
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    if c.timeout > 0 {
+        let _ = writeln!(
+            h,
+            "<p class=\"notice\">{} run(s) timed out. A timed-out run took at least its time \
+             limit: it is censored, not missing. Means, confidence intervals and wins use the \
+             finished runs only (marked <b>*</b> where a cell lost runs to timeouts); for \
+             completion times the <i>median</i> column counts timed-out runs as longer than every \
+             finished one (exact while fewer than half timed out, else shown as ≥ a bound).</p>",
+            c.timeout
+        );
+    }
+    h.push_str(
+        "<p>Runs flagged for emulator fidelity are run again with the same seed \
+         (<code>retry_flagged</code>); the report uses each run's last attempt. Per setting:</p>\n\
+         <table>\n<tr><th>Setting</th><th>runs needing a retry</th><th>attempts run again</th>\
+         <th>still flagged</th><th>timed out</th></tr>\n",
+    );
+    for (setting, r) in rows {
+        let _ = writeln!(
+            h,
+            "<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
+             <td class=\"num{}\">{}</td><td class=\"num\">{}</td></tr>",
+            esc(&setting.label),
+            r.retried_runs,
+            r.extra_attempts,
+            if r.still_flagged > 0 { " warn" } else { "" },
+            r.still_flagged,
+            r.timed_out
+        );
+    }
+    h.push_str("</table>\n");
 }
 
 fn contents(h: &mut String, agg: &Aggregate) {
@@ -397,20 +444,47 @@ fn wins(h: &mut String, agg: &Aggregate) {
 }
 
 fn mean_and_n(cell: &Cell) -> String {
+    let timed_out = match cell.excluded.timeout {
+        0 => String::new(),
+        k => format!(", {k} timed out"),
+    };
     match &cell.summary {
         Some(s) => format!(
-            "{} <span class=\"muted\">(n={})</span>",
+            "{}{} <span class=\"muted\">(n={}{timed_out})</span>",
             fmt_num(s.mean),
+            if timed_out.is_empty() { "" } else { "*" },
             s.n
         ),
+        None if !timed_out.is_empty() => {
+            format!("— <span class=\"muted\">({})</span>", &timed_out[2..])
+        }
         None => "—".to_string(),
+    }
+}
+
+/// The median cell: the censoring-aware median where timed-out runs count, else the finished
+/// runs' median.
+fn median_text(cell: &Cell, finished_median: f64) -> String {
+    match cell.censored_median {
+        Some(CensoredMedian::Value(v)) => format!(
+            "{} <span class=\"muted\">(incl. timeouts)</span>",
+            fmt_num(v)
+        ),
+        Some(CensoredMedian::AtLeast(v)) => format!(
+            "≥ {} <span class=\"muted\">(incl. timeouts)</span>",
+            fmt_num(v)
+        ),
+        None => fmt_num(finished_median),
     }
 }
 
 fn excluded_text(e: &Excluded) -> String {
     let mut parts = Vec::new();
     if e.failed > 0 {
-        parts.push(format!("{} failed/timeout", e.failed));
+        parts.push(format!("{} failed", e.failed));
+    }
+    if e.timeout > 0 {
+        parts.push(format!("{} timed out", e.timeout));
     }
     if e.flagged > 0 {
         parts.push(format!("{} flagged", e.flagged));
@@ -490,17 +564,23 @@ fn metric_section(h: &mut String, agg: &Aggregate, m: usize, table: &MetricTable
                 Some(st) => {
                     let _ = write!(
                         h,
-                        "<td class=\"num\">{}</td><td class=\"num\">{} – {}</td>\
+                        "<td class=\"num\">{}{}</td><td class=\"num\">{} – {}</td>\
                          <td class=\"num\">{}</td><td class=\"num\">{}</td>\
                          <td class=\"num\">{}</td><td class=\"num\">{}</td>",
                         fmt_num(st.mean),
+                        if cell.excluded.timeout > 0 { "*" } else { "" },
                         fmt_num(st.ci95_low),
                         fmt_num(st.ci95_high),
-                        fmt_num(st.median),
+                        median_text(cell, st.median),
                         fmt_num(st.std_dev),
                         fmt_num(st.min),
                         fmt_num(st.max)
                     );
+                }
+                None if cell.censored_median.is_some() => {
+                    h.push_str(&"<td class=\"num\">—</td>".repeat(2));
+                    let _ = write!(h, "<td class=\"num\">{}</td>", median_text(cell, f64::NAN));
+                    h.push_str(&"<td class=\"num\">—</td>".repeat(3));
                 }
                 None => h.push_str(&"<td class=\"num\">—</td>".repeat(6)),
             }
@@ -678,7 +758,10 @@ fn problems(h: &mut String, input: &ReportInput, options: &ReportOptions, agg: &
     );
     h.push_str(
         "<table>\n<tr><th>#</th><th>Run</th><th>Setting</th><th>Protocol</th><th>Rep.</th>\
-         <th>Status</th><th>Reason</th><th>Flags</th><th>In statistics</th></tr>\n",
+         <th>Attempt</th><th>Status</th><th>Reason</th><th>Flags</th>\
+         <th title=\"Fraction of CPU time the hypervisor stole during the run\">steal</th>\
+         <th title=\"CPU time of quiclab's processes (runner, emulator, clients, servers) over wall time\">lab CPU (cores)</th>\
+         <th>In statistics</th></tr>\n",
     );
     for &i in &agg.problem_runs {
         let Some(r) = input.runs.get(i) else { continue };
@@ -687,15 +770,23 @@ fn problems(h: &mut String, input: &ReportInput, options: &ReportOptions, agg: &
         let _ = writeln!(
             h,
             "<tr><td class=\"num\">{}</td><td><code>{}</code></td><td>{}</td><td>{}</td>\
-             <td class=\"num\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+             <td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td><td>{}</td><td>{}</td>\
+             <td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td></tr>",
             r.index,
             esc(&r.key),
             esc(&r.setting_label),
             esc(&r.protocol),
             r.repetition,
+            r.attempt,
             r.status.as_str(),
             r.reason.as_deref().map(esc).unwrap_or_default(),
             flags.join("<br>"),
+            r.metrics
+                .get("host_steal")
+                .map_or("–".into(), |s| format!("{:.1} %", s * 100.0)),
+            r.metrics
+                .get("lab_cpu_cores")
+                .map_or("–".into(), |c| format!("{c:.2}")),
             if used { "yes" } else { "no" }
         );
     }

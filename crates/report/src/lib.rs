@@ -85,6 +85,11 @@ pub struct RunRecord {
     pub flags: Vec<String>,
     /// e.g. `"total_ms"`, `"ttfb_ms"`, `"goodput_mbps"`, …
     pub metrics: BTreeMap<String, f64>,
+    /// 1-based: the attempt this record is (a flagged attempt was run again up to
+    /// `retry_flagged` times; earlier attempts are not in the report's statistics).
+    pub attempt: u32,
+    /// `Timeout` runs: the limit they hit, in seconds (the run took at least this long).
+    pub time_limit_s: Option<f64>,
     /// Flow-mix runs: each flow's label (`1 h3`) and goodput in Mbit/s; empty for other kinds.
     pub flows: Vec<(String, Option<f64>)>,
 }
@@ -112,6 +117,8 @@ pub struct MetricInfo {
     /// Unit for axis labels, e.g. "ms"; empty for dimensionless metrics.
     pub unit: String,
     pub lower_is_better: bool,
+    /// A time to completion in ms: a timed-out run's value is at least its limit (censored).
+    pub completion: bool,
 }
 
 impl MetricInfo {
@@ -121,6 +128,7 @@ impl MetricInfo {
             label: label.to_string(),
             unit: unit.to_string(),
             lower_is_better,
+            completion: false,
         }
     }
 }
@@ -153,7 +161,10 @@ impl Default for ReportOptions {
 /// handshake time.
 pub fn default_metrics() -> Vec<MetricInfo> {
     vec![
-        MetricInfo::new("total_ms", "Download time", "ms", true),
+        MetricInfo {
+            completion: true,
+            ..MetricInfo::new("total_ms", "Download time", "ms", true)
+        },
         MetricInfo::new("ttfb_ms", "Time to first byte", "ms", true),
         MetricInfo::new("goodput_mbps", "Goodput", "Mbit/s", false),
         MetricInfo::new("loss_ratio", "Loss ratio", "", true),

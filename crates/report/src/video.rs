@@ -91,6 +91,8 @@ mod tests {
                 ("rebuffer_rate".to_string(), 0.01),
             ]),
             flows: Vec::new(),
+            attempt: 1,
+            time_limit_s: None,
         }
     }
 

@@ -92,7 +92,10 @@ fn full_report() {
     assert!(!html.contains("<script"));
     // Exclusions per cell: the flagged h1 and the failed h2 run.
     assert!(html.contains("1 (1 flagged)"));
-    assert!(html.contains("1 (1 failed/timeout)"));
+    assert!(html.contains("1 (1 failed)"));
+    // The flagged run's setting says it is still flagged.
+    assert!(html.contains("runs needing a retry"));
+    assert!(html.contains("<td class=\"num warn\">1</td>"));
     // The NaN handshake times are ignored, per run.
     assert!(html.contains("1 (1 without value)"));
 
@@ -107,6 +110,39 @@ fn full_report() {
         assert_eq!(hits, allowed, "{needle}");
     }
 
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn timeouts_and_retries_are_reported() {
+    let dir = temp_dir("timeouts");
+    let mut input = synthetic();
+    // Three of one cell's runs time out at 60 s; one run passed on its second attempt.
+    let first = input.runs[0].clone();
+    for r in input
+        .runs
+        .iter_mut()
+        .filter(|r| r.setting == first.setting && r.protocol == first.protocol)
+        .take(3)
+    {
+        r.status = RunStatus::Timeout;
+        r.time_limit_s = Some(60.0);
+        r.reason = Some("did not finish within its time limit of 60.0 s".into());
+    }
+    input.runs[1].attempt = 2;
+    let out = render(&input, &ReportOptions::default(), &dir).unwrap();
+    let html = std::fs::read_to_string(&out.html).unwrap();
+    assert!(html.contains("3 run(s) timed out"), "censoring explained");
+    assert!(
+        html.contains("(3 timed out)"),
+        "the cell's exclusions name the timeouts"
+    );
+    // Five runs per cell, three censored: the median is at least the limit.
+    assert!(html.contains("≥ 60000"), "censored median shown");
+    assert!(
+        html.contains("timed out)</span>"),
+        "wins table marks the cell"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -196,6 +232,8 @@ fn degenerate_data_does_not_panic() {
                 .into_iter()
                 .collect(),
             flows: Vec::new(),
+            attempt: 1,
+            time_limit_s: None,
         });
     }
     let ts = |key: &str, name: &str, points: Vec<(f64, f64)>| TimeSeries {

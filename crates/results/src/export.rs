@@ -35,6 +35,7 @@ const RUN_COLUMNS: &[&str] = &[
     "teardown_ms",
     "host_steal",
     "session_id",
+    "attempt",
 ];
 
 fn opt(v: Option<f64>) -> String {
@@ -86,6 +87,7 @@ pub fn export_csv(store: &Store, out_dir: &Path) -> Result<ExportSummary> {
             opt(r.teardown_ms),
             opt(r.host_steal),
             r.session_id.to_string(),
+            r.attempt.to_string(),
         ];
         row.extend(
             params

@@ -10,5 +10,6 @@ mod store;
 
 pub use export::{ExportSummary, export_csv};
 pub use store::{
-    Environment, SCHEMA, SCHEMA_VERSION, ScenarioRecord, Series, Session, Status, Store, StoredRun,
+    Attempt, Environment, SCHEMA, SCHEMA_VERSION, ScenarioRecord, Series, Session, Status, Store,
+    StoredRun,
 };

@@ -8,7 +8,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
 
 /// Bumped on any incompatible change of [`SCHEMA`]; stored in `PRAGMA user_version`.
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// The whole schema. Kept as one string so that `docs/results.md` can quote it and a test can
 /// check that the documentation and the code agree.
@@ -56,7 +56,25 @@ CREATE TABLE runs (
     teardown_ms   REAL,
     host_steal    REAL,               -- fraction of CPU time the hypervisor stole during the run
     session_id    INTEGER NOT NULL REFERENCES sessions(id),
-    result        TEXT                -- JSON document of the run: every metric and the fidelity report
+    result        TEXT,               -- JSON document of the run: every metric and the fidelity report
+                                      -- (a timed-out run: {\"time_limit_s\": …})
+    attempt       INTEGER NOT NULL DEFAULT 1  -- which attempt this is; the earlier ones are in attempts
+);
+-- Attempts a run's row replaced: flagged attempts run again (retry_flagged), failed or timed-out
+-- runs run again (--retry-failed). Nothing a run measured is dropped.
+CREATE TABLE attempts (
+    run_key       TEXT NOT NULL,      -- the run (runs.key) this was an attempt of
+    attempt       INTEGER NOT NULL,   -- 1-based
+    status        TEXT NOT NULL CHECK (status IN ('ok', 'failed', 'timeout')),
+    reason        TEXT,
+    flags         TEXT NOT NULL,      -- JSON array of the fidelity problems
+    started_unix  REAL NOT NULL,
+    duration_s    REAL NOT NULL,
+    host_steal    REAL,
+    session_id    INTEGER NOT NULL REFERENCES sessions(id),
+    metrics       TEXT NOT NULL,      -- JSON object: every metric of the attempt
+    result        TEXT,
+    PRIMARY KEY (run_key, attempt)
 );
 -- Every numeric metric of a run, one row each (the long form of runs.result).
 CREATE TABLE metrics (
@@ -75,6 +93,13 @@ CREATE TABLE series (
 );
 CREATE INDEX series_by_run ON series (run_key, name);
 ";
+
+/// The `CREATE TABLE attempts` statement of [`SCHEMA`] (for upgrading older databases).
+fn attempts_table() -> &'static str {
+    let start = SCHEMA.find("CREATE TABLE attempts").unwrap_or(0);
+    let len = SCHEMA[start..].find(");").map_or(0, |e| e + 2);
+    &SCHEMA[start..start + len]
+}
 
 /// What `quiclab run` was asked to do.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -157,6 +182,24 @@ pub struct StoredRun {
     pub session_id: i64,
     pub result: Option<serde_json::Value>,
     pub metrics: BTreeMap<String, f64>,
+    /// 1-based: which attempt of the run this is (earlier ones are [`Attempt`]s).
+    pub attempt: u32,
+}
+
+/// An attempt of a run that a later attempt replaced in `runs`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Attempt {
+    pub run_key: String,
+    pub attempt: u32,
+    pub status: Status,
+    pub reason: Option<String>,
+    pub flags: Vec<String>,
+    pub started_unix: f64,
+    pub duration_s: f64,
+    pub host_steal: Option<f64>,
+    pub session_id: i64,
+    pub metrics: BTreeMap<String, f64>,
+    pub result: Option<serde_json::Value>,
 }
 
 /// One time series of a run.
@@ -180,6 +223,51 @@ fn now_unix() -> f64 {
         .map_or(0.0, |d| d.as_secs_f64())
 }
 
+impl Attempt {
+    fn of(run: &StoredRun) -> Attempt {
+        Attempt {
+            run_key: run.key.clone(),
+            attempt: run.attempt,
+            status: run.status,
+            reason: run.reason.clone(),
+            flags: run.flags.clone(),
+            started_unix: run.started_unix,
+            duration_s: run.duration_s,
+            host_steal: run.host_steal,
+            session_id: run.session_id,
+            metrics: run
+                .metrics
+                .iter()
+                .filter(|(_, v)| v.is_finite())
+                .map(|(k, v)| (k.clone(), *v))
+                .collect(),
+            result: run.result.clone(),
+        }
+    }
+}
+
+fn insert_attempt(conn: &Connection, a: &Attempt, session: i64) -> Result<()> {
+    conn.execute(
+        "INSERT INTO attempts (run_key, attempt, status, reason, flags, started_unix, duration_s,
+                               host_steal, session_id, metrics, result)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+        params![
+            a.run_key,
+            a.attempt,
+            a.status.as_str(),
+            a.reason,
+            serde_json::to_string(&a.flags)?,
+            a.started_unix,
+            a.duration_s,
+            a.host_steal,
+            session,
+            serde_json::to_string(&a.metrics)?,
+            a.result.as_ref().map(|v| v.to_string()),
+        ],
+    )?;
+    Ok(())
+}
+
 impl Store {
     /// Opens an existing results database (for `--resume`, `report`, `export`).
     pub fn open(path: &Path) -> Result<Store> {
@@ -200,6 +288,15 @@ impl Store {
                  PRAGMA user_version = 2; COMMIT;",
             )
             .with_context(|| format!("{}: upgrading the results schema 1 → 2", path.display()))?;
+        }
+        if version <= 2 {
+            // Version 3 keeps every attempt of a run (retry_flagged, --retry-failed).
+            conn.execute_batch(&format!(
+                "BEGIN; ALTER TABLE runs ADD COLUMN attempt INTEGER NOT NULL DEFAULT 1; \
+                 {} PRAGMA user_version = 3; COMMIT;",
+                attempts_table()
+            ))
+            .with_context(|| format!("{}: upgrading the results schema 2 → 3", path.display()))?;
         } else if version != SCHEMA_VERSION {
             bail!(
                 "{}: results schema version {version}, this quiclab reads version {SCHEMA_VERSION}",
@@ -355,10 +452,19 @@ impl Store {
         Ok(keys)
     }
 
-    /// Removes the runs that failed or timed out (with their metrics and series), so that a resumed
-    /// plan runs them again; returns how many. Runs that finished `ok` are never touched.
+    /// Moves the runs that failed or timed out (with their metrics) into `attempts`, so that a
+    /// resumed plan runs them again as their next attempt; returns how many. Their time series
+    /// are dropped (a failed run's series are partial). Runs that finished `ok` are never touched.
     pub fn forget_failed(&mut self) -> Result<usize> {
+        let failed: Vec<StoredRun> = self
+            .runs()?
+            .into_iter()
+            .filter(|r| r.status != Status::Ok)
+            .collect();
         let tx = self.conn.transaction()?;
+        for run in &failed {
+            insert_attempt(&tx, &Attempt::of(run), run.session_id)?;
+        }
         let filter = "SELECT key FROM runs WHERE status != 'ok'";
         tx.execute(
             &format!("DELETE FROM metrics WHERE run_key IN ({filter})"),
@@ -373,6 +479,76 @@ impl Store {
         Ok(n)
     }
 
+    /// Stores an attempt that the run's next attempt replaces (a flagged attempt run again).
+    pub fn record_attempt(&mut self, run: &StoredRun) -> Result<()> {
+        let session = self
+            .session
+            .context("internal: record_attempt() before begin_session()")?;
+        insert_attempt(&self.conn, &Attempt::of(run), session)
+            .with_context(|| format!("recording attempt {} of run {}", run.attempt, run.key))
+    }
+
+    /// How many attempts of `key` are stored in `attempts` (the next attempt's number is one more).
+    pub fn attempts_of(&self, key: &str) -> Result<u32> {
+        Ok(self.conn.query_row(
+            "SELECT COUNT(*) FROM attempts WHERE run_key = ?1",
+            params![key],
+            |r| r.get::<_, i64>(0),
+        )? as u32)
+    }
+
+    /// Every replaced attempt, by run and attempt number.
+    pub fn attempts(&self) -> Result<Vec<Attempt>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT run_key, attempt, status, reason, flags, started_unix, duration_s, host_steal,
+                    session_id, metrics, result
+             FROM attempts ORDER BY run_key, attempt",
+        )?;
+        let rows = stmt.query_map([], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, i64>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, Option<String>>(3)?,
+                r.get::<_, String>(4)?,
+                r.get::<_, f64>(5)?,
+                r.get::<_, f64>(6)?,
+                r.get::<_, Option<f64>>(7)?,
+                r.get::<_, i64>(8)?,
+                r.get::<_, String>(9)?,
+                r.get::<_, Option<String>>(10)?,
+            ))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (key, attempt, status, reason, flags, started, duration, steal, session, m, result) =
+                row?;
+            let bad = |what: &str| {
+                format!(
+                    "{}: attempt {attempt} of {key}: bad {what}",
+                    self.path.display()
+                )
+            };
+            out.push(Attempt {
+                attempt: attempt as u32,
+                status: Status::parse(&status)?,
+                reason,
+                flags: serde_json::from_str(&flags).with_context(|| bad("flags"))?,
+                started_unix: started,
+                duration_s: duration,
+                host_steal: steal,
+                session_id: session,
+                metrics: serde_json::from_str(&m).with_context(|| bad("metrics"))?,
+                result: result
+                    .map(|r| serde_json::from_str(&r))
+                    .transpose()
+                    .with_context(|| bad("result"))?,
+                run_key: key,
+            });
+        }
+        Ok(out)
+    }
+
     /// Commits one finished run, its metrics and its time series in one transaction.
     pub fn record(&mut self, run: &StoredRun, series: &[Series]) -> Result<()> {
         let session = self
@@ -382,8 +558,8 @@ impl Store {
         tx.execute(
             "INSERT INTO runs (key, run_index, setting, setting_label, contender, repetition, seed, params,
                                status, reason, flagged, flags, started_unix, duration_s, setup_ms,
-                               teardown_ms, host_steal, session_id, result)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)",
+                               teardown_ms, host_steal, session_id, result, attempt)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
             params![
                 run.key,
                 run.index as i64,
@@ -404,6 +580,7 @@ impl Store {
                 run.host_steal,
                 session,
                 run.result.as_ref().map(|v| v.to_string()),
+                run.attempt,
             ],
         )
         .with_context(|| format!("recording run {}", run.key))?;
@@ -455,7 +632,7 @@ impl Store {
         let mut stmt = self.conn.prepare(
             "SELECT key, run_index, setting, setting_label, contender, repetition, seed, params, status,
                     reason, flags, started_unix, duration_s, setup_ms, teardown_ms, host_steal,
-                    session_id, result
+                    session_id, result, attempt
              FROM runs ORDER BY run_index",
         )?;
         let rows = stmt.query_map([], |r| {
@@ -480,6 +657,7 @@ impl Store {
                     r.get::<_, i64>(16)?,
                     r.get::<_, Option<String>>(17)?,
                 ),
+                r.get::<_, i64>(18)?,
             ))
         })?;
         let mut out = Vec::new();
@@ -497,6 +675,7 @@ impl Store {
                 reason,
                 flags,
                 (started_unix, duration_s, setup_ms, teardown_ms, host_steal, session_id, result),
+                attempt,
             ) = row?;
             let bad = |what: &str| format!("{}: run {key}: bad {what}", self.path.display());
             out.push(StoredRun {
@@ -521,6 +700,7 @@ impl Store {
                     .map(|r| serde_json::from_str(&r))
                     .transpose()
                     .with_context(|| bad("result"))?,
+                attempt: attempt as u32,
                 key,
             });
         }
@@ -638,6 +818,7 @@ pub(crate) mod tests {
             session_id: 0,
             result: Some(serde_json::json!({"total_ms": 12.5})),
             metrics: BTreeMap::from([("total_ms".into(), 12.5), ("utilization".into(), f64::NAN)]),
+            attempt: 1,
         }
     }
 
@@ -695,6 +876,69 @@ pub(crate) mod tests {
         let series = s.series().unwrap();
         assert_eq!(series.len(), 1);
         assert_eq!(series[0].points, vec![(0.0, 14480.0), (0.005, 28960.0)]);
+    }
+
+    #[test]
+    fn every_attempt_is_kept() {
+        let path = temp_db("attempts");
+        let mut s = Store::create_or_resume(&path, &scenario(), false).unwrap();
+        s.begin_session(&Environment::default()).unwrap();
+        // Attempt 1 flagged, replaced by attempt 2 that passed.
+        let mut first = run("a", 0, Status::Ok);
+        first.flags = vec!["emulator release lateness p99 900 µs > 500 µs".into()];
+        s.record_attempt(&first).unwrap();
+        assert_eq!(s.attempts_of("a").unwrap(), 1);
+        let mut second = run("a", 0, Status::Ok);
+        second.attempt = 2;
+        s.record(&second, &[]).unwrap();
+        // A timed-out run moved aside by --retry-failed becomes an attempt too.
+        s.record(&run("b", 1, Status::Timeout), &[]).unwrap();
+        assert_eq!(s.forget_failed().unwrap(), 1);
+        assert_eq!(s.attempts_of("b").unwrap(), 1);
+        let attempts = s.attempts().unwrap();
+        assert_eq!(attempts.len(), 2);
+        assert_eq!(attempts[0].run_key, "a");
+        assert_eq!(attempts[0].flags, first.flags);
+        assert_eq!(
+            attempts[0].metrics,
+            BTreeMap::from([("total_ms".into(), 12.5)])
+        );
+        assert_eq!(attempts[1].status, Status::Timeout);
+        let runs = s.runs().unwrap();
+        assert_eq!(runs.len(), 1);
+        assert_eq!(runs[0].attempt, 2);
+    }
+
+    #[test]
+    fn a_version_2_database_is_upgraded() {
+        let path = temp_db("v2");
+        {
+            let c = Connection::open(&path).unwrap();
+            let v2 = SCHEMA.replace(attempts_table(), "");
+            let v2: String = v2
+                .replace("result        TEXT,", "result        TEXT ")
+                .lines()
+                .filter(|l| !l.starts_with("    attempt       INTEGER"))
+                .map(|l| format!("{l}\n"))
+                .collect();
+            assert!(
+                !v2.contains("CREATE TABLE attempts") && !v2.contains("attempt       INTEGER"),
+                "{v2}"
+            );
+            c.execute_batch(&format!("{v2} PRAGMA user_version = 2;"))
+                .unwrap();
+            c.execute(
+                "INSERT INTO scenario VALUES (1, 't', 'd', 't.toml', 'x', 1, 0)",
+                [],
+            )
+            .unwrap();
+        }
+        let mut s = Store::open(&path).unwrap();
+        s.begin_session(&Environment::default()).unwrap();
+        s.record(&run("a", 0, Status::Ok), &[]).unwrap();
+        s.record_attempt(&run("b", 1, Status::Ok)).unwrap();
+        assert_eq!(s.runs().unwrap()[0].attempt, 1);
+        assert_eq!(s.attempts().unwrap().len(), 1);
     }
 
     #[test]

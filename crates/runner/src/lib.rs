@@ -32,9 +32,26 @@ pub struct RunOutcome {
     pub out: PathBuf,
     pub ran: usize,
     pub failed: usize,
+    /// Runs still flagged after their last attempt.
     pub flagged: usize,
+    /// Attempts run again because they were flagged.
+    pub retries: usize,
     /// Time the runner spent on its own work between runs (preparing runs, committing results).
     pub bookkeeping_s: f64,
+}
+
+/// How many times a flagged run is run again when neither the scenario (`retry_flagged`) nor the
+/// command line (`--retry-flagged`) says.
+pub const DEFAULT_RETRY_FLAGGED: u32 = 2;
+
+/// Fault injection for tests of the retry path: with `QUICLAB_FAULT_FLAG_ATTEMPTS=N`, attempts
+/// 1 to N of every run get a flag saying so (stored like any flag, so a database made this way
+/// shows it). Real fidelity problems cannot be produced on demand.
+pub const FAULT_FLAG_ENV: &str = "QUICLAB_FAULT_FLAG_ATTEMPTS";
+
+fn injected_flag(attempt: u32) -> Option<String> {
+    let n: u32 = std::env::var(FAULT_FLAG_ENV).ok()?.parse().ok()?;
+    (attempt <= n).then(|| format!("fault injection: {FAULT_FLAG_ENV}={n} flags attempts 1 to {n}"))
 }
 
 pub fn default_out(scenario: &Scenario) -> PathBuf {
@@ -93,6 +110,8 @@ pub fn format_duration(s: f64) -> String {
 pub struct DryRunLine<'a> {
     pub run: &'a RunSpec,
     pub estimate_s: f64,
+    /// The run's time limit in seconds.
+    pub limit_s: f64,
 }
 
 /// The plan's runs with their estimates (for `--dry-run`); errors as [`load`]'s.
@@ -104,9 +123,11 @@ pub fn dry_run<'a>(
     let preparer = Preparer::new(scenario, file);
     plan.iter()
         .map(|run| {
+            let prepared = preparer.prepare(run)?;
             Ok(DryRunLine {
                 run,
-                estimate_s: preparer.prepare(run)?.estimate_seconds(),
+                estimate_s: prepared.estimate_seconds(),
+                limit_s: prepared.time_limit().as_secs_f64(),
             })
         })
         .collect()
@@ -168,12 +189,14 @@ pub fn execute(
         out.display()
     ));
 
+    let retry_flagged = scenario.retry_flagged.unwrap_or(DEFAULT_RETRY_FLAGGED);
     let estimates: Vec<f64> = todo
         .iter()
         .map(|r| preparer.prepare(r).map(|p| p.estimate_seconds()))
         .collect::<Result<_>>()?;
     eprintln!(
-        "quiclab run: {} — {} run(s) to do{}, estimated {} → {}",
+        "quiclab run: {} — {} run(s) to do{}, estimated {} → {}; a run flagged for emulator \
+         fidelity runs again up to {retry_flagged} time(s)",
         scenario.name,
         todo.len(),
         if skipped > 0 {
@@ -191,6 +214,7 @@ pub fn execute(
         ran: 0,
         failed: 0,
         flagged: 0,
+        retries: 0,
         bookkeeping_s: 0.0,
     };
     for run in todo {
@@ -201,13 +225,32 @@ pub fn execute(
             TraceRuns::None => false,
         };
         let trace_dir = traced.then(|| out.join("traces").join(format!("run-{:05}", run.index)));
-        let t = Instant::now();
-        let prepared = preparer.prepare(run)?;
-        outcome.bookkeeping_s += t.elapsed().as_secs_f64();
-        let (stored, series) = execute_one(scenario, run, prepared, trace_dir);
-        let t = Instant::now();
-        store.record(&stored, &series)?;
-        outcome.bookkeeping_s += t.elapsed().as_secs_f64();
+        // Attempts of this run stored before an interruption count: numbering continues.
+        let mut attempt = store.attempts_of(&run.key)? + 1;
+        let stored = loop {
+            let t = Instant::now();
+            let prepared = preparer.prepare(run)?;
+            outcome.bookkeeping_s += t.elapsed().as_secs_f64();
+            let (mut stored, series) = execute_one(scenario, run, prepared, trace_dir.clone());
+            stored.attempt = attempt;
+            stored.flags.extend(injected_flag(attempt));
+            let t = Instant::now();
+            // A flagged attempt with retries left is kept as an attempt and run again with the
+            // same seed; the last attempt (passing or not) is the run's row.
+            let retry = !stored.flags.is_empty() && attempt <= retry_flagged;
+            if retry {
+                store.record_attempt(&stored)?;
+            } else {
+                store.record(&stored, &series)?;
+            }
+            outcome.bookkeeping_s += t.elapsed().as_secs_f64();
+            if !retry {
+                break stored;
+            }
+            progress.retry(&stored, retry_flagged);
+            outcome.retries += 1;
+            attempt += 1;
+        };
         outcome.ran += 1;
         if stored.status != Status::Ok {
             outcome.failed += 1;
@@ -221,12 +264,14 @@ pub fn execute(
     exe::unpin();
     let total = store.run_count()?;
     eprintln!(
-        "quiclab run: {} of {} run(s) stored in {} ({} ran now, {} failed or timed out, {} flagged)",
+        "quiclab run: {} of {} run(s) stored in {} ({} ran now, {} failed or timed out, {} \
+         flagged attempt(s) run again, {} still flagged)",
         total,
         plan.len(),
         db.display(),
         outcome.ran,
         outcome.failed,
+        outcome.retries,
         outcome.flagged
     );
     Ok(outcome)
@@ -244,6 +289,12 @@ pub const RUNNER_METRICS: &[MetricDef] = &[
     MetricDef::lower("setup_ms", "Lab set-up", "ms"),
     MetricDef::lower("teardown_ms", "Lab teardown", "ms"),
     MetricDef::lower("host_steal", "CPU stolen by the hypervisor", ""),
+    MetricDef::lower("host_busy", "Host CPU busy (anyone's work)", ""),
+    MetricDef::lower(
+        "lab_cpu_cores",
+        "quiclab's own CPU (runner, emulator, stacks)",
+        "cores",
+    ),
     MetricDef::lower("runner_fds", "Runner file descriptors", ""),
     MetricDef::lower("runner_rss_kb", "Runner resident memory", "kB"),
 ];
@@ -279,7 +330,7 @@ fn execute_one(
     trace_dir: Option<PathBuf>,
 ) -> (StoredRun, Vec<Series>) {
     let started_unix = now_unix();
-    let steal = quiclab_lab::host::StealMeter::start();
+    let cpu = quiclab_lab::host::CpuMeter::start();
     let t0 = Instant::now();
     let mut stored = StoredRun {
         key: run.key.clone(),
@@ -301,6 +352,7 @@ fn execute_one(
         session_id: 0,
         result: None,
         metrics: BTreeMap::new(),
+        attempt: 1,
     };
     let mut series = Vec::new();
     let lab =
@@ -322,13 +374,16 @@ fn execute_one(
     let teardown_ms = t1.elapsed().as_secs_f64() * 1e3;
     stored.teardown_ms = Some(teardown_ms);
     stored.duration_s = t0.elapsed().as_secs_f64();
-    let host_steal = steal.fraction();
+    let cpu = cpu.finish();
+    let host_steal = cpu.map_or(0.0, |c| c.steal);
     stored.host_steal = Some(host_steal);
     let (fds, rss_kb) = own_resources();
     let runner_values = [
         ("setup_ms", Some(setup_ms)),
         ("teardown_ms", Some(teardown_ms)),
         ("host_steal", Some(host_steal)),
+        ("host_busy", cpu.map(|c| c.host_busy)),
+        ("lab_cpu_cores", cpu.map(|c| c.lab_cores)),
         ("runner_fds", Some(fds)),
         ("runner_rss_kb", Some(rss_kb)),
     ];
@@ -364,7 +419,12 @@ fn execute_one(
         }
         Err(e) => {
             stored.status = match e {
-                RunError::Timeout { .. } => Status::Timeout,
+                RunError::Timeout { limit, .. } => {
+                    // A timed-out run took at least this long: reports treat it as censored.
+                    stored.result =
+                        Some(serde_json::json!({ "time_limit_s": limit.as_secs_f64() }));
+                    Status::Timeout
+                }
                 RunError::Failed(_) => Status::Failed,
             };
             stored.reason = Some(e.to_string());
@@ -441,11 +501,16 @@ impl Progress {
             .or_else(|| run.metrics.get("plt_ms"))
             .map_or(String::new(), |t| format!(" {t:.0} ms"));
         let line = format!(
-            "[{}/{}] {} {}{headline}{}{}",
+            "[{}/{}] {} {}{}{headline}{}{}",
             self.done.get(),
             self.total,
             run.key,
             run.status.as_str(),
+            if run.attempt > 1 {
+                format!(" (attempt {})", run.attempt)
+            } else {
+                String::new()
+            },
             run.reason.as_ref().map_or(String::new(), |r| format!(
                 ": {}",
                 r.lines().next().unwrap_or("")
@@ -461,6 +526,23 @@ impl Progress {
                 b.println(line);
                 b.inc(1);
             }
+            None => eprintln!("{line}"),
+        }
+    }
+
+    /// An attempt that was flagged and runs again.
+    fn retry(&self, run: &StoredRun, retry_flagged: u32) {
+        let line = format!(
+            "[{}/{}] {} attempt {} of up to {} flagged ({}): running it again, same seed",
+            self.done.get() + 1,
+            self.total,
+            run.key,
+            run.attempt,
+            retry_flagged + 1,
+            run.flags.join("; ")
+        );
+        match &self.bar {
+            Some(b) => b.println(line),
             None => eprintln!("{line}"),
         }
     }

@@ -41,6 +41,11 @@ impl PreparedRun {
     pub fn estimate_seconds(&self) -> f64 {
         self.work.estimate_seconds(&self.spec)
     }
+
+    /// The run's time limit: it ends as timed out (censored) when it takes longer.
+    pub fn time_limit(&self) -> Duration {
+        self.work.time_limit(&self.spec)
+    }
 }
 
 /// Turns plan entries into runnable ones, reporting errors against the scenario file.
@@ -272,11 +277,11 @@ impl<'a> Preparer<'a> {
                     .transpose()?;
                 let run = PageRun {
                     proto,
-                    page,
                     browser,
                     max_streams,
                     stack,
-                    timeout: timeout.unwrap_or(Duration::from_secs(60)),
+                    timeout: timeout.unwrap_or_else(|| page.default_timeout(&spec)),
+                    page,
                 };
                 run.validate()
                     .map_err(|(key, e)| self.at(key, get(key).unwrap_or_default(), e))?;

@@ -380,6 +380,10 @@ impl Workload for FlowsRun {
             }
     }
 
+    fn time_limit(&self, spec: &LinkSpec) -> Duration {
+        self.limit(spec)
+    }
+
     fn run(
         &self,
         running: &mut RunningLab,

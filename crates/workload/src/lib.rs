@@ -80,6 +80,10 @@ pub trait Workload {
     /// A rough duration of one run on `spec`, for dry runs and progress (an estimate).
     fn estimate_seconds(&self, spec: &LinkSpec) -> f64;
 
+    /// How long the run may take on `spec` before it ends as timed out (its `timeout`, else the
+    /// workload's own default).
+    fn time_limit(&self, spec: &LinkSpec) -> std::time::Duration;
+
     /// Runs in `running`: server side, client side, result; stops the emulator. With `keep`, the
     /// work directory (traces, reports, certificates) is that directory and stays; without, a
     /// temporary one is removed on every path.
@@ -205,6 +209,15 @@ impl WorkloadSpec {
             WorkloadSpec::Page(w) => w.estimate_seconds(spec),
             WorkloadSpec::Flows(w) => w.estimate_seconds(spec),
             WorkloadSpec::Video(w) => w.estimate_seconds(spec),
+        }
+    }
+
+    pub fn time_limit(&self, spec: &LinkSpec) -> std::time::Duration {
+        match self {
+            WorkloadSpec::Bulk(w) => w.time_limit(spec),
+            WorkloadSpec::Page(w) => w.time_limit(spec),
+            WorkloadSpec::Flows(w) => w.time_limit(spec),
+            WorkloadSpec::Video(w) => w.time_limit(spec),
         }
     }
 

@@ -52,14 +52,37 @@ impl PageSource {
         }
     }
 
-    /// The page's bytes, for estimates (1 MB when unknown).
-    fn total_bytes(&self) -> f64 {
+    /// The page's bytes, for estimates and default time limits (a directory: the size of its
+    /// files; 1 MB when unknown).
+    pub fn total_bytes(&self) -> f64 {
+        fn dir_bytes(d: &Path, depth: u32) -> u64 {
+            let Ok(entries) = std::fs::read_dir(d) else {
+                return 0;
+            };
+            entries
+                .flatten()
+                .map(|e| match e.file_type() {
+                    Ok(t) if t.is_dir() && depth < 16 => dir_bytes(&e.path(), depth + 1),
+                    Ok(t) if t.is_file() => e.metadata().map_or(0, |m| m.len()),
+                    _ => 0,
+                })
+                .sum()
+        }
         match self {
             PageSource::Builtin(n) => {
                 quiclab_page::corpus::lookup(n).map_or(1e6, |s| s.total_bytes() as f64)
             }
-            PageSource::Dir(_) => 1e6,
+            PageSource::Dir(d) => match dir_bytes(d, 0) {
+                0 => 1e6,
+                n => n as f64,
+            },
         }
+    }
+
+    /// The time limit of a load when none is given: as a bulk download of the page's bytes
+    /// ([`crate::bulk::default_timeout`]), but at least 60 s (Chromium's start-up, many objects).
+    pub fn default_timeout(&self, spec: &LinkSpec) -> Duration {
+        crate::bulk::default_timeout(self.total_bytes() as u64, spec).max(Duration::from_secs(60))
     }
 }
 
@@ -121,7 +144,7 @@ impl PageRun {
 
 impl WorkloadResult for PageResult {
     const METRICS: &'static [MetricDef] = &[
-        MetricDef::lower("plt_ms", "Page load time", "ms"),
+        MetricDef::completion_time("plt_ms", "Page load time", "ms"),
         MetricDef::lower("connections", "Connections", ""),
         MetricDef::lower("loss_ratio", "Loss ratio", ""),
         MetricDef::lower("dom_content_loaded_ms", "DOMContentLoaded", "ms"),
@@ -235,6 +258,10 @@ impl Workload for PageRun {
             Browser::Builtin => 0.0,
         } + 4.0 * rtt;
         crate::bulk::transfer_estimate_seconds(self.page.total_bytes(), spec) + extra
+    }
+
+    fn time_limit(&self, _spec: &LinkSpec) -> Duration {
+        self.timeout
     }
 
     fn run(

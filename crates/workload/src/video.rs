@@ -421,6 +421,10 @@ impl Workload for VideoRun {
         self.media_to_play_s() + (1 + self.player.seeks.len()) as f64 * 1.5 + 1.0
     }
 
+    fn time_limit(&self, _spec: &LinkSpec) -> Duration {
+        self.limit()
+    }
+
     fn run(
         &self,
         running: &mut RunningLab,

@@ -70,6 +70,8 @@ pub fn synthetic() -> ReportInput {
                     flags: Vec::new(),
                     metrics,
                     flows: Vec::new(),
+                    attempt: 1,
+                    time_limit_s: None,
                 };
                 if key == FAILED_KEY {
                     run.status = RunStatus::Failed;
