@@ -50,13 +50,19 @@ pub struct BenchLinkArgs {
     /// Spin this long before each release (default: the scheduler's default)
     #[arg(long, value_parser = crate::link_args::duration)]
     pub spin: Option<u64>,
+    /// Longest sleep within 2 ms of a release (0 = sleep straight to it); default 50 µs
+    #[arg(long, value_parser = crate::link_args::duration)]
+    pub nap: Option<u64>,
     /// Batch window of the scheduler (see docs/link.md); default 0
     #[arg(long, value_parser = crate::link_args::duration)]
     pub batch_window: Option<u64>,
     /// Rates (Gbit/s) tried by the `max` part, in order, stopping at the first that misses a target
     #[arg(long, value_delimiter = ',', default_values_t = [0.25, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0])]
     pub max_rates: Vec<f64>,
-    /// Only these parts (comma-separated): rtt,rate,loss,gbit,max,unshaped,idle
+    /// Repetitions of the `mix` part per link (default 5; --quick 2)
+    #[arg(long)]
+    pub mix_runs: Option<usize>,
+    /// Only these parts (comma-separated): rtt,rate,loss,mix,flood,gbit,max,unshaped,idle
     #[arg(long, value_delimiter = ',')]
     pub only: Vec<String>,
 }
@@ -252,6 +258,131 @@ impl Bench {
         Ok(v)
     }
 
+    /// `quiclab calibrate`'s traffic (UDP echo, a TCP CUBIC download, paced UDP both ways) on
+    /// `rate` with 20 ms RTT, 2 % loss and a 1-BDP queue, `runs` times: release lateness overall
+    /// and per phase, the share of releases > 100 µs late, and the host's steal and hiccups (a
+    /// spinning SCHED_FIFO thread's gaps, measured for 1 s before each run) beside each run.
+    /// Passes when at least 80 % of the runs (4 of 5) were made at < 1 % steal and had p99 ≤
+    /// `target_us`.
+    fn mix(&self, rate: &str, target_us: f64, runs: usize, datagram: u16) -> Result<Value> {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Wrapper {
+            #[command(flatten)]
+            args: crate::calibrate::CalibrateArgs,
+        }
+        let packets = if self.quick { "2000" } else { "5000" };
+        let datagram = datagram.to_string();
+        let mut argv = vec![
+            "calibrate",
+            "--rate",
+            rate,
+            "--rtt",
+            "20ms",
+            "--loss",
+            "2%",
+            "--queue",
+            "1bdp",
+            "--bulk-duration",
+            "2s",
+            "--loss-packets",
+            packets,
+            "--loss-datagram",
+            &datagram,
+        ];
+        if !self.scheduler.realtime {
+            argv.push("--no-realtime");
+        }
+        let spin = format!("{}ns", self.scheduler.spin.as_nanos());
+        let nap = format!("{}ns", self.scheduler.nap.as_nanos());
+        argv.extend(["--spin", &spin, "--nap", &nap]);
+        let args = Wrapper::try_parse_from(argv)?.args;
+        let mut results = Vec::new();
+        for i in 0..runs {
+            let hiccups = quiclab_lab::host::hiccups(Duration::from_secs(1), None);
+            let (doc, _) = crate::calibrate::measure(&args)?;
+            let late = &doc["lateness_us"];
+            let steal = doc["host"]["cpu_steal_fraction"]
+                .as_f64()
+                .unwrap_or(f64::NAN);
+            let p99 = late["p99"].as_f64().unwrap_or(f64::NAN);
+            let phases: Vec<String> = late["phases"]
+                .as_array()
+                .map(|ps| {
+                    ps.iter()
+                        .map(|p| {
+                            format!(
+                                "{} p99 {:.0} us / {:.2} % late",
+                                p["name"].as_str().unwrap_or("?"),
+                                p["lateness_us"]["p99"].as_f64().unwrap_or(f64::NAN),
+                                p["late_share"].as_f64().unwrap_or(f64::NAN) * 100.0
+                            )
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            self.say(format!(
+                "mix {rate} run {}: lateness p99 {p99:.1} us (p50 {:.1}, max {:.0}), {:.2} % of releases > 100 us; {}; steal {:.2} %, host hiccups {:.1}/s > 100 us ({:.2} % of time, max {:.0} us)",
+                i + 1,
+                late["p50"].as_f64().unwrap_or(f64::NAN),
+                late["max"].as_f64().unwrap_or(f64::NAN),
+                late["late_share"].as_f64().unwrap_or(f64::NAN) * 100.0,
+                phases.join(", "),
+                steal * 100.0,
+                hiccups.gaps_over_100us_per_s,
+                hiccups.time_in_gaps_over_100us * 100.0,
+                hiccups.max_gap_us
+            ));
+            results.push(json!({
+                "lateness_us": { "p50": late["p50"], "p99": p99, "max": late["max"] },
+                "late_share": late["late_share"],
+                "phases": late["phases"],
+                "cpu_steal_fraction": steal,
+                "host_hiccups_before": hiccups,
+                "emulator_cpu_core_fraction": doc["fidelity"]["cpu_core_fraction"],
+                "meets_target": p99 <= target_us,
+            }));
+        }
+        let quiet: Vec<&Value> = results
+            .iter()
+            .filter(|r| r["cpu_steal_fraction"].as_f64().unwrap_or(1.0) < 0.01)
+            .collect();
+        let met = |rs: &[&Value]| {
+            rs.iter()
+                .filter(|r| r["meets_target"] == json!(true))
+                .count()
+        };
+        let all: Vec<&Value> = results.iter().collect();
+        // The target: within it in at least 4 of 5 runs (80 %) made at < 1 % steal. Too few quiet
+        // runs to reach that count can show neither a pass nor a fail.
+        let needed = (runs * 4).div_ceil(5);
+        let verdict = if met(&quiet) >= needed {
+            "pass"
+        } else if quiet.len() >= needed {
+            "fail"
+        } else {
+            "not judged (too few runs at < 1 % steal)"
+        };
+        self.say(format!(
+            "mix {rate}: p99 <= {target_us} us in {} of {} runs; {} of {} runs at < 1 % steal, {} of them within target: {verdict}",
+            met(&all),
+            runs,
+            quiet.len(),
+            runs,
+            met(&quiet)
+        ));
+        Ok(json!({
+            "link": format!("{rate}, rtt 20ms, loss 2%, queue 1bdp"),
+            "loss_datagram_bytes": datagram,
+            "target_p99_us": target_us,
+            "runs": results,
+            "runs_within_target": met(&all),
+            "runs_below_1pct_steal": quiet.len(),
+            "runs_below_1pct_steal_within_target": met(&quiet),
+            "verdict": verdict,
+        }))
+    }
+
     fn idle(&self) -> Result<Value> {
         let spec = link(Some(100_000_000), 50.0, 0.0);
         let mut running = self.start(&spec)?;
@@ -274,6 +405,10 @@ fn bench_link(args: BenchLinkArgs) -> Result<i32> {
                 .map(Duration::from_nanos)
                 .unwrap_or(SchedulerOptions::default().spin),
             batch_window: Duration::from_nanos(args.batch_window.unwrap_or(0)),
+            nap: args
+                .nap
+                .map(Duration::from_nanos)
+                .unwrap_or(SchedulerOptions::default().nap),
         },
         steering: args.steering,
         quick: args.quick,
@@ -309,6 +444,26 @@ fn bench_link(args: BenchLinkArgs) -> Result<i32> {
         out.insert(
             "loss_2pct".into(),
             with_steal(&b, "loss_2pct", || b.loss())?,
+        );
+    }
+    if want("mix") {
+        let runs = args.mix_runs.unwrap_or(if args.quick { 2 } else { 5 });
+        out.insert(
+            "mix_100mbit".into(),
+            with_steal(&b, "mix_100mbit", || b.mix("100mbit", 100.0, runs, 1200))?,
+        );
+        out.insert(
+            "mix_10mbit".into(),
+            with_steal(&b, "mix_10mbit", || b.mix("10mbit", 50.0, runs, 1200))?,
+        );
+    }
+    if want("flood") {
+        // The same mix with 100-byte datagrams: ~98 000 packets/s through the emulator, more
+        // than it can release on time on two vCPUs (docs/link.md). No target; the figure is the
+        // emulator's packet-rate ceiling.
+        out.insert(
+            "flood_100mbit_100B".into(),
+            with_steal(&b, "flood_100mbit_100B", || b.mix("100mbit", 100.0, 1, 100))?,
         );
     }
     if want("gbit") {

@@ -104,6 +104,11 @@ pub struct LinkArgs {
     #[arg(long, value_parser = duration, value_name = "DURATION", default_value = "0us")]
     pub batch_window: Nanos,
 
+    /// Within 2 ms of a release, sleep at most this long at a time (0 = sleep straight to the
+    /// release): a vCPU halted for milliseconds can wake a millisecond late (docs/link.md)
+    #[arg(long, value_parser = duration, value_name = "DURATION", default_value = "50us")]
+    pub nap: Nanos,
+
     /// Steer the receiving kernels' processing to other CPUs (RPS) and pin the emulator: auto = only
     /// for links of 400 Mbit/s or more, where it cuts release lateness (see docs/link.md)
     #[arg(long, default_value = "auto", value_name = "auto|on|off")]
@@ -193,6 +198,7 @@ impl LinkArgs {
             realtime: !self.no_realtime,
             spin: self.spin,
             batch_window: self.batch_window,
+            nap: self.nap,
             steering: self.steering,
             tcp_cc: self.tcp_cc.clone(),
         }

@@ -197,7 +197,7 @@ fn calibrate_json_reports_configured_and_measured_figures() {
                 "--rtt-probes",
                 "100",
                 "--loss-packets",
-                "8000",
+                "4000",
             ])
             .output()
             .unwrap();
@@ -212,6 +212,17 @@ fn calibrate_json_reports_configured_and_measured_figures() {
         for k in ["p50", "p99", "max"] {
             assert!(v["lateness_us"][k].as_f64().unwrap() >= 0.0);
         }
+        // Lateness per phase, each with its share of releases > 100 µs late.
+        let phases = v["lateness_us"]["phases"].as_array().unwrap();
+        let names: Vec<&str> = phases.iter().map(|p| p["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["rtt", "tcp", "udp-loss"]);
+        for p in phases.iter().chain([&v["lateness_us"]]) {
+            let share = p["late_share"].as_f64().unwrap();
+            assert!((0.0..=1.0).contains(&share), "{p}");
+        }
+        // The loss phase carried its 2 × 4 000 datagrams (less the 1 % lost) and the echoes.
+        let udp = phases[2]["lateness_us"]["count"].as_u64().unwrap();
+        assert!((7_500..=8_100).contains(&udp), "udp-loss releases {udp}");
         // The measurements, within generous bounds.
         let median = v["rtt_ms"]["median"].as_f64().unwrap();
         ensure((median - 20.0).abs() < 2.0, || format!("median {median}"))?;

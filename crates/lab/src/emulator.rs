@@ -17,7 +17,7 @@ use std::collections::VecDeque;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -45,6 +45,22 @@ const SPIN_BUDGET_CAP: Nanos = 1_000_000;
 const WAKE_MARGIN_CAP: Nanos = 200_000;
 /// Added to each observed wake-up delay, so the margin covers it with a little room.
 const WAKE_HEADROOM: Nanos = 5_000;
+/// Within this long of a release the scheduler sleeps only in naps of at most `NAP` (see
+/// `nap_timeout`).
+const APPROACH: Nanos = 2_000_000;
+/// Default longest sleep close to a release (`SchedulerOptions::nap`). A virtual CPU that halts
+/// briefly is resumed promptly (the hypervisor polls for a while before it deschedules a halted
+/// vCPU — KVM's default is 200 µs), but one halted for milliseconds can take a millisecond or more
+/// to run again: measured on the reference VM, a 2 ms ppoll overshot by p50 44 µs, p99 1.2 ms
+/// (7.6 % > 100 µs), a 200 µs one by p99 61 µs (0.5 % > 100 µs), a 20 µs one by p99 25 µs. In
+/// `quiclab bench link --only mix` at 10 Mbit/s, naps of 150 µs left 0.1–3.5 % of releases more
+/// than 100 µs late, naps of 50 µs 0.07–0.5 % (sleeping straight to the release: 2.5–5.9 %), for
+/// 14 % instead of 8 % of a core while packets are in flight (docs/link.md).
+const NAP: Nanos = 50_000;
+/// Phases a caller can mark (`Emulator::begin_phase`); later marks fold into the last.
+const MAX_PHASES: usize = 16;
+/// Releases later than this count as "late" in `late_share` (the per-packet fidelity target).
+pub const LATE_THRESHOLD_NS: Nanos = 100_000;
 
 /// Which way a packet travels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -74,6 +90,9 @@ pub struct SchedulerOptions {
     /// (0 = every packet at its own time). Trades bounded earliness for fewer wake-ups of the
     /// receiving stack, like a NIC's interrupt coalescing; earliness is reported.
     pub batch_window: Duration,
+    /// Within `APPROACH` (2 ms) of a release, sleep at most this long at a time (0 = sleep
+    /// straight to the release; see `nap_timeout`).
+    pub nap: Duration,
     /// Run the scheduler threads under SCHED_FIFO so that the stacks under test (on the same two cores)
     /// cannot delay a release. Falls back to normal scheduling (and says so) when refused.
     pub realtime: bool,
@@ -85,6 +104,7 @@ impl Default for SchedulerOptions {
             spin: Duration::from_micros(10),
             batch_window: Duration::ZERO,
             realtime: true,
+            nap: Duration::from_nanos(NAP),
         }
     }
 }
@@ -149,6 +169,30 @@ pub struct FidelityReport {
     pub wall_seconds: f64,
     /// Log events dropped because the log writer could not keep up (the log is then incomplete).
     pub log_events_dropped: u64,
+    /// Share of all releases more than 100 µs late.
+    pub late_share: f64,
+    /// Lateness per phase the caller marked (`Emulator::begin_phase`; calibrate: rtt, tcp,
+    /// udp-loss), in order; empty when none were marked.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub phases: Vec<PhaseLateness>,
+}
+
+/// Release lateness over one marked phase (both directions).
+#[derive(Debug, Clone, Serialize)]
+pub struct PhaseLateness {
+    pub name: String,
+    pub lateness_us: Distribution,
+    /// Share of the phase's releases more than 100 µs late.
+    pub late_share: f64,
+}
+
+/// Share of a lateness histogram (ns) above [`LATE_THRESHOLD_NS`].
+pub fn late_share(h: &Histogram<u64>) -> f64 {
+    if h.is_empty() {
+        return 0.0;
+    }
+    let on_time = h.count_between(0, LATE_THRESHOLD_NS);
+    1.0 - on_time as f64 / h.len() as f64
 }
 
 /// A running emulator.
@@ -160,6 +204,9 @@ pub struct Emulator {
     live: Vec<Arc<LiveCounters>>,
     logger: Option<JoinHandle<Result<u64>>>,
     epoch: Instant,
+    /// The current phase (index into `phase_names`), read by the scheduler at each release.
+    phase: Arc<AtomicUsize>,
+    phase_names: std::sync::Mutex<Vec<String>>,
 }
 
 impl Emulator {
@@ -174,6 +221,7 @@ impl Emulator {
         // SAFETY: `raw` is a fresh fd we own.
         let stop_fd = Arc::new(unsafe { OwnedFd::from_raw_fd(raw) });
         let stop = Arc::new(AtomicBool::new(false));
+        let phase = Arc::new(AtomicUsize::new(0));
 
         let (log_tx, logger) = match &config.log {
             Some(path) => {
@@ -216,6 +264,8 @@ impl Emulator {
                 log_dropped: 0,
                 batch_ns: config.scheduler.batch_window.as_nanos() as Nanos,
                 gate: config.gate.clone(),
+                phase: phase.clone(),
+                phase_lateness: Vec::new(),
             },
             stop_fd: stop_fd.clone(),
             stop: stop.clone(),
@@ -232,7 +282,22 @@ impl Emulator {
             live,
             logger,
             epoch,
+            phase,
+            phase_names: std::sync::Mutex::new(vec!["start".into()]),
         })
+    }
+
+    /// Marks the start of a phase: releases from now on are also counted in its own lateness
+    /// figures (`FidelityReport::phases`). Releases before the first mark belong to "start".
+    pub fn begin_phase(&self, name: &str) {
+        let mut names = self.phase_names.lock().unwrap_or_else(|e| e.into_inner());
+        if names.len() < MAX_PHASES {
+            names.push(name.to_string());
+        } else if let Some(last) = names.last_mut() {
+            last.push('+');
+            last.push_str(name);
+        }
+        self.phase.store(names.len() - 1, Ordering::Relaxed);
     }
 
     /// The instant of the emulator clock's 0 (traces, profiles and switch schedules start here).
@@ -265,7 +330,30 @@ impl Emulator {
         }
         let wall = self.epoch.elapsed().as_secs_f64();
         let cpu = run.uplink.cpu_seconds;
+        let names = self
+            .phase_names
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let phases = if names.len() > 1 {
+            names
+                .into_iter()
+                .enumerate()
+                .filter_map(|(i, name)| {
+                    let h = run.phase_lateness.get(i).filter(|h| !h.is_empty())?;
+                    Some(PhaseLateness {
+                        name,
+                        lateness_us: distribution_us(h),
+                        late_share: late_share(h),
+                    })
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         Ok(FidelityReport {
+            late_share: late_share(&run.lateness),
+            phases,
             lateness_us: distribution_us(&run.lateness),
             cpu_core_fraction: if wall > 0.0 { cpu / wall } else { 0.0 },
             wall_seconds: wall,
@@ -402,6 +490,9 @@ struct Shared {
     /// Batch window in ns (see `SchedulerOptions::batch_window`).
     batch_ns: Nanos,
     gate: Option<AddressGate>,
+    /// The caller's current phase and the lateness of each phase's releases.
+    phase: Arc<AtomicUsize>,
+    phase_lateness: Vec<Histogram<u64>>,
 }
 
 impl Shared {
@@ -415,6 +506,14 @@ impl Shared {
 }
 
 impl Shared {
+    fn record_phase_lateness(&mut self, late: Nanos) {
+        let i = self.phase.load(Ordering::Relaxed).min(MAX_PHASES - 1);
+        while self.phase_lateness.len() <= i {
+            self.phase_lateness.push(new_histogram());
+        }
+        self.phase_lateness[i].record(late).ok();
+    }
+
     fn now(&self) -> Nanos {
         self.epoch.elapsed().as_nanos() as Nanos
     }
@@ -490,6 +589,7 @@ impl Lane {
                 self.earliness.record(p.deliver_at - now).ok();
             } else {
                 self.lateness.record(late.max(1)).ok();
+                shared.record_phase_lateness(late.max(1));
             }
             if n < 0 {
                 self.write_errors += 1;
@@ -652,6 +752,7 @@ struct SchedulerRun {
     uplink: DirectionFidelity,
     downlink: DirectionFidelity,
     lateness: Histogram<u64>,
+    phase_lateness: Vec<Histogram<u64>>,
     log_dropped: u64,
 }
 
@@ -667,6 +768,7 @@ impl Scheduler {
             pin_to_cpu(cpu);
         }
         let spin_ns = self.options.spin.as_nanos() as Nanos;
+        let nap_ns = self.options.nap.as_nanos() as Nanos;
         let fds = [
             self.lanes[0].ingress.as_raw_fd(),
             self.lanes[1].ingress.as_raw_fd(),
@@ -722,10 +824,14 @@ impl Scheduler {
                 Some(due) => {
                     spinning_since = None;
                     // Out of spin budget: sleep to the release time itself.
-                    let timeout = if due - now <= margin {
+                    let wanted = if due - now <= margin {
                         due - now
                     } else {
                         due - now - margin
+                    };
+                    let timeout = match nap_ns {
+                        0 => wanted,
+                        nap => nap_timeout(wanted, due - now, nap),
                     };
                     if wait_readable(&fds, Some(timeout)) == 0 {
                         // Woken by the timer: how late, on this machine, right now?
@@ -750,8 +856,20 @@ impl Scheduler {
             uplink,
             downlink,
             lateness,
+            phase_lateness: std::mem::take(&mut self.shared.phase_lateness),
             log_dropped: self.shared.log_dropped,
         })
+    }
+}
+
+/// How long to sleep when the wanted sleep is `wanted` and the next release is `until_due` away:
+/// far from a release, until `APPROACH` before it (a late wake-up there costs nothing); within
+/// `APPROACH`, in naps of at most `nap`, so the thread never halts long right before a release.
+fn nap_timeout(wanted: Nanos, until_due: Nanos, nap: Nanos) -> Nanos {
+    if until_due > APPROACH {
+        wanted.min(until_due - APPROACH).max(1)
+    } else {
+        wanted.min(nap)
     }
 }
 
@@ -842,6 +960,34 @@ fn set_realtime() -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn late_share_counts_releases_over_100_us() {
+        let mut h = new_histogram();
+        assert_eq!(late_share(&h), 0.0);
+        for late in [
+            1_000, 50_000, 99_000, 100_000, 150_000, 2_000_000, 10, 10, 10, 10,
+        ] {
+            h.record(late).unwrap();
+        }
+        // 150 µs and 2 ms are late; exactly 100 µs is not.
+        assert!((late_share(&h) - 0.2).abs() < 1e-9, "{}", late_share(&h));
+    }
+
+    #[test]
+    fn sleeps_near_a_release_are_naps() {
+        // Far away: sleep up to the approach window, not into it.
+        assert_eq!(
+            nap_timeout(9_990_000, 10_000_000, NAP),
+            10_000_000 - APPROACH
+        );
+        // Inside it: naps.
+        assert_eq!(nap_timeout(1_500_000, 1_510_000, NAP), NAP);
+        // A short sleep stays as asked.
+        assert_eq!(nap_timeout(40_000, 50_000, NAP), 40_000);
+        // Just outside the window: a tiny first sleep, never zero (ppoll(0) would spin).
+        assert_eq!(nap_timeout(APPROACH + 5, APPROACH + 10, NAP), 10);
+    }
 
     #[test]
     fn wake_margin_follows_late_wake_ups_quickly_and_early_ones_slowly() {

@@ -39,6 +39,7 @@ impl RunningLab {
             spin: std::time::Duration::from_nanos(options.spin),
             batch_window: std::time::Duration::from_nanos(options.batch_window),
             realtime: options.realtime,
+            nap: std::time::Duration::from_nanos(options.nap),
         };
         RunningLab::start(spec, &lab, scheduler, log)
     }
@@ -106,6 +107,14 @@ impl RunningLab {
         self.emulator
             .as_ref()
             .map_or(0, |e| e.elapsed().as_nanos() as u64)
+    }
+
+    /// Marks the start of a phase of the emulator's lateness figures (see
+    /// `Emulator::begin_phase`); nothing without an emulator.
+    pub fn begin_phase(&self, name: &str) {
+        if let Some(e) = &self.emulator {
+            e.begin_phase(name);
+        }
     }
 
     /// The emulator's live counters of (uplink, downlink).

@@ -140,6 +140,8 @@ pub struct LinkOptions {
     pub spin: Nanos,
     /// Scheduler: release packets due within this window together.
     pub batch_window: Nanos,
+    /// Scheduler: longest sleep within 2 ms of a release (0 = sleep straight to it).
+    pub nap: Nanos,
     pub steering: Steering,
     /// Default TCP congestion control inside the lab's namespaces.
     pub tcp_cc: String,
@@ -168,6 +170,7 @@ impl Default for LinkOptions {
             realtime: true,
             spin: 10_000,
             batch_window: 0,
+            nap: 50_000,
             steering: Steering::Auto,
             tcp_cc: "cubic".into(),
         }
