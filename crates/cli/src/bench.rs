@@ -50,6 +50,12 @@ pub struct BenchLinkArgs {
     /// Spin this long before each release (default: the scheduler's default)
     #[arg(long, value_parser = crate::link_args::duration)]
     pub spin: Option<u64>,
+    /// TUN offload (TSO/USO reads, coalesced writes): auto = for links >= 400 Mbit/s
+    #[arg(long, default_value = "auto", value_name = "auto|on|off")]
+    pub offload: quiclab_link::options::Offload,
+    /// With offload: coalescing window of the releases (default 50 µs)
+    #[arg(long, value_parser = crate::link_args::duration)]
+    pub offload_window: Option<u64>,
     /// Longest sleep within 2 ms of a release (0 = sleep straight to it); default 50 µs
     #[arg(long, value_parser = crate::link_args::duration)]
     pub nap: Option<u64>,
@@ -120,6 +126,7 @@ fn with_steal(b: &Bench, name: &str, part: impl FnOnce() -> Result<Value>) -> Re
 struct Bench {
     scheduler: SchedulerOptions,
     steering: Steering,
+    offload: quiclab_link::options::Offload,
     quick: bool,
     log: bool,
 }
@@ -128,6 +135,7 @@ impl Bench {
     fn start(&self, spec: &LinkSpec) -> Result<RunningLab> {
         let options = quiclab_lab::LabOptions {
             steer_receive: self.steering.applies_to(spec),
+            offload: self.offload.applies_to(spec),
             ..Default::default()
         };
         RunningLab::start(spec, &options, self.scheduler.clone(), None)
@@ -176,9 +184,25 @@ impl Bench {
         let bulk =
             probe::tcp_bulk_download(&running.lab, false, Duration::from_secs(secs), "cubic")?;
         let f = running.stop_emulator()?;
+        drop(running);
+        // The same flow over a plain veth pair (no emulator, no TUN): what the machine can do.
+        let veth = RunningLab::start_direct(&quiclab_lab::LabOptions::default())?;
+        let direct =
+            probe::tcp_bulk_download(&veth.lab, false, Duration::from_secs(secs), "cubic")?;
+        drop(veth);
+        let ratio = bulk.goodput_bps / direct.goodput_bps;
+        self.say(format!(
+            "unshaped: {:.0} Mbit/s through the emulator (offload {}), {:.0} Mbit/s over a plain veth pair (no delay): ratio {ratio:.2}",
+            bulk.goodput_bps / 1e6,
+            if f.downlink.offload.is_some() { "on" } else { "off" },
+            direct.goodput_bps / 1e6
+        ));
         let packets = f.downlink.delivered_packets + f.uplink.delivered_packets;
         let cpu = f.cpu_core_fraction * f.wall_seconds;
         let v = json!({
+            "veth_tcp_goodput_mbps": direct.goodput_bps / 1e6,
+            "emulator_to_veth_ratio": ratio,
+            "offload": f.downlink.offload.is_some(),
             "rtt_ms": rtt_ms, "tcp_goodput_mbps": bulk.goodput_bps / 1e6,
             "packets": packets, "emulator_cpu_core_fraction": f.cpu_core_fraction,
             "emulator_cpu_us_per_packet": cpu * 1e6 / packets.max(1) as f64,
@@ -409,8 +433,13 @@ fn bench_link(args: BenchLinkArgs) -> Result<i32> {
                 .nap
                 .map(Duration::from_nanos)
                 .unwrap_or(SchedulerOptions::default().nap),
+            offload_window: args
+                .offload_window
+                .map(Duration::from_nanos)
+                .unwrap_or(SchedulerOptions::default().offload_window),
         },
         steering: args.steering,
+        offload: args.offload,
         quick: args.quick,
         log: true,
     };

@@ -233,6 +233,114 @@ fn calibrate_json_reports_configured_and_measured_figures() {
     });
 }
 
+/// `calibrate --offload on` at 200 Mbit/s with a packet log: the JSON document and the log.
+fn offload_calibration(dir: &std::path::Path, env: &[(&str, &str)]) -> (serde_json::Value, String) {
+    let log = dir.join("link.log");
+    let out = quiclab()
+        .args([
+            "calibrate",
+            "--rate",
+            "200mbit",
+            "--rtt",
+            "10ms",
+            "--offload",
+            "on",
+            "--json",
+            "--bulk-duration",
+            "2s",
+            "--rtt-probes",
+            "20",
+            "--loss-packets",
+            "2000",
+            "--log",
+        ])
+        .arg(&log)
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    (v, std::fs::read_to_string(&log).unwrap())
+}
+
+/// Delivered packets in a packet log per direction, and the largest.
+fn delivered_in_log(log: &str) -> (u64, u64, u64) {
+    let (mut up, mut down, mut largest) = (0, 0, 0);
+    for l in log.lines().filter(|l| !l.starts_with('#')) {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        if f.get(2) == Some(&"-") {
+            let bytes: u64 = f[3].parse().unwrap();
+            largest = largest.max(bytes);
+            if f[1] == "up" {
+                up += 1;
+            } else {
+                down += 1;
+            }
+        }
+    }
+    (up, down, largest)
+}
+
+#[test]
+fn offload_splits_super_packets_and_keeps_the_model_per_packet() {
+    if !root_or_skip("offload") {
+        return;
+    }
+    let dir = temp_dir("offload");
+    timing("offload", || {
+        let (v, log) = offload_calibration(&dir, &[]);
+        let f = &v["fidelity"];
+        let down = &f["downlink"]["offload"];
+        // The kernel handed over TSO super-packets and the emulator split them.
+        let per_read = down["segments_per_read"].as_f64().unwrap();
+        assert!(per_read > 1.5, "segments per read {per_read}: {down}");
+        assert_eq!(down["dropped_unsplittable"].as_u64(), Some(0), "{down}");
+        assert!(down["fallback"].is_null(), "{down}");
+        // The packet log has one line per delivered MTU packet.
+        let (up_n, down_n, largest) = delivered_in_log(&log);
+        assert_eq!(up_n, f["uplink"]["delivered_packets"].as_u64().unwrap());
+        assert_eq!(down_n, f["downlink"]["delivered_packets"].as_u64().unwrap());
+        assert!(largest <= 1500, "a packet of {largest} bytes in the log");
+        // Coalesced writes: fewer writes than packets (the kernel's own count).
+        let per_write = down["segments_per_write"].as_f64().unwrap();
+        assert!(per_write >= 1.0, "{down}");
+        // Timing: the download's rate while backlogged within 2 %.
+        let rate = v["rate_mbps"]["measured"].as_f64().unwrap_or(0.0);
+        ensure((rate - 200.0).abs() <= 4.0, || {
+            format!("rate {rate} Mbit/s")
+        })
+    });
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_refused_coalesced_write_falls_back_to_plain_writes() {
+    if !root_or_skip("offload_fallback") {
+        return;
+    }
+    let dir = temp_dir("offload-fallback");
+    timing("offload_fallback", || {
+        let (v, log) = offload_calibration(&dir, &[("QUICLAB_FAULT_GSO_REFUSED", "1")]);
+        let f = &v["fidelity"];
+        for d in ["uplink", "downlink"] {
+            let o = &f[d]["offload"];
+            let why = o["fallback"].as_str().unwrap_or_default();
+            assert!(why.contains("refused"), "{d}: {o}");
+            // Every packet written on its own from then on: one kernel write per packet (give
+            // or take the refused batch).
+            let per_write = o["segments_per_write"].as_f64().unwrap();
+            assert!((per_write - 1.0).abs() < 0.01, "{d}: {o}");
+        }
+        let (_, down_n, _) = delivered_in_log(&log);
+        assert_eq!(down_n, f["downlink"]["delivered_packets"].as_u64().unwrap());
+        let rate = v["rate_mbps"]["measured"].as_f64().unwrap_or(0.0);
+        ensure((rate - 200.0).abs() <= 4.0, || {
+            format!("rate {rate} Mbit/s")
+        })
+    });
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn not_root_is_explained() {
     let run = |cmd: &mut Command| {

@@ -28,6 +28,7 @@ use quiclab_link::switch::AddressGate;
 use quiclab_link::{Departure, DirectionConfig, LinkModel, ModelSummary, Nanos, Verdict};
 use serde::Serialize;
 
+use crate::offload::OffloadIo;
 use crate::packet_log::{LogEvent, LogWriter};
 use crate::process;
 use crate::stats::{Distribution, distribution_us};
@@ -93,6 +94,10 @@ pub struct SchedulerOptions {
     /// Within `APPROACH` (2 ms) of a release, sleep at most this long at a time (0 = sleep
     /// straight to the release; see `nap_timeout`).
     pub nap: Duration,
+    /// With TUN offload (the lab's devices have it): segments due within this window after a due
+    /// one are written together, coalesced per flow by the GRO rules of tun-rs (zero: each
+    /// segment is written on its own). Ignored without offload.
+    pub offload_window: Duration,
     /// Run the scheduler threads under SCHED_FIFO so that the stacks under test (on the same two cores)
     /// cannot delay a release. Falls back to normal scheduling (and says so) when refused.
     pub realtime: bool,
@@ -105,6 +110,7 @@ impl Default for SchedulerOptions {
             batch_window: Duration::ZERO,
             realtime: true,
             nap: Duration::from_nanos(NAP),
+            offload_window: Duration::from_micros(50),
         }
     }
 }
@@ -155,6 +161,9 @@ pub struct DirectionFidelity {
     pub cpu_seconds: f64,
     /// Whether the thread ran under SCHED_FIFO.
     pub realtime: bool,
+    /// TUN offload's figures (reads split, batches coalesced, fallback), when the lab had it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub offload: Option<crate::offload::OffloadFigures>,
 }
 
 /// The evidence of the emulator's own fidelity that goes with every result.
@@ -248,11 +257,23 @@ impl Emulator {
         ] {
             let model = LinkModel::new(dir_cfg)
                 .map_err(|e| anyhow::anyhow!("{} link: {e}", direction.label()))?;
-            let ingress = dup_fd(lab.tun(from).as_raw_fd())?;
-            let egress = dup_fd(lab.tun(to).as_raw_fd())?;
+            let (ingress, egress) = (lab.tun(from), lab.tun(to));
+            let io = if ingress.tcp_gso() && egress.tcp_gso() {
+                LaneIo::Offload(Box::new(OffloadIo::new(
+                    ingress.clone(),
+                    egress.clone(),
+                    lab.mtu,
+                    config.scheduler.offload_window.as_nanos() as Nanos,
+                )))
+            } else {
+                LaneIo::Plain {
+                    ingress: dup_fd(ingress.as_raw_fd())?,
+                    egress: dup_fd(egress.as_raw_fd())?,
+                }
+            };
             let counters = Arc::new(LiveCounters::default());
             live.push(counters.clone());
-            lanes.push(Lane::new(direction, model, ingress, egress, counters));
+            lanes.push(Lane::new(direction, model, io, counters));
         }
         let [up, down]: [Lane; 2] = lanes.try_into().ok().expect("two lanes");
         let scheduler = Scheduler {
@@ -416,8 +437,24 @@ struct Queued {
     deliver_at: Nanos,
     arrival: Nanos,
     backlogged: bool,
+    /// The IP packet is `buf[off..off + len]` (an offload lane keeps room for a header before it).
+    off: usize,
     len: usize,
-    buf: Box<[u8]>,
+    buf: Vec<u8>,
+}
+
+impl Queued {
+    fn packet(&self) -> &[u8] {
+        &self.buf[self.off..self.off + self.len]
+    }
+}
+
+/// How a lane talks to its TUN devices.
+enum LaneIo {
+    /// One packet per read and per write.
+    Plain { ingress: OwnedFd, egress: OwnedFd },
+    /// Super-packets split on reading, releases coalesced on writing (`crate::offload`).
+    Offload(Box<OffloadIo>),
 }
 
 /// Counters of one direction that other threads can read while the emulator runs (to measure one
@@ -465,8 +502,7 @@ impl LiveCounters {
 struct Lane {
     direction: Direction,
     model: LinkModel,
-    ingress: OwnedFd,
-    egress: OwnedFd,
+    io: LaneIo,
     queue: VecDeque<Queued>,
     lateness: Histogram<u64>,
     earliness: Histogram<u64>,
@@ -484,7 +520,8 @@ struct Lane {
 /// Shared by both lanes: buffers, the clock, the log.
 struct Shared {
     epoch: Instant,
-    pool: Vec<Box<[u8]>>,
+    /// Buffers of the plain lanes (an offload lane keeps its own, of its own size).
+    pool: Vec<Vec<u8>>,
     log: Option<SyncSender<LogEvent>>,
     log_dropped: u64,
     /// Batch window in ns (see `SchedulerOptions::batch_window`).
@@ -528,18 +565,11 @@ impl Shared {
 }
 
 impl Lane {
-    fn new(
-        direction: Direction,
-        model: LinkModel,
-        ingress: OwnedFd,
-        egress: OwnedFd,
-        live: Arc<LiveCounters>,
-    ) -> Lane {
+    fn new(direction: Direction, model: LinkModel, io: LaneIo, live: Arc<LiveCounters>) -> Lane {
         Lane {
             direction,
             model,
-            ingress,
-            egress,
+            io,
             queue: VecDeque::new(),
             lateness: new_histogram(),
             earliness: new_histogram(),
@@ -555,9 +585,27 @@ impl Lane {
         }
     }
 
+    fn ingress_fd(&self) -> RawFd {
+        match &self.io {
+            LaneIo::Plain { ingress, .. } => ingress.as_raw_fd(),
+            LaneIo::Offload(o) => o.ingress_fd(),
+        }
+    }
+
+    /// Returns a packet buffer to the pool it came from.
+    fn recycle(&mut self, shared: &mut Shared, buf: Vec<u8>) {
+        match &mut self.io {
+            LaneIo::Plain { .. } => shared.pool.push(buf),
+            LaneIo::Offload(o) => o.recycle(buf),
+        }
+    }
+
     /// Writes every packet that is due to the egress TUN, timing each write against its schedule.
     fn release_due(&mut self, shared: &mut Shared) {
-        let egress = self.egress.as_raw_fd();
+        if matches!(self.io, LaneIo::Offload(_)) {
+            self.release_due_offload(shared);
+            return;
+        }
         // Once one packet is due, those due within the batch window go with it.
         let mut batch_until: Option<Nanos> = None;
         while let Some(front) = self.queue.front() {
@@ -570,130 +618,217 @@ impl Lane {
                 batch_until = Some(now + shared.batch_ns);
             }
             let p = self.queue.pop_front().expect("front exists");
-            // The client left the network this packet's address belongs to while it was queued.
-            if shared.stale(now, &p.buf[..p.len]) {
-                self.dropped_stale_packets += 1;
-                self.dropped_stale_bytes += p.len as u64;
-                shared.emit(LogEvent::DroppedSwitch {
-                    t: now,
-                    direction: self.direction,
-                    bytes: p.len as u32,
-                });
-                shared.pool.push(p.buf);
+            if self.drop_if_stale(shared, now, &p) {
+                self.recycle(shared, p.buf);
                 continue;
             }
+            let LaneIo::Plain { egress, .. } = &self.io else {
+                unreachable!("plain lane")
+            };
             // SAFETY: writing `len` initialised bytes of our buffer to our TUN fd.
-            let n = unsafe { libc::write(egress, p.buf.as_ptr() as *const libc::c_void, p.len) };
-            let late = now.saturating_sub(p.deliver_at);
-            if p.deliver_at > now {
-                self.earliness.record(p.deliver_at - now).ok();
-            } else {
-                self.lateness.record(late.max(1)).ok();
-                shared.record_phase_lateness(late.max(1));
-            }
-            if n < 0 {
-                self.write_errors += 1;
-            } else {
-                self.delivered_packets += 1;
-                self.delivered_bytes += p.len as u64;
-                if p.backlogged
-                    && let Some(prev) = self.last_release
-                {
-                    self.backlogged_bytes += p.len as u64;
-                    self.backlogged_ns += now.saturating_sub(prev);
-                }
-                self.last_release = Some(now);
-                self.publish();
-                shared.emit(LogEvent::Delivered {
-                    t: now,
-                    direction: self.direction,
-                    bytes: p.len as u32,
-                    one_way: now.saturating_sub(p.arrival),
-                    lateness: late,
-                });
-            }
-            shared.pool.push(p.buf);
+            let n = unsafe {
+                libc::write(
+                    egress.as_raw_fd(),
+                    p.packet().as_ptr() as *const libc::c_void,
+                    p.len,
+                )
+            };
+            self.account_release(shared, now, &p, n >= 0);
+            self.recycle(shared, p.buf);
         }
     }
 
-    /// Reads up to `READ_BURST` packets from the ingress TUN into the model. Returns how many.
-    fn take_arrivals(&mut self, shared: &mut Shared) -> Result<usize> {
-        let ingress = self.ingress.as_raw_fd();
-        let mut count = 0;
-        while count < READ_BURST {
-            let mut buf = shared
-                .pool
-                .pop()
-                .unwrap_or_else(|| vec![0u8; BUF_SIZE].into_boxed_slice());
-            // SAFETY: reading into our own buffer of BUF_SIZE bytes.
-            let n = unsafe { libc::read(ingress, buf.as_mut_ptr() as *mut libc::c_void, BUF_SIZE) };
-            if n <= 0 {
-                shared.pool.push(buf);
-                let err = std::io::Error::last_os_error();
-                if n < 0
-                    && err.kind() != std::io::ErrorKind::WouldBlock
-                    && err.kind() != std::io::ErrorKind::Interrupted
-                {
-                    bail!(
-                        "{} link: reading the TUN device: {err}",
-                        self.direction.label()
-                    );
-                }
-                break;
+    /// The offload lane's releases: every packet due now and those due within the coalescing
+    /// window go out in one batch, which tun-rs coalesces per flow into GSO writes.
+    fn release_due_offload(&mut self, shared: &mut Shared) {
+        let mut batch: Vec<Vec<u8>> = Vec::new();
+        let mut meta: Vec<Queued> = Vec::new();
+        let mut written = Vec::new();
+        loop {
+            let now = shared.now();
+            if self.queue.front().is_none_or(|f| f.deliver_at > now) {
+                return;
             }
+            let LaneIo::Offload(o) = &self.io else {
+                unreachable!("offload lane")
+            };
+            let horizon = now + o.window_ns();
+            while batch.len() < tun_rs::IDEAL_BATCH_SIZE
+                && self.queue.front().is_some_and(|f| f.deliver_at <= horizon)
+            {
+                let mut p = self.queue.pop_front().expect("front exists");
+                if self.drop_if_stale(shared, now, &p) {
+                    self.recycle(shared, p.buf);
+                    continue;
+                }
+                p.buf.truncate(p.off + p.len);
+                batch.push(std::mem::take(&mut p.buf));
+                meta.push(p);
+            }
+            if let LaneIo::Offload(o) = &mut self.io {
+                o.write(&mut batch, &mut written);
+            }
+            for (mut p, (buf, ok)) in meta.drain(..).zip(batch.drain(..).zip(written.drain(..))) {
+                self.account_release(shared, now, &p, ok);
+                p.buf = buf;
+                self.recycle(shared, p.buf);
+            }
+        }
+    }
+
+    /// Drops a queued packet whose client address belongs to a network the client has left.
+    fn drop_if_stale(&mut self, shared: &mut Shared, now: Nanos, p: &Queued) -> bool {
+        if !shared.stale(now, p.packet()) {
+            return false;
+        }
+        self.dropped_stale_packets += 1;
+        self.dropped_stale_bytes += p.len as u64;
+        shared.emit(LogEvent::DroppedSwitch {
+            t: now,
+            direction: self.direction,
+            bytes: p.len as u32,
+        });
+        true
+    }
+
+    /// Timing, counters and the log of one packet released at `now` (`ok`: the write succeeded).
+    fn account_release(&mut self, shared: &mut Shared, now: Nanos, p: &Queued, ok: bool) {
+        let late = now.saturating_sub(p.deliver_at);
+        if p.deliver_at > now {
+            self.earliness.record(p.deliver_at - now).ok();
+        } else {
+            self.lateness.record(late.max(1)).ok();
+            shared.record_phase_lateness(late.max(1));
+        }
+        if !ok {
+            self.write_errors += 1;
+            return;
+        }
+        self.delivered_packets += 1;
+        self.delivered_bytes += p.len as u64;
+        if p.backlogged
+            && let Some(prev) = self.last_release
+        {
+            self.backlogged_bytes += p.len as u64;
+            self.backlogged_ns += now.saturating_sub(prev);
+        }
+        self.last_release = Some(now);
+        self.publish();
+        shared.emit(LogEvent::Delivered {
+            t: now,
+            direction: self.direction,
+            bytes: p.len as u32,
+            one_way: now.saturating_sub(p.arrival),
+            lateness: late,
+        });
+    }
+
+    /// Reads up to `READ_BURST` frames from the ingress TUN into the model (a super-packet is one
+    /// frame of several packets). Returns how many frames.
+    fn take_arrivals(&mut self, shared: &mut Shared) -> Result<usize> {
+        let mut count = 0;
+        let mut arrived: Vec<(Vec<u8>, usize)> = Vec::new();
+        while count < READ_BURST {
+            let off = match &mut self.io {
+                LaneIo::Plain { ingress, .. } => {
+                    let mut buf = shared.pool.pop().unwrap_or_else(|| vec![0u8; BUF_SIZE]);
+                    // SAFETY: reading into our own buffer of BUF_SIZE bytes.
+                    let n = unsafe {
+                        libc::read(
+                            ingress.as_raw_fd(),
+                            buf.as_mut_ptr() as *mut libc::c_void,
+                            BUF_SIZE,
+                        )
+                    };
+                    if n <= 0 {
+                        shared.pool.push(buf);
+                        let err = std::io::Error::last_os_error();
+                        if n < 0
+                            && err.kind() != std::io::ErrorKind::WouldBlock
+                            && err.kind() != std::io::ErrorKind::Interrupted
+                        {
+                            bail!(
+                                "{} link: reading the TUN device: {err}",
+                                self.direction.label()
+                            );
+                        }
+                        break;
+                    }
+                    arrived.push((buf, n as usize));
+                    0
+                }
+                LaneIo::Offload(o) => {
+                    let got = o.read(&mut arrived).with_context(|| {
+                        format!("{} link: reading the TUN device", self.direction.label())
+                    })?;
+                    if !got {
+                        break;
+                    }
+                    crate::offload::PACKET_OFFSET
+                }
+            };
             count += 1;
+            // The packets of one super-packet arrived together.
             let arrival = shared.now();
-            let len = n as usize;
-            let (direction, bytes) = (self.direction, len as u32);
-            shared.emit(LogEvent::Arrival {
+            for (buf, len) in arrived.drain(..) {
+                self.admit(shared, arrival, buf, off, len);
+            }
+        }
+        Ok(count)
+    }
+
+    /// One arrived packet (`buf[off..off + len]`) through the link model.
+    fn admit(&mut self, shared: &mut Shared, arrival: Nanos, buf: Vec<u8>, off: usize, len: usize) {
+        let (direction, bytes) = (self.direction, len as u32);
+        shared.emit(LogEvent::Arrival {
+            t: arrival,
+            direction,
+            bytes,
+        });
+        let packet = &buf[off..off + len];
+        if shared.stale(arrival, packet) {
+            self.dropped_stale_packets += 1;
+            self.dropped_stale_bytes += len as u64;
+            shared.emit(LogEvent::DroppedSwitch {
                 t: arrival,
                 direction,
                 bytes,
             });
-            if shared.stale(arrival, &buf[..len]) {
-                self.dropped_stale_packets += 1;
-                self.dropped_stale_bytes += len as u64;
-                shared.emit(LogEvent::DroppedSwitch {
+            self.recycle(shared, buf);
+            return;
+        }
+        // Keyed by 5-tuple so the bottleneck counts each flow's packets and losses.
+        let key = quiclab_link::FlowKey::of_packet(packet);
+        match self.model.on_packet(arrival, bytes, key) {
+            Verdict::Forward(Departure {
+                deliver_at,
+                backlogged,
+                ..
+            }) => self.queue.push_back(Queued {
+                deliver_at,
+                arrival,
+                backlogged,
+                off,
+                len,
+                buf,
+            }),
+            Verdict::DroppedQueue => {
+                shared.emit(LogEvent::DroppedQueue {
                     t: arrival,
                     direction,
                     bytes,
                 });
-                shared.pool.push(buf);
-                continue;
+                self.recycle(shared, buf);
             }
-            // Keyed by 5-tuple so the bottleneck counts each flow's packets and losses.
-            let key = quiclab_link::FlowKey::of_packet(&buf[..len]);
-            match self.model.on_packet(arrival, bytes, key) {
-                Verdict::Forward(Departure {
-                    deliver_at,
-                    backlogged,
-                    ..
-                }) => self.queue.push_back(Queued {
-                    deliver_at,
-                    arrival,
-                    backlogged,
-                    len,
-                    buf,
-                }),
-                Verdict::DroppedQueue => {
-                    shared.emit(LogEvent::DroppedQueue {
-                        t: arrival,
-                        direction,
-                        bytes,
-                    });
-                    shared.pool.push(buf);
-                }
-                Verdict::DroppedRandom => {
-                    shared.emit(LogEvent::Lost {
-                        t: arrival,
-                        direction,
-                        bytes,
-                    });
-                    shared.pool.push(buf);
-                }
+            Verdict::DroppedRandom => {
+                shared.emit(LogEvent::Lost {
+                    t: arrival,
+                    direction,
+                    bytes,
+                });
+                self.recycle(shared, buf);
             }
         }
-        Ok(count)
     }
 
     fn publish(&self) {
@@ -729,6 +864,10 @@ impl Lane {
             dropped_stale_address_bytes: self.dropped_stale_bytes,
             cpu_seconds,
             realtime,
+            offload: match &self.io {
+                LaneIo::Offload(o) => Some(o.figures()),
+                LaneIo::Plain { .. } => None,
+            },
         };
         (f, self.lateness)
     }
@@ -770,8 +909,8 @@ impl Scheduler {
         let spin_ns = self.options.spin.as_nanos() as Nanos;
         let nap_ns = self.options.nap.as_nanos() as Nanos;
         let fds = [
-            self.lanes[0].ingress.as_raw_fd(),
-            self.lanes[1].ingress.as_raw_fd(),
+            self.lanes[0].ingress_fd(),
+            self.lanes[1].ingress_fd(),
             self.stop_fd.as_raw_fd(),
         ];
 

@@ -11,6 +11,7 @@ pub mod emulator;
 pub mod host;
 pub mod link_spec;
 pub mod netns;
+pub mod offload;
 pub mod packet_log;
 pub mod probe;
 pub mod process;

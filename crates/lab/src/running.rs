@@ -33,6 +33,7 @@ impl RunningLab {
         let lab = LabOptions {
             tcp_congestion_control: options.tcp_cc.clone(),
             steer_receive: options.steering.applies_to(spec),
+            offload: options.offload.applies_to(spec),
             ..Default::default()
         };
         let scheduler = SchedulerOptions {
@@ -40,6 +41,7 @@ impl RunningLab {
             batch_window: std::time::Duration::from_nanos(options.batch_window),
             realtime: options.realtime,
             nap: std::time::Duration::from_nanos(options.nap),
+            offload_window: std::time::Duration::from_nanos(options.offload_window),
         };
         RunningLab::start(spec, &lab, scheduler, log)
     }
@@ -153,9 +155,24 @@ impl RunningLab {
 
     /// Stops the emulator and returns its fidelity report; the lab (namespaces) stays until dropped.
     pub fn stop_emulator(&mut self) -> Result<FidelityReport> {
-        match self.emulator.take() {
-            Some(e) => e.stop(),
+        let mut report = match self.emulator.take() {
+            Some(e) => e.stop()?,
             None => anyhow::bail!("the emulator was already stopped"),
+        };
+        // With offload, the kernels' own counts of the emulator's writes: how many segments each
+        // coalesced write carried (the emulator itself cannot see tun-rs's coalescing).
+        for (d, to) in [
+            (&mut report.uplink, crate::topology::Side::Server),
+            (&mut report.downlink, crate::topology::Side::Client),
+        ] {
+            if let Some(o) = d.offload.as_mut()
+                && let Ok((writes, _)) = self.lab.tun_packet_counters(to)
+            {
+                o.kernel_writes = Some(writes);
+                o.segments_per_write =
+                    (writes > 0).then(|| d.delivered_packets as f64 / writes as f64);
+            }
         }
+        Ok(report)
     }
 }

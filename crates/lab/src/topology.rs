@@ -13,8 +13,8 @@
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::path::PathBuf;
 use std::process::{Child, Command};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -75,6 +75,10 @@ pub struct LabOptions {
     /// moves to the receiver's side of the machine and the emulator's writes return quickly, which
     /// cuts release lateness at high rates (see docs/link.md).
     pub steer_receive: bool,
+    /// TUN offload: the devices are opened with `IFF_VNET_HDR` and TSO/USO enabled, so the
+    /// kernels hand over and accept super-packets of up to 64 kB (the emulator splits them into
+    /// MTU packets for the model and coalesces its releases; see docs/link.md).
+    pub offload: bool,
     /// Join the namespaces with a plain veth pair instead of TUN devices and the emulator: no
     /// shaping at all, to measure what the stacks do without the emulator in the path.
     pub direct_veth: bool,
@@ -87,6 +91,7 @@ impl Default for LabOptions {
             tun_txqueuelen: 10_000,
             mtu: 1500,
             steer_receive: false,
+            offload: false,
             direct_veth: false,
         }
     }
@@ -109,8 +114,8 @@ pub struct Lab {
     pub id: String,
     client: Option<NetNs>,
     server: Option<NetNs>,
-    client_tun: Option<tun_rs::SyncDevice>,
-    server_tun: Option<tun_rs::SyncDevice>,
+    client_tun: Option<Arc<tun_rs::SyncDevice>>,
+    server_tun: Option<Arc<tun_rs::SyncDevice>>,
     record: Mutex<LabRecord>,
     children: Mutex<Vec<Child>>,
     pub setup_time: Duration,
@@ -119,6 +124,8 @@ pub struct Lab {
     pub tcp_default_cc: String,
     /// The CPU the emulator should run on when receive steering is on (None: anywhere).
     pub emulator_cpu: Option<usize>,
+    /// The TUN devices' MTU.
+    pub mtu: u16,
 }
 
 static NEXT_LAB: AtomicU32 = AtomicU32::new(0);
@@ -157,6 +164,7 @@ impl Lab {
             setup_time: Duration::ZERO,
             tcp_default_cc: String::new(),
             emulator_cpu: None,
+            mtu: opts.mtu,
         };
         lab.build(opts)?;
         lab.setup_time = started.elapsed();
@@ -178,7 +186,7 @@ impl Lab {
             } else {
                 (SERVER_V4, SERVER_V6)
             };
-            let tun = ns.run(|| -> Result<(Option<tun_rs::SyncDevice>, String)> {
+            let tun = ns.run(|| -> Result<(Option<Arc<tun_rs::SyncDevice>>, String)> {
                 // Before the TUN exists, so it inherits them: no router solicitations, no SLAAC, no
                 // DAD, no link-local address — nothing crosses the emulated link that the user didn't send.
                 for key in ["all", "default"] {
@@ -214,11 +222,15 @@ impl Lab {
                     .name(TUN_NAME)
                     .mtu(opts.mtu)
                     .tx_queue_len(opts.tun_txqueuelen)
+                    .offload(opts.offload)
                     .enable(false)
                     .build_sync()
                     .context("creating the TUN device (needs /dev/net/tun and CAP_NET_ADMIN)")?;
                 dev.set_nonblocking(true)?;
-                Ok((Some(dev), default_cc))
+                if opts.offload && !dev.tcp_gso() {
+                    bail!("the kernel did not enable TUN offload (IFF_VNET_HDR with TSO)");
+                }
+                Ok((Some(Arc::new(dev)), default_cc))
             })??;
             let (tun, default_cc) = tun;
             self.tcp_default_cc = default_cc;
@@ -287,12 +299,38 @@ impl Lab {
     }
 
     /// The TUN devices, for the emulator. They stay owned by the lab.
-    pub fn tun(&self, side: Side) -> &tun_rs::SyncDevice {
+    pub fn tun(&self, side: Side) -> &Arc<tun_rs::SyncDevice> {
         match side {
             Side::Client => self.client_tun.as_ref(),
             Side::Server => self.server_tun.as_ref(),
         }
         .expect("lab is built")
+    }
+
+    /// The kernel's packet counters of a side's TUN device: (received, sent). A device receives
+    /// what the emulator writes into it (one per write, a coalesced GSO packet counting once) and
+    /// sends what the emulator reads from it.
+    pub fn tun_packet_counters(&self, side: Side) -> Result<(u64, u64)> {
+        let ns = self.namespace(side).name().to_string();
+        let out = Command::new("ip")
+            .args(["-n", &ns, "-s", "-j", "link", "show", TUN_NAME])
+            .output()
+            .context("running `ip -s link show`")?;
+        if !out.status.success() {
+            bail!(
+                "`ip -n {ns} -s link show {TUN_NAME}`: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+        }
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+        let stats = &v[0]["stats64"];
+        match (
+            stats["rx"]["packets"].as_u64(),
+            stats["tx"]["packets"].as_u64(),
+        ) {
+            (Some(rx), Some(tx)) => Ok((rx, tx)),
+            _ => bail!("`ip -s -j link show` gave no packet counters"),
+        }
     }
 
     pub fn address_v4(&self, side: Side) -> Ipv4Addr {

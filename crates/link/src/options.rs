@@ -91,6 +91,42 @@ impl std::str::FromStr for Steering {
     }
 }
 
+/// Whether the TUN devices use offload: the kernels hand the emulator TSO/USO super-packets
+/// (split into MTU packets for the model) and take back coalesced GSO writes (see
+/// `LabOptions::offload`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Offload {
+    /// Only for links of 400 Mbit/s or more (as receive steering): below that, every packet is
+    /// read and released on its own.
+    #[default]
+    Auto,
+    On,
+    Off,
+}
+
+impl Offload {
+    /// Resolves the choice for a link.
+    pub fn applies_to(self, spec: &LinkSpec) -> bool {
+        match self {
+            Offload::On => true,
+            Offload::Off => false,
+            Offload::Auto => spec.wants_receive_steering(),
+        }
+    }
+}
+
+impl std::str::FromStr for Offload {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "auto" => Ok(Offload::Auto),
+            "on" => Ok(Offload::On),
+            "off" => Ok(Offload::Off),
+            _ => Err(format!("expected auto, on or off; got {s:?}")),
+        }
+    }
+}
+
 /// The rate choice of one direction (or of both): at most one of these.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RateChoice {
@@ -143,6 +179,11 @@ pub struct LinkOptions {
     /// Scheduler: longest sleep within 2 ms of a release (0 = sleep straight to it).
     pub nap: Nanos,
     pub steering: Steering,
+    /// TUN offload (TSO/USO reads, coalesced GSO writes).
+    pub offload: Offload,
+    /// With offload: segments due within this window after a due one are written with it, as one
+    /// coalesced packet per flow when they are contiguous (0 = every segment written on its own).
+    pub offload_window: Nanos,
     /// Default TCP congestion control inside the lab's namespaces.
     pub tcp_cc: String,
 }
@@ -172,6 +213,8 @@ impl Default for LinkOptions {
             batch_window: 0,
             nap: 50_000,
             steering: Steering::Auto,
+            offload: Offload::Auto,
+            offload_window: 50_000,
             tcp_cc: "cubic".into(),
         }
     }
