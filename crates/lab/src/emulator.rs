@@ -58,6 +58,14 @@ const APPROACH: Nanos = 2_000_000;
 /// than 100 µs late, naps of 50 µs 0.07–0.5 % (sleeping straight to the release: 2.5–5.9 %), for
 /// 14 % instead of 8 % of a core while packets are in flight (docs/link.md).
 const NAP: Nanos = 50_000;
+/// Above this share of a core (work and spinning, over the last ~50 ms), the scheduler stops
+/// spinning: a SCHED_FIFO thread that runs more than 95 % of a second is stopped by the kernel's
+/// real-time throttling for the rest of it (tens of ms; "sched: RT throttling activated" was in the
+/// kernel log after 1 Gbit/s runs), and spinning must never be what pushes it there. Lateness
+/// maxima of 10–20 ms at 1 Gbit/s and more remain (docs/link.md).
+const SPIN_BUSY_LIMIT: f64 = 0.8;
+/// How often the thread's busy share is measured.
+const BUSY_SAMPLE: Nanos = 10_000_000;
 /// Phases a caller can mark (`Emulator::begin_phase`); later marks fold into the last.
 const MAX_PHASES: usize = 16;
 /// Releases later than this count as "late" in `late_share` (the per-packet fidelity target).
@@ -919,6 +927,7 @@ impl Scheduler {
         // and unrationed spinning under SCHED_FIFO would trip the kernel's RT throttling (a ~50 ms
         // stall once a thread runs 95 % of a second).
         let mut spin_budget: Nanos = SPIN_BUDGET_CAP;
+        let mut busy = BusyShare::new(self.shared.now());
         let mut last_budget_update = self.shared.now();
         let mut wake = WakeMargin::new(spin_ns, WAKE_MARGIN_CAP);
         // Set while the loop is spinning towards a release (cleared when it sleeps).
@@ -946,13 +955,16 @@ impl Scheduler {
                 spin_budget = spin_budget.saturating_sub(now - since.max(last_budget_update));
             }
             last_budget_update = now;
+            busy.update(now);
             let margin = spin_ns.max(wake.margin());
             match next {
                 Some(due) if due <= now => {
                     spinning_since = None;
                     continue;
                 }
-                Some(due) if due - now <= margin && spin_budget > 0 => {
+                Some(due)
+                    if due - now <= margin && spin_budget > 0 && busy.share < SPIN_BUSY_LIMIT =>
+                {
                     // Spin through the loop: every pass also polls the TUNs (a non-blocking read
                     // each), so an arrival meanwhile is timestamped when it comes, not when the
                     // spin ends. The budget is charged for the time actually spent.
@@ -1009,6 +1021,46 @@ fn nap_timeout(wanted: Nanos, until_due: Nanos, nap: Nanos) -> Nanos {
         wanted.min(until_due - APPROACH).max(1)
     } else {
         wanted.min(nap)
+    }
+}
+
+/// The scheduler thread's own CPU use as a share of wall time, smoothed over ~50 ms.
+struct BusyShare {
+    share: f64,
+    last_wall: Nanos,
+    last_cpu: Nanos,
+}
+
+/// CPU time of the calling thread (CLOCK_THREAD_CPUTIME_ID), in ns.
+fn thread_cpu_ns() -> Nanos {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes into our timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as Nanos * 1_000_000_000 + ts.tv_nsec as Nanos
+}
+
+impl BusyShare {
+    fn new(now: Nanos) -> BusyShare {
+        BusyShare {
+            share: 0.0,
+            last_wall: now,
+            last_cpu: thread_cpu_ns(),
+        }
+    }
+
+    fn update(&mut self, now: Nanos) {
+        let wall = now.saturating_sub(self.last_wall);
+        if wall < BUSY_SAMPLE {
+            return;
+        }
+        let cpu = thread_cpu_ns();
+        let sample = cpu.saturating_sub(self.last_cpu) as f64 / wall as f64;
+        self.share = 0.8 * self.share + 0.2 * sample;
+        self.last_wall = now;
+        self.last_cpu = cpu;
     }
 }
 
