@@ -58,74 +58,47 @@ pub const PATH_KEYS: &[&str] = &[
     "down-profile",
 ];
 
-/// Whether the receiving kernels' processing is steered to other CPUs (see `LabOptions`).
+/// A lab feature that pays off only on fast links: `on`, `off`, or `auto` = only for links of
+/// 400 Mbit/s or more ([`LinkSpec::wants_receive_steering`]), so slower links keep the simple,
+/// strictly per-packet path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Steering {
-    /// Only for links of 400 Mbit/s or more ([`LinkSpec::wants_receive_steering`]).
+pub enum FastLinkChoice {
     #[default]
     Auto,
     On,
     Off,
 }
 
-impl Steering {
+impl FastLinkChoice {
     /// Resolves the choice for a link.
     pub fn applies_to(self, spec: &LinkSpec) -> bool {
         match self {
-            Steering::On => true,
-            Steering::Off => false,
-            Steering::Auto => spec.wants_receive_steering(),
+            FastLinkChoice::On => true,
+            FastLinkChoice::Off => false,
+            FastLinkChoice::Auto => spec.wants_receive_steering(),
         }
     }
 }
 
-impl std::str::FromStr for Steering {
+impl std::str::FromStr for FastLinkChoice {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
         match s {
-            "auto" => Ok(Steering::Auto),
-            "on" => Ok(Steering::On),
-            "off" => Ok(Steering::Off),
+            "auto" => Ok(FastLinkChoice::Auto),
+            "on" => Ok(FastLinkChoice::On),
+            "off" => Ok(FastLinkChoice::Off),
             _ => Err(format!("expected auto, on or off; got {s:?}")),
         }
     }
 }
+
+/// Whether the receiving kernels' processing is steered to other CPUs (see `LabOptions`).
+pub type Steering = FastLinkChoice;
 
 /// Whether the TUN devices use offload: the kernels hand the emulator TSO/USO super-packets
 /// (split into MTU packets for the model) and take back coalesced GSO writes (see
 /// `LabOptions::offload`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Offload {
-    /// Only for links of 400 Mbit/s or more (as receive steering): below that, every packet is
-    /// read and released on its own.
-    #[default]
-    Auto,
-    On,
-    Off,
-}
-
-impl Offload {
-    /// Resolves the choice for a link.
-    pub fn applies_to(self, spec: &LinkSpec) -> bool {
-        match self {
-            Offload::On => true,
-            Offload::Off => false,
-            Offload::Auto => spec.wants_receive_steering(),
-        }
-    }
-}
-
-impl std::str::FromStr for Offload {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "auto" => Ok(Offload::Auto),
-            "on" => Ok(Offload::On),
-            "off" => Ok(Offload::Off),
-            _ => Err(format!("expected auto, on or off; got {s:?}")),
-        }
-    }
-}
+pub type Offload = FastLinkChoice;
 
 /// The rate choice of one direction (or of both): at most one of these.
 #[derive(Debug, Clone, Default, PartialEq)]
