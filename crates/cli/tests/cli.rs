@@ -322,14 +322,18 @@ fn a_refused_coalesced_write_falls_back_to_plain_writes() {
     timing("offload_fallback", || {
         let (v, log) = offload_calibration(&dir, &[("QUICLAB_FAULT_GSO_REFUSED", "1")]);
         let f = &v["fidelity"];
+        // The download's first coalesced write was refused (the uplink carries ACKs, which
+        // never coalesce, so it has nothing to refuse).
+        let o = &f["downlink"]["offload"];
+        let why = o["fallback"].as_str().unwrap_or_default();
+        assert!(why.contains("refused"), "downlink: {o}");
+        // Every packet written on its own from then on (the refused run again, one by one):
+        // one kernel write per packet, and none lost to the refusal.
         for d in ["uplink", "downlink"] {
             let o = &f[d]["offload"];
-            let why = o["fallback"].as_str().unwrap_or_default();
-            assert!(why.contains("refused"), "{d}: {o}");
-            // Every packet written on its own from then on: one kernel write per packet (give
-            // or take the refused batch).
             let per_write = o["segments_per_write"].as_f64().unwrap();
             assert!((per_write - 1.0).abs() < 0.01, "{d}: {o}");
+            assert_eq!(f[d]["write_errors"].as_u64(), Some(0), "{d}: {}", f[d]);
         }
         let (_, down_n, _) = delivered_in_log(&log);
         assert_eq!(down_n, f["downlink"]["delivered_packets"].as_u64().unwrap());

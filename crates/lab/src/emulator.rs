@@ -28,7 +28,7 @@ use quiclab_link::switch::AddressGate;
 use quiclab_link::{Departure, DirectionConfig, LinkModel, ModelSummary, Nanos, Verdict};
 use serde::Serialize;
 
-use crate::offload::OffloadIo;
+use crate::offload::{Frame, OffloadIo};
 use crate::packet_log::{LogEvent, LogWriter};
 use crate::process;
 use crate::stats::{Distribution, distribution_us};
@@ -38,6 +38,8 @@ use crate::topology::{Lab, Side};
 const BUF_SIZE: usize = 65_536;
 /// At most this many packets are read in one go before due packets are released again.
 const READ_BURST: usize = 32;
+/// Most segments in one offload batch (a GSO packet carries at most 64 kB anyway).
+const OFFLOAD_BATCH: usize = 128;
 /// While the scheduler loop runs without sleeping, the ingress devices are polled this often: an
 /// arrival is timestamped at most this late (plus the loop's own pass).
 const POLL_INTERVAL: Nanos = 5_000;
@@ -448,15 +450,27 @@ struct Queued {
     deliver_at: Nanos,
     arrival: Nanos,
     backlogged: bool,
-    /// The IP packet is `buf[off..off + len]` (an offload lane keeps room for a header before it).
-    off: usize,
+    /// The IP packet's length.
     len: usize,
-    buf: Vec<u8>,
+    held: Held,
+}
+
+/// Where a queued packet's bytes are.
+enum Held {
+    /// A plain lane's packet: `buf[..len]`.
+    Owned(Vec<u8>),
+    /// An offload lane's packet: segment `index` of a frame read from the TUN (shared by the
+    /// frame's segments until the last has left).
+    Segment { frame: Arc<Frame>, index: usize },
 }
 
 impl Queued {
-    fn packet(&self) -> &[u8] {
-        &self.buf[self.off..self.off + self.len]
+    /// The packet's headers (a segment's are its frame's), for flow keys and addresses.
+    fn headers(&self) -> &[u8] {
+        match &self.held {
+            Held::Owned(buf) => &buf[..self.len],
+            Held::Segment { frame, .. } => frame.packet(),
+        }
     }
 }
 
@@ -526,6 +540,10 @@ struct Lane {
     backlogged_bytes: u64,
     backlogged_ns: u64,
     live: Arc<LiveCounters>,
+    /// An offload lane's batch and its write results, kept between releases (no allocation per
+    /// batch).
+    batch: Vec<Queued>,
+    written: Vec<bool>,
 }
 
 /// Shared by both lanes: buffers, the clock, the log.
@@ -593,6 +611,8 @@ impl Lane {
             backlogged_bytes: 0,
             backlogged_ns: 0,
             live,
+            batch: Vec::new(),
+            written: Vec::new(),
         }
     }
 
@@ -603,11 +623,17 @@ impl Lane {
         }
     }
 
-    /// Returns a packet buffer to the pool it came from.
-    fn recycle(&mut self, shared: &mut Shared, buf: Vec<u8>) {
-        match &mut self.io {
-            LaneIo::Plain { .. } => shared.pool.push(buf),
-            LaneIo::Offload(o) => o.recycle(buf),
+    /// Returns a packet's buffer to the pool it came from (a frame's, once its last segment
+    /// has left).
+    fn recycle(&mut self, shared: &mut Shared, held: Held) {
+        match (held, &mut self.io) {
+            (Held::Owned(buf), _) => shared.pool.push(buf),
+            (Held::Segment { frame, .. }, LaneIo::Offload(o)) => {
+                if let Ok(frame) = Arc::try_unwrap(frame) {
+                    o.recycle(frame);
+                }
+            }
+            (Held::Segment { .. }, LaneIo::Plain { .. }) => {}
         }
     }
 
@@ -633,7 +659,7 @@ impl Lane {
             }
             let p = self.queue.pop_front().expect("front exists");
             if self.drop_if_stale(shared, now, &p) {
-                self.recycle(shared, p.buf);
+                self.recycle(shared, p.held);
                 continue;
             }
             let LaneIo::Plain { egress, .. } = &self.io else {
@@ -643,12 +669,12 @@ impl Lane {
             let n = unsafe {
                 libc::write(
                     egress.as_raw_fd(),
-                    p.packet().as_ptr() as *const libc::c_void,
+                    p.headers().as_ptr() as *const libc::c_void,
                     p.len,
                 )
             };
             self.account_release(shared, now, &p, n >= 0);
-            self.recycle(shared, p.buf);
+            self.recycle(shared, p.held);
             released += 1;
         }
         released
@@ -657,9 +683,8 @@ impl Lane {
     /// The offload lane's releases: every packet due now and those due within the coalescing
     /// window go out in one batch, which tun-rs coalesces per flow into GSO writes.
     fn release_due_offload(&mut self, shared: &mut Shared, companion: bool) -> usize {
-        let mut batch: Vec<Vec<u8>> = Vec::new();
-        let mut meta: Vec<Queued> = Vec::new();
-        let mut written = Vec::new();
+        let mut batch = std::mem::take(&mut self.batch);
+        let mut written = std::mem::take(&mut self.written);
         let mut released = 0;
         let LaneIo::Offload(o) = &self.io else {
             unreachable!("offload lane")
@@ -674,37 +699,43 @@ impl Lane {
                 .front()
                 .is_none_or(|f| f.deliver_at > now + trigger_early)
             {
+                self.batch = batch;
+                self.written = written;
                 return released;
             }
             trigger_early = 0;
             let horizon = now + window;
-            while batch.len() < tun_rs::IDEAL_BATCH_SIZE
+            while batch.len() < OFFLOAD_BATCH
                 && self.queue.front().is_some_and(|f| f.deliver_at <= horizon)
             {
-                let mut p = self.queue.pop_front().expect("front exists");
+                let p = self.queue.pop_front().expect("front exists");
                 if self.drop_if_stale(shared, now, &p) {
-                    self.recycle(shared, p.buf);
+                    self.recycle(shared, p.held);
                     continue;
                 }
-                p.buf.truncate(p.off + p.len);
-                batch.push(std::mem::take(&mut p.buf));
-                meta.push(p);
+                batch.push(p);
             }
             if let LaneIo::Offload(o) = &mut self.io {
-                o.write(&mut batch, &mut written);
+                let refs: Vec<(&Frame, usize)> = batch
+                    .iter()
+                    .map(|p| match &p.held {
+                        Held::Segment { frame, index } => (&**frame, *index),
+                        Held::Owned(_) => unreachable!("an offload lane queues segments"),
+                    })
+                    .collect();
+                o.write(&refs, &mut written);
             }
             released += batch.len();
-            for (mut p, (buf, ok)) in meta.drain(..).zip(batch.drain(..).zip(written.drain(..))) {
+            for (p, ok) in batch.drain(..).zip(written.drain(..)) {
                 self.account_release(shared, now, &p, ok);
-                p.buf = buf;
-                self.recycle(shared, p.buf);
+                self.recycle(shared, p.held);
             }
         }
     }
 
     /// Drops a queued packet whose client address belongs to a network the client has left.
     fn drop_if_stale(&mut self, shared: &mut Shared, now: Nanos, p: &Queued) -> bool {
-        if !shared.stale(now, p.packet()) {
+        if !shared.stale(now, p.headers()) {
             return false;
         }
         self.dropped_stale_packets += 1;
@@ -753,9 +784,8 @@ impl Lane {
     /// frame of several packets). Returns how many frames.
     fn take_arrivals(&mut self, shared: &mut Shared) -> Result<usize> {
         let mut count = 0;
-        let mut arrived: Vec<(Vec<u8>, usize)> = Vec::new();
         while count < READ_BURST {
-            let off = match &mut self.io {
+            match &mut self.io {
                 LaneIo::Plain { ingress, .. } => {
                     let mut buf = shared.pool.pop().unwrap_or_else(|| vec![0u8; BUF_SIZE]);
                     // SAFETY: reading into our own buffer of BUF_SIZE bytes.
@@ -780,38 +810,47 @@ impl Lane {
                         }
                         break;
                     }
-                    arrived.push((buf, n as usize));
-                    0
+                    count += 1;
+                    let arrival = shared.now();
+                    self.admit(shared, arrival, Held::Owned(buf), n as usize);
                 }
                 LaneIo::Offload(o) => {
-                    let got = o.read(&mut arrived).with_context(|| {
+                    let got = o.read().with_context(|| {
                         format!("{} link: reading the TUN device", self.direction.label())
                     })?;
-                    if !got {
-                        break;
+                    let Some(frame) = got else { break };
+                    count += 1;
+                    // Unsplittable: dropped and counted by the reader.
+                    let Some(frame) = frame else { continue };
+                    // The packets of one super-packet arrived together.
+                    let arrival = shared.now();
+                    let frame = Arc::new(frame);
+                    for index in 0..frame.segments() {
+                        let len = frame.segment_len(index);
+                        let held = Held::Segment {
+                            frame: frame.clone(),
+                            index,
+                        };
+                        self.admit(shared, arrival, held, len);
                     }
-                    crate::offload::PACKET_OFFSET
                 }
-            };
-            count += 1;
-            // The packets of one super-packet arrived together.
-            let arrival = shared.now();
-            for (buf, len) in arrived.drain(..) {
-                self.admit(shared, arrival, buf, off, len);
             }
         }
         Ok(count)
     }
 
-    /// One arrived packet (`buf[off..off + len]`) through the link model.
-    fn admit(&mut self, shared: &mut Shared, arrival: Nanos, buf: Vec<u8>, off: usize, len: usize) {
+    /// One arrived packet (`len` bytes, held in `held`) through the link model.
+    fn admit(&mut self, shared: &mut Shared, arrival: Nanos, held: Held, len: usize) {
         let (direction, bytes) = (self.direction, len as u32);
         shared.emit(LogEvent::Arrival {
             t: arrival,
             direction,
             bytes,
         });
-        let packet = &buf[off..off + len];
+        let packet = match &held {
+            Held::Owned(buf) => &buf[..len],
+            Held::Segment { frame, .. } => frame.packet(),
+        };
         if shared.stale(arrival, packet) {
             self.dropped_stale_packets += 1;
             self.dropped_stale_bytes += len as u64;
@@ -820,7 +859,7 @@ impl Lane {
                 direction,
                 bytes,
             });
-            self.recycle(shared, buf);
+            self.recycle(shared, held);
             return;
         }
         // Keyed by 5-tuple so the bottleneck counts each flow's packets and losses.
@@ -834,9 +873,8 @@ impl Lane {
                 deliver_at,
                 arrival,
                 backlogged,
-                off,
                 len,
-                buf,
+                held,
             }),
             Verdict::DroppedQueue => {
                 shared.emit(LogEvent::DroppedQueue {
@@ -844,7 +882,7 @@ impl Lane {
                     direction,
                     bytes,
                 });
-                self.recycle(shared, buf);
+                self.recycle(shared, held);
             }
             Verdict::DroppedRandom => {
                 shared.emit(LogEvent::Lost {
@@ -852,7 +890,7 @@ impl Lane {
                     direction,
                     bytes,
                 });
-                self.recycle(shared, buf);
+                self.recycle(shared, held);
             }
         }
     }

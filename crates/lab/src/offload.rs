@@ -1,10 +1,13 @@
 //! The TUN I/O of one emulator lane when the lab's devices have offload (`IFF_VNET_HDR` with
-//! TSO/USO): reads split the kernel's super-packets into MTU packets, writes coalesce a batch of
-//! released packets into GSO packets per flow. The splitting and the coalescing rules are
-//! tun-rs's (a port of wireguard-go's): a segment joins the packet before it only within one
-//! flow, with a contiguous sequence number, the same flags and options and no larger size, and
-//! every segment it hands back carries complete, recomputed checksums. The link model between
-//! them stays per packet: queue, loss, counters and the packet log see MTU packets.
+//! TSO/USO). A read takes a frame — one packet or a kernel super-packet — and validates it
+//! ([`Frame::parse`]); the link model then queues each MTU segment by reference, so queue, loss,
+//! counters and the packet log stay per packet. A write sends each run of consecutive released
+//! segments of one frame as one packet: a GSO packet whose headers are patched for the run (IP
+//! length and ID, TCP sequence number and flags, UDP length, partial checksum), written with the
+//! payload straight from the read buffer. The segment rules are the kernel's own (those of
+//! tun-rs's `gso_split`, against which the tests check them): FIN and PSH on the final segment
+//! only, CWR on the first only, IPv4 IDs counting up. A lost segment ends a run; segments of
+//! different frames (other flows, or a later super-packet) are never merged.
 
 use std::io::ErrorKind;
 use std::os::fd::{AsRawFd, RawFd};
@@ -12,8 +15,8 @@ use std::sync::Arc;
 
 use serde::Serialize;
 use tun_rs::{
-    GROTable, IDEAL_BATCH_SIZE, SyncDevice, VIRTIO_NET_HDR_GSO_TCPV4, VIRTIO_NET_HDR_GSO_TCPV6,
-    VIRTIO_NET_HDR_GSO_UDP_L4, VIRTIO_NET_HDR_LEN, VirtioNetHdr,
+    SyncDevice, VIRTIO_NET_HDR_GSO_TCPV4, VIRTIO_NET_HDR_GSO_TCPV6, VIRTIO_NET_HDR_GSO_UDP_L4,
+    VIRTIO_NET_HDR_LEN, VirtioNetHdr,
 };
 
 /// Where the IP packet starts in every buffer of an offload lane: room for the virtio-net header
@@ -29,131 +32,360 @@ const GSO_ECN: u8 = 0x80;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Unsplittable(pub String);
 
-/// Splits one frame read from an offload TUN (virtio-net header + packet) into MTU packets,
-/// written to `out[i][offset..offset + sizes[i]]`; returns how many. A frame without GSO is one
-/// packet, its checksum completed when the kernel left it partial. Every field the split relies
-/// on is checked first (this mirrors tun-rs's own `handle_virtio_read`, which is not public, and
-/// goes further: lengths, offsets and the IP header are validated before any index is used), so
-/// no input — random, truncated or malformed — panics or is forwarded half-parsed: it is an
-/// [`Unsplittable`] error, and the caller drops and counts it.
+/// How a GSO frame's segments are cut: the validated layout of a super-packet.
+#[derive(Debug, Clone, Copy)]
+struct Gso {
+    hdr: VirtioNetHdr,
+    tcp: bool,
+    is_v6: bool,
+    /// IP + transport header length (every segment starts with these bytes).
+    hdr_len: usize,
+    /// Payload bytes per segment (the last may be shorter).
+    mss: usize,
+    segments: usize,
+}
+
+/// A frame read from an offload TUN and validated: a virtio-net header and one IP packet, which is
+/// either a single MTU packet or a super-packet whose MTU segments are described, not copied. The
+/// link model queues the segments by reference (`Frame` + index); a write sends a run of
+/// consecutive segments of one frame as one packet — a GSO packet with headers patched for the run
+/// — straight from the read buffer, so the payload is never copied in user space.
+pub struct Frame {
+    buf: Vec<u8>,
+    /// The IP packet is `buf[PACKET_OFFSET..PACKET_OFFSET + len]`.
+    len: usize,
+    gso: Option<Gso>,
+}
+
+/// Longest head of a run: virtio-net header, IPv6 header (or IPv4 with options) and a TCP header
+/// with options. Headers are validated to fit.
+pub const MAX_HEAD: usize = VIRTIO_NET_HDR_LEN + 60 + 60;
+
+impl Frame {
+    /// Validates `buf[..n]` (virtio-net header + packet). Every field a split relies on is checked
+    /// first (this mirrors tun-rs's `handle_virtio_read` and goes further: lengths, offsets and the
+    /// IP header are validated before any index is used), so no input — random, truncated or
+    /// malformed — panics or is forwarded half-parsed: it is an [`Unsplittable`] error (with the
+    /// buffer back), and the caller drops and counts it. A single packet whose transport checksum
+    /// the kernel left partial is completed here. `max_packet`: no segment may be longer.
+    pub fn parse(
+        mut buf: Vec<u8>,
+        n: usize,
+        max_packet: usize,
+    ) -> Result<Frame, (Unsplittable, Vec<u8>)> {
+        match Self::validate(&mut buf, n, max_packet) {
+            Ok(gso) => Ok(Frame {
+                buf,
+                len: n - VIRTIO_NET_HDR_LEN,
+                gso,
+            }),
+            Err(e) => Err((e, buf)),
+        }
+    }
+
+    fn validate(buf: &mut [u8], n: usize, max_packet: usize) -> Result<Option<Gso>, Unsplittable> {
+        let bad = |why: &str| Unsplittable(why.to_string());
+        if n > buf.len() {
+            return Err(bad("frame longer than its buffer"));
+        }
+        if n <= VIRTIO_NET_HDR_LEN {
+            return Err(bad("frame shorter than its virtio-net header"));
+        }
+        let mut hdr =
+            VirtioNetHdr::decode(&buf[..VIRTIO_NET_HDR_LEN]).map_err(|e| bad(&e.to_string()))?;
+        let packet = &mut buf[VIRTIO_NET_HDR_LEN..n];
+        let len = packet.len();
+        let is_v6 = match packet[0] >> 4 {
+            4 => false,
+            6 => true,
+            v => return Err(Unsplittable(format!("IP version {v}"))),
+        };
+        let min_ip = if is_v6 { 40 } else { 20 };
+        if len < min_ip {
+            return Err(bad("packet shorter than its IP header"));
+        }
+        // The IP header's own length field must say the frame's length: a frame cut short (or
+        // padded) is refused rather than split into plausible-looking packets.
+        if is_v6 {
+            if u16::from_be_bytes([packet[4], packet[5]]) as usize + 40 != len {
+                return Err(bad("IPv6 payload length does not match the frame"));
+            }
+        } else {
+            let ihl = (packet[0] & 0x0f) as usize * 4;
+            if ihl < 20 || ihl > len {
+                return Err(bad("bad IPv4 header length"));
+            }
+            if u16::from_be_bytes([packet[2], packet[3]]) as usize != len {
+                return Err(bad("IPv4 total length does not match the frame"));
+            }
+        }
+        if hdr.gso_type == GSO_NONE {
+            if len > max_packet {
+                return Err(bad("packet larger than the MTU"));
+            }
+            if hdr.flags & NEEDS_CSUM != 0 {
+                let at = hdr.csum_start as usize + hdr.csum_offset as usize;
+                if (hdr.csum_start as usize) < min_ip || at + 2 > len {
+                    return Err(bad("checksum field outside the packet"));
+                }
+                let initial = u16::from_be_bytes([packet[at], packet[at + 1]]);
+                packet[at] = 0;
+                packet[at + 1] = 0;
+                let sum = !tun_rs::checksum(&packet[hdr.csum_start as usize..], initial as u64);
+                packet[at..at + 2].copy_from_slice(&sum.to_be_bytes());
+            }
+            return Ok(None);
+        }
+        if hdr.gso_size == 0 {
+            return Err(bad("GSO frame with segment size 0"));
+        }
+        let tcp = match (hdr.gso_type & !GSO_ECN, is_v6) {
+            (VIRTIO_NET_HDR_GSO_TCPV4, false) | (VIRTIO_NET_HDR_GSO_TCPV6, true) => true,
+            (VIRTIO_NET_HDR_GSO_UDP_L4, _) if hdr.gso_type & GSO_ECN == 0 => false,
+            _ => {
+                return Err(Unsplittable(format!(
+                    "unsupported GSO type {}",
+                    hdr.gso_type
+                )));
+            }
+        };
+        let start = hdr.csum_start as usize;
+        if start < min_ip || start >= len {
+            return Err(bad("transport header outside the packet"));
+        }
+        if !is_v6 && start != (packet[0] & 0x0f) as usize * 4 {
+            return Err(bad("transport header does not follow the IPv4 header"));
+        }
+        if start > 60 {
+            return Err(bad("IP header longer than 60 bytes"));
+        }
+        let expected_proto = if tcp { 6 } else { 17 };
+        if is_v6 && start == 40 && packet[6] != expected_proto
+            || !is_v6 && packet[9] != expected_proto
+        {
+            return Err(bad("transport protocol does not match the GSO type"));
+        }
+        // Never trust hdr_len (the kernel may give the whole first packet's length): derive it
+        // from the transport header, as the split needs.
+        let transport_len = if tcp {
+            if len < start + 20 {
+                return Err(bad("TCP header truncated"));
+            }
+            let l = ((packet[start + 12] >> 4) as usize) * 4;
+            if !(20..=60).contains(&l) {
+                return Err(bad("bad TCP header length"));
+            }
+            l
+        } else {
+            8
+        };
+        let hdr_len = start + transport_len;
+        if len < hdr_len {
+            return Err(bad("headers longer than the packet"));
+        }
+        hdr.hdr_len = hdr_len as u16;
+        let expected_offset = if tcp { 16 } else { 6 };
+        if hdr.csum_offset != expected_offset {
+            return Err(bad("checksum offset does not match the transport protocol"));
+        }
+        let payload = len - hdr_len;
+        if payload == 0 {
+            return Err(bad("GSO frame without payload"));
+        }
+        let mss = hdr.gso_size as usize;
+        if hdr_len + mss.min(payload) > max_packet {
+            return Err(bad("segment larger than the MTU"));
+        }
+        Ok(Some(Gso {
+            hdr,
+            tcp,
+            is_v6,
+            hdr_len,
+            mss,
+            segments: payload.div_ceil(mss),
+        }))
+    }
+
+    /// The IP packet as read (a super-packet's headers are every segment's headers: enough for
+    /// flow keys and addresses).
+    pub fn packet(&self) -> &[u8] {
+        &self.buf[PACKET_OFFSET..PACKET_OFFSET + self.len]
+    }
+
+    /// How many MTU packets the frame carries.
+    pub fn segments(&self) -> usize {
+        self.gso.map_or(1, |g| g.segments)
+    }
+
+    /// The IP length of segment `i`.
+    pub fn segment_len(&self, i: usize) -> usize {
+        match self.gso {
+            None => self.len,
+            Some(g) => g.hdr_len + g.mss.min(self.len - g.hdr_len - i * g.mss),
+        }
+    }
+
+    /// Segments `first..=last` as one packet to write: the head (virtio-net header and the run's
+    /// IP and transport headers) goes into `head`, and the returned range of [`Frame::bytes`]
+    /// follows it. A run of several segments is a GSO packet (the kernel's receive path takes it
+    /// as one, as GRO would have made it); one segment is a plain packet. Transport checksums are
+    /// left partial (`NEEDS_CSUM`), as the kernel does for its own GSO packets.
+    pub fn run_head(
+        &self,
+        first: usize,
+        last: usize,
+        head: &mut [u8; MAX_HEAD],
+    ) -> (usize, std::ops::Range<usize>) {
+        let Some(g) = self.gso else {
+            // A single packet, checksums complete: a zeroed virtio-net header.
+            head[..VIRTIO_NET_HDR_LEN].fill(0);
+            return (VIRTIO_NET_HDR_LEN, PACKET_OFFSET..PACKET_OFFSET + self.len);
+        };
+        debug_assert!(first <= last && last < g.segments);
+        let packet = self.packet();
+        let pay_start = g.hdr_len + first * g.mss;
+        let pay_end = (g.hdr_len + (last + 1) * g.mss).min(self.len);
+        let pay_len = pay_end - pay_start;
+        let count = last - first + 1;
+        let start = g.hdr.csum_start as usize;
+        let hdr = VirtioNetHdr {
+            flags: NEEDS_CSUM,
+            gso_type: if count > 1 { g.hdr.gso_type } else { GSO_NONE },
+            hdr_len: g.hdr_len as u16,
+            gso_size: if count > 1 { g.mss as u16 } else { 0 },
+            csum_start: g.hdr.csum_start,
+            csum_offset: g.hdr.csum_offset,
+        };
+        hdr.encode(&mut head[..VIRTIO_NET_HDR_LEN])
+            .expect("a virtio-net header fits its length");
+        let h = &mut head[VIRTIO_NET_HDR_LEN..VIRTIO_NET_HDR_LEN + g.hdr_len];
+        h.copy_from_slice(&packet[..g.hdr_len]);
+        let ip_total = g.hdr_len + pay_len;
+        if g.is_v6 {
+            h[4..6].copy_from_slice(&((ip_total - 40) as u16).to_be_bytes());
+        } else {
+            h[2..4].copy_from_slice(&(ip_total as u16).to_be_bytes());
+            // The kernel's own segmentation numbers the IDs of a super-packet's segments upwards.
+            let id = u16::from_be_bytes([h[4], h[5]]).wrapping_add(first as u16);
+            h[4..6].copy_from_slice(&id.to_be_bytes());
+            h[10] = 0;
+            h[11] = 0;
+            let c = !tun_rs::checksum(&h[..start], 0);
+            h[10..12].copy_from_slice(&c.to_be_bytes());
+        }
+        let transport_len = ip_total - start;
+        if g.tcp {
+            let seq = u32::from_be_bytes([h[start + 4], h[start + 5], h[start + 6], h[start + 7]])
+                .wrapping_add((first * g.mss) as u32);
+            h[start + 4..start + 8].copy_from_slice(&seq.to_be_bytes());
+            if first > 0 {
+                // Legacy ECN GSO keeps CWR on the first segment only.
+                h[start + 13] &= !TCP_CWR;
+            }
+            if last + 1 < g.segments {
+                // FIN and PSH belong to the final segment only.
+                h[start + 13] &= !(TCP_FIN | TCP_PSH);
+            }
+        } else {
+            h[start + 4..start + 6].copy_from_slice(&(transport_len as u16).to_be_bytes());
+        }
+        // A partial checksum holds the pseudo-header's sum (folded, not complemented).
+        let (src, dst) = if g.is_v6 {
+            (&packet[8..24], &packet[24..40])
+        } else {
+            (&packet[12..16], &packet[16..20])
+        };
+        let proto = if g.tcp { 6 } else { 17 };
+        let pseudo = tun_rs::checksum_no_fold(dst, tun_rs::checksum_no_fold(src, 0));
+        let trailer = [0, proto, (transport_len >> 8) as u8, transport_len as u8];
+        let sum = tun_rs::checksum(&[], tun_rs::checksum_no_fold(&trailer, pseudo));
+        let at = start + g.hdr.csum_offset as usize;
+        h[at..at + 2].copy_from_slice(&sum.to_be_bytes());
+        (
+            VIRTIO_NET_HDR_LEN + g.hdr_len,
+            PACKET_OFFSET + pay_start..PACKET_OFFSET + pay_end,
+        )
+    }
+
+    /// The frame's bytes (what [`Frame::run_head`]'s range indexes).
+    pub fn bytes(&self) -> &[u8] {
+        &self.buf
+    }
+
+    /// Segments `first..=last` as one frame (virtio-net header + packet), copied: for tests and
+    /// for [`split_frame`].
+    pub fn run_frame(&self, first: usize, last: usize) -> Vec<u8> {
+        let mut head = [0u8; MAX_HEAD];
+        let (n, range) = self.run_head(first, last, &mut head);
+        let mut f = head[..n].to_vec();
+        f.extend_from_slice(&self.buf[range]);
+        f
+    }
+
+    /// Gives the buffer back (for reuse).
+    pub fn into_buffer(self) -> Vec<u8> {
+        self.buf
+    }
+}
+
+const TCP_FIN: u8 = 0x01;
+const TCP_PSH: u8 = 0x08;
+const TCP_CWR: u8 = 0x80;
+
+/// Splits one frame read from an offload TUN (virtio-net header + packet) into MTU packets with
+/// complete checksums, written to `out[i][offset..offset + sizes[i]]`; returns how many. The
+/// reference form of [`Frame`]'s segments (the lab writes runs of them instead), checked against
+/// tun-rs's own splitter in the tests. Malformed input is an [`Unsplittable`] error.
 pub fn split_frame<B: AsRef<[u8]> + AsMut<[u8]>>(
     frame: &mut [u8],
     out: &mut [B],
     sizes: &mut [usize],
     offset: usize,
 ) -> Result<usize, Unsplittable> {
-    let bad = |why: &str| Unsplittable(why.to_string());
-    if frame.len() <= VIRTIO_NET_HDR_LEN {
-        return Err(bad("frame shorter than its virtio-net header"));
+    if sizes.len() < out.len() {
+        return Err(Unsplittable("fewer sizes than buffers".into()));
     }
-    if out.is_empty() || sizes.len() < out.len() {
-        return Err(bad("no output buffers"));
+    let room = out.iter().map(|b| b.as_ref().len()).min().unwrap_or(0);
+    let f = Frame::parse(frame.to_vec(), frame.len(), room.saturating_sub(offset))
+        .map_err(|(e, _)| e)?;
+    if f.segments() > out.len() {
+        return Err(Unsplittable("more segments than buffers".into()));
     }
-    let mut hdr =
-        VirtioNetHdr::decode(&frame[..VIRTIO_NET_HDR_LEN]).map_err(|e| bad(&e.to_string()))?;
+    for i in 0..f.segments() {
+        let mut seg = f.run_frame(i, i);
+        complete_checksum(&mut seg)?;
+        let p = &seg[VIRTIO_NET_HDR_LEN..];
+        out[i].as_mut()[offset..offset + p.len()].copy_from_slice(p);
+        sizes[i] = p.len();
+    }
+    Ok(f.segments())
+}
+
+/// Completes a frame's partial transport checksum in place (and clears `NEEDS_CSUM`).
+fn complete_checksum(frame: &mut [u8]) -> Result<(), Unsplittable> {
+    let mut hdr = VirtioNetHdr::decode(&frame[..VIRTIO_NET_HDR_LEN])
+        .map_err(|e| Unsplittable(e.to_string()))?;
+    if hdr.flags & NEEDS_CSUM == 0 {
+        return Ok(());
+    }
     let packet = &mut frame[VIRTIO_NET_HDR_LEN..];
-    let len = packet.len();
-    let is_v6 = match packet[0] >> 4 {
-        4 => false,
-        6 => true,
-        v => return Err(Unsplittable(format!("IP version {v}"))),
-    };
-    let min_ip = if is_v6 { 40 } else { 20 };
-    if len < min_ip {
-        return Err(bad("packet shorter than its IP header"));
+    let (start, at) = (
+        hdr.csum_start as usize,
+        hdr.csum_start as usize + hdr.csum_offset as usize,
+    );
+    let initial = u16::from_be_bytes([packet[at], packet[at + 1]]);
+    packet[at] = 0;
+    packet[at + 1] = 0;
+    let mut sum = !tun_rs::checksum(&packet[start..], initial as u64);
+    if sum == 0 && hdr.csum_offset == 6 {
+        // UDP sends a computed 0 as all ones (0 means "no checksum").
+        sum = 0xffff;
     }
-    // The IP header's own length field must say the frame's length: a frame cut short (or
-    // padded) is refused rather than split into plausible-looking packets.
-    if is_v6 {
-        if u16::from_be_bytes([packet[4], packet[5]]) as usize + 40 != len {
-            return Err(bad("IPv6 payload length does not match the frame"));
-        }
-    } else {
-        let ihl = (packet[0] & 0x0f) as usize * 4;
-        if ihl < 20 || ihl > len {
-            return Err(bad("bad IPv4 header length"));
-        }
-        if u16::from_be_bytes([packet[2], packet[3]]) as usize != len {
-            return Err(bad("IPv4 total length does not match the frame"));
-        }
-    }
-    if hdr.gso_type == GSO_NONE {
-        if hdr.flags & NEEDS_CSUM != 0 {
-            let at = hdr.csum_start as usize + hdr.csum_offset as usize;
-            if (hdr.csum_start as usize) < min_ip || at + 2 > len {
-                return Err(bad("checksum field outside the packet"));
-            }
-            let initial = u16::from_be_bytes([packet[at], packet[at + 1]]);
-            packet[at] = 0;
-            packet[at + 1] = 0;
-            let sum = !tun_rs::checksum(&packet[hdr.csum_start as usize..], initial as u64);
-            packet[at..at + 2].copy_from_slice(&sum.to_be_bytes());
-        }
-        let dst = out[0].as_mut();
-        if dst.len() < offset + len {
-            return Err(bad("packet larger than a buffer"));
-        }
-        dst[offset..offset + len].copy_from_slice(packet);
-        sizes[0] = len;
-        return Ok(1);
-    }
-    if hdr.gso_size == 0 {
-        return Err(bad("GSO frame with segment size 0"));
-    }
-    let tcp = match (hdr.gso_type & !GSO_ECN, is_v6) {
-        (VIRTIO_NET_HDR_GSO_TCPV4, false) | (VIRTIO_NET_HDR_GSO_TCPV6, true) => true,
-        (VIRTIO_NET_HDR_GSO_UDP_L4, _) if hdr.gso_type & GSO_ECN == 0 => false,
-        _ => {
-            return Err(Unsplittable(format!(
-                "unsupported GSO type {}",
-                hdr.gso_type
-            )));
-        }
-    };
-    let start = hdr.csum_start as usize;
-    if start < min_ip || start >= len {
-        return Err(bad("transport header outside the packet"));
-    }
-    // Never trust hdr_len (the kernel may give the whole first packet's length): derive it from
-    // the transport header, as the split needs.
-    let transport_len = if tcp {
-        if len < start + 20 {
-            return Err(bad("TCP header truncated"));
-        }
-        let l = ((packet[start + 12] >> 4) as usize) * 4;
-        if !(20..=60).contains(&l) {
-            return Err(bad("bad TCP header length"));
-        }
-        l
-    } else {
-        8
-    };
-    hdr.hdr_len = (start + transport_len) as u16;
-    if len < hdr.hdr_len as usize {
-        return Err(bad("headers longer than the packet"));
-    }
-    let expected_offset = if tcp { 16 } else { 6 };
-    if hdr.csum_offset != expected_offset {
-        return Err(bad("checksum offset does not match the transport protocol"));
-    }
-    // The split writes segments of hdr_len + gso_size bytes: each must fit an output buffer, and
-    // there must be enough buffers.
-    let payload = len - hdr.hdr_len as usize;
-    if payload == 0 {
-        return Err(bad("GSO frame without payload"));
-    }
-    let segments = payload.div_ceil(hdr.gso_size as usize).max(1);
-    if segments > out.len() {
-        return Err(bad("more segments than buffers"));
-    }
-    let seg_len = hdr.hdr_len as usize + hdr.gso_size as usize;
-    if out
-        .iter()
-        .any(|b| b.as_ref().len() < offset + seg_len.min(len))
-    {
-        return Err(bad("segment larger than a buffer"));
-    }
-    tun_rs::gso_split(packet, hdr, out, sizes, offset, is_v6).map_err(|e| bad(&e.to_string()))
+    packet[at..at + 2].copy_from_slice(&sum.to_be_bytes());
+    hdr.flags &= !NEEDS_CSUM;
+    hdr.encode(&mut frame[..VIRTIO_NET_HDR_LEN])
+        .map_err(|e| Unsplittable(e.to_string()))?;
+    Ok(())
 }
 
 /// Fault injection for tests of the fallback: with this variable set, the first coalesced write
@@ -192,45 +424,42 @@ pub struct OffloadFigures {
 pub struct OffloadIo {
     ingress: Arc<SyncDevice>,
     egress: Arc<SyncDevice>,
-    gro: GROTable,
-    /// The raw read (header + super-packet).
-    read_buf: Vec<u8>,
-    /// Where `recv_multiple` puts the segments.
-    segments: Vec<Vec<u8>>,
-    sizes: Vec<usize>,
-    /// Recycled packet buffers (`buffer_len` bytes each).
-    pool: Vec<Vec<u8>>,
-    buffer_len: usize,
+    /// Recycled read buffers: large ones (a whole super-packet) and small ones (a single packet
+    /// is copied into one, so a queued ACK does not hold 64 kB).
+    large: Vec<Vec<u8>>,
+    small: Vec<Vec<u8>>,
+    /// The longest packet a frame may carry (the devices' MTU).
+    max_packet: usize,
     window_ns: u64,
     /// Each packet written on its own (window 0, or after a refused coalesced write).
     plain: bool,
     /// Fault injection ([`FAULT_GSO_REFUSED_ENV`]): the next coalesced write is refused.
     refuse_next: bool,
+    head: [u8; MAX_HEAD],
     figures: OffloadFigures,
 }
 
+/// A large read buffer: the longest frame a TUN can hand over.
+const LARGE: usize = VIRTIO_NET_HDR_LEN + 65_535;
+
 impl OffloadIo {
-    /// `mtu`: the devices' MTU (every segment fits a buffer of `PACKET_OFFSET + mtu`).
+    /// `mtu`: the devices' MTU (no packet the model sees is longer).
     pub fn new(
         ingress: Arc<SyncDevice>,
         egress: Arc<SyncDevice>,
         mtu: u16,
         window_ns: u64,
     ) -> OffloadIo {
-        // A little room beyond the MTU: a kernel's non-GSO packet is at most the MTU.
-        let buffer_len = PACKET_OFFSET + mtu as usize + 64;
         OffloadIo {
             ingress,
             egress,
-            gro: GROTable::new(),
-            read_buf: vec![0; VIRTIO_NET_HDR_LEN + 65_535],
-            segments: (0..IDEAL_BATCH_SIZE).map(|_| vec![0; buffer_len]).collect(),
-            sizes: vec![0; IDEAL_BATCH_SIZE],
-            pool: Vec::new(),
-            buffer_len,
+            large: Vec::new(),
+            small: Vec::new(),
+            max_packet: mtu as usize,
             window_ns,
             plain: window_ns == 0,
             refuse_next: std::env::var_os(FAULT_GSO_REFUSED_ENV).is_some(),
+            head: [0; MAX_HEAD],
             figures: OffloadFigures {
                 window_us: window_ns as f64 / 1e3,
                 ..Default::default()
@@ -247,103 +476,133 @@ impl OffloadIo {
         if self.plain { 0 } else { self.window_ns }
     }
 
-    /// Reads one frame from the ingress device and appends its MTU packets to `out` as (buffer,
-    /// length), each packet at [`PACKET_OFFSET`]. Returns false when nothing was waiting.
-    pub fn read(&mut self, out: &mut Vec<(Vec<u8>, usize)>) -> std::io::Result<bool> {
+    /// Reads one frame from the ingress device. `Ok(None)` when nothing was waiting; a frame that
+    /// cannot be split is dropped and counted (never forwarded half-parsed) and reads as
+    /// `Ok(Some(None))`.
+    pub fn read(&mut self) -> std::io::Result<Option<Option<Frame>>> {
+        let mut buf = self.large.pop().unwrap_or_else(|| vec![0; LARGE]);
         // SAFETY: reading into our own buffer of its length.
         let n = unsafe {
             libc::read(
                 self.ingress.as_raw_fd(),
-                self.read_buf.as_mut_ptr() as *mut libc::c_void,
-                self.read_buf.len(),
+                buf.as_mut_ptr() as *mut libc::c_void,
+                buf.len(),
             )
         };
         if n < 0 {
+            self.large.push(buf);
             let e = std::io::Error::last_os_error();
             return if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) {
-                Ok(false)
+                Ok(None)
             } else {
                 Err(e)
             };
         }
         self.figures.reads += 1;
-        let frame = &mut self.read_buf[..n as usize];
-        match split_frame(frame, &mut self.segments, &mut self.sizes, PACKET_OFFSET) {
-            Ok(k) => {
-                self.figures.read_segments += k as u64;
-                for i in 0..k {
-                    let fresh = self.pool.pop().unwrap_or_else(|| vec![0; self.buffer_len]);
-                    let buf = std::mem::replace(&mut self.segments[i], fresh);
-                    out.push((buf, self.sizes[i]));
-                }
+        match Frame::parse(buf, n as usize, self.max_packet) {
+            Ok(frame) if frame.segments() > 1 => {
+                self.figures.read_segments += frame.segments() as u64;
+                Ok(Some(Some(frame)))
+            }
+            Ok(frame) => {
+                // A single packet: into a small buffer, the large one read again.
+                let mut small = self
+                    .small
+                    .pop()
+                    .unwrap_or_else(|| Vec::with_capacity(PACKET_OFFSET + self.max_packet));
+                small.clear();
+                small.extend_from_slice(&frame.bytes()[..n as usize]);
+                let len = frame.len;
+                self.large.push(frame.into_buffer());
+                self.figures.read_segments += 1;
+                Ok(Some(Some(Frame {
+                    buf: small,
+                    len,
+                    gso: None,
+                })))
             }
             // Read but not splittable: dropped, counted, never forwarded half-parsed.
-            Err(Unsplittable(why)) => {
+            Err((Unsplittable(why), buf)) => {
+                self.large.push(buf);
                 self.figures.dropped_unsplittable += 1;
                 self.figures.last_unsplittable = Some(why);
+                Ok(Some(None))
             }
         }
-        Ok(true)
     }
 
-    /// Writes `batch` (packets at [`PACKET_OFFSET`], each buffer cut to its packet's end):
-    /// coalesced per flow, or each on its own once the lane is plain. `written[i]` says whether
-    /// packet `i` reached the kernel. A refused coalesced write switches the lane to plain writes
-    /// for good; the batch it carried counts as not written.
-    pub fn write(&mut self, batch: &mut [Vec<u8>], written: &mut Vec<bool>) {
+    /// Writes `batch` (segments by frame and index, in release order): each run of consecutive
+    /// segments of one frame becomes one write (a GSO packet from the read buffer), or every
+    /// segment its own write once the lane is plain. `written[i]` says whether segment `i` reached
+    /// the kernel. When the kernel refuses a coalesced write, the lane switches to plain writes for
+    /// good and writes that run's segments again one by one.
+    pub fn write(&mut self, batch: &[(&Frame, usize)], written: &mut Vec<bool>) {
         written.clear();
         self.figures.batches += 1;
         self.figures.batch_segments += batch.len() as u64;
-        if !self.plain {
-            // tun-rs coalesces into a flow's first buffer only when that buffer already has the
-            // capacity (it never reallocates): give every buffer room for the whole batch.
-            if batch.len() > 1 {
-                let total: usize = batch.iter().map(|b| b.len() - PACKET_OFFSET).sum();
-                let need = 2 * PACKET_OFFSET + total.min(65_535);
-                for b in batch.iter_mut() {
-                    if b.capacity() < need {
-                        b.reserve(need - b.len());
-                    }
-                }
-            }
-            let result = if std::mem::take(&mut self.refuse_next) {
+        let mut k = 0;
+        while k < batch.len() {
+            let (frame, first) = batch[k];
+            let end = if self.plain { k + 1 } else { run_end(batch, k) };
+            let last = batch[end - 1].1;
+            let ok = if last > first && std::mem::take(&mut self.refuse_next) {
                 Err(std::io::Error::other(format!(
                     "fault injection: {FAULT_GSO_REFUSED_ENV}"
                 )))
             } else {
-                self.egress
-                    .send_multiple(&mut self.gro, batch, PACKET_OFFSET)
+                self.write_run(frame, first, last)
             };
-            match result {
-                Ok(_) => written.resize(batch.len(), true),
-                Err(e) => {
+            match ok {
+                Ok(()) => written.resize(end, true),
+                Err(e) if last > first => {
                     self.plain = true;
                     self.figures.fallback = Some(format!(
                         "the kernel refused a coalesced write ({e}); every packet is written on its own from then on"
                     ));
-                    written.resize(batch.len(), false);
+                    for i in first..=last {
+                        let ok = self.write_run(frame, i, i).is_ok();
+                        written.push(ok);
+                    }
                 }
+                Err(_) => written.push(false),
             }
-            return;
-        }
-        let fd = self.egress.as_raw_fd();
-        for buf in batch.iter_mut() {
-            // A zeroed header: no GSO, checksums complete (the split recomputed them).
-            buf[..PACKET_OFFSET].fill(0);
-            // SAFETY: writing initialised bytes of our own buffer to the TUN fd.
-            let n = unsafe { libc::write(fd, buf.as_ptr() as *const libc::c_void, buf.len()) };
-            written.push(n >= 0);
+            k = end;
         }
     }
 
-    /// Takes back a buffer of this lane (restored to full length for the next read).
-    pub fn recycle(&mut self, mut buf: Vec<u8>) {
-        // Buffers keep the capacity coalescing gave them (at most a 64 kB super-packet).
-        if buf.capacity() > 2 * PACKET_OFFSET + 65_535 + self.buffer_len {
-            return;
+    fn write_run(&mut self, frame: &Frame, first: usize, last: usize) -> std::io::Result<()> {
+        let (head_len, range) = frame.run_head(first, last, &mut self.head);
+        let payload = &frame.bytes()[range];
+        let iov = [
+            libc::iovec {
+                iov_base: self.head.as_ptr() as *mut libc::c_void,
+                iov_len: head_len,
+            },
+            libc::iovec {
+                iov_base: payload.as_ptr() as *mut libc::c_void,
+                iov_len: payload.len(),
+            },
+        ];
+        // SAFETY: both iovecs point into live buffers of their stated lengths; the kernel only
+        // reads them.
+        let n = unsafe { libc::writev(self.egress.as_raw_fd(), iov.as_ptr(), 2) };
+        if n < 0 {
+            Err(std::io::Error::last_os_error())
+        } else {
+            Ok(())
         }
-        buf.resize(self.buffer_len, 0);
-        self.pool.push(buf);
+    }
+
+    /// Takes back a frame whose segments have all left.
+    pub fn recycle(&mut self, frame: Frame) {
+        let buf = frame.into_buffer();
+        if buf.capacity() >= LARGE {
+            if self.large.len() < POOL_LIMIT {
+                self.large.push(buf);
+            }
+        } else if self.small.len() < POOL_LIMIT * 16 {
+            self.small.push(buf);
+        }
     }
 
     pub fn figures(&self) -> OffloadFigures {
@@ -354,6 +613,22 @@ impl OffloadIo {
         f
     }
 }
+
+/// Where the run of consecutive segments of one frame that starts at `batch[k]` ends (exclusive).
+fn run_end(batch: &[(&Frame, usize)], k: usize) -> usize {
+    let frame = batch[k].0;
+    let mut end = k + 1;
+    while end < batch.len()
+        && std::ptr::eq(batch[end].0, frame)
+        && batch[end].1 == batch[end - 1].1 + 1
+    {
+        end += 1;
+    }
+    end
+}
+
+/// Large buffers kept for reuse (64 kB each; a 1 Gbit/s, 10 ms queue holds ~30 super-packets).
+const POOL_LIMIT: usize = 256;
 
 #[cfg(test)]
 mod tests {
@@ -448,68 +723,144 @@ mod tests {
         assert_eq!(joined, payload);
     }
 
-    #[test]
-    fn contiguous_segments_of_one_flow_coalesce_and_other_flows_do_not() {
-        // Flow A split into 4 segments, then flow B's 2, interleaved A, B, A, A, B, A.
-        let (mut a, mut sa) = buffers(8);
-        let mut fa = tso_frame(&[1u8; 4 * 1448], 1448, 5_000, 443);
-        assert_eq!(
-            split_frame(&mut fa, &mut a, &mut sa, PACKET_OFFSET).unwrap(),
-            4
-        );
-        let (mut b, mut sb) = buffers(8);
-        let mut fb = tso_frame(&[2u8; 2 * 1448], 1448, 9_000, 444);
-        assert_eq!(
-            split_frame(&mut fb, &mut b, &mut sb, PACKET_OFFSET).unwrap(),
-            2
-        );
-        let seg = |v: &Vec<Vec<u8>>, s: &[usize], i: usize| v[i][..PACKET_OFFSET + s[i]].to_vec();
-        let mut batch = vec![
-            seg(&a, &sa, 0),
-            seg(&b, &sb, 0),
-            seg(&a, &sa, 1),
-            seg(&a, &sa, 2),
-            seg(&b, &sb, 1),
-            seg(&a, &sa, 3),
-        ];
-        for b in batch.iter_mut() {
-            b.reserve(65_536);
-        }
-        let mut gro = GROTable::new();
-        gro.apply_gro(&mut batch, PACKET_OFFSET, false).unwrap();
-        // The first packet of each flow now carries the flow's whole payload as one GSO packet.
-        let a_len = batch[0].len() - PACKET_OFFSET;
-        let b_len = batch[1].len() - PACKET_OFFSET;
-        assert_eq!(a_len, 40 + 4 * 1448, "flow A coalesced");
-        assert_eq!(b_len, 40 + 2 * 1448, "flow B coalesced, apart from A");
-        let ha = VirtioNetHdr::decode(&batch[0][..VIRTIO_NET_HDR_LEN]).unwrap();
-        assert_eq!(ha.gso_type, VIRTIO_NET_HDR_GSO_TCPV4);
-        assert_eq!(ha.gso_size, 1448);
-        assert!(batch[0][PACKET_OFFSET + 40..].iter().all(|&x| x == 1));
-        assert!(batch[1][PACKET_OFFSET + 40..].iter().all(|&x| x == 2));
+    /// Splits `frame` with [`split_frame`] into whole packets.
+    fn split(frame: &[u8]) -> Vec<Vec<u8>> {
+        let (mut out, mut sizes) = buffers(128);
+        let n = split_frame(&mut frame.to_vec(), &mut out, &mut sizes, PACKET_OFFSET).unwrap();
+        (0..n)
+            .map(|i| out[i][PACKET_OFFSET..PACKET_OFFSET + sizes[i]].to_vec())
+            .collect()
+    }
+
+    fn parsed(frame: &[u8]) -> Frame {
+        Frame::parse(frame.to_vec(), frame.len(), 1500)
+            .map_err(|(e, _)| e)
+            .unwrap()
     }
 
     #[test]
-    fn a_gap_in_the_sequence_stops_coalescing() {
-        let (mut a, mut sa) = buffers(8);
-        let mut fa = tso_frame(&[3u8; 3 * 1448], 1448, 1, 443);
-        split_frame(&mut fa, &mut a, &mut sa, PACKET_OFFSET).unwrap();
-        // Segments 0 and 2: segment 1 (lost on the link) is missing.
-        let mut batch = vec![
-            a[0][..PACKET_OFFSET + sa[0]].to_vec(),
-            a[2][..PACKET_OFFSET + sa[2]].to_vec(),
-        ];
-        for b in batch.iter_mut() {
-            b.reserve(65_536);
+    fn a_run_of_segments_is_one_gso_packet_that_splits_back_into_them() {
+        // 5 segments, the last short, PSH set on the super-packet.
+        let payload: Vec<u8> = (0..6_000u32).map(|i| (i % 253) as u8).collect();
+        let raw = tso_frame(&payload, 1448, 77_000, 443);
+        let frame = parsed(&raw);
+        assert_eq!(frame.segments(), 5);
+        let segments = split(&raw);
+        for (first, last) in [(0, 4), (0, 1), (1, 3), (2, 2), (3, 4), (4, 4)] {
+            let run = frame.run_frame(first, last);
+            let hdr = VirtioNetHdr::decode(&run[..VIRTIO_NET_HDR_LEN]).unwrap();
+            assert_eq!(hdr.flags, NEEDS_CSUM, "run {first}..={last}");
+            if last > first {
+                assert_eq!(hdr.gso_type, VIRTIO_NET_HDR_GSO_TCPV4);
+                assert_eq!(hdr.gso_size, 1448);
+            } else {
+                assert_eq!(hdr.gso_type, GSO_NONE);
+            }
+            // What the receiving kernel would make of it: exactly those segments, byte for byte
+            // (headers, IDs, sequence numbers, flags, checksums).
+            assert_eq!(
+                split(&run),
+                segments[first..=last].to_vec(),
+                "run {first}..={last}"
+            );
         }
-        GROTable::new()
-            .apply_gro(&mut batch, PACKET_OFFSET, false)
-            .unwrap();
+    }
+
+    #[test]
+    fn segments_match_the_kernels_rules_as_tun_rs_implements_them() {
+        let mut rng = Rng(42);
+        for case in 0..2_000 {
+            let payload: Vec<u8> = (0..1 + rng.below(20_000))
+                .map(|_| rng.next() as u8)
+                .collect();
+            let mss = 200 + rng.below(1_260) as u16;
+            let mut raw = tso_frame(&payload, mss, rng.next() as u32, rng.next() as u16);
+            // Random TCP flags (FIN, PSH, CWR, ...) but ACK, as a sender's data carries.
+            raw[VIRTIO_NET_HDR_LEN + 33] = (rng.next() as u8 & !0x06) | 0x10;
+            let ours = split(&raw);
+            let hdr = VirtioNetHdr::decode(&raw[..VIRTIO_NET_HDR_LEN]).unwrap();
+            let (mut out, mut sizes) = buffers(128);
+            let mut theirs_in = raw[VIRTIO_NET_HDR_LEN..].to_vec();
+            let n = tun_rs::gso_split(&mut theirs_in, hdr, &mut out, &mut sizes, 0, false)
+                .unwrap_or_else(|e| panic!("case {case}: tun-rs refused: {e}"));
+            let theirs: Vec<Vec<u8>> = (0..n).map(|i| out[i][..sizes[i]].to_vec()).collect();
+            assert_eq!(ours, theirs, "case {case}");
+        }
+    }
+
+    #[test]
+    fn a_udp_super_packet_splits_into_datagrams_and_runs_split_back() {
+        // USO: one IPv4/UDP header, 3 datagrams of 1200 bytes and one of 100.
+        let payload: Vec<u8> = (0..3_700u32).map(|i| (i % 241) as u8).collect();
+        let mut raw = vec![0u8; VIRTIO_NET_HDR_LEN];
+        VirtioNetHdr {
+            flags: NEEDS_CSUM,
+            gso_type: VIRTIO_NET_HDR_GSO_UDP_L4,
+            hdr_len: 28,
+            gso_size: 1200,
+            csum_start: 20,
+            csum_offset: 6,
+        }
+        .encode(&mut raw)
+        .unwrap();
+        let total = 28 + payload.len();
+        let mut ip = vec![0u8; 20];
+        ip[0] = 0x45;
+        ip[2..4].copy_from_slice(&(total as u16).to_be_bytes());
+        ip[8] = 64;
+        ip[9] = 17;
+        ip[12..16].copy_from_slice(&[100, 64, 0, 1]);
+        ip[16..20].copy_from_slice(&[100, 64, 0, 2]);
+        let c = !tun_rs::checksum(&ip, 0);
+        ip[10..12].copy_from_slice(&c.to_be_bytes());
+        raw.extend_from_slice(&ip);
+        raw.extend_from_slice(&[0x11, 0x5c, 0x01, 0xbb]);
+        raw.extend_from_slice(&((8 + payload.len()) as u16).to_be_bytes());
+        raw.extend_from_slice(&[0, 0]);
+        raw.extend_from_slice(&payload);
+        let segments = split(&raw);
+        assert_eq!(segments.len(), 4);
+        for (i, d) in segments.iter().enumerate() {
+            let udp_len = u16::from_be_bytes([d[24], d[25]]) as usize;
+            assert_eq!(udp_len, d.len() - 20, "UDP length of datagram {i}");
+            let mut pseudo = d[12..20].to_vec();
+            pseudo.extend_from_slice(&[0, 17]);
+            pseudo.extend_from_slice(&(udp_len as u16).to_be_bytes());
+            let sum = tun_rs::checksum(&d[20..], tun_rs::checksum_no_fold(&pseudo, 0));
+            assert_eq!(sum, 0xffff, "UDP checksum of datagram {i}");
+        }
+        let frame = parsed(&raw);
+        for (first, last) in [(0, 3), (1, 2), (3, 3)] {
+            assert_eq!(split(&frame.run_frame(first, last)), segments[first..=last]);
+        }
+    }
+
+    #[test]
+    fn runs_stop_at_gaps_and_never_cross_frames() {
+        // Flow A (4 segments) and flow B (2), interleaved A0 A1 B0 A2 A3 B1, and A's third
+        // segment lost in another batch: A0 A1 | B0 | A3 | B1.
+        let fa = parsed(&tso_frame(&[1u8; 4 * 1448], 1448, 5_000, 443));
+        let fb = parsed(&tso_frame(&[2u8; 2 * 1448], 1448, 9_000, 444));
+        let batch = [(&fa, 0), (&fa, 1), (&fb, 0), (&fa, 3), (&fb, 1)];
         assert_eq!(
-            batch[0].len(),
-            PACKET_OFFSET + 40 + 1448,
-            "not merged across the gap"
+            runs(&batch),
+            vec![(0, 0, 1), (2, 0, 0), (3, 3, 3), (4, 1, 1)],
+            "A0-A1 coalesce; B0, A3 (after the gap) and B1 are their own"
         );
+        let contiguous = [(&fa, 0), (&fa, 1), (&fa, 2), (&fa, 3), (&fb, 0), (&fb, 1)];
+        assert_eq!(runs(&contiguous), vec![(0, 0, 3), (4, 0, 1)]);
+    }
+
+    /// The runs [`OffloadIo::write`] makes of a batch: (batch position, first, last segment).
+    fn runs(batch: &[(&Frame, usize)]) -> Vec<(usize, usize, usize)> {
+        let mut out = Vec::new();
+        let mut k = 0;
+        while k < batch.len() {
+            let end = run_end(batch, k);
+            out.push((k, batch[k].1, batch[end - 1].1));
+            k = end;
+        }
+        out
     }
 
     /// A small deterministic generator (xorshift64*), so failures reproduce.
