@@ -66,9 +66,10 @@ const NAP: Nanos = 50_000;
 /// Above this share of a core (work and spinning, over the last ~50 ms), the scheduler stops
 /// spinning: a SCHED_FIFO thread that runs more than 95 % of a second is stopped by the kernel's
 /// real-time throttling for the rest of it (tens of ms; "sched: RT throttling activated" was in the
-/// kernel log after 1 Gbit/s runs), and spinning must never be what pushes it there. Lateness
-/// maxima of 10–20 ms at 1 Gbit/s and more remain (docs/link.md).
-const SPIN_BUSY_LIMIT: f64 = 0.8;
+/// kernel log after 1 Gbit/s runs), and spinning must never be what pushes it there. Half a core:
+/// a thread that busy is awake most of the time anyway, and at 1 Gbit/s with offload spinning
+/// cost 5 points of a core and did not lower the lateness tail (docs/link.md).
+const SPIN_BUSY_LIMIT: f64 = 0.5;
 /// How often the thread's busy share is measured.
 const BUSY_SAMPLE: Nanos = 10_000_000;
 /// Phases a caller can mark (`Emulator::begin_phase`); later marks fold into the last.
