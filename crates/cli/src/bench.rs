@@ -53,7 +53,7 @@ pub struct BenchLinkArgs {
     /// TUN offload (TSO/USO reads, coalesced writes): auto = for links >= 400 Mbit/s
     #[arg(long, default_value = "auto", value_name = "auto|on|off")]
     pub offload: quiclab_link::options::Offload,
-    /// With offload: coalescing window of the releases (default 50 µs)
+    /// With offload: coalescing window of the releases (default 100 µs)
     #[arg(long, value_parser = crate::link_args::duration)]
     pub offload_window: Option<u64>,
     /// Longest sleep within 2 ms of a release (0 = sleep straight to it); default 50 µs

@@ -122,7 +122,7 @@ pub struct LinkArgs {
 
     /// With offload: write the segments due within this window after a due one together, one
     /// coalesced packet per flow (0 = each segment on its own); earliness is reported
-    #[arg(long, value_parser = duration, value_name = "DURATION", default_value = "50us")]
+    #[arg(long, value_parser = duration, value_name = "DURATION", default_value = "100us")]
     pub offload_window: Nanos,
 
     /// Default TCP congestion control inside the lab's namespaces (the host's default is not inherited)
@@ -269,6 +269,14 @@ mod tests {
         let w = Wrapper::try_parse_from(std::iter::once("quiclab").chain(args.iter().copied()))
             .map_err(|e| anyhow::anyhow!("{e}"))?;
         w.link.to_spec()
+    }
+
+    #[test]
+    fn the_flags_defaults_are_the_options_defaults() {
+        let w = Wrapper::try_parse_from(["quiclab"]).unwrap();
+        let defaults = LinkOptions::default();
+        assert_eq!(w.link.offload_window, defaults.offload_window);
+        assert_eq!(w.link.nap, defaults.nap);
     }
 
     // The link semantics are tested in quiclab-link (options.rs); these check that every flag

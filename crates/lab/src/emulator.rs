@@ -124,7 +124,7 @@ impl Default for SchedulerOptions {
             batch_window: Duration::ZERO,
             realtime: true,
             nap: Duration::from_nanos(NAP),
-            offload_window: Duration::from_micros(50),
+            offload_window: Duration::from_nanos(quiclab_link::options::DEFAULT_OFFLOAD_WINDOW),
         }
     }
 }
