@@ -109,8 +109,8 @@ pub struct SchedulerOptions {
     /// straight to the release; see `nap_timeout`).
     pub nap: Duration,
     /// With TUN offload (the lab's devices have it): segments due within this window after a due
-    /// one are written together, coalesced per flow by the GRO rules of tun-rs (zero: each
-    /// segment is written on its own). Ignored without offload.
+    /// one are written together, each run of consecutive segments of one super-packet as one GSO
+    /// packet (zero: each segment is written on its own). Ignored without offload.
     pub offload_window: Duration,
     /// Run the scheduler threads under SCHED_FIFO so that the stacks under test (on the same two cores)
     /// cannot delay a release. Falls back to normal scheduling (and says so) when refused.
@@ -682,7 +682,8 @@ impl Lane {
     }
 
     /// The offload lane's releases: every packet due now and those due within the coalescing
-    /// window go out in one batch, which tun-rs coalesces per flow into GSO writes.
+    /// window go out in one batch, each run of consecutive segments of one frame as one GSO write
+    /// (`OffloadIo::write`).
     fn release_due_offload(&mut self, shared: &mut Shared, companion: bool) -> usize {
         let mut batch = std::mem::take(&mut self.batch);
         let mut written = std::mem::take(&mut self.written);

@@ -634,6 +634,22 @@ const POOL_LIMIT: usize = 256;
 mod tests {
     use super::*;
 
+    /// An IPv4 header (ID 7, DF, TTL 64) with a valid checksum.
+    fn ipv4_header(total: usize, proto: u8, src: [u8; 4], dst: [u8; 4]) -> Vec<u8> {
+        let mut ip = vec![0u8; 20];
+        ip[0] = 0x45;
+        ip[2..4].copy_from_slice(&(total as u16).to_be_bytes());
+        ip[4..6].copy_from_slice(&7u16.to_be_bytes());
+        ip[6] = 0x40; // DF
+        ip[8] = 64;
+        ip[9] = proto;
+        ip[12..16].copy_from_slice(&src);
+        ip[16..20].copy_from_slice(&dst);
+        let c = !tun_rs::checksum(&ip, 0);
+        ip[10..12].copy_from_slice(&c.to_be_bytes());
+        ip
+    }
+
     /// An IPv4/TCP super-packet as the kernel hands it over with TSO: one IP/TCP header, then
     /// `payload`; the virtio header asks for `mss`-byte segments with a partial checksum.
     pub(crate) fn tso_frame(payload: &[u8], mss: u16, seq: u32, src_port: u16) -> Vec<u8> {
@@ -648,17 +664,7 @@ mod tests {
             csum_offset: 16,
         };
         hdr.encode(&mut f).unwrap();
-        let mut ip = vec![0u8; 20];
-        ip[0] = 0x45;
-        ip[2..4].copy_from_slice(&(total.min(65535) as u16).to_be_bytes());
-        ip[4..6].copy_from_slice(&7u16.to_be_bytes());
-        ip[6] = 0x40; // DF
-        ip[8] = 64;
-        ip[9] = 6;
-        ip[12..16].copy_from_slice(&[100, 64, 0, 2]);
-        ip[16..20].copy_from_slice(&[100, 64, 0, 1]);
-        let c = !tun_rs::checksum(&ip, 0);
-        ip[10..12].copy_from_slice(&c.to_be_bytes());
+        let ip = ipv4_header(total.min(65535), 6, [100, 64, 0, 2], [100, 64, 0, 1]);
         let mut tcp = vec![0u8; 20];
         tcp[0..2].copy_from_slice(&src_port.to_be_bytes());
         tcp[2..4].copy_from_slice(&40000u16.to_be_bytes());
@@ -804,15 +810,7 @@ mod tests {
         .encode(&mut raw)
         .unwrap();
         let total = 28 + payload.len();
-        let mut ip = vec![0u8; 20];
-        ip[0] = 0x45;
-        ip[2..4].copy_from_slice(&(total as u16).to_be_bytes());
-        ip[8] = 64;
-        ip[9] = 17;
-        ip[12..16].copy_from_slice(&[100, 64, 0, 1]);
-        ip[16..20].copy_from_slice(&[100, 64, 0, 2]);
-        let c = !tun_rs::checksum(&ip, 0);
-        ip[10..12].copy_from_slice(&c.to_be_bytes());
+        let ip = ipv4_header(total, 17, [100, 64, 0, 1], [100, 64, 0, 2]);
         raw.extend_from_slice(&ip);
         raw.extend_from_slice(&[0x11, 0x5c, 0x01, 0xbb]);
         raw.extend_from_slice(&((8 + payload.len()) as u16).to_be_bytes());
