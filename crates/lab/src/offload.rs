@@ -406,8 +406,8 @@ pub struct OffloadFigures {
     pub dropped_unsplittable: u64,
     /// The last reason a frame could not be split.
     pub last_unsplittable: Option<String>,
-    /// Batches written, and the packets in them (a batch becomes one write per flow and run of
-    /// contiguous segments).
+    /// Batches written, and the packets in them (a batch becomes one write per run of consecutive
+    /// segments of one frame).
     pub batches: u64,
     pub batch_segments: u64,
     pub segments_per_batch: f64,
