@@ -38,6 +38,9 @@ pub struct CalibrateArgs {
     /// Write the per-packet event log of the whole calibration here (format: docs/link.md)
     #[arg(long, value_name = "FILE")]
     pub log: Option<std::path::PathBuf>,
+    /// Replace the file --log names if it exists (never through a symlink)
+    #[arg(long)]
+    pub force: bool,
     /// UDP payload of the loss probe's datagrams, bytes. 1200 is a QUIC packet's size: the probe
     /// then sends at a real experiment's packet rate. 100-byte datagrams at half of 100 Mbit/s are
     /// ~98 000 packets/s, above what the emulator releases on time on two vCPUs (docs/link.md)
@@ -98,6 +101,9 @@ pub fn measure(args: &CalibrateArgs) -> Result<(serde_json::Value, String)> {
     use std::fmt::Write as _;
     let spec = args.link.to_spec()?;
     let steal = quiclab_lab::host::StealMeter::start();
+    if let Some(log) = &args.log {
+        quiclab_outputs::check_user_file(log, "--log", args.force)?;
+    }
     let mut running = args.link.start_lab(&spec, args.log.clone())?;
     let lab = &running.lab;
 

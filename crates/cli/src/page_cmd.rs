@@ -37,6 +37,9 @@ pub struct PageArgs {
     /// Write a waterfall figure (FILE.svg, or FILE.png with an SVG beside it)
     #[arg(long, value_name = "FILE")]
     pub waterfall: Option<PathBuf>,
+    /// Replace the files --har and --waterfall name if they exist (never through a symlink)
+    #[arg(long)]
+    pub force: bool,
     /// Most concurrent requests on the h2/h3 connection (early QUIC multiplexed 6)
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_streams: Option<u64>,
@@ -107,6 +110,16 @@ pub fn page(args: PageArgs) -> Result<i32> {
     };
     run.validate()
         .map_err(|(key, e)| anyhow::anyhow!("--{key}: {e}"))?;
+    // Before the lab starts, so that a refusal costs no run.
+    if let Some(har) = &args.har {
+        quiclab_outputs::check_user_file(har, "--har", args.force)?;
+    }
+    if let Some(w) = &args.waterfall {
+        quiclab_outputs::check_user_file(w, "--waterfall", args.force)?;
+        if w.extension().is_some_and(|e| e == "png") {
+            quiclab_outputs::check_user_file(&w.with_extension("svg"), "--waterfall", args.force)?;
+        }
+    }
     let mut running = quiclab_workload::harness::start_lab(&options, &spec, args.keep.as_deref())?;
     let out = run.run(&mut running, args.keep.as_deref())?;
     drop(running);

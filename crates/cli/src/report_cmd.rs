@@ -282,6 +282,9 @@ fn flow_goodputs(result: Option<&serde_json::Value>) -> Vec<(String, Option<f64>
 pub fn export(args: ExportArgs) -> Result<i32> {
     let store = Store::open(&args.dir.join("results.sqlite"))?;
     let to = args.to.unwrap_or(args.dir);
+    // runs.csv and series.csv replace only quiclab's own files: --to names a new or empty
+    // directory, an earlier export's, or a results directory.
+    quiclab_outputs::claim_dir(&to, "--to", &["results.sqlite"])?;
     let s = quiclab_results::export_csv(&store, &to)?;
     println!(
         "{} ({} runs)\n{} ({} points)",

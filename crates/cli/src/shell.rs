@@ -39,6 +39,10 @@ pub struct ShellArgs {
     #[arg(long, value_name = "FILE")]
     pub fidelity_json: Option<PathBuf>,
 
+    /// Replace files that --log or --fidelity-json name if they exist (never through a symlink)
+    #[arg(long)]
+    pub force: bool,
+
     /// The command to run in the client namespace (QUICLAB_SERVER/QUICLAB_SERVER6 hold the server's addresses)
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -47,6 +51,12 @@ pub struct ShellArgs {
 pub fn run(args: ShellArgs) -> Result<i32> {
     let options = args.switch.apply(args.link.options());
     let spec = options.to_spec().map_err(anyhow::Error::msg)?;
+    if let Some(log) = &args.log {
+        quiclab_outputs::check_user_file(log, "--log", args.force)?;
+    }
+    if let Some(f) = &args.fidelity_json {
+        quiclab_outputs::check_user_file(f, "--fidelity-json", args.force)?;
+    }
     let mut running = quiclab_lab::RunningLab::start_for(&options, &spec, args.log.clone())?;
     let lab = &running.lab;
     if lab.tcp_default_cc != args.link.tcp_cc {
@@ -58,7 +68,13 @@ pub fn run(args: ShellArgs) -> Result<i32> {
     }
 
     if let Some(server) = &args.server_cmd {
-        let pid = lab.spawn(lab.shell_command(Side::Server, server))?;
+        let mut server_cmd = lab.shell_command(Side::Server, server);
+        // The server's output goes to stderr: `quiclab shell … -- cmd | parser` reads the
+        // command's output alone.
+        server_cmd.stdout(std::process::Stdio::from(
+            std::os::fd::AsFd::as_fd(&std::io::stderr()).try_clone_to_owned()?,
+        ));
+        let pid = lab.spawn(server_cmd)?;
         std::thread::sleep(Duration::from_nanos(args.server_wait));
         if let Some(status) = lab.wait_child(pid, Some(Duration::ZERO))? {
             bail!("--server-cmd exited before the client command started ({status})");
@@ -100,7 +116,7 @@ pub fn run(args: ShellArgs) -> Result<i32> {
             "switches": switches,
             "fidelity": fidelity,
         });
-        std::fs::write(path, serde_json::to_string_pretty(&doc)?)?;
+        quiclab_outputs::write_in_claimed(path, serde_json::to_string_pretty(&doc)?.as_bytes())?;
     }
     drop(running);
     use std::os::unix::process::ExitStatusExt;

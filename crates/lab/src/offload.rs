@@ -131,7 +131,11 @@ impl Frame {
                 let initial = u16::from_be_bytes([packet[at], packet[at + 1]]);
                 packet[at] = 0;
                 packet[at + 1] = 0;
-                let sum = !tun_rs::checksum(&packet[hdr.csum_start as usize..], initial as u64);
+                let mut sum = !tun_rs::checksum(&packet[hdr.csum_start as usize..], initial as u64);
+                if sum == 0 && hdr.csum_offset == 6 {
+                    // UDP sends a computed 0 as all ones (0 means "no checksum").
+                    sum = 0xffff;
+                }
                 packet[at..at + 2].copy_from_slice(&sum.to_be_bytes());
             }
             return Ok(None);
@@ -424,12 +428,7 @@ pub struct OffloadFigures {
 pub struct OffloadIo {
     ingress: Arc<SyncDevice>,
     egress: Arc<SyncDevice>,
-    /// Recycled read buffers: large ones (a whole super-packet) and small ones (a single packet
-    /// is copied into one, so a queued ACK does not hold 64 kB).
-    large: Vec<Vec<u8>>,
-    small: Vec<Vec<u8>>,
-    /// The longest packet a frame may carry (the devices' MTU).
-    max_packet: usize,
+    reader: FrameReader,
     window_ns: u64,
     /// Each packet written on its own (window 0, or after a refused coalesced write).
     plain: bool,
@@ -439,8 +438,99 @@ pub struct OffloadIo {
     figures: OffloadFigures,
 }
 
-/// A large read buffer: the longest frame a TUN can hand over.
-const LARGE: usize = VIRTIO_NET_HDR_LEN + 65_535;
+/// A large read buffer: the longest frame a TUN can hand over — an IPv6 super-packet is a
+/// 40-byte header plus a payload length of up to 65 535.
+pub const LARGE: usize = VIRTIO_NET_HDR_LEN + 40 + 65_535;
+
+/// What becomes of the bytes an offload lane reads: validated frames, in recycled buffers.
+pub struct FrameReader {
+    /// Recycled read buffers: large ones (a whole super-packet) and small ones (a single packet
+    /// is copied into one, so a queued ACK does not hold 64 kB).
+    large: Vec<Vec<u8>>,
+    small: Vec<Vec<u8>>,
+    /// The longest packet a frame may carry (the devices' MTU).
+    max_packet: usize,
+    /// The read half of the figures (reads, segments, unsplittable drops).
+    figures: OffloadFigures,
+}
+
+impl FrameReader {
+    /// `max_packet`: the devices' MTU.
+    pub fn new(max_packet: usize) -> FrameReader {
+        FrameReader {
+            large: Vec::new(),
+            small: Vec::new(),
+            max_packet,
+            figures: OffloadFigures::default(),
+        }
+    }
+
+    /// A buffer to read the next frame into ([`LARGE`] bytes).
+    pub fn buffer(&mut self) -> Vec<u8> {
+        self.large.pop().unwrap_or_else(|| vec![0; LARGE])
+    }
+
+    /// Takes back a buffer a read did not fill.
+    pub fn unused(&mut self, buf: Vec<u8>) {
+        self.large.push(buf);
+    }
+
+    /// Reads, segments and drops so far.
+    pub fn figures(&self) -> &OffloadFigures {
+        &self.figures
+    }
+
+    /// What [`OffloadIo::read`] does with `buf[..n]` once read: validated into a frame (a single
+    /// packet, or a one-segment GSO frame, is copied into a small buffer and the large one kept),
+    /// or dropped and counted. Separate from the read so that it is tested without a device.
+    pub fn accept(&mut self, buf: Vec<u8>, n: usize) -> Option<Frame> {
+        self.figures.reads += 1;
+        match Frame::parse(buf, n, self.max_packet) {
+            Ok(frame) if frame.segments() > 1 => {
+                self.figures.read_segments += frame.segments() as u64;
+                Some(frame)
+            }
+            Ok(frame) => {
+                // One packet: into a small buffer, the large one read again. A GSO frame of one
+                // segment keeps its layout: its transport checksum is still partial, and the
+                // write must ask the kernel to complete it (`NEEDS_CSUM`), not send it as is.
+                let mut small = self
+                    .small
+                    .pop()
+                    .unwrap_or_else(|| Vec::with_capacity(PACKET_OFFSET + self.max_packet));
+                small.clear();
+                small.extend_from_slice(&frame.bytes()[..n]);
+                let (len, gso) = (frame.len, frame.gso);
+                self.large.push(frame.into_buffer());
+                self.figures.read_segments += 1;
+                Some(Frame {
+                    buf: small,
+                    len,
+                    gso,
+                })
+            }
+            // Read but not splittable: dropped, counted, never forwarded half-parsed.
+            Err((Unsplittable(why), buf)) => {
+                self.large.push(buf);
+                self.figures.dropped_unsplittable += 1;
+                self.figures.last_unsplittable = Some(why);
+                None
+            }
+        }
+    }
+
+    /// Takes back a frame whose segments have all left.
+    pub fn recycle(&mut self, frame: Frame) {
+        let buf = frame.into_buffer();
+        if buf.capacity() >= LARGE {
+            if self.large.len() < POOL_LIMIT {
+                self.large.push(buf);
+            }
+        } else if self.small.len() < POOL_LIMIT * 16 {
+            self.small.push(buf);
+        }
+    }
+}
 
 impl OffloadIo {
     /// `mtu`: the devices' MTU (no packet the model sees is longer).
@@ -453,9 +543,7 @@ impl OffloadIo {
         OffloadIo {
             ingress,
             egress,
-            large: Vec::new(),
-            small: Vec::new(),
-            max_packet: mtu as usize,
+            reader: FrameReader::new(mtu as usize),
             window_ns,
             plain: window_ns == 0,
             refuse_next: std::env::var_os(FAULT_GSO_REFUSED_ENV).is_some(),
@@ -480,7 +568,7 @@ impl OffloadIo {
     /// cannot be split is dropped and counted (never forwarded half-parsed) and reads as
     /// `Ok(Some(None))`.
     pub fn read(&mut self) -> std::io::Result<Option<Option<Frame>>> {
-        let mut buf = self.large.pop().unwrap_or_else(|| vec![0; LARGE]);
+        let mut buf = self.reader.buffer();
         // SAFETY: reading into our own buffer of its length.
         let n = unsafe {
             libc::read(
@@ -490,7 +578,7 @@ impl OffloadIo {
             )
         };
         if n < 0 {
-            self.large.push(buf);
+            self.reader.unused(buf);
             let e = std::io::Error::last_os_error();
             return if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) {
                 Ok(None)
@@ -498,37 +586,7 @@ impl OffloadIo {
                 Err(e)
             };
         }
-        self.figures.reads += 1;
-        match Frame::parse(buf, n as usize, self.max_packet) {
-            Ok(frame) if frame.segments() > 1 => {
-                self.figures.read_segments += frame.segments() as u64;
-                Ok(Some(Some(frame)))
-            }
-            Ok(frame) => {
-                // A single packet: into a small buffer, the large one read again.
-                let mut small = self
-                    .small
-                    .pop()
-                    .unwrap_or_else(|| Vec::with_capacity(PACKET_OFFSET + self.max_packet));
-                small.clear();
-                small.extend_from_slice(&frame.bytes()[..n as usize]);
-                let len = frame.len;
-                self.large.push(frame.into_buffer());
-                self.figures.read_segments += 1;
-                Ok(Some(Some(Frame {
-                    buf: small,
-                    len,
-                    gso: None,
-                })))
-            }
-            // Read but not splittable: dropped, counted, never forwarded half-parsed.
-            Err((Unsplittable(why), buf)) => {
-                self.large.push(buf);
-                self.figures.dropped_unsplittable += 1;
-                self.figures.last_unsplittable = Some(why);
-                Ok(Some(None))
-            }
-        }
+        Ok(Some(self.reader.accept(buf, n as usize)))
     }
 
     /// Writes `batch` (segments by frame and index, in release order): each run of consecutive
@@ -595,18 +653,16 @@ impl OffloadIo {
 
     /// Takes back a frame whose segments have all left.
     pub fn recycle(&mut self, frame: Frame) {
-        let buf = frame.into_buffer();
-        if buf.capacity() >= LARGE {
-            if self.large.len() < POOL_LIMIT {
-                self.large.push(buf);
-            }
-        } else if self.small.len() < POOL_LIMIT * 16 {
-            self.small.push(buf);
-        }
+        self.reader.recycle(frame);
     }
 
     pub fn figures(&self) -> OffloadFigures {
         let mut f = self.figures.clone();
+        let r = self.reader.figures();
+        f.reads = r.reads;
+        f.read_segments = r.read_segments;
+        f.dropped_unsplittable = r.dropped_unsplittable;
+        f.last_unsplittable = r.last_unsplittable.clone();
         let ratio = |a: u64, b: u64| if b > 0 { a as f64 / b as f64 } else { 0.0 };
         f.segments_per_read = ratio(f.read_segments, f.reads);
         f.segments_per_batch = ratio(f.batch_segments, f.batches);
@@ -730,6 +786,241 @@ mod tests {
     }
 
     /// Splits `frame` with [`split_frame`] into whole packets.
+    /// An IPv4 or IPv6 UDP frame (USO when `gso_size` > 0, else one datagram with a partial
+    /// checksum), `payload` after an 8-byte UDP header.
+    fn udp_frame(payload: &[u8], gso_size: u16, v6: bool) -> Vec<u8> {
+        let ip_len = if v6 { 40 } else { 20 };
+        let mut raw = vec![0u8; VIRTIO_NET_HDR_LEN];
+        VirtioNetHdr {
+            flags: NEEDS_CSUM,
+            gso_type: if gso_size > 0 {
+                VIRTIO_NET_HDR_GSO_UDP_L4
+            } else {
+                GSO_NONE
+            },
+            hdr_len: (ip_len + 8) as u16,
+            gso_size,
+            csum_start: ip_len as u16,
+            csum_offset: 6,
+        }
+        .encode(&mut raw)
+        .unwrap();
+        let udp_len = 8 + payload.len();
+        if v6 {
+            let mut ip = vec![0u8; 40];
+            ip[0] = 0x60;
+            ip[4..6].copy_from_slice(&(udp_len as u16).to_be_bytes());
+            ip[6] = 17;
+            ip[7] = 64;
+            ip[8..24].copy_from_slice(&[0xfd, 0, 0x71, 0xab, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
+            ip[24..40].copy_from_slice(&[0xfd, 0, 0x71, 0xab, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2]);
+            raw.extend_from_slice(&ip);
+        } else {
+            raw.extend_from_slice(&ipv4_header(
+                20 + udp_len,
+                17,
+                [100, 64, 0, 1],
+                [100, 64, 0, 2],
+            ));
+        }
+        raw.extend_from_slice(&[0x11, 0x5c, 0x01, 0xbb]);
+        raw.extend_from_slice(&((udp_len.min(65535)) as u16).to_be_bytes());
+        // The kernel leaves the pseudo-header's sum in the checksum field (partial checksum).
+        let off = raw.len() - VIRTIO_NET_HDR_LEN;
+        let pkt = &raw[VIRTIO_NET_HDR_LEN..];
+        let (src, dst) = if v6 {
+            (&pkt[8..24], &pkt[24..40])
+        } else {
+            (&pkt[12..16], &pkt[16..20])
+        };
+        let pseudo = tun_rs::checksum_no_fold(dst, tun_rs::checksum_no_fold(src, 0));
+        let trailer = [0, 17, (udp_len >> 8) as u8, udp_len as u8];
+        let partial = tun_rs::checksum(&[], tun_rs::checksum_no_fold(&trailer, pseudo));
+        let _ = off;
+        raw.extend_from_slice(&partial.to_be_bytes());
+        raw.extend_from_slice(payload);
+        raw
+    }
+
+    /// What the receiving kernel does with a written frame: completes a partial checksum
+    /// (`NEEDS_CSUM`), splits a GSO packet; the packets that result.
+    fn as_received(frame: &[u8]) -> Vec<Vec<u8>> {
+        let mut f = frame.to_vec();
+        let hdr = VirtioNetHdr::decode(&f[..VIRTIO_NET_HDR_LEN]).unwrap();
+        if hdr.gso_type == GSO_NONE {
+            complete_checksum(&mut f).unwrap();
+            return vec![f[VIRTIO_NET_HDR_LEN..].to_vec()];
+        }
+        split(&f)
+    }
+
+    /// Whether a received IPv4/IPv6 TCP or UDP packet's transport checksum is valid (and, for
+    /// UDP, not the "no checksum" 0).
+    fn transport_checksum_ok(p: &[u8]) -> bool {
+        let v6 = p[0] >> 4 == 6;
+        let (start, proto, src, dst) = if v6 {
+            (40, p[6], &p[8..24], &p[24..40])
+        } else {
+            ((p[0] & 0x0f) as usize * 4, p[9], &p[12..16], &p[16..20])
+        };
+        let len = p.len() - start;
+        if proto == 17 && p[start + 6] == 0 && p[start + 7] == 0 {
+            return false;
+        }
+        let pseudo = tun_rs::checksum_no_fold(dst, tun_rs::checksum_no_fold(src, 0));
+        let trailer = [0, proto, (len >> 8) as u8, len as u8];
+        tun_rs::checksum(&p[start..], tun_rs::checksum_no_fold(&trailer, pseudo)) == 0xffff
+    }
+
+    /// Reads `raw` as a lane does ([`FrameReader::accept`] on a read buffer) and writes each
+    /// segment on its own ([`Frame::run_frame`]): the packets the receiver gets.
+    fn through_reader(reader: &mut FrameReader, raw: &[u8]) -> Option<Vec<Vec<u8>>> {
+        let mut buf = reader.buffer();
+        buf[..raw.len()].copy_from_slice(raw);
+        let frame = reader.accept(buf, raw.len())?;
+        let out = (0..frame.segments())
+            .flat_map(|i| as_received(&frame.run_frame(i, i)))
+            .collect();
+        reader.recycle(frame);
+        Some(out)
+    }
+
+    #[test]
+    fn a_one_segment_gso_frame_is_written_with_its_checksum_completed() {
+        let mut reader = FrameReader::new(1500);
+        // TSO with a payload smaller than the MSS: one segment, checksum still partial.
+        let raw = tso_frame(&[7u8; 300], 1448, 1000, 5000);
+        let got = through_reader(&mut reader, &raw).unwrap();
+        assert_eq!(got.len(), 1);
+        assert!(
+            tcp_checksum_ok(&got[0]),
+            "single-segment TSO frame: bad TCP checksum"
+        );
+        // USO of one datagram, IPv4 and IPv6.
+        for v6 in [false, true] {
+            let raw = udp_frame(&[3u8; 500], 1200, v6);
+            let got = through_reader(&mut reader, &raw).unwrap();
+            assert_eq!(got.len(), 1);
+            assert!(
+                transport_checksum_ok(&got[0]),
+                "single-datagram USO (v6 {v6})"
+            );
+        }
+    }
+
+    #[test]
+    fn a_udp_checksum_that_completes_to_zero_is_sent_as_all_ones() {
+        // Find a payload whose UDP checksum computes to 0: vary two bytes until it does.
+        let mut reader = FrameReader::new(1500);
+        let mut found = 0;
+        for x in 0..=u16::MAX {
+            let mut payload = vec![0x5au8; 64];
+            payload[0..2].copy_from_slice(&x.to_be_bytes());
+            let raw = udp_frame(&payload, 0, false);
+            let mut check = raw.clone();
+            complete_checksum_raw(&mut check);
+            if check[VIRTIO_NET_HDR_LEN + 26..VIRTIO_NET_HDR_LEN + 28] != [0, 0] {
+                continue;
+            }
+            found += 1;
+            let got = through_reader(&mut reader, &raw).unwrap();
+            assert_eq!(
+                &got[0][26..28],
+                &[0xff, 0xff],
+                "a computed 0 must go out as 0xFFFF"
+            );
+            assert!(transport_checksum_ok(&got[0]));
+        }
+        assert!(
+            found > 0,
+            "no payload gave a zero checksum: the test checks nothing"
+        );
+    }
+
+    /// The checksum a plain completion (no 0 → 0xFFFF rule) gives: to find the zero case.
+    fn complete_checksum_raw(frame: &mut [u8]) {
+        let hdr = VirtioNetHdr::decode(&frame[..VIRTIO_NET_HDR_LEN]).unwrap();
+        let p = &mut frame[VIRTIO_NET_HDR_LEN..];
+        let at = hdr.csum_start as usize + hdr.csum_offset as usize;
+        let initial = u16::from_be_bytes([p[at], p[at + 1]]);
+        p[at] = 0;
+        p[at + 1] = 0;
+        let sum = !tun_rs::checksum(&p[hdr.csum_start as usize..], initial as u64);
+        p[at..at + 2].copy_from_slice(&sum.to_be_bytes());
+    }
+
+    #[test]
+    fn the_largest_ipv6_super_packet_fits_a_read_buffer() {
+        // 65 535 bytes of IPv6 payload (UDP header + 65 527 bytes) behind a 40-byte header.
+        let payload = vec![1u8; 65_535 - 8];
+        let raw = udp_frame(&payload, 1232, true);
+        assert_eq!(raw.len(), LARGE);
+        let mut reader = FrameReader::new(1280);
+        let got = through_reader(&mut reader, &raw).expect("the largest IPv6 frame is accepted");
+        assert_eq!(got.len(), payload.len().div_ceil(1232));
+        assert!(
+            got.iter()
+                .all(|p| transport_checksum_ok(p) && p.len() <= 1280)
+        );
+        assert_eq!(reader.figures().dropped_unsplittable, 0);
+    }
+
+    #[test]
+    fn random_frames_through_the_reader_give_valid_packets_or_counted_drops() {
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let mut reader = FrameReader::new(1500);
+        let (mut accepted, mut single) = (0, 0);
+        for case in 0..3_000 {
+            let len = 1 + rng.below(9_000) as usize;
+            let payload: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
+            let raw = match rng.below(3) {
+                0 => tso_frame(
+                    &payload,
+                    500 + rng.below(948) as u16,
+                    rng.next() as u32,
+                    443,
+                ),
+                1 => udp_frame(&payload[..len.min(60_000)], 1200, rng.below(2) == 1),
+                _ => udp_frame(&payload[..len.min(1400)], 0, rng.below(2) == 1),
+            };
+            let before = reader.figures().dropped_unsplittable;
+            match through_reader(&mut reader, &raw) {
+                Some(packets) => {
+                    accepted += 1;
+                    single += usize::from(packets.len() == 1);
+                    for p in &packets {
+                        assert!(p.len() <= 1500, "case {case}: {} bytes", p.len());
+                        assert!(transport_checksum_ok(p), "case {case}: bad checksum");
+                    }
+                    let carried: usize = packets
+                        .iter()
+                        .map(|p| p.len() - if p[0] >> 4 == 6 { 40 } else { 20 })
+                        .map(|l| l - if p_is_tcp(&raw) { 20 } else { 8 })
+                        .sum();
+                    let sent =
+                        raw.len() - VIRTIO_NET_HDR_LEN - if p_is_tcp(&raw) { 40 } else { 28 };
+                    let sent = sent
+                        - if raw[VIRTIO_NET_HDR_LEN] >> 4 == 6 {
+                            20
+                        } else {
+                            0
+                        };
+                    assert_eq!(carried, sent, "case {case}: payload bytes carried");
+                }
+                None => assert_eq!(reader.figures().dropped_unsplittable, before + 1),
+            }
+        }
+        assert!(
+            accepted > 2_500 && single > 300,
+            "{accepted} accepted, {single} single"
+        );
+    }
+
+    fn p_is_tcp(raw: &[u8]) -> bool {
+        let p = &raw[VIRTIO_NET_HDR_LEN..];
+        if p[0] >> 4 == 6 { p[6] == 6 } else { p[9] == 6 }
+    }
+
     fn split(frame: &[u8]) -> Vec<Vec<u8>> {
         let (mut out, mut sizes) = buffers(128);
         let n = split_frame(&mut frame.to_vec(), &mut out, &mut sizes, PACKET_OFFSET).unwrap();

@@ -66,8 +66,10 @@ fn us(ns: Nanos) -> String {
 
 impl LogWriter {
     pub fn create(path: &Path, epoch: Instant, header: &[String]) -> Result<LogWriter> {
-        let file =
-            File::create(path).with_context(|| format!("creating log file {}", path.display()))?;
+        // Never through a symbolic link; a file the user named was created new (or replaced with
+        // --force) by the command before the lab started.
+        let file: File = quiclab_outputs::create_in_claimed(path)
+            .with_context(|| format!("creating log file {}", path.display()))?;
         let mut out = BufWriter::with_capacity(1 << 20, file);
         let epoch_unix = SystemTime::now()
             .duration_since(UNIX_EPOCH)

@@ -2,35 +2,11 @@
 //! its bookkeeping between runs, and whether anything leaks (namespaces, processes, file
 //! descriptors, memory) from the first run to the last.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Context, Result};
 use quiclab_results::Store;
 use serde_json::json;
-
-/// Makes `dir` (and its parents) or accepts it when it exists and is empty; anything else is an
-/// error naming `flag`: a results directory never mixes with files quiclab did not write.
-pub fn claim_empty_dir(dir: &Path, flag: &str) -> Result<PathBuf> {
-    match std::fs::read_dir(dir) {
-        Ok(mut entries) => {
-            if entries.next().is_some() {
-                anyhow::bail!(
-                    "{flag} {}: the directory is not empty; give a new or empty directory \
-                     (quiclab never deletes or overwrites files it did not create)",
-                    dir.display()
-                );
-            }
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            std::fs::create_dir_all(dir).with_context(|| format!("{flag} {}", dir.display()))?;
-        }
-        Err(e) => anyhow::bail!(
-            "{flag} {}: {e} (expected a new or empty directory)",
-            dir.display()
-        ),
-    }
-    Ok(dir.to_path_buf())
-}
 
 /// Namespaces that look like quiclab's (`ql-…`), and this process's children.
 fn leftovers() -> (usize, usize) {
@@ -73,12 +49,13 @@ pub fn run(runs: u32, out: Option<&Path>) -> Result<BenchRunnerReport> {
     // quiclab runs as root: it writes only into a directory it creates (or an empty one) and
     // removes only the temporary directory it created itself.
     let (out, temp) = match out {
-        Some(dir) => (claim_empty_dir(dir, "--out")?, false),
+        Some(dir) => (quiclab_outputs::claim_dir(dir, "--out", &[])?, None),
         None => {
-            let dir =
-                std::env::temp_dir().join(format!("quiclab-bench-runner-{}", std::process::id()));
-            std::fs::create_dir(&dir).with_context(|| format!("creating {}", dir.display()))?;
-            (dir, true)
+            let temp = tempfile::Builder::new()
+                .prefix("quiclab-bench-runner-")
+                .tempdir()
+                .context("creating a temporary directory")?;
+            (temp.path().to_path_buf(), Some(temp))
         }
     };
     let file = out.join("bench-runner.toml");
@@ -88,7 +65,7 @@ pub fn run(runs: u32, out: Option<&Path>) -> Result<BenchRunnerReport> {
          trace = \"none\"\n[workload]\nkind = \"bulk\"\nsize = \"100kB\"\n[link]\nrate = \"100mbit\"\n\
          rtt = \"10ms\"\n[grid]\nprotocol = [\"h1\", \"h2\", \"h3\"]\n"
     );
-    std::fs::write(&file, &text)?;
+    quiclab_outputs::write_in_claimed(&file, text.as_bytes())?;
     let (scenario, text, plan) = super::load(&file, None, false)?;
     let before = leftovers();
     let (fds_before, rss_before) = super::own_resources();
@@ -145,9 +122,8 @@ pub fn run(runs: u32, out: Option<&Path>) -> Result<BenchRunnerReport> {
         "fds": { "before": fds_before, "run_10": settled(&fds), "last": fds.last(), "max": quantile(fds.clone(), 1.0), "after": fds_after },
         "rss_kb": { "before": rss_before, "run_10": settled(&rss), "last": rss.last(), "after": rss_after },
     });
-    if temp {
-        let _ = std::fs::remove_dir_all(&out);
-    }
+    // The temporary directory (if any) is removed here, when `temp` drops.
+    drop(temp);
     Ok(BenchRunnerReport {
         passed: !leak && ok == runs.len(),
         doc,

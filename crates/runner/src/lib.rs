@@ -163,6 +163,9 @@ pub fn execute(
             cleaned.namespaces.len()
         );
     }
+    // A results directory is new, empty or quiclab's (an earlier run's database): the report and
+    // figures written into it must never replace someone else's files.
+    quiclab_outputs::claim_dir(out, "--out", &["results.sqlite"])?;
     let preparer = Preparer::new(scenario, file);
     let db = out.join("results.sqlite");
     let record = ScenarioRecord {
@@ -228,6 +231,16 @@ pub fn execute(
         // Attempts of this run stored before an interruption count: numbering continues.
         let mut attempt = store.attempts_of(&run.key)? + 1;
         let stored = loop {
+            // Each attempt's trace starts empty: files of an earlier attempt (or of a run
+            // interrupted before it was stored) must not be read as this attempt's. The directory
+            // is quiclab's, under the results directory it claimed.
+            if let Some(dir) = &trace_dir {
+                match std::fs::remove_dir_all(dir) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => anyhow::bail!("clearing {}: {e}", dir.display()),
+                }
+            }
             let t = Instant::now();
             let prepared = preparer.prepare(run)?;
             outcome.bookkeeping_s += t.elapsed().as_secs_f64();
@@ -392,9 +405,23 @@ fn execute_one(
             if let Some(f) = &output.fidelity {
                 stored.flags = fidelity::flags(&prepared.spec, f, host_steal);
             }
-            if let Some(reason) = output.failure {
-                stored.status = Status::Failed;
-                stored.reason = Some(reason);
+            let mut document = output.document;
+            if let Some(failure) = output.failure {
+                stored.status = match &failure {
+                    RunError::Timeout { limit, .. } => {
+                        // A player or flow stopped by the time limit: censored data, kept with
+                        // what it measured until then, and the limit it hit.
+                        if let Some(doc) = document.as_object_mut() {
+                            doc.insert(
+                                "time_limit_s".into(),
+                                serde_json::json!(limit.as_secs_f64()),
+                            );
+                        }
+                        Status::Timeout
+                    }
+                    RunError::Failed(_) => Status::Failed,
+                };
+                stored.reason = Some(failure.to_string());
             }
             for note in &output.notes {
                 eprintln!("quiclab run: {}: {note}", run.key);
@@ -403,7 +430,7 @@ fn execute_one(
             stored
                 .metrics
                 .extend(quiclab_workload::collect_metrics(runner_values));
-            stored.result = Some(output.document);
+            stored.result = Some(document);
             if let Some(dir) = &trace_dir {
                 // The workload's own series (per-flow throughput and cwnd) replace the busiest
                 // connection's cwnd that the files give.

@@ -44,7 +44,7 @@ pub struct CwndLog {
 
 impl CwndLog {
     pub fn create(path: &Path) -> Result<CwndLog> {
-        let file = File::create(path)
+        let file: File = quiclab_outputs::create_in_claimed(path)
             .with_context(|| format!("creating the congestion log {}", path.display()))?;
         let mut out = BufWriter::new(file);
         writeln!(out, "{CSV_HEADER}")?;

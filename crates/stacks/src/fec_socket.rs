@@ -434,7 +434,7 @@ pub async fn log_counters(
             log.peers.extend(s.peer_counters());
         }
         let json = serde_json::to_vec(&log)?;
-        std::fs::write(&tmp, json)?;
+        quiclab_outputs::write_in_claimed(&tmp, &json)?;
         std::fs::rename(&tmp, &path)?;
     }
 }

@@ -15,6 +15,7 @@ pub mod flow;
 pub mod gquic;
 pub mod page_load;
 pub mod server;
+pub mod stop;
 pub mod switching;
 pub mod tls;
 pub mod video;

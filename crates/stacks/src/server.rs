@@ -194,7 +194,7 @@ fn transport_config_for(
 ) -> Result<quinn::TransportConfig> {
     let mut t = quinn::TransportConfig::default();
     if let Some(path) = qlog {
-        let file = std::fs::File::create(path)
+        let file = quiclab_outputs::create_in_claimed(path)
             .with_context(|| format!("creating qlog {}", path.display()))?;
         let mut q = quinn::QlogConfig::default();
         q.writer(Box::new(std::io::BufWriter::new(file)))

@@ -218,7 +218,8 @@ pub struct SwitchDownloadReport {
     pub progress: Vec<(f64, u64)>,
     pub connections: Vec<ConnectionRecord>,
     pub migrations: Vec<MigrationRecord>,
-    pub error: Option<String>,
+    /// Why the download stopped before the end (a timeout is its own kind).
+    pub error: Option<crate::stop::StopReason>,
 }
 
 /// How one connection ended.
@@ -316,13 +317,14 @@ pub async fn download_across_switches(opts: &SwitchDownloadOptions) -> SwitchDow
     report.migrations = migrations.lock().unwrap().clone();
     report.error = match result {
         Ok(Ok(())) => None,
-        Ok(Err(e)) => Some(format!("{e:#}")),
-        Err(_) => Some(format!(
-            "the download was not complete at the time limit ({:.1} s): {} of {} bytes",
-            opts.limit.as_secs_f64(),
-            report.bytes,
-            opts.size
-        )),
+        Ok(Err(e)) => Some(crate::stop::StopReason::of(&e)),
+        Err(_) => Some(crate::stop::StopReason::TimedOut {
+            limit_s: opts.limit.as_secs_f64(),
+            detail: format!(
+                "the download was not complete: {} of {} bytes",
+                report.bytes, opts.size
+            ),
+        }),
     };
     report
 }

@@ -54,8 +54,10 @@ impl LabCertificate {
     /// Writes `cert.pem` and `key.pem` into `dir`.
     pub fn save(&self, dir: &Path) -> Result<()> {
         std::fs::create_dir_all(dir)?;
-        std::fs::write(dir.join("cert.pem"), &self.cert_pem)?;
-        std::fs::write(dir.join("key.pem"), &self.key_pem)?;
+        // The caller's directory is quiclab's (a claimed `--keep` or a temporary one); never
+        // through a symbolic link.
+        quiclab_outputs::write_in_claimed(&dir.join("cert.pem"), self.cert_pem.as_bytes())?;
+        quiclab_outputs::write_in_claimed(&dir.join("key.pem"), self.key_pem.as_bytes())?;
         Ok(())
     }
 

@@ -17,6 +17,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::stop::TimeLimitReached;
 use anyhow::{Context, Result, bail};
 use bytes::{Buf, Bytes};
 use http::Request;
@@ -120,8 +121,8 @@ pub struct VideoReport {
     pub local_ports: Vec<u16>,
     /// Connection set-up done (s since the origin).
     pub connected_s: Option<f64>,
-    /// Why the player stopped before the end of the content.
-    pub error: Option<String>,
+    /// Why the player stopped before the end of the content (a timeout is its own kind).
+    pub error: Option<crate::stop::StopReason>,
     /// With switches: connections, migrations and the bytes' arrival.
     #[serde(default)]
     pub switching: Option<VideoSwitchLog>,
@@ -190,7 +191,13 @@ pub async fn run_player(opts: &VideoOptions) -> VideoReport {
     let result: Result<()> = async {
         let mut conns = match tokio::time::timeout_at(deadline, session.connect("start")).await {
             Ok(c) => c?,
-            Err(_) => bail!("connection set-up did not finish within the time limit"),
+            Err(_) => {
+                return Err(TimeLimitReached {
+                    limit: opts.limit,
+                    what: "connection set-up had not finished".into(),
+                }
+                .into());
+            }
         };
         connected_s = Some(clock());
         let r = play(&mut session, &mut player, &mut conns, &clock, deadline).await;
@@ -214,7 +221,7 @@ pub async fn run_player(opts: &VideoOptions) -> VideoReport {
         buffer_points: player.buffer_points().to_vec(),
         local_ports: session.ports,
         connected_s,
-        error: result.err().map(|e| format!("{e:#}")),
+        error: result.err().map(|e| crate::stop::StopReason::of(&e)),
         switching,
         fec: (!session.fec.is_empty()).then(|| {
             let mut sum = crate::fec_socket::FecCounters::default();
@@ -244,12 +251,15 @@ async fn play(
                     tokio::time::Instant::now() + Duration::from_secs_f64((t - now).max(0.0));
                 if until > deadline {
                     tokio::time::sleep_until(deadline).await;
-                    bail!(
-                        "the video had not ended at the time limit ({:.1} s; media position {:.1} s of {:.1} s)",
-                        opts.limit.as_secs_f64(),
-                        player.position_s(),
-                        opts.content.duration_s()
-                    );
+                    return Err(TimeLimitReached {
+                        limit: opts.limit,
+                        what: format!(
+                            "the video had not ended (media position {:.1} s of {:.1} s)",
+                            player.position_s(),
+                            opts.content.duration_s()
+                        ),
+                    }
+                    .into());
                 }
                 tokio::time::sleep_until(until).await;
             }
@@ -263,11 +273,16 @@ async fn play(
                 let fetch = session.fetch_across_switches(conns, &path, size, parts);
                 let bytes = match tokio::time::timeout_at(deadline, fetch).await {
                     Ok(r) => r.with_context(|| format!("segment {segment} at level {level}"))?,
-                    Err(_) => bail!(
-                        "segment {segment} at level {level} ({size} B) had not arrived at the time limit ({:.1} s); media position {:.1} s",
-                        opts.limit.as_secs_f64(),
-                        player.position_s()
-                    ),
+                    Err(_) => {
+                        return Err(TimeLimitReached {
+                            limit: opts.limit,
+                            what: format!(
+                                "segment {segment} at level {level} ({size} B) had not arrived (media position {:.1} s)",
+                                player.position_s()
+                            ),
+                        }
+                        .into());
+                    }
                 };
                 let done = clock();
                 player.downloaded(

@@ -1,6 +1,7 @@
 //! `bulk`: one download of `size` bytes over one connection (h1, h2 or h3), with resumption and
 //! 0-RTT on request. The seed studies' download-time and handshake measurements.
 
+use quiclab_stacks::stop::StopReason;
 use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
 use std::time::Duration;
@@ -194,9 +195,9 @@ pub struct BulkResult {
     pub connections: Option<Vec<quiclab_stacks::switching::ConnectionRecord>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub migrations: Option<Vec<quiclab_stacks::switching::MigrationRecord>>,
-    /// Why a download across switches did not complete.
+    /// Why a download across switches did not complete (a timeout is its own kind).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
+    pub error: Option<StopReason>,
     /// With `--fec N`: the downlink's FEC (what the server sent, what the client rebuilt).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fec: Option<FecResult>,
@@ -262,11 +263,12 @@ impl WorkloadResult for BulkResult {
         values
     }
 
-    fn failure(&self) -> Option<String> {
+    fn failure(&self) -> Option<RunError> {
         if let Some(e) = &self.error {
-            return Some(e.clone());
+            return Some(RunError::from_stop(e));
         }
-        (self.verified == Some(false)).then(|| "the body did not match the expected bytes".into())
+        (self.verified == Some(false))
+            .then(|| RunError::Failed("the body did not match the expected bytes".into()))
     }
 }
 
@@ -526,11 +528,11 @@ impl BulkRun {
                             )
                         })
                         .unwrap_or_default();
-                    Some(format!(
-                        "{}{died}",
-                        e.clone()
-                            .unwrap_or_else(|| "the download did not complete".into())
-                    ))
+                    let mut stop = e.clone().unwrap_or_else(|| StopReason::Failed {
+                        reason: "the download did not complete".into(),
+                    });
+                    stop.text_mut().push_str(&died);
+                    Some(stop)
                 }
             },
             fidelity: fidelity.clone(),

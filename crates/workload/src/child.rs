@@ -6,6 +6,7 @@
 //! that fails once its time limit has passed exits with [`crate::harness::EXIT_TIMED_OUT`]: the
 //! parent learns "timeout" from the exit code, not from the wording of an error.
 
+use quiclab_stacks::stop::StopReason;
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -158,7 +159,7 @@ pub struct FlowClientConfig {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct FlowOutcome {
     pub report: Option<quiclab_stacks::flow::FlowReport>,
-    pub error: Option<String>,
+    pub error: Option<quiclab_stacks::stop::StopReason>,
 }
 
 /// What the flows client reports.
@@ -328,7 +329,13 @@ pub fn serve(c: &ServeConfig) -> Result<()> {
     let ready_file = c.ready_file.clone();
     runtime()?.block_on(quiclab_stacks::server::serve(opts, move || {
         if let Some(f) = ready_file {
-            let _ = std::fs::write(f, std::process::id().to_string());
+            // The harness waits for this file; if it cannot be written, the server's start
+            // times out with the server's stderr as the reason.
+            if let Err(e) =
+                quiclab_outputs::write_in_claimed(&f, std::process::id().to_string().as_bytes())
+            {
+                eprintln!("quiclab serve: the ready file: {e}");
+            }
         }
     }))
 }
@@ -452,14 +459,14 @@ pub fn flows_client(c: &FlowsClientConfig) -> Result<FlowsClientReport> {
                     },
                     Ok(Err(e)) => FlowOutcome {
                         report: None,
-                        error: Some(format!("{e:#}")),
+                        error: Some(StopReason::of(&e)),
                     },
                     Err(_) => FlowOutcome {
                         report: None,
-                        error: Some(format!(
-                            "did not finish within the time limit of {:.1} s",
-                            limit.as_secs_f64()
-                        )),
+                        error: Some(StopReason::TimedOut {
+                            limit_s: limit.as_secs_f64(),
+                            detail: "the flow had not finished".into(),
+                        }),
                     },
                 }
             }));
@@ -468,7 +475,9 @@ pub fn flows_client(c: &FlowsClientConfig) -> Result<FlowsClientReport> {
         for t in tasks {
             out.push(t.await.unwrap_or_else(|e| FlowOutcome {
                 report: None,
-                error: Some(format!("the flow's task ended abnormally: {e}")),
+                error: Some(StopReason::Failed {
+                    reason: format!("the flow's task ended abnormally: {e}"),
+                }),
             }));
         }
         out

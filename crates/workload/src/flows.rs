@@ -9,6 +9,7 @@
 //! retransmissions and headers included) and b the link rate; l = bytes lost / bytes offered at
 //! the shaper, per flow, in the data (downlink) direction.
 
+use quiclab_stacks::stop::StopReason;
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
@@ -254,8 +255,8 @@ pub struct FlowResult {
     /// h3 with FEC: this flow's downlink FEC (the server's counters for this flow's client port).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fec: Option<FecResult>,
-    /// Why the flow failed (then it has no report).
-    pub error: Option<String>,
+    /// Why the flow stopped early (a timeout is its own kind; a failed flow has no report).
+    pub error: Option<StopReason>,
 }
 
 /// The result of one flow mix: the `quiclab flows --json` contract.
@@ -341,13 +342,12 @@ impl WorkloadResult for FlowsResult {
         values
     }
 
-    fn failure(&self) -> Option<String> {
-        let failed: Vec<String> = self
-            .flows
-            .iter()
-            .filter_map(|f| f.error.as_ref().map(|e| format!("flow {}: {e}", f.label)))
-            .collect();
-        (!failed.is_empty()).then(|| failed.join("; "))
+    fn failure(&self) -> Option<RunError> {
+        RunError::from_stops(
+            self.flows
+                .iter()
+                .filter_map(|f| f.error.as_ref().map(|e| (format!("flow {}", f.label), e))),
+        )
     }
 }
 
@@ -570,15 +570,19 @@ impl FlowsRun {
             fr.handshake_ms = Some(r.handshake_ns.saturating_sub(start) as f64 / 1e6);
             fr.start_s = Some(start.saturating_sub(origin) as f64 / 1e9);
             fr.end_s = Some(stop.saturating_sub(origin) as f64 / 1e9);
-            if matches!(self.amount, FlowAmount::Size(s) if !r.complete || r.bytes != s) {
-                fr.error = Some(format!(
-                    "received {} of {} bytes",
-                    r.bytes,
-                    match self.amount {
-                        FlowAmount::Size(s) => s,
-                        FlowAmount::Duration(_) => 0,
-                    }
-                ));
+            if fr.error.is_none()
+                && matches!(self.amount, FlowAmount::Size(s) if !r.complete || r.bytes != s)
+            {
+                fr.error = Some(StopReason::Failed {
+                    reason: format!(
+                        "received {} of {} bytes",
+                        r.bytes,
+                        match self.amount {
+                            FlowAmount::Size(s) => s,
+                            FlowAmount::Duration(_) => 0,
+                        }
+                    ),
+                });
             }
             let key = downlink_flows.iter().find(|f| {
                 f.key.transport == transport

@@ -50,6 +50,48 @@ impl std::fmt::Display for RunError {
 
 impl std::error::Error for RunError {}
 
+impl RunError {
+    /// A player's, flow's or download's typed stop as the run's error: a timeout stays one.
+    pub fn from_stop(stop: &quiclab_stacks::stop::StopReason) -> RunError {
+        match stop {
+            quiclab_stacks::stop::StopReason::TimedOut { limit_s, detail } => RunError::Timeout {
+                limit: Duration::from_secs_f64(*limit_s),
+                detail: detail.clone(),
+            },
+            quiclab_stacks::stop::StopReason::Failed { reason } => RunError::Failed(reason.clone()),
+        }
+    }
+
+    /// The run's error from several parts' stops (players, flows), each labelled: any failure
+    /// makes the run failed; only when every stopped part timed out is the run a timeout.
+    pub fn from_stops<'a>(
+        stops: impl IntoIterator<Item = (String, &'a quiclab_stacks::stop::StopReason)>,
+    ) -> Option<RunError> {
+        let stops: Vec<_> = stops.into_iter().collect();
+        let text = stops
+            .iter()
+            .map(|(label, s)| format!("{label}: {}", s.text()))
+            .collect::<Vec<_>>()
+            .join("; ");
+        let limit = stops.iter().find_map(|(_, s)| match s {
+            quiclab_stacks::stop::StopReason::TimedOut { limit_s, .. } => Some(*limit_s),
+            _ => None,
+        });
+        match (
+            stops.is_empty(),
+            stops.iter().all(|(_, s)| s.is_timeout()),
+            limit,
+        ) {
+            (true, _, _) => None,
+            (false, true, Some(limit_s)) => Some(RunError::Timeout {
+                limit: Duration::from_secs_f64(limit_s),
+                detail: text,
+            }),
+            _ => Some(RunError::Failed(text)),
+        }
+    }
+}
+
 impl From<anyhow::Error> for RunError {
     fn from(e: anyhow::Error) -> Self {
         RunError::Failed(format!("{e:#}"))
@@ -61,31 +103,29 @@ impl From<anyhow::Error> for RunError {
 /// when this value is dropped — on success, error and panic alike.
 pub struct WorkDir {
     path: PathBuf,
-    temporary: bool,
+    /// The temporary directory (removed on drop); None when kept.
+    temporary: Option<tempfile::TempDir>,
 }
 
 impl WorkDir {
-    /// `keep`, created if needed, or a fresh temporary directory named after the workload and lab.
-    pub fn new(keep: Option<&Path>, workload: &str, lab: &Lab) -> Result<WorkDir> {
+    /// `keep`, claimed for quiclab (new, empty or quiclab's own: a directory of the user's files is
+    /// refused, never written into), or a fresh temporary directory with a random name.
+    pub fn new(keep: Option<&Path>, workload: &str, _lab: &Lab) -> Result<WorkDir> {
         match keep {
-            Some(dir) => {
-                std::fs::create_dir_all(dir)
-                    .with_context(|| format!("creating {}", dir.display()))?;
-                Ok(WorkDir {
-                    path: dir.to_path_buf(),
-                    temporary: false,
-                })
-            }
+            Some(dir) => Ok(WorkDir {
+                path: claim_keep_dir(dir)?,
+                temporary: None,
+            }),
             None => {
-                let path = std::env::temp_dir().join(format!("quiclab-{workload}-{}", lab.id));
-                // A lab id is unique per process and lab; a leftover of a dead process with
-                // the same id would be ours too, so it goes.
-                let _ = std::fs::remove_dir_all(&path);
-                std::fs::create_dir_all(&path)
-                    .with_context(|| format!("creating {}", path.display()))?;
+                // A random name (not the lab id): nobody can prepare it in advance, and a leftover
+                // of a dead process is never taken for this run's.
+                let temp = tempfile::Builder::new()
+                    .prefix(&format!("quiclab-{workload}-"))
+                    .tempdir()
+                    .context("creating a temporary work directory")?;
                 Ok(WorkDir {
-                    path,
-                    temporary: true,
+                    path: temp.path().to_path_buf(),
+                    temporary: Some(temp),
                 })
             }
         }
@@ -100,27 +140,24 @@ impl WorkDir {
     }
 
     pub fn is_kept(&self) -> bool {
-        !self.temporary
+        self.temporary.is_none()
     }
 }
 
-impl Drop for WorkDir {
-    fn drop(&mut self) {
-        if self.temporary {
-            let _ = std::fs::remove_dir_all(&self.path);
-        }
-    }
+/// Claims a `--keep` directory (see `quiclab_outputs::claim_dir`).
+pub fn claim_keep_dir(dir: &Path) -> Result<PathBuf> {
+    Ok(quiclab_outputs::claim_dir(dir, "--keep", &[])?)
 }
 
-/// A fresh lab for a workload, with its emulator running; with `keep`, the directory is made and
-/// the link's packet log goes to `keep/link.log`.
+/// A fresh lab for a workload, with its emulator running; with `keep`, the directory is claimed
+/// and the link's packet log goes to `keep/link.log`.
 pub fn start_lab(
     options: &LinkOptions,
     spec: &LinkSpec,
     keep: Option<&Path>,
 ) -> Result<RunningLab> {
     if let Some(d) = keep {
-        std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
+        claim_keep_dir(d)?;
     }
     RunningLab::start_for(options, spec, keep.map(|d| d.join("link.log")))
 }
@@ -172,7 +209,7 @@ fn child_command(
     config: &ChildConfig,
 ) -> Result<std::process::Command> {
     let file = work.join(&format!("{name}.config.json"));
-    std::fs::write(&file, serde_json::to_vec_pretty(config)?)
+    quiclab_outputs::write_in_claimed(&file, &serde_json::to_vec_pretty(config)?)
         .with_context(|| format!("writing {}", file.display()))?;
     let exe = exe::path()?;
     let mut cmd = lab.command(side, exe.to_str().context("executable path")?);
@@ -199,7 +236,9 @@ pub fn start_server(lab: &Lab, work: &WorkDir, config: ServeConfig) -> Result<u3
         "serve",
         &ChildConfig::Serve(config),
     )?;
-    serve.stderr(std::fs::File::create(work.join("serve.stderr"))?);
+    serve.stderr(quiclab_outputs::create_in_claimed(
+        &work.join("serve.stderr"),
+    )?);
     let pid = lab.spawn(serve)?;
     let t = Instant::now();
     while !ready.exists() {
@@ -268,8 +307,8 @@ pub fn run_client<R: DeserializeOwned>(
     let mut cmd = child_command(lab, Side::Client, work, name, config)?;
     let out_file = work.join(&format!("{name}.json"));
     let err_file = work.join(&format!("{name}.stderr"));
-    cmd.stdout(std::fs::File::create(&out_file).map_err(anyhow::Error::from)?);
-    cmd.stderr(std::fs::File::create(&err_file).map_err(anyhow::Error::from)?);
+    cmd.stdout(quiclab_outputs::create_in_claimed(&out_file).map_err(anyhow::Error::from)?);
+    cmd.stderr(quiclab_outputs::create_in_claimed(&err_file).map_err(anyhow::Error::from)?);
     let pid = lab.spawn(cmd)?;
     let status = lab.wait_child(pid, Some(limit + grace))?;
     let stderr = std::fs::read_to_string(&err_file).unwrap_or_default();

@@ -45,8 +45,9 @@ pub trait WorkloadResult: Serialize {
     /// connect time of QUIC). Only declared names.
     fn metric_values(&self) -> Vec<(&'static str, Option<f64>)>;
 
-    /// Why an otherwise complete run counts as failed (e.g. a body that did not match).
-    fn failure(&self) -> Option<String> {
+    /// Why an otherwise complete run counts as failed (e.g. a body that did not match) or as
+    /// timed out (a player or flow stopped by the time limit: censored, never `failed`).
+    fn failure(&self) -> Option<RunError> {
         None
     }
 }
@@ -167,8 +168,8 @@ pub struct RunOutput {
     /// The declared metrics' values, the emulator's included.
     pub metrics: BTreeMap<String, f64>,
     pub fidelity: Option<FidelityReport>,
-    /// Why the run counts as failed although it finished.
-    pub failure: Option<String>,
+    /// Why the run counts as failed or timed out although it produced a result.
+    pub failure: Option<RunError>,
     /// Notes from writing a kept run's extra files.
     pub notes: Vec<String>,
     /// The workload's own time series ([`Workload::time_series`]).
@@ -409,7 +410,10 @@ mod tests {
             fidelity: None,
         };
         assert_declared(&bulk);
-        assert!(bulk.failure().is_some_and(|f| f.contains("did not match")));
+        assert!(
+            bulk.failure()
+                .is_some_and(|f| matches!(f, RunError::Failed(r) if r.contains("did not match")))
+        );
         let page = page::PageResult {
             summary: child::PageSummary {
                 proto: "h3".into(),
@@ -464,7 +468,7 @@ mod tests {
             series: Vec::new(),
         };
         assert_declared(&flows);
-        assert_eq!(flows.failure(), None);
+        assert!(flows.failure().is_none());
         // The series are not part of the --json contract.
         assert!(
             serde_json::to_value(&flows)

@@ -223,8 +223,8 @@ pub struct PlayerResult {
     /// download time, throughput, buffer after it, whether a seek threw it away.
     pub segment_log: Vec<SegmentRecord>,
     pub events: Vec<PlayerEvent>,
-    /// Why the player stopped before the end.
-    pub error: Option<String>,
+    /// Why the player stopped before the end (a timeout is its own kind).
+    pub error: Option<quiclab_stacks::stop::StopReason>,
     /// With network switches: each switch as this player lived it (`switches` of a player is
     /// its count of bitrate switches).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -395,13 +395,12 @@ impl WorkloadResult for VideoResult {
         values
     }
 
-    fn failure(&self) -> Option<String> {
-        let failed: Vec<String> = self
-            .players
-            .iter()
-            .filter_map(|p| p.error.as_ref().map(|e| format!("player {}: {e}", p.label)))
-            .collect();
-        (!failed.is_empty()).then(|| failed.join("; "))
+    fn failure(&self) -> Option<RunError> {
+        RunError::from_stops(
+            self.players
+                .iter()
+                .filter_map(|p| p.error.as_ref().map(|e| (format!("player {}", p.label), e))),
+        )
     }
 }
 
@@ -488,17 +487,17 @@ impl Workload for VideoRun {
         let (server_cpu, fidelity) = (end.server_cpu_s, end.fidelity);
         let client = end.client?;
         if work.is_kept() {
-            let _ = std::fs::write(
-                work.join("segments.json"),
-                serde_json::to_vec_pretty(
-                    &client
-                        .players
-                        .iter()
-                        .map(|p| &p.segments)
-                        .collect::<Vec<_>>(),
-                )
-                .unwrap_or_default(),
-            );
+            // A kept run's files are part of its data: one that cannot be written fails the run.
+            let segments = serde_json::to_vec_pretty(
+                &client
+                    .players
+                    .iter()
+                    .map(|p| &p.segments)
+                    .collect::<Vec<_>>(),
+            )
+            .map_err(anyhow::Error::from)?;
+            quiclab_outputs::write_in_claimed(&work.join("segments.json"), &segments)
+                .map_err(anyhow::Error::from)?;
         }
         let fec_log = self
             .stack
@@ -548,7 +547,7 @@ impl VideoRun {
             p.network_switches = Some(crate::switch::outcomes(schedule, applied, &timeline));
             // A player that never recovered names the switch it died at: the first one after
             // its last byte.
-            if let Some(e) = &mut p.error {
+            if let Some(e) = p.error.as_mut().map(|e| e.text_mut()) {
                 let last_byte = log.progress.last().map_or(0.0, |b| b.0);
                 if let Some(sw) = schedule
                     .switches()
