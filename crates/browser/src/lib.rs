@@ -17,7 +17,6 @@
 mod cdp;
 
 use std::collections::BTreeSet;
-use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -261,15 +260,15 @@ pub fn load_with(
     let deadline = started + opts.timeout;
     let run_dir = RunDir::create()?;
     let argv = command_line(opts, &run_dir.profile())?;
-    let stderr_path = run_dir.path.join("chromium.stderr");
+    let stderr_path = run_dir.dir.path().join("chromium.stderr");
     let stderr = std::fs::File::create(&stderr_path)
         .with_context(|| format!("creating {}", stderr_path.display()))?;
     let mut cmd = launcher(&argv);
     // Chromium keeps its crash database under $XDG_CONFIG_HOME/chromium whatever the profile; in
     // the run directory it stays out of the user's home, and the command lines of the crash
     // handlers (which leave Chromium's process group) name the run directory, so they can be found.
-    cmd.env("XDG_CONFIG_HOME", run_dir.path.join("config"))
-        .env("XDG_CACHE_HOME", run_dir.path.join("cache"));
+    cmd.env("XDG_CONFIG_HOME", run_dir.dir.path().join("config"))
+        .env("XDG_CACHE_HOME", run_dir.dir.path().join("cache"));
     cmd.stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(stderr);
@@ -278,7 +277,7 @@ pub fn load_with(
         session.close();
         r
     });
-    kill_strays(&run_dir.path);
+    kill_strays(run_dir.dir.path());
     let result = result.with_context(|| {
         format!(
             "Chromium loading {url} over {} (timeout {:?})",
@@ -502,53 +501,26 @@ fn stderr_tail(path: &Path, lines: usize) -> String {
     all[all.len().saturating_sub(lines)..].join("\n")
 }
 
-/// A temporary directory holding the profile and Chromium's stderr, removed on drop.
+/// A temporary directory holding the profile and Chromium's stderr, removed on drop; its name is
+/// random (nobody can prepare it in advance).
 struct RunDir {
-    path: PathBuf,
+    dir: tempfile::TempDir,
 }
 
 impl RunDir {
     fn create() -> Result<RunDir> {
-        use std::sync::atomic::{AtomicU64, Ordering};
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let base = std::env::temp_dir();
-        for _ in 0..100 {
-            let nanos = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.subsec_nanos())
-                .unwrap_or(0);
-            let mut name = OsString::from("quiclab-browser-");
-            name.push(format!(
-                "{}-{}-{nanos:x}",
-                std::process::id(),
-                NEXT.fetch_add(1, Ordering::Relaxed)
-            ));
-            let path = base.join(name);
-            match std::fs::create_dir(&path) {
-                Ok(()) => {
-                    let dir = RunDir { path };
-                    std::fs::create_dir(dir.profile()).with_context(|| {
-                        format!("creating profile dir {}", dir.profile().display())
-                    })?;
-                    return Ok(dir);
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                Err(e) => {
-                    return Err(e).with_context(|| format!("creating {}", path.display()));
-                }
-            }
-        }
-        bail!("could not create a fresh directory in {}", base.display())
+        let dir = tempfile::Builder::new()
+            .prefix("quiclab-browser-")
+            .tempdir()
+            .context("creating a temporary directory for Chromium")?;
+        let run = RunDir { dir };
+        std::fs::create_dir(run.profile())
+            .with_context(|| format!("creating profile dir {}", run.profile().display()))?;
+        Ok(run)
     }
 
     fn profile(&self) -> PathBuf {
-        self.path.join("profile")
-    }
-}
-
-impl Drop for RunDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.path);
+        self.dir.path().join("profile")
     }
 }
 

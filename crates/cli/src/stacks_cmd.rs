@@ -367,15 +367,21 @@ pub fn bulk(args: BulkArgs) -> Result<i32> {
 
 /// One line of a run's FEC figures, with the difference from gQUIC it carries.
 pub fn fec_line(f: &quiclab_workload::fec::FecResult) -> String {
+    let n = |v: Option<u64>| v.map_or("unknown".into(), |v| v.to_string());
     format!(
-        "  FEC N = {}: server sent {} data + {} parity datagrams (parity share {}), client rebuilt {}, {} group(s) beyond repair; {}",
+        "  FEC N = {}: server sent {} data + {} parity datagrams (parity share {}), client rebuilt {}, {} group(s) beyond repair; {}{}",
         f.group,
-        f.data_sent,
-        f.parity_sent,
+        n(f.data_sent),
+        n(f.parity_sent),
         f.parity_share.map_or("-".into(), |p| format!("{p:.3}")),
-        f.rebuilt,
-        f.unrecoverable_groups,
-        f.note
+        n(f.rebuilt),
+        n(f.unrecoverable_groups),
+        f.note,
+        if f.missing.is_empty() {
+            String::new()
+        } else {
+            format!("; missing: {}", f.missing.join(", "))
+        }
     )
 }
 

@@ -292,6 +292,17 @@ impl DecoderCounters {
     }
 }
 
+/// Where group `g` stands relative to group `newest`, in serial-number arithmetic (RFC 1982 on
+/// 32 bits): > 0 newer, 0 the same, < 0 behind. The one comparison for "newer" and "stale": every
+/// pair of group numbers is exactly one of newer, within the window, or stale, so no group can
+/// be kept open forever.
+fn position(g: u32, newest: u32) -> i64 {
+    i64::from(g.wrapping_sub(newest) as i32)
+}
+
+/// The most groups a decoder holds open at once (the window and the newest).
+pub const MAX_OPEN_GROUPS: usize = WINDOW as usize + 1;
+
 #[derive(Debug, Default)]
 struct Group {
     /// Data indices received or rebuilt.
@@ -356,9 +367,9 @@ impl Decoder {
         };
         // Groups far behind the newest were judged already: a late datagram of one is handed on
         // (data) or ignored (parity), never rebuilt from.
-        let stale = self.newest.is_some_and(|n| {
-            n.wrapping_sub(group_id) < u32::MAX / 2 && n.wrapping_sub(group_id) > WINDOW
-        });
+        let stale = self
+            .newest
+            .is_some_and(|n| position(group_id, n) < -(WINDOW as i64));
         let mut out = Decoded::default();
         match packet {
             Packet::Data { index, payload, .. } => {
@@ -395,6 +406,7 @@ impl Decoder {
         }
         out.rebuilt = self.try_rebuild(group_id);
         self.advance(group_id);
+        debug_assert!(self.groups.len() <= MAX_OPEN_GROUPS);
         out
     }
 
@@ -424,21 +436,18 @@ impl Decoder {
 
     /// Moves the window to `group_id` if it is newer, judging the groups that fall out of it.
     fn advance(&mut self, group_id: u32) {
-        let newer = self
-            .newest
-            .is_none_or(|n| group_id.wrapping_sub(n) < u32::MAX / 2 && group_id != n);
+        let newer = self.newest.is_none_or(|n| position(group_id, n) > 0);
         if newer {
             self.newest = Some(group_id);
         }
         let newest = self.newest.unwrap_or(group_id);
+        // The same comparison as "stale" in `decode`: every open group is within WINDOW behind
+        // the newest, so at most WINDOW + 1 groups are ever open.
         let old: Vec<u32> = self
             .groups
             .keys()
             .copied()
-            .filter(|&g| {
-                let behind = newest.wrapping_sub(g);
-                behind < u32::MAX / 2 && behind > WINDOW
-            })
+            .filter(|&g| position(g, newest) < -(WINDOW as i64))
             .collect();
         for g in old {
             if let Some(group) = self.groups.remove(&g) {
@@ -471,6 +480,11 @@ impl Decoder {
             self.counters.unrecoverable_groups += 1;
             self.counters.unrecovered += u64::from(count - have);
         }
+    }
+
+    /// Groups open now (at most [`MAX_OPEN_GROUPS`]).
+    pub fn open_groups(&self) -> usize {
+        self.groups.len()
     }
 
     /// Judges every open group (the end of a run): a group still open at the end whose parity
@@ -705,5 +719,34 @@ mod tests {
         // A late datagram of a judged group is handed on, not rebuilt from.
         let out = dec.decode(&w0[0]);
         assert!(out.payload.is_some() && out.rebuilt.is_none());
+    }
+
+    #[test]
+    fn group_numbers_half_the_space_away_never_stay_open() {
+        // Group numbers 2^31 - 1 and 2^31 ahead of the newest were neither "newer" nor "stale"
+        // under two separate comparisons: each was kept open forever, one more per newest.
+        let mut dec = Decoder::new(2).unwrap();
+        let enc = Encoder::new(2).unwrap();
+        let datagram = |group: u32, index: u8| {
+            let mut d = enc.data_datagram(b"payload");
+            d[1..5].copy_from_slice(&group.to_be_bytes());
+            d[5] = index;
+            d
+        };
+        for newest in (0..2_000u32).map(|k| k * 40) {
+            dec.decode(&datagram(newest, 0));
+            for off in [(1u32 << 31) - 1, 1 << 31, (1 << 31) + 1, u32::MAX, 7] {
+                dec.decode(&datagram(newest.wrapping_add(off), 1));
+                assert!(
+                    dec.open_groups() <= MAX_OPEN_GROUPS,
+                    "{}",
+                    dec.open_groups()
+                );
+            }
+        }
+        assert!(dec.open_groups() <= MAX_OPEN_GROUPS);
+        assert_eq!(position(5, 3), 2);
+        assert_eq!(position(3, 5), -2);
+        assert!(position(1 << 31, 0) < 0 && position((1 << 31) - 1, 0) > 0);
     }
 }

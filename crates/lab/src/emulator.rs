@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use hdrhistogram::Histogram;
 use quiclab_link::switch::AddressGate;
+use quiclab_link::switch::GateVerdict;
 use quiclab_link::{Departure, DirectionConfig, LinkModel, ModelSummary, Nanos, Verdict};
 use serde::Serialize;
 
@@ -170,6 +171,9 @@ pub struct DirectionFidelity {
     /// network it had already left (network switches), at arrival or at release.
     pub dropped_stale_address_packets: u64,
     pub dropped_stale_address_bytes: u64,
+    /// Of those, packets that named an address of a network the client had not reached yet:
+    /// no configured switch drops such a packet, so the run is flagged.
+    pub dropped_not_yet_valid_address_packets: u64,
     /// CPU seconds of the scheduler thread, which serves both directions (the same figure in both).
     /// It includes the receiving kernel's network stack, which runs in the context of each TUN write.
     pub cpu_seconds: f64,
@@ -537,6 +541,8 @@ struct Lane {
     write_errors: u64,
     dropped_stale_packets: u64,
     dropped_stale_bytes: u64,
+    /// Dropped by the gate for naming an address of a network not reached yet (never expected).
+    dropped_not_yet_valid_packets: u64,
     last_release: Option<Nanos>,
     backlogged_bytes: u64,
     backlogged_ns: u64,
@@ -563,12 +569,15 @@ struct Shared {
 }
 
 impl Shared {
-    /// Whether the switch gate stops this packet at `t`.
-    fn stale(&self, t: Nanos, packet: &[u8]) -> bool {
-        self.gate.as_ref().is_some_and(|gate| {
-            quiclab_link::FlowKey::addresses_of_packet(packet)
-                .is_some_and(|(src, dst)| !gate.admits(t, src, dst))
-        })
+    /// What the switch gate does with this packet at `t`.
+    fn gate(&self, t: Nanos, packet: &[u8]) -> GateVerdict {
+        match (
+            &self.gate,
+            quiclab_link::FlowKey::addresses_of_packet(packet),
+        ) {
+            (Some(gate), Some((src, dst))) => gate.judge(t, src, dst),
+            _ => GateVerdict::Admit,
+        }
     }
 }
 
@@ -608,6 +617,7 @@ impl Lane {
             write_errors: 0,
             dropped_stale_packets: 0,
             dropped_stale_bytes: 0,
+            dropped_not_yet_valid_packets: 0,
             last_release: None,
             backlogged_bytes: 0,
             backlogged_ns: 0,
@@ -737,11 +747,9 @@ impl Lane {
 
     /// Drops a queued packet whose client address belongs to a network the client has left.
     fn drop_if_stale(&mut self, shared: &mut Shared, now: Nanos, p: &Queued) -> bool {
-        if !shared.stale(now, p.headers()) {
+        if !self.gate_drops(shared.gate(now, p.headers()), p.len) {
             return false;
         }
-        self.dropped_stale_packets += 1;
-        self.dropped_stale_bytes += p.len as u64;
         shared.emit(LogEvent::DroppedSwitch {
             t: now,
             direction: self.direction,
@@ -841,6 +849,18 @@ impl Lane {
         Ok(count)
     }
 
+    /// Counts a packet the switch gate drops (`len` bytes); false when it admits it.
+    fn gate_drops(&mut self, verdict: GateVerdict, len: usize) -> bool {
+        match verdict {
+            GateVerdict::Admit => return false,
+            GateVerdict::Stale => {}
+            GateVerdict::NotYetValid => self.dropped_not_yet_valid_packets += 1,
+        }
+        self.dropped_stale_packets += 1;
+        self.dropped_stale_bytes += len as u64;
+        true
+    }
+
     /// One arrived packet (`len` bytes, held in `held`) through the link model.
     fn admit(&mut self, shared: &mut Shared, arrival: Nanos, held: Held, len: usize) {
         let (direction, bytes) = (self.direction, len as u32);
@@ -853,9 +873,7 @@ impl Lane {
             Held::Owned(buf) => &buf[..len],
             Held::Segment { frame, .. } => frame.packet(),
         };
-        if shared.stale(arrival, packet) {
-            self.dropped_stale_packets += 1;
-            self.dropped_stale_bytes += len as u64;
+        if self.gate_drops(shared.gate(arrival, packet), len) {
             shared.emit(LogEvent::DroppedSwitch {
                 t: arrival,
                 direction,
@@ -928,6 +946,7 @@ impl Lane {
             write_errors: self.write_errors,
             dropped_stale_address_packets: self.dropped_stale_packets,
             dropped_stale_address_bytes: self.dropped_stale_bytes,
+            dropped_not_yet_valid_address_packets: self.dropped_not_yet_valid_packets,
             cpu_seconds,
             realtime,
             offload: match &self.io {
@@ -964,7 +983,9 @@ struct SchedulerRun {
 impl Scheduler {
     fn run(mut self) -> Result<SchedulerRun> {
         let tid = process::current_tid();
-        let cpu_start = process::thread_cpu_seconds(tid).unwrap_or(0.0);
+        // Unknown is not zero: a CPU time that cannot be read makes the figure NaN (null in JSON,
+        // left out of the metrics), never 0.
+        let cpu_start = process::thread_cpu_seconds(tid).unwrap_or(f64::NAN);
         // The default timer slack (50 µs) would let the kernel defer our wake-ups by that much.
         // SAFETY: prctl with PR_SET_TIMERSLACK takes a plain integer.
         unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
@@ -1085,7 +1106,7 @@ impl Scheduler {
             }
         }
 
-        let cpu = process::thread_cpu_seconds(tid).unwrap_or(cpu_start) - cpu_start;
+        let cpu = process::thread_cpu_seconds(tid).map_or(f64::NAN, |c| c - cpu_start);
         let [up, down] = self.lanes;
         // The thread's CPU time is shared by both directions; each reports the whole.
         let (uplink, up_late) = up.fidelity(cpu, realtime);

@@ -176,13 +176,23 @@ pub fn run_ip_batch(ns: &str, commands: &[String]) -> Result<()> {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .context("running `ip` (iproute2); install it with `apt-get install iproute2`")?;
-    {
+    // A failed write (ip died early) must still reap ip: the error is kept until it has exited,
+    // and its stderr says why.
+    let written = (|| -> std::io::Result<()> {
         let mut stdin = child.stdin.take().expect("piped stdin");
         for c in commands {
             writeln!(stdin, "{c}")?;
         }
-    }
+        Ok(())
+    })();
     let out = child.wait_with_output()?;
+    if let Err(e) = written {
+        bail!(
+            "`ip -n {ns} -batch`: writing its commands: {e} ({}; commands: {})",
+            String::from_utf8_lossy(&out.stderr).trim(),
+            commands.join("; ")
+        );
+    }
     if !out.status.success() {
         bail!(
             "`ip -n {ns} -batch` failed: {} (commands: {})",

@@ -36,7 +36,7 @@ pub const CLIENT_V6: Ipv6Addr = Ipv6Addr::new(0xfd00, 0x71ab, 0, 0, 0, 0, 0, 1);
 pub const SERVER_V6: Ipv6Addr = Ipv6Addr::new(0xfd00, 0x71ab, 0, 0, 0, 0, 0, 2);
 
 /// The most address epochs (networks after the first) a lab gives its client.
-pub const MAX_SWITCH_EPOCHS: usize = 200;
+pub const MAX_SWITCH_EPOCHS: usize = quiclab_link::switch::MAX_SWITCHES;
 
 /// The client's addresses in network-switch epoch `k` (0: the lab's usual ones; then
 /// 100.64.0.(16+k) and fd00:71ab::1:k, which nothing else in a lab uses).
@@ -381,14 +381,19 @@ impl Lab {
             .spawn()
             .with_context(|| format!("starting {:?}", cmd.get_program()))?;
         let pid = child.id();
-        {
-            let mut rec = self.record.lock().unwrap();
-            rec.children
-                .push((pid as i32, process::start_time(pid as i32).unwrap_or(0)));
-            write_record(&rec)?;
-            crate::registry::register(&rec);
-        }
+        // The child is ours from here on: teardown ends it even when its record could not be
+        // written (the error is returned after it is tracked).
         self.children.lock().unwrap().push(child);
+        let mut rec = self.record.lock().unwrap();
+        rec.children
+            .push((pid as i32, process::start_time(pid as i32).unwrap_or(0)));
+        crate::registry::register(&rec);
+        write_record(&rec).with_context(|| {
+            format!(
+                "recording child {pid} of lab {} (it is still ended at teardown)",
+                rec.id
+            )
+        })?;
         Ok(pid)
     }
 

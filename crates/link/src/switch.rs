@@ -91,6 +91,10 @@ impl fmt::Display for SwitchError {
 
 impl std::error::Error for SwitchError {}
 
+/// The most switches a schedule may have: the lab gives its client one address epoch per switch
+/// and has this many (100.64.0.17 … 100.64.0.216).
+pub const MAX_SWITCHES: usize = 200;
+
 impl SwitchSchedule {
     /// Parses `NET@TIME,NET@TIME,…` or a named schedule, with an outage of `gap` after each
     /// switch.
@@ -116,6 +120,13 @@ impl SwitchSchedule {
         let mut networks: Vec<Network> = Vec::new();
         for item in resolved.split(',') {
             let item = item.trim();
+            if networks.len() > MAX_SWITCHES {
+                return Err(SwitchError(format!(
+                    "more than {MAX_SWITCHES} switches: a lab has {MAX_SWITCHES} address epochs \
+                     for its client (one per switch); give at most {} networks",
+                    MAX_SWITCHES + 1
+                )));
+            }
             let Some((name, at)) = item.split_once('@') else {
                 return Err(SwitchError(format!(
                     "{item:?} has no @TIME: expected {}",
@@ -259,17 +270,40 @@ impl AddressGate {
     /// Whether a packet between `src` and `dst` may cross the link at `t`: it does not name a
     /// client address of any epoch but the current one.
     pub fn admits(&self, t: Nanos, src: IpAddr, dst: IpAddr) -> bool {
+        self.judge(t, src, dst) == GateVerdict::Admit
+    }
+
+    /// What the gate does with a packet between `src` and `dst` at `t`, and why.
+    pub fn judge(&self, t: Nanos, src: IpAddr, dst: IpAddr) -> GateVerdict {
         let current = self
             .epochs
             .iter()
             .rposition(|(at, _)| *at <= t)
             .unwrap_or(0);
-        !self
-            .epochs
-            .iter()
-            .enumerate()
-            .any(|(i, (_, addrs))| i != current && (addrs.contains(&src) || addrs.contains(&dst)))
+        let named = |i: usize| {
+            let addrs = &self.epochs[i].1;
+            addrs.contains(&src) || addrs.contains(&dst)
+        };
+        if (current + 1..self.epochs.len()).any(named) {
+            GateVerdict::NotYetValid
+        } else if (0..current).any(named) {
+            GateVerdict::Stale
+        } else {
+            GateVerdict::Admit
+        }
     }
+}
+
+/// The address gate's verdict on one packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GateVerdict {
+    Admit,
+    /// It names an address of a network the client has left: the configured switch cut it off.
+    Stale,
+    /// It names an address of a network the client has not reached yet: nothing configured drops
+    /// such a packet (the lab adds an epoch's address only after its switch), so a run that
+    /// shows one is flagged.
+    NotYetValid,
 }
 
 #[cfg(test)]
@@ -299,6 +333,39 @@ mod tests {
         // The presets are seed 004's Table 1 paths: LTE 5.4 Mbit/s, 128 ms RTT.
         assert_eq!(s.networks[1].step.rate_bps, Some(5_400_000));
         assert_eq!(s.networks[1].step.delay, 64 * NANOS_PER_MS);
+    }
+
+    #[test]
+    fn the_gate_tells_a_left_network_from_one_not_reached_yet() {
+        let s = SwitchSchedule::parse("wifi@0s,lte@10s", 0).unwrap();
+        let a = |k: usize| -> Vec<IpAddr> { vec![format!("100.64.0.{}", 16 + k).parse().unwrap()] };
+        let gate = AddressGate::new(&s, a);
+        let server: IpAddr = "100.64.0.2".parse().unwrap();
+        let (old, new) = (a(0)[0], a(1)[0]);
+        assert_eq!(gate.judge(S, old, server), GateVerdict::Admit);
+        assert_eq!(gate.judge(S, new, server), GateVerdict::NotYetValid);
+        assert_eq!(gate.judge(11 * S, server, old), GateVerdict::Stale);
+        assert_eq!(gate.judge(11 * S, new, server), GateVerdict::Admit);
+        assert!(!gate.admits(S, server, new) && gate.admits(11 * S, server, new));
+    }
+
+    #[test]
+    fn a_schedule_longer_than_the_labs_address_epochs_is_refused() {
+        let items = |n: usize| {
+            (0..n)
+                .map(|i| format!("{}@{i}s", if i % 2 == 0 { "wifi" } else { "lte" }))
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        assert_eq!(
+            SwitchSchedule::parse(&items(MAX_SWITCHES + 1), 0)
+                .unwrap()
+                .switches()
+                .len(),
+            MAX_SWITCHES
+        );
+        let e = SwitchSchedule::parse(&items(MAX_SWITCHES + 2), 0).unwrap_err();
+        assert!(e.0.contains("more than 200 switches"), "{e:?}");
     }
 
     #[test]

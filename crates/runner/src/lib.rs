@@ -388,13 +388,14 @@ fn execute_one(
     stored.teardown_ms = Some(teardown_ms);
     stored.duration_s = t0.elapsed().as_secs_f64();
     let cpu = cpu.finish();
-    let host_steal = cpu.map_or(0.0, |c| c.steal);
-    stored.host_steal = Some(host_steal);
+    // Unknown is not zero: a steal that could not be read is NULL and flags the run.
+    let host_steal = cpu.map(|c| c.steal);
+    stored.host_steal = host_steal;
     let (fds, rss_kb) = own_resources();
     let runner_values = [
         ("setup_ms", Some(setup_ms)),
         ("teardown_ms", Some(teardown_ms)),
-        ("host_steal", Some(host_steal)),
+        ("host_steal", host_steal),
         ("host_busy", cpu.map(|c| c.host_busy)),
         ("lab_cpu_cores", cpu.map(|c| c.lab_cores)),
         ("runner_fds", Some(fds)),

@@ -105,11 +105,42 @@ struct Sending {
 /// A datagram for quinn: source, destination IP, ECN, bytes.
 type Ready = (SocketAddr, Option<IpAddr>, Option<EcnCodepoint>, Vec<u8>);
 
+/// The most peers a socket decodes for at once: a decoder holds up to
+/// `quiclab_fec::MAX_OPEN_GROUPS` groups of datagrams, and a socket must not grow without bound
+/// with the source addresses it sees. The oldest peer's decoder is retired (judged, its
+/// counters kept) to make room.
+pub const MAX_DECODERS: usize = 256;
+
 struct Receiving {
     decoders: HashMap<SocketAddr, Decoder>,
+    /// Peers in the order their decoders were made (the oldest is retired first).
+    order: VecDeque<SocketAddr>,
+    /// Counters of retired decoders, by peer.
+    retired: HashMap<SocketAddr, quiclab_fec::DecoderCounters>,
     /// Payloads ready for quinn.
     ready: VecDeque<Ready>,
     bufs: Vec<Vec<u8>>,
+}
+
+impl Receiving {
+    /// The decoder for `peer`, made when new (retiring the oldest one at [`MAX_DECODERS`]).
+    fn decoder(&mut self, peer: SocketAddr, n: usize) -> &mut Decoder {
+        if !self.decoders.contains_key(&peer) {
+            while self.decoders.len() >= MAX_DECODERS {
+                let Some(oldest) = self.order.pop_front() else {
+                    break;
+                };
+                if let Some(mut d) = self.decoders.remove(&oldest) {
+                    d.finish();
+                    self.retired.entry(oldest).or_default().add(&d.counters);
+                }
+            }
+            self.order.push_back(peer);
+        }
+        self.decoders
+            .entry(peer)
+            .or_insert_with(|| Decoder::new(n).expect("checked in wrap"))
+    }
 }
 
 /// The FEC socket (see the module documentation).
@@ -149,6 +180,8 @@ impl FecSocket {
             }),
             receiving: Mutex::new(Receiving {
                 decoders: HashMap::new(),
+                order: VecDeque::new(),
+                retired: HashMap::new(),
                 ready: VecDeque::new(),
                 bufs: vec![vec![0; RECV_BUF]; BATCH],
             }),
@@ -175,6 +208,9 @@ impl FecSocket {
         for d in r.decoders.values() {
             c.received.add(&d.counters);
         }
+        for d in r.retired.values() {
+            c.received.add(d);
+        }
         c
     }
 
@@ -198,6 +234,9 @@ impl FecSocket {
                 .or_insert(blank)
                 .received
                 .add(&d.counters);
+        }
+        for (from, d) in &r.retired {
+            peers.entry(*from).or_insert(blank).received.add(d);
         }
         peers
             .into_iter()
@@ -365,11 +404,7 @@ impl AsyncUdpSocket for FecSocket {
             }
             let n_group = self.n;
             for (addr, dst_ip, ecn, datagram) in decoded {
-                let dec = r
-                    .decoders
-                    .entry(addr)
-                    .or_insert_with(|| Decoder::new(n_group).expect("checked in wrap"));
-                let out = dec.decode(&datagram);
+                let out = r.decoder(addr, n_group).decode(&datagram);
                 if let Some(range) = out.payload {
                     r.ready
                         .push_back((addr, dst_ip, ecn, datagram[range].to_vec()));
@@ -436,5 +471,38 @@ pub async fn log_counters(
         let json = serde_json::to_vec(&log)?;
         quiclab_outputs::write_in_claimed(&tmp, &json)?;
         std::fs::rename(&tmp, &path)?;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decoders_are_capped_and_a_retired_peers_counters_are_kept() {
+        let mut r = Receiving {
+            decoders: HashMap::new(),
+            order: VecDeque::new(),
+            retired: HashMap::new(),
+            ready: VecDeque::new(),
+            bufs: Vec::new(),
+        };
+        let enc = quiclab_fec::Encoder::new(2).unwrap();
+        let datagram = enc.data_datagram(b"x");
+        let peer = |i: usize| SocketAddr::from(([100, 64, 0, 1], 10_000 + i as u16));
+        for i in 0..MAX_DECODERS + 50 {
+            r.decoder(peer(i), 2).decode(&datagram);
+            assert!(r.decoders.len() <= MAX_DECODERS);
+        }
+        assert_eq!(r.decoders.len(), MAX_DECODERS);
+        assert_eq!(r.retired.len(), 50);
+        // Every datagram is still counted, retired or not.
+        let total: u64 = r
+            .decoders
+            .values()
+            .map(|d| d.counters.data_received)
+            .sum::<u64>()
+            + r.retired.values().map(|c| c.data_received).sum::<u64>();
+        assert_eq!(total, (MAX_DECODERS + 50) as u64);
     }
 }

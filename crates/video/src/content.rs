@@ -53,6 +53,14 @@ pub struct Content {
     pub sizes: Vec<Vec<u64>>,
 }
 
+/// The longest segment a content file may declare (10 min).
+pub const MAX_SEGMENT_MS: u64 = 600_000;
+/// The longest content (24 h): segment duration × count is checked against it.
+pub const MAX_CONTENT_MS: u64 = 86_400_000;
+/// The largest segment (1 GiB): with the durations above, every product of size and duration
+/// fits a u64.
+pub const MAX_SEGMENT_BYTES: u64 = 1 << 30;
+
 /// Sabre's movie format (`segment_duration_ms`, `bitrates_kbps`, `segment_sizes_bits`: one list
 /// per segment with a size per bitrate).
 #[derive(Deserialize)]
@@ -132,11 +140,11 @@ impl Content {
         })?;
         let err = |key: String, msg: String| ContentError(format!("{file}: {key}: {msg}"));
         let ms = movie.segment_duration_ms;
-        if ms.is_nan() || ms < 1.0 || ms.fract() != 0.0 {
+        if ms.is_nan() || !(1.0..=MAX_SEGMENT_MS as f64).contains(&ms) || ms.fract() != 0.0 {
             return Err(err(
                 "segment_duration_ms".into(),
                 format!(
-                    "{}: expected a whole number of milliseconds, at least 1",
+                    "{}: expected a whole number of milliseconds from 1 to {MAX_SEGMENT_MS}",
                     movie.segment_duration_ms
                 ),
             ));
@@ -186,10 +194,13 @@ impl Content {
                 ));
             }
             for (r, &bits) in row.iter().enumerate() {
-                if bits.is_nan() || bits < 8.0 || bits.is_infinite() {
+                if bits.is_nan() || !(8.0..=MAX_SEGMENT_BYTES as f64 * 8.0).contains(&bits) {
                     return Err(err(
                         format!("segment_sizes_bits[{s}][{r}]"),
-                        format!("{bits}: expected a size in bits, at least 8"),
+                        format!(
+                            "{bits}: expected a size in bits from 8 to {} ({MAX_SEGMENT_BYTES} bytes)",
+                            MAX_SEGMENT_BYTES * 8
+                        ),
                     ));
                 }
                 sizes[r].push((bits / 8.0).round() as u64);
@@ -205,10 +216,23 @@ impl Content {
                 }
             })
             .collect();
+        let duration_ms = segment_ms
+            .checked_mul(movie.segment_sizes_bits.len() as u64)
+            .filter(|d| *d <= MAX_CONTENT_MS)
+            .ok_or_else(|| {
+                err(
+                    "segment_sizes_bits".into(),
+                    format!(
+                        "{} segments of {segment_ms} ms: longer than the most a content may last \
+                         ({MAX_CONTENT_MS} ms, 24 h)",
+                        movie.segment_sizes_bits.len()
+                    ),
+                )
+            })?;
         Ok(Content {
             name,
             segment_ms,
-            duration_ms: segment_ms * movie.segment_sizes_bits.len() as u64,
+            duration_ms,
             bitrates_bps,
             sizes,
         })
@@ -340,6 +364,30 @@ mod tests {
 
         let e = Content::builtin_or_load("no-such-content").unwrap_err();
         assert!(e.0.contains("bbb, bbb-2s"), "{e}");
+    }
+
+    #[test]
+    fn content_bounds_are_checked_not_overflowed() {
+        let movie = |ms: &str, n: usize, bits: &str| {
+            let rows = vec![format!("[{bits}]"); n].join(",");
+            format!(
+                r#"{{"segment_duration_ms": {ms}, "bitrates_kbps": [100], "segment_sizes_bits": [{rows}]}}"#
+            )
+        };
+        // A duration × count that overflowed u64 (a wrap in release builds) is refused.
+        let e = Content::from_sabre_json("m.json", "m", &movie("1e19", 2, "800")).unwrap_err();
+        assert!(
+            e.0.contains("segment_duration_ms") && e.0.contains("600000"),
+            "{e}"
+        );
+        let e = Content::from_sabre_json("m.json", "m", &movie("600000", 145, "800")).unwrap_err();
+        assert!(e.0.contains("24 h"), "{e}");
+        assert!(Content::from_sabre_json("m.json", "m", &movie("600000", 144, "800")).is_ok());
+        let e = Content::from_sabre_json("m.json", "m", &movie("4000", 2, "1e300")).unwrap_err();
+        assert!(e.0.contains("segment_sizes_bits[0][0]"), "{e}");
+        // The largest allowed segment, cut: no overflow in the share it keeps.
+        let c = Content::from_sabre_json("m.json", "m", &movie("600000", 3, "8589934592")).unwrap();
+        assert_eq!(c.truncated(900_000).size(0, 1), Some((1u64 << 30) / 2));
     }
 
     #[test]

@@ -19,53 +19,71 @@ pub const PARITY_NOTE: &str = "parity datagrams are sent outside quinn's congest
 pub struct FecResult {
     /// Data datagrams per group (N).
     pub group: u64,
-    /// Downlink data and parity datagrams the server sent.
-    pub data_sent: u64,
-    pub parity_sent: u64,
-    /// Downlink datagrams the client rebuilt from a parity.
-    pub rebuilt: u64,
+    /// Downlink data and parity datagrams the server sent (null: its counters are missing).
+    pub data_sent: Option<u64>,
+    pub parity_sent: Option<u64>,
+    /// Downlink datagrams the client rebuilt from a parity (null: its counters are missing).
+    pub rebuilt: Option<u64>,
     /// Downlink groups that lost two or more of their datagrams (nothing rebuilt).
-    pub unrecoverable_groups: u64,
+    pub unrecoverable_groups: Option<u64>,
     /// Parity datagrams over all datagrams the server sent: the share of the channel FEC takes
     /// (1/(N+1) with full groups).
     pub parity_share: Option<f64>,
     /// The server's counters as last written (≤ 100 ms before it stopped), both directions.
     pub server: Option<FecCounters>,
     pub client: Option<FecCounters>,
+    /// Counters that could not be read (unknown is not zero: their figures above are null).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub missing: Vec<String>,
     pub note: &'static str,
 }
 
 impl FecResult {
     pub fn of(server: Option<FecCounters>, client: Option<FecCounters>) -> FecResult {
         let group = server.or(client).map_or(0, |c| c.group);
-        let (data_sent, parity_sent) =
-            server.map_or((0, 0), |s| (s.sent.data_sent, s.sent.parity_sent));
-        let total = data_sent + parity_sent;
+        let (data_sent, parity_sent) = (
+            server.map(|s| s.sent.data_sent),
+            server.map(|s| s.sent.parity_sent),
+        );
+        let mut missing = Vec::new();
+        if server.is_none() {
+            missing.push("the server's FEC counters (its fec.json had no figures for this)".into());
+        }
+        if client.is_none() {
+            missing.push("the client's FEC counters".into());
+        }
         FecResult {
             group,
             data_sent,
             parity_sent,
-            rebuilt: client.map_or(0, |c| c.received.rebuilt),
-            unrecoverable_groups: client.map_or(0, |c| c.received.unrecoverable_groups),
-            parity_share: (total > 0).then(|| parity_sent as f64 / total as f64),
+            rebuilt: client.map(|c| c.received.rebuilt),
+            unrecoverable_groups: client.map(|c| c.received.unrecoverable_groups),
+            parity_share: server
+                .map(|s| (s.sent.data_sent, s.sent.parity_sent))
+                .filter(|(d, p)| d + p > 0)
+                .map(|(d, p)| p as f64 / (d + p) as f64),
             server,
             client,
+            missing,
             note: PARITY_NOTE,
         }
     }
 
     /// Several connections' figures as one (a run's sum over its flows or players).
     pub fn sum<'a>(parts: impl IntoIterator<Item = &'a FecResult>) -> Option<FecResult> {
-        let mut server: Option<FecCounters> = None;
-        let mut client: Option<FecCounters> = None;
+        // A sum over parts of which one lacks its counters is unknown, not a smaller number.
+        let mut server = Some(FecCounters::default());
+        let mut client = Some(FecCounters::default());
         let mut any = false;
         for p in parts {
             any = true;
-            if let Some(s) = &p.server {
-                server.get_or_insert_with(FecCounters::default).add(s);
+            match (&mut server, &p.server) {
+                (Some(sum), Some(s)) => sum.add(s),
+                _ => server = None,
             }
-            if let Some(c) = &p.client {
-                client.get_or_insert_with(FecCounters::default).add(c);
+            match (&mut client, &p.client) {
+                (Some(sum), Some(c)) => sum.add(c),
+                _ => client = None,
             }
         }
         any.then(|| FecResult::of(server, client))
@@ -83,10 +101,10 @@ pub const METRICS: [MetricDef; 3] = [
 pub fn metric_values(fec: Option<&FecResult>) -> [(&'static str, Option<f64>); 3] {
     [
         ("fec_parity_share", fec.and_then(|f| f.parity_share)),
-        ("fec_rebuilt", fec.map(|f| f.rebuilt as f64)),
+        ("fec_rebuilt", fec.and_then(|f| f.rebuilt).map(|v| v as f64)),
         (
             "fec_unrecoverable_groups",
-            fec.map(|f| f.unrecoverable_groups as f64),
+            fec.and_then(|f| f.unrecoverable_groups).map(|v| v as f64),
         ),
     ]
 }
@@ -109,10 +127,18 @@ mod tests {
     #[test]
     fn the_downlink_is_the_servers_sending_and_the_clients_rebuilding() {
         let r = FecResult::of(Some(counters(200, 100, 7)), Some(counters(10, 5, 3)));
-        assert_eq!((r.data_sent, r.parity_sent, r.rebuilt), (200, 100, 3));
+        assert_eq!(
+            (r.data_sent, r.parity_sent, r.rebuilt),
+            (Some(200), Some(100), Some(3))
+        );
         assert!((r.parity_share.unwrap() - 1.0 / 3.0).abs() < 1e-12);
+        assert!(r.missing.is_empty());
+        // Missing counters are unknown, never zero, and the result says which.
         let none = FecResult::of(None, None);
         assert_eq!(none.parity_share, None);
+        assert_eq!((none.data_sent, none.rebuilt), (None, None));
+        assert_eq!(none.missing.len(), 2);
+        assert!(metric_values(Some(&none)).iter().all(|(_, v)| v.is_none()));
     }
 
     #[test]
@@ -122,8 +148,11 @@ mod tests {
         let s = FecResult::sum([&a, &b]).unwrap();
         assert_eq!(
             (s.group, s.data_sent, s.parity_sent, s.rebuilt),
-            (2, 300, 150, 7)
+            (2, Some(300), Some(150), Some(7))
         );
         assert!(FecResult::sum([]).is_none());
+        let c = FecResult::of(None, Some(counters(1, 0, 1)));
+        let s = FecResult::sum([&a, &c]).unwrap();
+        assert_eq!((s.data_sent, s.rebuilt), (None, Some(4)));
     }
 }

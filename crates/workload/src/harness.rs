@@ -324,7 +324,9 @@ pub fn run_client<R: DeserializeOwned>(
     };
     match status.code() {
         Some(0) => {
-            let text = std::fs::read_to_string(&out_file).unwrap_or_default();
+            let text = std::fs::read_to_string(&out_file).map_err(|e| {
+                RunError::Failed(format!("the {name}'s report {}: {e}", out_file.display()))
+            })?;
             parse_report(&text).map_err(|e| RunError::Failed(format!("the {name}'s report: {e}")))
         }
         Some(EXIT_TIMED_OUT) => Err(RunError::Timeout {
