@@ -79,6 +79,9 @@ pub struct ServeArgs {
     /// Write a qlog of every QUIC connection into this directory
     #[arg(long, value_name = "DIR")]
     pub qlog_dir: Option<PathBuf>,
+    /// Replace the files --ready-file and --cwnd-log name if they exist (never through a symlink)
+    #[arg(long)]
+    pub force: bool,
     #[command(flatten)]
     pub stack: StackArgs,
 }
@@ -139,6 +142,17 @@ pub fn serve(args: ServeArgs) -> Result<i32> {
     {
         bail!("--dir {}: not a directory", dir.display());
     }
+    for (file, flag) in [
+        (&args.ready_file, "--ready-file"),
+        (&args.cwnd_log, "--cwnd-log"),
+    ] {
+        if let Some(f) = file {
+            quiclab_outputs::check_user_file(f, flag, args.force)?;
+        }
+    }
+    if let Some(d) = &args.qlog_dir {
+        quiclab_outputs::claim_dir(d, "--qlog-dir", &[])?;
+    }
     quiclab_workload::child::serve(&ServeConfig {
         cert: args.cert,
         key: args.key,
@@ -170,6 +184,9 @@ pub fn fetch(args: FetchArgs) -> Result<i32> {
             443,
         ),
     };
+    if let Some(d) = &args.qlog_dir {
+        quiclab_outputs::claim_dir(d, "--qlog-dir", &[])?;
+    }
     let out = quiclab_workload::child::fetch(&FetchConfig {
         proto: args.proto,
         cert: args.cert.clone(),

@@ -55,9 +55,11 @@ CREATE TABLE runs (
     setup_ms      REAL,               -- lab set-up (namespaces, TUNs, emulator)
     teardown_ms   REAL,
     host_steal    REAL,               -- fraction of CPU time the hypervisor stole during the run
+                                      -- (NULL: it could not be read; the run is then flagged)
     session_id    INTEGER NOT NULL REFERENCES sessions(id),
     result        TEXT,               -- JSON document of the run: every metric and the fidelity report
-                                      -- (a timed-out run: {\"time_limit_s\": …})
+                                      -- (a timed-out run: {\"time_limit_s\": …}, beside what
+                                      -- its players or flows measured until then)
     attempt       INTEGER NOT NULL DEFAULT 1  -- which attempt this is; the earlier ones are in attempts
 );
 -- Attempts a run's row replaced: flagged attempts run again (retry_flagged), failed or timed-out

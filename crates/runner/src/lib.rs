@@ -462,7 +462,8 @@ fn execute_one(
     (stored, series)
 }
 
-/// The time series of a traced run (missing files give no series, never an error).
+/// The time series of a traced run. A missing or unreadable packet log gives no queue series and
+/// says so on stderr (the run's measurement does not depend on it; the trace is incomplete).
 fn read_series(
     key: &str,
     dir: &Path,
@@ -470,7 +471,14 @@ fn read_series(
     with_cwnd: bool,
 ) -> Vec<Series> {
     let mut out = Vec::new();
-    let log = std::fs::read_to_string(dir.join("link.log")).unwrap_or_default();
+    let log = std::fs::read_to_string(dir.join("link.log")).unwrap_or_else(|e| {
+        eprintln!(
+            "quiclab run: {key}: traced, but its packet log {} could not be read ({e}): no queue \
+             or cwnd series for this run",
+            dir.join("link.log").display()
+        );
+        String::new()
+    });
     let epoch = series::log_epoch_monotonic_ns(&log);
     if let (true, Some(epoch), Ok(csv)) = (
         with_cwnd,
