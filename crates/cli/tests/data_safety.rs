@@ -223,3 +223,29 @@ fn bulk_and_page_runs_past_their_limit_are_stored_as_timeout() {
     );
     assert_censored(&run, 3.0);
 }
+
+#[test]
+fn the_server_commands_output_stays_out_of_the_shells_stdout() {
+    if !root_or_skip("the_server_commands_output_stays_out_of_the_shells_stdout") {
+        return;
+    }
+    let out = quiclab()
+        .args([
+            "shell",
+            "--rtt",
+            "10ms",
+            "--server-cmd",
+            "echo SERVER-NOISE; sleep 5",
+            "--server-wait",
+            "500ms",
+            "--",
+            "echo",
+            "client-output",
+        ])
+        .output()
+        .unwrap();
+    assert_success(&out);
+    // `quiclab shell … -- cmd | parser` reads the command's output alone.
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "client-output\n");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("SERVER-NOISE"));
+}

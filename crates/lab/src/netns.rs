@@ -208,3 +208,40 @@ pub fn write_sysctl(key: &str, value: &str) -> Result<()> {
     let path = format!("/proc/sys/{}", key.replace('.', "/"));
     std::fs::write(&path, value).with_context(|| format!("setting sysctl {key}={value}"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The `ip` children of this process that are zombies (exited, never reaped).
+    fn zombie_children() -> usize {
+        let me = std::process::id().to_string();
+        std::fs::read_dir("/proc")
+            .map(|d| {
+                d.flatten()
+                    .filter_map(|e| std::fs::read_to_string(e.path().join("stat")).ok())
+                    .filter(|stat| {
+                        let Some((_, rest)) = stat.rsplit_once(')') else {
+                            return false;
+                        };
+                        let mut f = rest.split_whitespace();
+                        f.next() == Some("Z") && f.next() == Some(me.as_str())
+                    })
+                    .count()
+            })
+            .unwrap_or(0)
+    }
+
+    #[test]
+    fn an_ip_that_dies_before_reading_its_commands_is_still_reaped() {
+        // No such namespace: ip exits at once, and writing 200 000 commands into its closed stdin
+        // fails (EPIPE) — the error must come after ip was reaped, not instead of it.
+        let commands: Vec<String> = (0..200_000)
+            .map(|i| format!("link show dev lo{i}"))
+            .collect();
+        let before = zombie_children();
+        let e = run_ip_batch("ql-no-such-namespace-for-this-test", &commands).unwrap_err();
+        assert!(e.to_string().contains("ip -n ql-no-such-namespace"), "{e}");
+        assert_eq!(zombie_children(), before, "ip was left a zombie");
+    }
+}
