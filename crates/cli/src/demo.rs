@@ -48,6 +48,9 @@ loss = ["0%", "2%"]
 pub fn run(args: DemoArgs) -> Result<i32> {
     quiclab_lab::topology::check_privileges()?;
     claim_demo_dir(&args.out)?;
+    // Marked as quiclab's (the runner writes results only into such a directory); the check above
+    // made sure it is empty or an earlier demo's.
+    quiclab_outputs::claim_dir(&args.out, "--out", &["demo.toml"])?;
     let file = args.out.join("demo.toml");
     std::fs::write(&file, SCENARIO).with_context(|| format!("writing {}", file.display()))?;
     // A demo always starts afresh: the previous demo's results are replaced, never mixed in.

@@ -316,7 +316,7 @@ impl Workload for BulkRun {
         keep: Option<&Path>,
     ) -> Result<Outcome<BulkResult>, RunError> {
         let spec = running.spec.clone();
-        let work = WorkDir::new(keep, "bulk", &running.lab)?;
+        let work = WorkDir::new(keep, "bulk")?;
         let lab = &running.lab;
         harness::write_certificate(lab, &work)?;
         let mut serve = harness::serve_config(lab, &work, self.stack);

@@ -394,7 +394,7 @@ impl Workload for FlowsRun {
         let spec = running.spec.clone();
         // CLOCK_MONOTONIC at the emulator's t = 0: the time base of every series.
         let epoch_ns = quiclab_stacks::cwnd::monotonic_ns().saturating_sub(running.clock());
-        let work = WorkDir::new(keep, "flows", &running.lab)?;
+        let work = WorkDir::new(keep, "flows")?;
         let lab = &running.lab;
         harness::write_certificate(lab, &work)?;
         let (ports, port_of_flow) = self.layout();

@@ -110,7 +110,7 @@ pub struct WorkDir {
 impl WorkDir {
     /// `keep`, claimed for quiclab (new, empty or quiclab's own: a directory of the user's files is
     /// refused, never written into), or a fresh temporary directory with a random name.
-    pub fn new(keep: Option<&Path>, workload: &str, _lab: &Lab) -> Result<WorkDir> {
+    pub fn new(keep: Option<&Path>, workload: &str) -> Result<WorkDir> {
         match keep {
             Some(dir) => Ok(WorkDir {
                 path: claim_keep_dir(dir)?,

@@ -270,7 +270,7 @@ impl Workload for PageRun {
         keep: Option<&Path>,
     ) -> Result<Outcome<PageResult>, RunError> {
         let spec = running.spec.clone();
-        let work = WorkDir::new(keep, "page", &running.lab)?;
+        let work = WorkDir::new(keep, "page")?;
         let lab = &running.lab;
         let page_dir = match &self.page {
             PageSource::Builtin(name) => {

@@ -433,7 +433,7 @@ impl Workload for VideoRun {
             .map_err(|(k, e)| RunError::Failed(format!("{k}: {e}")))?;
         let spec = running.spec.clone();
         let epoch_ns = quiclab_stacks::cwnd::monotonic_ns().saturating_sub(running.clock());
-        let work = WorkDir::new(keep, "video", &running.lab)?;
+        let work = WorkDir::new(keep, "video")?;
         let lab = &running.lab;
         harness::write_certificate(lab, &work)?;
         let mut serve = harness::serve_config(lab, &work, self.stack);
