@@ -350,8 +350,10 @@ pub fn bulk(args: BulkArgs) -> Result<i32> {
             r.connections.as_ref().map_or(0, |c| c.len())
         );
         crate::link_args::print_switch_outcomes(switches);
-        if let Some(e) = &r.error {
-            println!("  failed: {e}");
+        match &r.error {
+            Some(e) if e.is_timeout() => println!("  {e}"),
+            Some(e) => println!("  failed: {e}"),
+            None => {}
         }
     } else {
         println!(

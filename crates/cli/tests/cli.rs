@@ -475,7 +475,10 @@ fn bench_runner_refuses_a_non_empty_out_and_deletes_nothing() {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("--out") && err.contains("quiclab did not create"), "{err}");
+    assert!(
+        err.contains("--out") && err.contains("quiclab did not create"),
+        "{err}"
+    );
     assert_eq!(std::fs::read_to_string(&precious).unwrap(), "not quiclab's");
     let _ = std::fs::remove_dir_all(&dir);
 }

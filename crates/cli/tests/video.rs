@@ -298,7 +298,15 @@ fn a_player_that_cannot_keep_up_fails_at_the_time_limit_with_its_metrics_kept() 
     assert!(err.contains("time limit"), "{err}");
     let r: serde_json::Value = serde_json::from_slice(&out.stdout).expect("the partial result");
     let p = &r["players"][0];
-    assert!(p["error"].as_str().unwrap().contains("time limit"), "{p}");
+    // Typed: a timeout, not a failure (a grid stores the run as `timeout`, censored).
+    assert_eq!(p["error"]["kind"], "timed_out", "{p}");
+    assert!(
+        p["error"]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("time limit"),
+        "{p}"
+    );
     assert_eq!(p["ended"], false);
     // What was measured is kept: the segments that arrived and the media played.
     assert!(r["segments"].as_u64().unwrap() >= 1, "{r}");
