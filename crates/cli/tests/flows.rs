@@ -86,25 +86,36 @@ fn two_tcp_cubic_flows_share_a_10mbit_link_fairly() {
     if !root_or_skip("two_tcp_cubic_flows_share_a_10mbit_link_fairly") {
         return;
     }
-    let out = quiclab()
-        .args(["flows", "--flow", "h1:cubic", "--flow", "h1:cubic"])
-        .args(["--duration", "20s", "--cutoff", "5s"])
-        .args([
-            "--rate", "10mbit", "--rtt", "50ms", "--queue", "1bdp", "--json",
-        ])
-        .output()
-        .unwrap();
-    let r = json(&out);
-    let jain = r["jain"].as_f64().unwrap();
-    // Generous (not a benchmark): two CUBIC flows of one RTT converge well within 10 s.
-    assert!(jain >= 0.9, "J = {jain}: {r}");
-    let u = r["utilization"].as_f64().unwrap();
-    assert!(u > 0.8 && u < 1.05, "U = {u}");
-    for f in r["flows"].as_array().unwrap() {
-        assert_eq!(f["proto"], "h1");
-        assert_eq!(f["cc"], "cubic");
-        assert!(f["goodput_mbps"].as_f64().unwrap() > 2.0, "{f}");
-    }
+    // Two CUBIC flows of one RTT converge within 10 s in most runs, not in every one (tail drop
+    // can keep them apart for a while: J = 0.89 was seen once in CI): up to 3 attempts. A
+    // bottleneck that is unfair every time still fails.
+    quiclab_testkit::timing("two_tcp_cubic_flows_share_a_10mbit_link_fairly", 3, || {
+        let out = quiclab()
+            .args(["flows", "--flow", "h1:cubic", "--flow", "h1:cubic"])
+            .args(["--duration", "20s", "--cutoff", "5s"])
+            .args([
+                "--rate", "10mbit", "--rtt", "50ms", "--queue", "1bdp", "--json",
+            ])
+            .output()
+            .unwrap();
+        let r = json(&out);
+        for f in r["flows"].as_array().unwrap() {
+            assert_eq!(f["proto"], "h1");
+            assert_eq!(f["cc"], "cubic");
+        }
+        let u = r["utilization"].as_f64().unwrap();
+        assert!(u > 0.8 && u < 1.05, "U = {u}");
+        let jain = r["jain"].as_f64().unwrap();
+        let goodputs: Vec<f64> = r["flows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["goodput_mbps"].as_f64().unwrap())
+            .collect();
+        quiclab_testkit::ensure(jain >= 0.9 && goodputs.iter().all(|g| *g > 2.0), || {
+            format!("J = {jain}, goodputs {goodputs:?} Mbit/s")
+        })
+    });
 }
 
 #[test]
