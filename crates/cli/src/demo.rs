@@ -4,13 +4,11 @@
 //! the same runner as `quiclab run`, then the report, then a short table on the terminal. Everything
 //! lands in `./quiclab-demo/`: the scenario file it ran, results.sqlite, report.html, figures/.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use quiclab_experiment::{Verdict, summarize, winners};
-use quiclab_results::{Status, Store};
+use quiclab_results::Store;
 
 #[derive(Args, Debug)]
 pub struct DemoArgs {
@@ -76,83 +74,40 @@ pub fn run(args: DemoArgs) -> Result<i32> {
         quiclab_runner::Resume::No,
         &crate::signals::set_exit_hint,
     )?;
-    let report =
-        crate::report_cmd::write_report(&args.out, &crate::report_cmd::ReportChoice::default())?;
-
+    let report = crate::report_cmd::write(&args.out, &Default::default())?;
     let store = Store::open(&args.out.join("results.sqlite"))?;
     let runs = store.runs()?;
-    // setting label → protocol → download times (ok, unflagged runs only, as in the report).
-    let mut times: BTreeMap<(usize, String), BTreeMap<String, Vec<f64>>> = BTreeMap::new();
-    let mut goodput: BTreeMap<(usize, String, String), Vec<f64>> = BTreeMap::new();
-    for r in &runs {
-        // Every setting and protocol gets a row, even when none of its runs is usable.
-        times
-            .entry((r.setting, r.setting_label.clone()))
-            .or_default()
-            .entry(r.contender.clone())
-            .or_default();
-        if r.status != Status::Ok || !r.flags.is_empty() {
-            continue;
-        }
-        let setting = (r.setting, r.setting_label.clone());
-        if let Some(t) = r.metrics.get("total_ms") {
-            times
-                .entry(setting.clone())
-                .or_default()
-                .entry(r.contender.clone())
-                .or_default()
-                .push(*t);
-        }
-        if let Some(g) = r.metrics.get("goodput_mbps") {
-            goodput
-                .entry((setting.0, setting.1, r.contender.clone()))
-                .or_default()
-                .push(*g);
-        }
-    }
+    let summary = quiclab_report::summary::summarize_runs(&runs, "total_ms", "goodput_mbps");
     println!(
         "\n{:<10} {:<6} {:>3} {:>14} {:>22} {:>15}",
         "setting", "proto", "n", "median ms", "mean ms (95 % CI)", "goodput Mbit/s"
     );
-    for ((setting, label), by_proto) in &times {
-        for (proto, values) in by_proto {
-            let Some(s) = summarize(values) else {
-                println!(
-                    "{:<10} {:<6} {:>3} {:>14} (every run failed or was flagged)",
-                    label, proto, 0, "—"
-                );
-                continue;
-            };
-            let g = goodput
-                .get(&(*setting, label.clone(), proto.clone()))
-                .and_then(|g| summarize(g))
-                .map_or(f64::NAN, |g| g.median);
-            println!(
-                "{:<10} {:<6} {:>3} {:>14.0} {:>8.0} ({:>5.0}–{:<5.0}) {:>15.2}",
-                label, proto, s.n, s.median, s.mean, s.ci95_low, s.ci95_high, g
-            );
-        }
-        let usable: BTreeMap<String, Vec<f64>> = by_proto
-            .iter()
-            .filter(|(_, v)| !v.is_empty())
-            .map(|(p, v)| (p.clone(), v.clone()))
-            .collect();
-        let verdict = match winners(&usable) {
-            _ if usable.len() < by_proto.len() => {
-                "no verdict: a protocol has no usable run".to_string()
+    for setting in &summary.settings {
+        let label = &setting.label;
+        for line in &setting.lines {
+            let proto = &line.contender;
+            match &line.summary {
+                None => println!(
+                    "{label:<10} {proto:<6} {:>3} {:>14} (every run failed or was flagged)",
+                    0, "—"
+                ),
+                Some(s) => println!(
+                    "{label:<10} {proto:<6} {:>3} {:>14.0} {:>8.0} ({:>5.0}–{:<5.0}) {:>15.2}",
+                    s.n,
+                    s.median,
+                    s.mean,
+                    s.ci95_low,
+                    s.ci95_high,
+                    line.secondary_median.unwrap_or(f64::NAN)
+                ),
             }
-            Verdict::Best(p) => format!("{} wins", p.join(" and ")),
-            Verdict::Equal => "no protocol wins".to_string(),
-        };
+        }
         println!(
-            "{:<10} → {verdict} (Megyesi et al.'s rule: ≥ 70 % of its runs ≥ 10 % faster than the other's mean)",
-            label
+            "{label:<10} → {} (Megyesi et al.'s rule: ≥ 70 % of its runs ≥ 10 % faster than the other's mean)",
+            setting.verdict
         );
     }
-    let excluded = runs
-        .iter()
-        .filter(|r| r.status != Status::Ok || !r.flags.is_empty())
-        .count();
+    let excluded = summary.excluded;
     if excluded > 0 {
         println!(
             "\n{excluded} run(s) failed or were flagged for emulator fidelity (often: the hypervisor \

@@ -1,17 +1,15 @@
 //! `quiclab flows`: competing flows through one emulated bottleneck.
 
-use std::path::PathBuf;
-use std::time::Duration;
-
-use anyhow::{Result, anyhow};
+use anyhow::{Result, bail};
 use clap::Args;
-use quiclab_flows::FlowMix;
-use quiclab_proto::options::{StackOptions, TlsVersion};
-use quiclab_workload::Workload;
-use quiclab_workload::WorkloadResult;
-use quiclab_workload::flows::{FlowAmount, FlowsRun};
+use quiclab_experiment::WorkloadKind;
+use quiclab_lab::LinkSpec;
+use quiclab_link::LinkOptions;
+use quiclab_workload::flows::FlowsRun;
+use quiclab_workload::{Workload, WorkloadResult, WorkloadSpec};
 
-use crate::link_args::{LinkArgs, duration};
+use crate::link_args::LinkArgs;
+use crate::workload_args::{FlagParams, RunFlags, StackFlags};
 
 #[derive(Args, Debug)]
 pub struct FlowsArgs {
@@ -21,78 +19,61 @@ pub struct FlowsArgs {
     #[arg(long = "flow", value_name = "PROTO[:CC]", required = true)]
     pub flows: Vec<String>,
     /// Each flow reads this long from its start, then stops (long-running flows)
-    #[arg(long, value_parser = duration, value_name = "DURATION", conflicts_with = "size",
-          required_unless_present = "size")]
-    pub duration: Option<u64>,
+    #[arg(
+        long,
+        value_name = "DURATION",
+        conflicts_with = "size",
+        required_unless_present = "size"
+    )]
+    pub duration: Option<String>,
     /// Each flow downloads this many bytes instead (e.g. 5MB)
-    #[arg(long, value_parser = quiclab_runner::prepare::parse_size)]
-    pub size: Option<u64>,
+    #[arg(long)]
+    pub size: Option<String>,
     /// Start offsets, one per flow, comma-separated (e.g. 0s,10s); default: all at once
-    #[arg(long, value_delimiter = ',', value_parser = duration, value_name = "DURATION,…")]
-    pub offsets: Vec<u64>,
-    /// Bin size of the per-flow throughput series (whole milliseconds)
-    #[arg(long, value_parser = duration, value_name = "DURATION", default_value = "100ms")]
-    pub bin: u64,
+    #[arg(long, value_name = "DURATION,…")]
+    pub offsets: Option<String>,
+    /// Bin size of the per-flow throughput series (whole milliseconds; default 100ms)
+    #[arg(long, value_name = "DURATION")]
+    pub bin: Option<String>,
     /// Left out at both ends of each flow for its goodput (Flent's cutoff); default: a quarter of
     /// --duration, at most 5 s; 0 with --size
-    #[arg(long, value_parser = duration, value_name = "DURATION")]
-    pub cutoff: Option<u64>,
-    /// TLS version for h1/h2 flows
-    #[arg(long, value_name = "1.2|1.3")]
-    pub tls: Option<TlsVersion>,
-    /// Connections emulated by gquic-cubic (N; β = (N−1+0.7)/N)
-    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..))]
-    pub gquic_n: u32,
-    /// XOR FEC under QUIC for every h3 flow of the mix, one parity datagram after every N data
-    /// datagrams (2–64; seed 000's F_G ≈ 3 is N = 2); off by default (docs/fec.md)
-    #[arg(long, value_name = "N", value_parser = crate::stacks_cmd::fec_group)]
-    pub fec: Option<u8>,
-    /// Over IPv6
-    #[arg(long)]
-    pub ipv6: bool,
-    /// Keep the emulator's packet log (link.log), the server's congestion samples (cwnd.csv) and
-    /// the client/server outputs in this directory
-    #[arg(long, value_name = "DIR")]
-    pub keep: Option<PathBuf>,
-    /// Print one JSON object
-    #[arg(long)]
-    pub json: bool,
+    #[arg(long, value_name = "DURATION")]
+    pub cutoff: Option<String>,
+    #[command(flatten)]
+    pub stack: StackFlags,
+    #[command(flatten)]
+    pub run: RunFlags,
     #[command(flatten)]
     pub link: LinkArgs,
 }
 
-pub fn run(args: FlowsArgs) -> Result<i32> {
-    let mix = FlowMix::parse(&args.flows).map_err(|e| anyhow!("--flow: {e}"))?;
-    let amount = match (args.size, args.duration) {
-        (Some(s), None) => FlowAmount::Size(s),
-        (None, Some(d)) => FlowAmount::Duration(Duration::from_nanos(d)),
-        _ => return Err(anyhow!("give one of --duration and --size")),
-    };
-    let mut run = FlowsRun::new(mix, amount);
-    run.offsets = args
-        .offsets
-        .iter()
-        .map(|&o| Duration::from_nanos(o))
-        .collect();
-    run.bin = Duration::from_nanos(args.bin);
-    run.cutoff = args.cutoff.map(Duration::from_nanos);
-    run.stack = StackOptions {
-        tls: args.tls,
-        gquic_n: args.gquic_n,
-        ..StackOptions::default()
-    };
-    run.ipv6 = args.ipv6;
+/// The link and the mix the flags ask for, every value through the workload's own parser.
+pub fn flows_run(args: &FlowsArgs) -> Result<(LinkOptions, LinkSpec, FlowsRun)> {
+    let mut params = FlagParams::new(WorkloadKind::Flows);
+    params.set("flows", "--flow", Some(&args.flows.join(" + ")))?;
+    params.set("duration", "--duration", args.duration.as_deref())?;
+    params.set("size", "--size", args.size.as_deref())?;
+    params.set("offsets", "--offsets", args.offsets.as_deref())?;
+    params.set("bin", "--bin", args.bin.as_deref())?;
+    params.set("cutoff", "--cutoff", args.cutoff.as_deref())?;
+    params.stack(&args.stack)?;
+    params.run(&args.run)?;
     let options = args.link.options();
     let spec = args.link.to_spec()?;
-    run.stack.fec = args
-        .fec
-        .map(|n| quiclab_proto::options::FecSettings::for_rtt(n, spec.base_rtt()));
-    run.validate().map_err(|(key, e)| anyhow!("--{key}: {e}"))?;
-    let mut running = quiclab_workload::harness::start_lab(&options, &spec, args.keep.as_deref())?;
-    let out = run.run(&mut running, args.keep.as_deref())?;
+    let WorkloadSpec::Flows(run) = params.build(&spec)? else {
+        bail!("flows parameters built another workload");
+    };
+    Ok((options, spec, run))
+}
+
+pub fn run(args: FlowsArgs) -> Result<i32> {
+    let (options, spec, run) = flows_run(&args)?;
+    let keep = args.run.keep.as_deref();
+    let mut running = quiclab_workload::harness::start_lab(&options, &spec, keep)?;
+    let out = run.run(&mut running, keep)?;
     drop(running);
     let r = &out.result;
-    if args.json {
+    if args.run.json {
         println!("{}", serde_json::to_string_pretty(r)?);
     } else {
         let f = |v: Option<f64>, d: usize| v.map_or("-".to_string(), |x| format!("{x:.d$}"));

@@ -155,28 +155,6 @@ impl SwitchArgs {
     }
 }
 
-/// How a workload's client answers network switches.
-#[derive(Args, Debug, Clone)]
-#[command(next_help_heading = "Network switches")]
-pub struct OnSwitchArgs {
-    /// reconnect (after --switch-timeout without a byte, a new connection from the new address:
-    /// the seed's behaviour), reconnect-0rtt (the same with TLS 1.3 resumption / QUIC 0-RTT) or
-    /// migrate (h3: QUIC connection migration to the new address)
-    #[arg(
-        long,
-        value_name = "BEHAVIOUR",
-        default_value = "reconnect",
-        requires = "switch"
-    )]
-    pub on_switch: quiclab_stacks::switching::OnSwitch,
-    /// No byte for this long and the connection is taken as lost (the seed's player: 5 s)
-    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = std_duration)]
-    pub switch_timeout: Duration,
-    /// migrate: the time the client takes to notice the switch before it rebinds
-    #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = std_duration)]
-    pub migrate_delay: Duration,
-}
-
 impl LinkArgs {
     /// The options as plain values (what scenarios set by key).
     pub fn options(&self) -> LinkOptions {

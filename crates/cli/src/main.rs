@@ -13,6 +13,7 @@ mod shell;
 mod signals;
 mod stacks_cmd;
 mod video_cmd;
+mod workload_args;
 
 use clap::{Parser, Subcommand};
 

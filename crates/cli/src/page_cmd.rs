@@ -1,23 +1,25 @@
 //! `quiclab page`: one page load across a fresh lab by quiclab's loader or headless Chromium, with
 //! a HAR and a waterfall. Flags in, text or JSON out; the work is quiclab-workload's `page`.
 
-use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::path::PathBuf;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use clap::Args;
-use quiclab_proto::options::{Protocol, StackOptions, TlsVersion};
-use quiclab_workload::Workload;
+use quiclab_experiment::WorkloadKind;
+use quiclab_lab::LinkSpec;
+use quiclab_link::LinkOptions;
 use quiclab_workload::child::Browser;
-use quiclab_workload::page::{PageRun, PageSource};
+use quiclab_workload::page::PageRun;
+use quiclab_workload::{Workload, WorkloadSpec};
 
 use crate::link_args::LinkArgs;
+use crate::workload_args::{FlagParams, RunFlags, StackFlags};
 
 #[derive(Args, Debug)]
 pub struct PageArgs {
     /// h1 (HTTP/1.1, up to 6 TLS/TCP connections), h2 (one TLS/TCP connection) or h3 (one QUIC)
     #[arg(long)]
-    pub proto: Protocol,
+    pub proto: String,
     /// A built-in page: carlucci-{small,medium,large}, megyesi-{5,50}-{small,large}
     #[arg(
         long,
@@ -41,75 +43,44 @@ pub struct PageArgs {
     #[arg(long)]
     pub force: bool,
     /// Most concurrent requests on the h2/h3 connection (early QUIC multiplexed 6)
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
-    pub max_streams: Option<u64>,
-    /// Congestion control (h1/h2: cubic|reno|bbr; h3: cubic|newreno|bbr|gquic-cubic)
-    #[arg(long, default_value = "cubic")]
-    pub cc: String,
-    /// TLS version for h1/h2
-    #[arg(long, value_name = "1.2|1.3")]
-    pub tls: Option<TlsVersion>,
-    /// h3 with the builtin loader: XOR FEC under QUIC on both ends, one parity datagram after
-    /// every N data datagrams (2–64); off by default (docs/fec.md)
-    #[arg(long, value_name = "N", value_parser = crate::stacks_cmd::fec_group)]
-    pub fec: Option<u8>,
-    /// Give up on the load after this long
-    #[arg(long, default_value = "60s", value_parser = crate::link_args::std_duration)]
-    pub timeout: Duration,
-    /// Keep the packet log, congestion samples, qlogs and client/server output in this directory
-    #[arg(long, value_name = "DIR")]
-    pub keep: Option<PathBuf>,
-    /// Print one JSON object
     #[arg(long)]
-    pub json: bool,
+    pub max_streams: Option<String>,
+    #[command(flatten)]
+    pub stack: StackFlags,
+    #[command(flatten)]
+    pub run: RunFlags,
     #[command(flatten)]
     pub link: LinkArgs,
 }
 
-pub fn page(args: PageArgs) -> Result<i32> {
-    let source = match (&args.page, &args.page_dir) {
-        (Some(p), _) => PageSource::Builtin(p.clone()),
-        (None, Some(d)) => PageSource::Dir(d.clone()),
+/// The link and the load the flags ask for, every value through the workload's own parser.
+pub fn page_run(args: &PageArgs) -> Result<(LinkOptions, LinkSpec, PageRun)> {
+    let mut params = FlagParams::new(WorkloadKind::Page);
+    params.set("protocol", "--proto", Some(&args.proto))?;
+    match (&args.page, &args.page_dir) {
+        (Some(p), _) => params.set("page", "--page", Some(p))?,
+        // A page directory is a path: with a slash, so that it is not taken for a built-in name.
+        (None, Some(d)) => params.set(
+            "page",
+            "--page-dir",
+            Some(&std::path::Path::new(".").join(d).display().to_string()),
+        )?,
         (None, None) => bail!("give --page NAME or --page-dir DIR"),
-    };
-    source
-        .validate()
-        .map_err(anyhow::Error::msg)
-        .with_context(|| {
-            if args.page.is_some() {
-                "--page"
-            } else {
-                "--page-dir"
-            }
-        })?;
-    let stack = StackOptions {
-        tls: args.tls,
-        ..StackOptions::default()
     }
-    .with_cc(args.proto, &args.cc)
-    .map_err(|e| anyhow::anyhow!("--cc: {e}"))?;
-    let browser = if args.browser == "chromium" {
-        quiclab_browser::check_chromium(Path::new(quiclab_browser::DEFAULT_CHROMIUM))?;
-        Browser::Chromium
-    } else {
-        Browser::Builtin
-    };
+    params.set("browser", "--browser", Some(&args.browser))?;
+    params.set("max_streams", "--max-streams", args.max_streams.as_deref())?;
+    params.stack(&args.stack)?;
+    params.run(&args.run)?;
     let options = args.link.options();
     let spec = args.link.to_spec()?;
-    let mut stack = stack;
-    stack.fec = args
-        .fec
-        .map(|n| quiclab_proto::options::FecSettings::for_rtt(n, spec.base_rtt()));
-    let run = PageRun {
-        proto: args.proto,
-        page: source,
-        browser,
-        max_streams: args.max_streams,
-        stack,
-        timeout: args.timeout,
+    let WorkloadSpec::Page(run) = params.build(&spec)? else {
+        bail!("page parameters built another workload");
     };
-    run.validate()
-        .map_err(|(key, e)| anyhow::anyhow!("--{key}: {e}"))?;
+    Ok((options, spec, run))
+}
+
+pub fn page(args: PageArgs) -> Result<i32> {
+    let (options, spec, run) = page_run(&args)?;
     // Before the lab starts, so that a refusal costs no run.
     if let Some(har) = &args.har {
         quiclab_outputs::check_user_file(har, "--har", args.force)?;
@@ -120,8 +91,9 @@ pub fn page(args: PageArgs) -> Result<i32> {
             quiclab_outputs::check_user_file(&w.with_extension("svg"), "--waterfall", args.force)?;
         }
     }
-    let mut running = quiclab_workload::harness::start_lab(&options, &spec, args.keep.as_deref())?;
-    let out = run.run(&mut running, args.keep.as_deref())?;
+    let keep = args.run.keep.as_deref();
+    let mut running = quiclab_workload::harness::start_lab(&options, &spec, keep)?;
+    let out = run.run(&mut running, keep)?;
     drop(running);
     let notes = run.write_har_and_waterfall(
         &out.result,
@@ -133,7 +105,7 @@ pub fn page(args: PageArgs) -> Result<i32> {
         eprintln!("quiclab page: {note}");
     }
     let r = &out.result;
-    if args.json {
+    if args.run.json {
         println!("{}", serde_json::to_string_pretty(r)?);
     } else {
         println!(

@@ -76,7 +76,7 @@ pub fn run(args: RunArgs) -> Result<i32> {
         &crate::signals::set_exit_hint,
     )?;
     if args.report {
-        crate::report_cmd::write_report(&outcome.out, &crate::report_cmd::ReportChoice::default())?;
+        crate::report_cmd::write(&outcome.out, &Default::default())?;
     }
     Ok(if outcome.failed > 0 { 1 } else { 0 })
 }

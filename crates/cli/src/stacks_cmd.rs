@@ -7,12 +7,17 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
+use quiclab_experiment::WorkloadKind;
+use quiclab_lab::LinkSpec;
+use quiclab_link::LinkOptions;
 use quiclab_proto::options::{Protocol, QuicCongestion, StackOptions, TcpCongestion, TlsVersion};
 use quiclab_workload::Workload;
+use quiclab_workload::WorkloadSpec;
 use quiclab_workload::bulk::BulkRun;
 use quiclab_workload::child::{FetchConfig, ServeConfig};
 
 use crate::link_args::LinkArgs;
+use crate::workload_args::{FlagParams, OnSwitchFlags, RunFlags, StackFlags};
 
 #[derive(Args, Debug, Clone)]
 pub struct StackArgs {
@@ -37,7 +42,7 @@ pub struct StackArgs {
     pub gquic_n: u32,
     /// XOR FEC under QUIC with N data datagrams per parity (2–64); both ends must use it.
     /// Partial groups are flushed after 5 ms (the RTT is not known here)
-    #[arg(long, value_name = "N", value_parser = fec_group)]
+    #[arg(long, value_name = "N", value_parser = quiclab_workload::params::fec_group)]
     pub fec: Option<u8>,
 }
 
@@ -249,95 +254,58 @@ pub fn fetch(args: FetchArgs) -> Result<i32> {
 pub struct BulkArgs {
     /// h1, h2 or h3
     #[arg(long)]
-    pub proto: Protocol,
+    pub proto: String,
     /// Bytes to download, e.g. 10MB, 500kB, 1MiB
-    #[arg(long, default_value = "10MB", value_parser = quiclab_runner::prepare::parse_size)]
-    pub size: u64,
+    #[arg(long, default_value = "10MB")]
+    pub size: String,
+    /// Resume the TLS session of an earlier connection (a first connection fetches the ticket)
     #[arg(long, conflicts_with = "switch")]
     pub resume: bool,
+    /// h3: resume with 0-RTT data
     #[arg(long = "0rtt", conflicts_with = "switch")]
     pub zero_rtt: bool,
-    /// Give up on the download after this long (default: 30 s + 4 × the transfer at the link's
-    /// mean rate); the run then fails with what it received
-    #[arg(long, value_parser = crate::link_args::std_duration, value_name = "DURATION")]
-    pub timeout: Option<Duration>,
+    #[command(flatten)]
+    pub stack: StackFlags,
+    #[command(flatten)]
+    pub run: RunFlags,
     #[command(flatten)]
     pub switch: crate::link_args::SwitchArgs,
     #[command(flatten)]
-    pub on_switch: crate::link_args::OnSwitchArgs,
-    /// Congestion control of the protocol used (TCP: cubic|reno|bbr; QUIC: cubic|newreno|bbr|gquic-cubic)
-    #[arg(long, default_value = "cubic")]
-    pub cc: String,
-    /// TLS version for h1/h2
-    #[arg(long, value_name = "1.2|1.3")]
-    pub tls: Option<TlsVersion>,
-    /// Connections emulated by gquic-cubic (N; β = (N−1+0.7)/N)
-    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..))]
-    pub gquic_n: u32,
-    /// h3: XOR FEC under QUIC on both ends, one parity datagram after every N data datagrams
-    /// (2–64; gQUIC 2015's, seed 000's F_G ≈ 3 is N = 2); partial groups flushed after
-    /// max(RTT/2, 5 ms). Off by default (docs/fec.md)
-    #[arg(long, value_name = "N", value_parser = fec_group, conflicts_with = "switch")]
-    pub fec: Option<u8>,
-    /// Over IPv6
-    #[arg(long)]
-    pub ipv6: bool,
-    /// Keep the emulator's packet log (link.log), the server's congestion samples (cwnd.csv),
-    /// qlogs and the client/server outputs in this directory
-    #[arg(long, value_name = "DIR")]
-    pub keep: Option<PathBuf>,
-    /// Print one JSON object
-    #[arg(long)]
-    pub json: bool,
+    pub on_switch: OnSwitchFlags,
     #[command(flatten)]
     pub link: LinkArgs,
 }
 
-pub fn bulk(args: BulkArgs) -> Result<i32> {
-    let stack = StackOptions {
-        tls: args.tls,
-        gquic_n: args.gquic_n,
-        ..StackOptions::default()
-    }
-    .with_cc(args.proto, &args.cc)
-    .map_err(|e| anyhow::anyhow!("--cc: {e}"))?;
-    let run = BulkRun {
-        resume: args.resume,
-        zero_rtt: args.zero_rtt,
-        stack,
-        ipv6: args.ipv6,
-        qlog: true,
-        timeout: args.timeout,
-        switching: quiclab_workload::bulk::SwitchBehaviour {
-            on_switch: args.on_switch.on_switch,
-            stall_timeout: args.on_switch.switch_timeout,
-            migrate_delay: args.on_switch.migrate_delay,
-        },
-        ..BulkRun::new(args.proto, args.size)
-    };
+/// The link and the run the flags ask for, every value through the workload's own parser.
+pub fn bulk_run(args: &BulkArgs) -> Result<(LinkOptions, LinkSpec, BulkRun)> {
+    let mut params = FlagParams::new(WorkloadKind::Bulk);
+    params.set("protocol", "--proto", Some(&args.proto))?;
+    params.set("size", "--size", Some(&args.size))?;
+    params.set_flag("resume", "--resume", args.resume)?;
+    params.set_flag("zero_rtt", "--0rtt", args.zero_rtt)?;
+    params.stack(&args.stack)?;
+    params.run(&args.run)?;
+    params.on_switch(&args.on_switch)?;
     let options = args.switch.apply(args.link.options());
     let spec = options.to_spec().map_err(anyhow::Error::msg)?;
-    let mut run = run;
-    run.stack.fec = args
-        .fec
-        .map(|n| quiclab_proto::options::FecSettings::for_rtt(n, spec.base_rtt()));
-    run.validate().map_err(|e| {
-        let flag = if e.contains("migrate") {
-            "--on-switch"
-        } else if e.contains("FEC") {
-            "--fec"
-        } else {
-            "--0rtt"
-        };
-        anyhow::anyhow!("{flag}: {e}")
-    })?;
-    let mut running = quiclab_workload::harness::start_lab(&options, &spec, args.keep.as_deref())?;
-    let out = run.run(&mut running, args.keep.as_deref())?;
+    let WorkloadSpec::Bulk(run) = params.build(&spec)? else {
+        bail!("bulk parameters built another workload");
+    };
+    Ok((options, spec, run))
+}
+
+pub fn bulk(args: BulkArgs) -> Result<i32> {
+    let (options, spec, mut run) = bulk_run(&args)?;
+    // The command line keeps qlogs with --keep (the runner does not: they are large).
+    run.qlog = true;
+    let keep = args.run.keep.as_deref();
+    let mut running = quiclab_workload::harness::start_lab(&options, &spec, keep)?;
+    let out = run.run(&mut running, keep)?;
     drop(running);
     let r = &out.result;
-    if args.json {
+    if args.run.json {
         println!("{}", serde_json::to_string_pretty(r)?);
-    } else if let Some(switches) = &r.switches {
+    } else if let Some(switches) = &r.network_switches {
         println!(
             "{} {} of {} bytes across {} switch(es) ({}): total {:.1} ms, goodput {:.3} Mbit/s, {} connection(s)",
             run.proto,
@@ -402,12 +370,4 @@ pub fn fec_line(f: &quiclab_workload::fec::FecResult) -> String {
             format!("; missing: {}", f.missing.join(", "))
         }
     )
-}
-
-/// `--fec N`: a group size quiclab-fec accepts.
-pub fn fec_group(s: &str) -> Result<u8, String> {
-    let n: usize = s.parse().map_err(|_| {
-        format!("expected a whole number of data datagrams per group (2–64); got {s:?}")
-    })?;
-    quiclab_fec::check_group(n).map(|n| n as u8)
 }

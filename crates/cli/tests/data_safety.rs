@@ -141,10 +141,17 @@ fn run_past_its_limit(
     // The run itself did not fail: `quiclab run` stored it (exit 0 or 1 for failed/timed-out runs).
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(matches!(out.status.code(), Some(0) | Some(1)), "{err}");
-    let runs = Store::open(&out_dir.join("results.sqlite"))
-        .unwrap()
-        .runs()
-        .unwrap();
+    let store = Store::open(&out_dir.join("results.sqlite")).unwrap();
+    // The stored document reads back with the workloads' types, partial result and all.
+    let typed = store.runs_as::<quiclab_workload::WorkloadOutput>().unwrap();
+    if let Some(r) = typed[0].document.result() {
+        assert!(
+            workload.contains(r.kind().name()),
+            "{workload}: {:?}",
+            r.kind()
+        );
+    }
+    let runs = store.runs().unwrap();
     assert_eq!(runs.len(), 1, "{err}");
     let run = runs.into_iter().next().unwrap();
     let _ = std::fs::remove_dir_all(&dir);
@@ -153,8 +160,12 @@ fn run_past_its_limit(
 
 fn assert_censored(run: &quiclab_results::StoredRun, limit_s: f64) {
     assert_eq!(run.status, Status::Timeout, "{:?}", run.reason);
-    let stored = run.result.as_ref().and_then(|r| r["time_limit_s"].as_f64());
-    assert_eq!(stored, Some(limit_s), "{:?}", run.result);
+    assert_eq!(
+        run.document.time_limit_s(),
+        Some(limit_s),
+        "{:?}",
+        run.document
+    );
 }
 
 #[test]
@@ -171,7 +182,7 @@ fn a_video_run_forced_past_its_limit_is_stored_as_timeout() {
     );
     assert_censored(&run, 6.0);
     // What the player measured until then is kept beside the limit.
-    let doc = run.result.unwrap();
+    let doc = run.document.result().cloned().expect("a partial result");
     let player = &doc["players"][0];
     assert_eq!(player["error"]["kind"], "timed_out", "{player}");
     assert!(
@@ -195,7 +206,7 @@ fn a_flows_run_forced_past_its_limit_is_stored_as_timeout() {
         "4s",
     );
     assert_censored(&run, 4.0);
-    let flows = run.result.unwrap()["flows"].clone();
+    let flows = run.document.result().expect("a partial result")["flows"].clone();
     for f in flows.as_array().unwrap() {
         assert_eq!(f["error"]["kind"], "timed_out", "{f}");
     }

@@ -248,6 +248,15 @@ fn a_tiny_scenario_runs_end_to_end_into_sqlite_csv_and_a_report() {
     let store = Store::open(&out_dir.join("results.sqlite")).unwrap();
     let runs = store.runs().unwrap();
     assert_eq!(runs.len(), 12);
+    // Every document reads back with the workloads' types, as the bulk result it was written as,
+    // and its declared metrics agree with the metrics table.
+    for r in store.runs_as::<quiclab_workload::WorkloadOutput>().unwrap() {
+        let Some(quiclab_workload::WorkloadOutput::Bulk(b)) = r.document.result() else {
+            panic!("{}: {:?}", r.key, r.document.status());
+        };
+        assert_eq!(b.total_ms, r.metrics["total_ms"], "{}", r.key);
+        assert_eq!(b.proto, r.contender, "{}", r.key);
+    }
     for r in &runs {
         assert_eq!(r.status, Status::Ok, "{}: {:?}", r.key, r.reason);
         let total = r.metrics["total_ms"];
@@ -267,7 +276,7 @@ fn a_tiny_scenario_runs_end_to_end_into_sqlite_csv_and_a_report() {
             .collect();
         let names: Vec<&str> = r.metrics.keys().map(String::as_str).collect();
         assert_eq!(names, expected, "{}", r.key);
-        assert!(r.result.as_ref().unwrap()["fidelity"].is_object());
+        assert!(r.document.result().unwrap()["fidelity"].is_object());
     }
     let protocols: std::collections::BTreeSet<_> =
         runs.iter().map(|r| r.contender.as_str()).collect();

@@ -177,7 +177,7 @@ fn a_video_player_that_never_recovers_fails_naming_the_switch() {
 
 /// The one switch of a run's `switches`.
 fn only_switch(r: &serde_json::Value) -> &serde_json::Value {
-    let sw = r["switches"].as_array().expect("switches");
+    let sw = r["network_switches"].as_array().expect("network_switches");
     assert_eq!(sw.len(), 1, "{r}");
     &sw[0]
 }

@@ -6,10 +6,10 @@
 //! Jain's fairness index J = (Σx)² / (n · Σx²) is 1 when all n flows get the same and 1/n when one
 //! gets everything.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Bytes of one flow per bin.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Bins {
     /// Time of bin 0's start (ns, the caller's clock).
     pub start_ns: u64,

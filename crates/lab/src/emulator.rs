@@ -27,7 +27,7 @@ use hdrhistogram::Histogram;
 use quiclab_link::switch::AddressGate;
 use quiclab_link::switch::GateVerdict;
 use quiclab_link::{Departure, DirectionConfig, LinkModel, ModelSummary, Nanos, Verdict};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::offload::{Frame, OffloadIo};
 use crate::packet_log::{LogEvent, LogWriter};
@@ -79,7 +79,7 @@ const MAX_PHASES: usize = 16;
 pub const LATE_THRESHOLD_NS: Nanos = 100_000;
 
 /// Which way a packet travels.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Direction {
     /// client → server
@@ -145,7 +145,7 @@ pub struct EmulatorConfig {
 }
 
 /// Fidelity figures of one direction.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct DirectionFidelity {
     pub direction: Direction,
     /// The model's view: counters (offered, forwarded, dropped by cause), queue and sojourn distributions.
@@ -164,6 +164,7 @@ pub struct DirectionFidelity {
     pub backlogged_rate_bps: Option<f64>,
     /// Bytes and time over which `backlogged_rate_bps` was measured.
     pub backlogged_bytes: u64,
+    #[serde(deserialize_with = "quiclab_link::stats::f64_or_nan")]
     pub backlogged_seconds: f64,
     /// Writes to the egress TUN that failed (the packet is lost and counted here).
     pub write_errors: u64,
@@ -176,6 +177,7 @@ pub struct DirectionFidelity {
     pub dropped_not_yet_valid_address_packets: u64,
     /// CPU seconds of the scheduler thread, which serves both directions (the same figure in both).
     /// It includes the receiving kernel's network stack, which runs in the context of each TUN write.
+    #[serde(deserialize_with = "quiclab_link::stats::f64_or_nan")]
     pub cpu_seconds: f64,
     /// Whether the thread ran under SCHED_FIFO.
     pub realtime: bool,
@@ -185,31 +187,35 @@ pub struct DirectionFidelity {
 }
 
 /// The evidence of the emulator's own fidelity that goes with every result.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct FidelityReport {
     pub uplink: DirectionFidelity,
     pub downlink: DirectionFidelity,
     /// Lateness over both directions.
     pub lateness_us: Distribution,
     /// Emulator CPU (the scheduler thread) as a fraction of one core over the run.
+    #[serde(deserialize_with = "quiclab_link::stats::f64_or_nan")]
     pub cpu_core_fraction: f64,
+    #[serde(deserialize_with = "quiclab_link::stats::f64_or_nan")]
     pub wall_seconds: f64,
     /// Log events dropped because the log writer could not keep up (the log is then incomplete).
     pub log_events_dropped: u64,
     /// Share of all releases more than 100 µs late.
+    #[serde(deserialize_with = "quiclab_link::stats::f64_or_nan")]
     pub late_share: f64,
     /// Lateness per phase the caller marked (`Emulator::begin_phase`; calibrate: rtt, tcp,
     /// udp-loss), in order; empty when none were marked.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub phases: Vec<PhaseLateness>,
 }
 
 /// Release lateness over one marked phase (both directions).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PhaseLateness {
     pub name: String,
     pub lateness_us: Distribution,
     /// Share of the phase's releases more than 100 µs late.
+    #[serde(deserialize_with = "quiclab_link::stats::f64_or_nan")]
     pub late_share: f64,
 }
 
@@ -498,7 +504,7 @@ struct LiveCounters {
 }
 
 /// A reading of one direction's live counters.
-#[derive(Debug, Clone, Copy, Default, Serialize)]
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
 pub struct LaneSnapshot {
     pub delivered_packets: u64,
     pub delivered_bytes: u64,

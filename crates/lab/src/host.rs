@@ -113,13 +113,17 @@ impl CpuMeter {
 
 /// What a spinning thread at the emulator's priority saw of the machine: gaps in its own run,
 /// which no scheduler on this (virtual) machine can avoid — the floor under release lateness.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Hiccups {
+    #[serde(deserialize_with = "quiclab_link::stats::f64_or_nan")]
     pub seconds: f64,
     /// Gaps longer than 100 µs, per second.
+    #[serde(deserialize_with = "quiclab_link::stats::f64_or_nan")]
     pub gaps_over_100us_per_s: f64,
     /// Share of the time spent in gaps longer than 100 µs.
+    #[serde(deserialize_with = "quiclab_link::stats::f64_or_nan")]
     pub time_in_gaps_over_100us: f64,
+    #[serde(deserialize_with = "quiclab_link::stats::f64_or_nan")]
     pub max_gap_us: f64,
 }
 

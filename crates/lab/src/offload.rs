@@ -13,7 +13,7 @@ use std::io::ErrorKind;
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::Arc;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tun_rs::{
     SyncDevice, VIRTIO_NET_HDR_GSO_TCPV4, VIRTIO_NET_HDR_GSO_TCPV6, VIRTIO_NET_HDR_GSO_UDP_L4,
     VIRTIO_NET_HDR_LEN, VirtioNetHdr,
@@ -397,13 +397,15 @@ fn complete_checksum(frame: &mut [u8]) -> Result<(), Unsplittable> {
 pub const FAULT_GSO_REFUSED_ENV: &str = "QUICLAB_FAULT_GSO_REFUSED";
 
 /// What one direction's offload did, for the fidelity report.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct OffloadFigures {
     /// Coalescing window in µs (0: each segment written on its own).
+    #[serde(deserialize_with = "quiclab_link::stats::f64_or_nan")]
     pub window_us: f64,
     /// Reads that returned a packet, and the MTU packets they gave (a super-packet gives several).
     pub reads: u64,
     pub read_segments: u64,
+    #[serde(deserialize_with = "quiclab_link::stats::f64_or_nan")]
     pub segments_per_read: f64,
     /// Super-packets the kernel handed over that could not be split (malformed or unsupported):
     /// dropped and counted, never forwarded.
@@ -414,6 +416,7 @@ pub struct OffloadFigures {
     /// segments of one frame).
     pub batches: u64,
     pub batch_segments: u64,
+    #[serde(deserialize_with = "quiclab_link::stats::f64_or_nan")]
     pub segments_per_batch: f64,
     /// Writes the receiving kernel counted (its TUN's received packets; a coalesced GSO packet is
     /// one), and delivered packets per write.

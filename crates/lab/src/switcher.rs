@@ -11,12 +11,12 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use quiclab_link::switch::SwitchSchedule;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::topology::{MAX_SWITCH_EPOCHS, switch_addresses};
 
 /// One switch as the lab carried it out.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct AppliedSwitch {
     /// The scheduled instant (s on the emulator's clock).
     pub at_s: f64,

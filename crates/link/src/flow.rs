@@ -13,10 +13,10 @@
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The transport of a flow.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Transport {
     Tcp,
@@ -28,7 +28,7 @@ const IPPROTO_UDP: u8 = 17;
 
 /// A flow's 5-tuple with its endpoints in canonical order (`low` ≤ `high`), so both directions of
 /// a connection share one key.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct FlowKey {
     pub transport: Transport,
     pub low: SocketAddr,
@@ -133,7 +133,7 @@ impl FlowKey {
 }
 
 /// One flow's packets and bytes at one direction of the bottleneck.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FlowCounters {
     pub offered_packets: u64,
     pub offered_bytes: u64,
@@ -157,7 +157,7 @@ impl FlowCounters {
 }
 
 /// A flow and its counters, as reports carry them.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FlowSummary {
     pub key: FlowKey,
     #[serde(flatten)]

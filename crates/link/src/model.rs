@@ -69,7 +69,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::flow::{Fate, FlowKey, FlowTable};
 use crate::loss::LossProcess;
@@ -147,7 +147,7 @@ pub struct Departure {
 }
 
 /// Per-direction packet and byte counters.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Counters {
     /// Packets offered to the link.
     pub offered_packets: u64,
@@ -184,7 +184,7 @@ impl Counters {
 }
 
 /// Everything a report needs about one direction.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ModelSummary {
     /// The rate, e.g. `10mbit`, `trace cell.trace (mean 4.3mbit)`, `profile np2b-typical`.
     pub rate: String,
@@ -199,6 +199,7 @@ pub struct ModelSummary {
     /// The counters.
     pub counters: Counters,
     /// [`Counters::loss_ratio`].
+    #[serde(deserialize_with = "crate::stats::f64_or_nan")]
     pub loss_ratio: f64,
     /// Per forwarded packet: `service_start − arrival`, in microseconds.
     pub queueing_delay_us: Distribution,

@@ -40,7 +40,7 @@ use crate::error::line_of_offset;
 use crate::units::{parse_duration, parse_probability, parse_rate};
 
 /// One step of a profile.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ProfileStep {
     /// How long the step lasts (> 0).
     pub duration: Nanos,
@@ -53,7 +53,7 @@ pub struct ProfileStep {
 }
 
 /// A time-varying link profile.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Profile {
     /// Name used in reports.
     pub name: String,

@@ -2,7 +2,7 @@
 //! [`DirectionConfig`]s the emulator runs. Shared by every command that builds a lab.
 
 use crate::{DirectionConfig, LossSpec, Nanos, QueueLimit, RateSpec};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// One direction as asked for.
 #[derive(Debug, Clone)]
@@ -122,13 +122,15 @@ impl DirectionSpec {
 }
 
 /// Configured figures of one direction over a window of time.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct WindowFigures {
     /// Mean rate in bit/s; None when unlimited.
     pub rate_bps: Option<f64>,
     /// Mean one-way delay in ns.
+    #[serde(deserialize_with = "crate::stats::f64_or_nan")]
     pub delay: f64,
     /// Mean random-loss probability.
+    #[serde(deserialize_with = "crate::stats::f64_or_nan")]
     pub loss: f64,
 }
 
@@ -147,12 +149,14 @@ pub struct LinkSpec {
 }
 
 /// A serialisable description of a link, stored with every result.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LinkDescription {
     pub uplink: String,
     pub downlink: String,
+    #[serde(deserialize_with = "crate::stats::f64_or_nan")]
     pub rtt_ms: f64,
     pub seed: u64,
+    #[serde(deserialize_with = "crate::stats::f64_or_nan")]
     pub tun_compensation_us: f64,
 }
 

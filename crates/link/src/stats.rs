@@ -6,27 +6,39 @@
 //! report needs (nobody reads the fourth digit of a p99).
 
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::Nanos;
 
 /// Significant decimal digits kept by [`new_histogram`].
 pub const SIGNIFICANT_DIGITS: u8 = 3;
 
+/// Reads an `f64` that may have been written as `null`: serde_json writes a NaN (a figure that
+/// could not be measured, e.g. CPU time whose /proc entry was gone) as `null`, and a stored result
+/// must read back as it was written. Put on every plain `f64` field of a stored document.
+pub fn f64_or_nan<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+}
+
 /// A summary of a distribution, in the unit the values were recorded in.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
 pub struct Distribution {
     /// Number of recorded values.
     pub count: u64,
     /// Mean (to histogram precision).
+    #[serde(deserialize_with = "crate::stats::f64_or_nan")]
     pub mean: f64,
     /// Median.
+    #[serde(deserialize_with = "crate::stats::f64_or_nan")]
     pub p50: f64,
     /// 90th percentile.
+    #[serde(deserialize_with = "crate::stats::f64_or_nan")]
     pub p90: f64,
     /// 99th percentile.
+    #[serde(deserialize_with = "crate::stats::f64_or_nan")]
     pub p99: f64,
     /// Largest recorded value (to histogram precision).
+    #[serde(deserialize_with = "crate::stats::f64_or_nan")]
     pub max: f64,
 }
 

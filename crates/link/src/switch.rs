@@ -14,7 +14,7 @@
 use std::fmt;
 use std::net::IpAddr;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::Nanos;
 use crate::profile::{self, Profile, ProfileStep};
@@ -48,7 +48,7 @@ pub fn network_names() -> Vec<&'static str> {
 }
 
 /// One network of a schedule, entered at `at`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Network {
     /// When the client enters it (ns from the start of the run).
     pub at: Nanos,
@@ -59,7 +59,7 @@ pub struct Network {
 }
 
 /// A switch from one network to the next.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Switch {
     pub at: Nanos,
     pub from: String,
@@ -69,7 +69,7 @@ pub struct Switch {
 }
 
 /// A network switch schedule (see the module documentation).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SwitchSchedule {
     /// The text it was parsed from, resolved (a named schedule is shown expanded).
     pub text: String,

@@ -9,7 +9,7 @@
 
 use std::fmt;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::Nanos;
 
@@ -247,7 +247,7 @@ fn parse_probability_expecting(input: &str, expected: &str) -> Result<f64, UnitE
 }
 
 /// The capacity of a link's tail-drop queue.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub enum QueueLimit {
     /// At most this many bytes may wait.
     Bytes(u64),
@@ -350,7 +350,7 @@ pub fn parse_queue(s: &str) -> Result<QueueLimit, UnitError> {
 }
 
 /// A random-loss model.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub enum LossSpec {
     /// No random loss.
     None,

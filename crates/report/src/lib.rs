@@ -13,8 +13,9 @@
 //!   plotters' SVG backend so SVGs need no font at all.
 //! * `html` assembles the page and escapes everything taken from the input.
 //!
-//! The loading of results (from SQLite) and the command line live elsewhere;
-//! this crate only sees [`ReportInput`].
+//! * `from_store` reads a results database (runs with their typed documents)
+//!   into a [`ReportInput`] with the user's choices; `summary` is the
+//!   terminal table of `quiclab demo`. The command line lives elsewhere.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -23,7 +24,9 @@ mod aggregate;
 pub mod fairness;
 mod figures;
 mod fonts;
+pub mod from_store;
 mod html;
+pub mod summary;
 mod svg;
 pub mod video;
 

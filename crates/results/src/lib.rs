@@ -3,11 +3,14 @@
 //! Every finished run is committed in its own transaction the moment it ends, so a run killed at
 //! any point (Ctrl-C, SIGKILL, power loss) keeps every run finished before it, and `--resume`
 //! skips exactly those. The schema is documented in `docs/results.md`; [`SCHEMA`] is the source
-//! of truth and `PRAGMA user_version` carries [`SCHEMA_VERSION`].
+//! of truth and `PRAGMA user_version` carries [`SCHEMA_VERSION`]. Each run's document
+//! ([`RunDocument`]) says its outcome and carries the workload's typed result.
 
+pub mod document;
 mod export;
 mod store;
 
+pub use document::RunDocument;
 pub use export::{ExportSummary, export_csv};
 pub use store::{
     Attempt, Environment, SCHEMA, SCHEMA_VERSION, ScenarioRecord, Series, Session, Status, Store,

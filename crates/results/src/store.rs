@@ -6,9 +6,12 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::document::RunDocument;
 
 /// Bumped on any incompatible change of [`SCHEMA`]; stored in `PRAGMA user_version`.
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// The whole schema. Kept as one string so that `docs/results.md` can quote it and a test can
 /// check that the documentation and the code agree.
@@ -57,9 +60,10 @@ CREATE TABLE runs (
     host_steal    REAL,               -- fraction of CPU time the hypervisor stole during the run
                                       -- (NULL: it could not be read; the run is then flagged)
     session_id    INTEGER NOT NULL REFERENCES sessions(id),
-    result        TEXT,               -- JSON document of the run: every metric and the fidelity report
-                                      -- (a timed-out run: {\"time_limit_s\": …}, beside what
-                                      -- its players or flows measured until then)
+    result        TEXT NOT NULL,      -- JSON document of the run, by outcome (docs/results.md):
+                                      -- {\"outcome\": \"finished\", \"result\": {\"kind\": …}},
+                                      -- {\"outcome\": \"timed_out\", \"limit_s\": …, \"partial\": …},
+                                      -- {\"outcome\": \"failed\", \"reason\": …, \"partial\": …}
     attempt       INTEGER NOT NULL DEFAULT 1  -- which attempt this is; the earlier ones are in attempts
 );
 -- Attempts a run's row replaced: flagged attempts run again (retry_flagged), failed or timed-out
@@ -75,7 +79,7 @@ CREATE TABLE attempts (
     host_steal    REAL,
     session_id    INTEGER NOT NULL REFERENCES sessions(id),
     metrics       TEXT NOT NULL,      -- JSON object: every metric of the attempt
-    result        TEXT,
+    result        TEXT NOT NULL,      -- JSON document of the attempt, as runs.result
     PRIMARY KEY (run_key, attempt)
 );
 -- Every numeric metric of a run, one row each (the long form of runs.result).
@@ -96,11 +100,118 @@ CREATE TABLE series (
 CREATE INDEX series_by_run ON series (run_key, name);
 ";
 
-/// The `CREATE TABLE attempts` statement of [`SCHEMA`] (for upgrading older databases).
+/// The `CREATE TABLE attempts` statement of [`SCHEMA`].
 fn attempts_table() -> &'static str {
     let start = SCHEMA.find("CREATE TABLE attempts").unwrap_or(0);
     let len = SCHEMA[start..].find(");").map_or(0, |e| e + 2);
     &SCHEMA[start..start + len]
+}
+
+/// The attempts table as schema 3 created it (for upgrading a schema-2 database: its documents
+/// are then upgraded to schema 4 with the runs').
+fn attempts_table_v3() -> String {
+    attempts_table().replace(
+        "result        TEXT NOT NULL,      -- JSON document of the attempt, as runs.result",
+        "result        TEXT,",
+    )
+}
+
+/// The workload kind of a stored scenario (`[workload] kind`, default bulk), for upgrading its
+/// documents: the file as today's parser reads it, else its TOML's `kind` alone (an old file
+/// today's parser refuses still names its kind).
+fn stored_kind(conn: &Connection) -> Result<String> {
+    let (text, file): (String, String) = conn
+        .query_row("SELECT text, file FROM scenario WHERE id = 1", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .optional()?
+        .unwrap_or_default();
+    if let Ok(s) = quiclab_experiment::parse(&text, &file) {
+        return Ok(s.kind.name().to_string());
+    }
+    let value: toml::Table = toml::from_str(&text).unwrap_or_default();
+    Ok(value
+        .get("workload")
+        .and_then(|w| w.get("kind"))
+        .and_then(|k| k.as_str())
+        .unwrap_or("bulk")
+        .to_string())
+}
+
+/// Schema 3 → 4 in one transaction: every run's and attempt's document enveloped by outcome
+/// ([`document::upgrade_v3`]); video's metric `switches` renamed `bitrate_switches`. Nothing
+/// is dropped: a document that is not an object is kept as the result as it was.
+fn upgrade_3_to_4(conn: &Connection) -> Result<()> {
+    let kind = stored_kind(conn)?;
+    conn.execute_batch("BEGIN")?;
+    let work = || -> Result<()> {
+        for table in ["runs", "attempts"] {
+            let key_col = if table == "runs" {
+                "key"
+            } else {
+                "run_key || '#' || attempt"
+            };
+            let rows: Vec<(String, String, Option<String>, Option<String>)> = {
+                let mut stmt = conn.prepare(&format!(
+                    "SELECT {key_col}, status, reason, result FROM {table}"
+                ))?;
+                stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
+                    .collect::<rusqlite::Result<_>>()?
+            };
+            for (key, status, reason, result) in rows {
+                let old = result
+                    .map(|r| serde_json::from_str::<serde_json::Value>(&r))
+                    .transpose()
+                    .with_context(|| format!("{table} {key}: its result is not JSON"))?;
+                let doc = crate::document::upgrade_v3(
+                    old,
+                    Status::parse(&status)?,
+                    reason.as_deref(),
+                    &kind,
+                );
+                conn.execute(
+                    &format!("UPDATE {table} SET result = ?1 WHERE {key_col} = ?2"),
+                    params![serde_json::to_string(&doc)?, key],
+                )?;
+            }
+        }
+        if kind == "video" {
+            conn.execute(
+                "UPDATE metrics SET name = 'bitrate_switches' WHERE name = 'switches'",
+                [],
+            )?;
+            let rows: Vec<(String, i64, String)> = {
+                let mut stmt = conn.prepare("SELECT run_key, attempt, metrics FROM attempts")?;
+                stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+                    .collect::<rusqlite::Result<_>>()?
+            };
+            for (key, attempt, metrics) in rows {
+                let mut m: BTreeMap<String, f64> = serde_json::from_str(&metrics)
+                    .with_context(|| format!("attempt {attempt} of {key}: bad metrics"))?;
+                if let Some(v) = m.remove("switches") {
+                    m.insert("bitrate_switches".into(), v);
+                }
+                conn.execute(
+                    "UPDATE attempts SET metrics = ?1 WHERE run_key = ?2 AND attempt = ?3",
+                    params![serde_json::to_string(&m)?, key, attempt],
+                )?;
+            }
+        }
+        // The NOT NULL of the new result columns is documentation here: SQLite cannot add it to
+        // an existing column, and every row now has a document.
+        conn.execute_batch("PRAGMA user_version = 4;")?;
+        Ok(())
+    };
+    match work() {
+        Ok(()) => {
+            conn.execute_batch("COMMIT")?;
+            Ok(())
+        }
+        Err(e) => {
+            let _ = conn.execute_batch("ROLLBACK");
+            Err(e)
+        }
+    }
 }
 
 /// What `quiclab run` was asked to do.
@@ -160,9 +271,10 @@ impl Status {
     }
 }
 
-/// One finished run.
+/// One finished run. `R` is the type its document's result is read as (`serde_json::Value` by
+/// default; the runner and the report use the workloads' typed results).
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct StoredRun {
+pub struct StoredRun<R = serde_json::Value> {
     pub key: String,
     pub index: usize,
     pub setting: usize,
@@ -182,7 +294,8 @@ pub struct StoredRun {
     pub host_steal: Option<f64>,
     /// Filled in by [`Store::record`] (the current session) and by [`Store::runs`].
     pub session_id: i64,
-    pub result: Option<serde_json::Value>,
+    /// What the run produced, by outcome; agrees with `status` (checked when recorded).
+    pub document: RunDocument<R>,
     pub metrics: BTreeMap<String, f64>,
     /// 1-based: which attempt of the run this is (earlier ones are [`Attempt`]s).
     pub attempt: u32,
@@ -201,7 +314,7 @@ pub struct Attempt {
     pub host_steal: Option<f64>,
     pub session_id: i64,
     pub metrics: BTreeMap<String, f64>,
-    pub result: Option<serde_json::Value>,
+    pub document: RunDocument<serde_json::Value>,
 }
 
 /// One time series of a run.
@@ -226,8 +339,8 @@ fn now_unix() -> f64 {
 }
 
 impl Attempt {
-    fn of(run: &StoredRun) -> Attempt {
-        Attempt {
+    fn of<R: Serialize>(run: &StoredRun<R>) -> Result<Attempt> {
+        Ok(Attempt {
             run_key: run.key.clone(),
             attempt: run.attempt,
             status: run.status,
@@ -243,8 +356,33 @@ impl Attempt {
                 .filter(|(_, v)| v.is_finite())
                 .map(|(k, v)| (k.clone(), *v))
                 .collect(),
-            result: run.result.clone(),
-        }
+            document: run
+                .document
+                .clone_as_value()
+                .with_context(|| format!("run {}: its document", run.key))?,
+        })
+    }
+}
+
+/// A run's status and its document's outcome are one fact stored twice (the column for queries):
+/// they must agree.
+fn check_outcome<R>(run: &StoredRun<R>) -> Result<()> {
+    if run.document.status() != run.status {
+        bail!(
+            "internal: run {} has status {} but a document of outcome {}",
+            run.key,
+            run.status.as_str(),
+            run.document.status().as_str()
+        );
+    }
+    Ok(())
+}
+
+impl<R: Serialize> RunDocument<R> {
+    /// The document with its result as a JSON value.
+    pub fn clone_as_value(&self) -> Result<RunDocument<serde_json::Value>> {
+        let v = serde_json::to_value(self)?;
+        Ok(serde_json::from_value(v)?)
     }
 }
 
@@ -264,7 +402,7 @@ fn insert_attempt(conn: &Connection, a: &Attempt, session: i64) -> Result<()> {
             a.host_steal,
             session,
             serde_json::to_string(&a.metrics)?,
-            a.result.as_ref().map(|v| v.to_string()),
+            serde_json::to_string(&a.document)?,
         ],
     )?;
     Ok(())
@@ -296,9 +434,15 @@ impl Store {
             conn.execute_batch(&format!(
                 "BEGIN; ALTER TABLE runs ADD COLUMN attempt INTEGER NOT NULL DEFAULT 1; \
                  {} PRAGMA user_version = 3; COMMIT;",
-                attempts_table()
+                attempts_table_v3()
             ))
             .with_context(|| format!("{}: upgrading the results schema 2 → 3", path.display()))?;
+        }
+        if version <= 3 {
+            // Version 4 stores each run's document by outcome and with its kind (RunDocument).
+            upgrade_3_to_4(&conn).with_context(|| {
+                format!("{}: upgrading the results schema 3 → 4", path.display())
+            })?;
         } else if version != SCHEMA_VERSION {
             bail!(
                 "{}: results schema version {version}, this quiclab reads version {SCHEMA_VERSION}",
@@ -465,7 +609,7 @@ impl Store {
             .collect();
         let tx = self.conn.transaction()?;
         for run in &failed {
-            insert_attempt(&tx, &Attempt::of(run), run.session_id)?;
+            insert_attempt(&tx, &Attempt::of(run)?, run.session_id)?;
         }
         let filter = "SELECT key FROM runs WHERE status != 'ok'";
         tx.execute(
@@ -482,11 +626,12 @@ impl Store {
     }
 
     /// Stores an attempt that the run's next attempt replaces (a flagged attempt run again).
-    pub fn record_attempt(&mut self, run: &StoredRun) -> Result<()> {
+    pub fn record_attempt<R: Serialize>(&mut self, run: &StoredRun<R>) -> Result<()> {
         let session = self
             .session
             .context("internal: record_attempt() before begin_session()")?;
-        insert_attempt(&self.conn, &Attempt::of(run), session)
+        check_outcome(run)?;
+        insert_attempt(&self.conn, &Attempt::of(run)?, session)
             .with_context(|| format!("recording attempt {} of run {}", run.attempt, run.key))
     }
 
@@ -518,7 +663,7 @@ impl Store {
                 r.get::<_, Option<f64>>(7)?,
                 r.get::<_, i64>(8)?,
                 r.get::<_, String>(9)?,
-                r.get::<_, Option<String>>(10)?,
+                r.get::<_, String>(10)?,
             ))
         })?;
         let mut out = Vec::new();
@@ -541,10 +686,7 @@ impl Store {
                 host_steal: steal,
                 session_id: session,
                 metrics: serde_json::from_str(&m).with_context(|| bad("metrics"))?,
-                result: result
-                    .map(|r| serde_json::from_str(&r))
-                    .transpose()
-                    .with_context(|| bad("result"))?,
+                document: serde_json::from_str(&result).with_context(|| bad("result"))?,
                 run_key: key,
             });
         }
@@ -552,10 +694,11 @@ impl Store {
     }
 
     /// Commits one finished run, its metrics and its time series in one transaction.
-    pub fn record(&mut self, run: &StoredRun, series: &[Series]) -> Result<()> {
+    pub fn record<R: Serialize>(&mut self, run: &StoredRun<R>, series: &[Series]) -> Result<()> {
         let session = self
             .session
             .context("internal: record() before begin_session()")?;
+        check_outcome(run)?;
         let tx = self.conn.transaction()?;
         tx.execute(
             "INSERT INTO runs (key, run_index, setting, setting_label, contender, repetition, seed, params,
@@ -581,7 +724,8 @@ impl Store {
                 run.teardown_ms,
                 run.host_steal,
                 session,
-                run.result.as_ref().map(|v| v.to_string()),
+                serde_json::to_string(&run.document)
+                    .with_context(|| format!("run {}: its document", run.key))?,
                 run.attempt,
             ],
         )
@@ -612,8 +756,14 @@ impl Store {
         Ok(())
     }
 
-    /// Every recorded run in execution order, with its metrics.
+    /// Every recorded run in execution order, with its metrics; documents as JSON values.
     pub fn runs(&self) -> Result<Vec<StoredRun>> {
+        self.runs_as()
+    }
+
+    /// Every recorded run in execution order, its document's result read as `R`; a document
+    /// that does not read as `R` is an error naming the run.
+    pub fn runs_as<R: DeserializeOwned>(&self) -> Result<Vec<StoredRun<R>>> {
         let mut metrics: BTreeMap<String, BTreeMap<String, f64>> = BTreeMap::new();
         {
             let mut stmt = self
@@ -657,7 +807,7 @@ impl Store {
                     r.get::<_, Option<f64>>(14)?,
                     r.get::<_, Option<f64>>(15)?,
                     r.get::<_, i64>(16)?,
-                    r.get::<_, Option<String>>(17)?,
+                    r.get::<_, String>(17)?,
                 ),
                 r.get::<_, i64>(18)?,
             ))
@@ -698,10 +848,7 @@ impl Store {
                 teardown_ms,
                 host_steal,
                 session_id,
-                result: result
-                    .map(|r| serde_json::from_str(&r))
-                    .transpose()
-                    .with_context(|| bad("result"))?,
+                document: serde_json::from_str(&result).with_context(|| bad("result"))?,
                 attempt: attempt as u32,
                 key,
             });
@@ -818,7 +965,19 @@ pub(crate) mod tests {
             teardown_ms: Some(20.0),
             host_steal: Some(0.01),
             session_id: 0,
-            result: Some(serde_json::json!({"total_ms": 12.5})),
+            document: match status {
+                Status::Ok => RunDocument::Finished {
+                    result: serde_json::json!({"total_ms": 12.5}),
+                },
+                Status::Timeout => RunDocument::TimedOut {
+                    limit_s: 60.0,
+                    partial: None,
+                },
+                Status::Failed => RunDocument::Failed {
+                    reason: "the client failed".into(),
+                    partial: None,
+                },
+            },
             metrics: BTreeMap::from([("total_ms".into(), 12.5), ("utilization".into(), f64::NAN)]),
             attempt: 1,
         }
@@ -918,7 +1077,7 @@ pub(crate) mod tests {
             let c = Connection::open(&path).unwrap();
             let v2 = SCHEMA.replace(attempts_table(), "");
             let v2: String = v2
-                .replace("result        TEXT,", "result        TEXT ")
+                .replace("result        TEXT NOT NULL,", "result        TEXT ")
                 .lines()
                 .filter(|l| !l.starts_with("    attempt       INTEGER"))
                 .map(|l| format!("{l}\n"))

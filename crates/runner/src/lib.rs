@@ -22,8 +22,8 @@ use std::time::Instant;
 use anyhow::{Context, Result, anyhow};
 use quiclab_experiment::{MetricDef, RunSpec, Scenario, TraceRuns};
 use quiclab_results::{ScenarioRecord, Series, Status, Store, StoredRun};
-use quiclab_workload::RunError;
 use quiclab_workload::harness::exe;
+use quiclab_workload::{RunDocument, RunError, WorkloadOutput};
 
 pub use prepare::{PreparedRun, Preparer};
 
@@ -211,7 +211,10 @@ pub fn execute(
         db.display()
     );
     exe::pin();
-    let progress = Progress::new(todo.len() as u64);
+    let progress = Progress::new(
+        todo.len() as u64,
+        quiclab_workload::headline_metric(scenario.kind),
+    );
     let mut outcome = RunOutcome {
         out: out.to_path_buf(),
         ran: 0,
@@ -341,7 +344,7 @@ fn execute_one(
     run: &RunSpec,
     prepared: PreparedRun,
     trace_dir: Option<PathBuf>,
-) -> (StoredRun, Vec<Series>) {
+) -> (StoredRun<WorkloadOutput>, Vec<Series>) {
     let started_unix = now_unix();
     let cpu = quiclab_lab::host::CpuMeter::start();
     let t0 = Instant::now();
@@ -363,7 +366,10 @@ fn execute_one(
         teardown_ms: None,
         host_steal: None,
         session_id: 0,
-        result: None,
+        document: RunDocument::Failed {
+            reason: "the run ended before it produced anything".into(),
+            partial: None,
+        },
         metrics: BTreeMap::new(),
         attempt: 1,
     };
@@ -375,8 +381,13 @@ fn execute_one(
     let mut running = match lab {
         Ok(l) => l,
         Err(e) => {
+            let reason = format!("setting up the lab: {e:#}");
             stored.status = Status::Failed;
-            stored.reason = Some(format!("setting up the lab: {e:#}"));
+            stored.reason = Some(reason.clone());
+            stored.document = RunDocument::Failed {
+                reason,
+                partial: None,
+            };
             stored.duration_s = t0.elapsed().as_secs_f64();
             return (stored, series);
         }
@@ -406,24 +417,31 @@ fn execute_one(
             if let Some(f) = &output.fidelity {
                 stored.flags = fidelity::flags(&prepared.spec, f, host_steal);
             }
-            let mut document = output.document;
-            if let Some(failure) = output.failure {
-                stored.status = match &failure {
-                    RunError::Timeout { limit, .. } => {
+            let result = output.result;
+            stored.document = match output.failure {
+                None => RunDocument::Finished { result },
+                Some(failure) => {
+                    stored.reason = Some(failure.to_string());
+                    match failure {
                         // A player or flow stopped by the time limit: censored data, kept with
                         // what it measured until then, and the limit it hit.
-                        if let Some(doc) = document.as_object_mut() {
-                            doc.insert(
-                                "time_limit_s".into(),
-                                serde_json::json!(limit.as_secs_f64()),
-                            );
+                        RunError::Timeout { limit, .. } => {
+                            stored.status = Status::Timeout;
+                            RunDocument::TimedOut {
+                                limit_s: limit.as_secs_f64(),
+                                partial: Some(result),
+                            }
                         }
-                        Status::Timeout
+                        RunError::Failed(reason) => {
+                            stored.status = Status::Failed;
+                            RunDocument::Failed {
+                                reason,
+                                partial: Some(result),
+                            }
+                        }
                     }
-                    RunError::Failed(_) => Status::Failed,
-                };
-                stored.reason = Some(failure.to_string());
-            }
+                }
+            };
             for note in &output.notes {
                 eprintln!("quiclab run: {}: {note}", run.key);
             }
@@ -431,7 +449,6 @@ fn execute_one(
             stored
                 .metrics
                 .extend(quiclab_workload::collect_metrics(runner_values));
-            stored.result = Some(document);
             if let Some(dir) = &trace_dir {
                 // The workload's own series (per-flow throughput and cwnd) replace the busiest
                 // connection's cwnd that the files give.
@@ -446,16 +463,24 @@ fn execute_one(
             }
         }
         Err(e) => {
-            stored.status = match e {
-                RunError::Timeout { limit, .. } => {
-                    // A timed-out run took at least this long: reports treat it as censored.
-                    stored.result =
-                        Some(serde_json::json!({ "time_limit_s": limit.as_secs_f64() }));
-                    Status::Timeout
-                }
-                RunError::Failed(_) => Status::Failed,
-            };
             stored.reason = Some(e.to_string());
+            (stored.status, stored.document) = match e {
+                // A timed-out run took at least this long: reports treat it as censored.
+                RunError::Timeout { limit, .. } => (
+                    Status::Timeout,
+                    RunDocument::TimedOut {
+                        limit_s: limit.as_secs_f64(),
+                        partial: None,
+                    },
+                ),
+                RunError::Failed(reason) => (
+                    Status::Failed,
+                    RunDocument::Failed {
+                        reason,
+                        partial: None,
+                    },
+                ),
+            };
             stored.metrics = quiclab_workload::collect_metrics(runner_values);
         }
     }
@@ -502,10 +527,12 @@ struct Progress {
     bar: Option<indicatif::ProgressBar>,
     total: u64,
     done: std::cell::Cell<u64>,
+    /// Shown with each finished run.
+    headline: MetricDef,
 }
 
 impl Progress {
-    fn new(total: u64) -> Progress {
+    fn new(total: u64, headline: MetricDef) -> Progress {
         let bar = std::io::stderr().is_terminal().then(|| {
             let bar = indicatif::ProgressBar::new(total);
             bar.set_style(
@@ -520,6 +547,7 @@ impl Progress {
             bar,
             total,
             done: std::cell::Cell::new(0),
+            headline,
         }
     }
 
@@ -529,13 +557,14 @@ impl Progress {
         }
     }
 
-    fn finish_one(&self, run: &StoredRun) {
+    fn finish_one<R>(&self, run: &StoredRun<R>) {
         self.done.set(self.done.get() + 1);
-        let headline = run
-            .metrics
-            .get("total_ms")
-            .or_else(|| run.metrics.get("plt_ms"))
-            .map_or(String::new(), |t| format!(" {t:.0} ms"));
+        // The workload's headline metric, as it declares it.
+        let h = &self.headline;
+        let headline = run.metrics.get(h.name).map_or(String::new(), |v| {
+            let digits = if v.abs() >= 100.0 { 0 } else { 2 };
+            format!(" {} {v:.digits$} {}", h.name, h.unit)
+        });
         let line = format!(
             "[{}/{}] {} {}{}{headline}{}{}",
             self.done.get(),
@@ -567,7 +596,7 @@ impl Progress {
     }
 
     /// An attempt that was flagged and runs again.
-    fn retry(&self, run: &StoredRun, retry_flagged: u32) {
+    fn retry<R>(&self, run: &StoredRun<R>, retry_flagged: u32) {
         let line = format!(
             "[{}/{}] {} attempt {} of up to {} flagged ({}): running it again, same seed",
             self.done.get() + 1,

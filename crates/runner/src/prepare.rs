@@ -11,18 +11,12 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Result, anyhow};
-use quiclab_experiment::{RunSpec, Scenario, WorkloadKind};
-use quiclab_flows::FlowMix;
+use quiclab_experiment::{RunSpec, Scenario};
 use quiclab_lab::LinkSpec;
 use quiclab_link::LinkOptions;
 use quiclab_link::options::PATH_KEYS;
-use quiclab_proto::options::{Protocol, StackOptions, TlsVersion};
 use quiclab_workload::WorkloadSpec;
-use quiclab_workload::bulk::{BulkRun, SwitchBehaviour};
-use quiclab_workload::child::Browser;
-use quiclab_workload::flows::{FlowAmount, FlowsRun};
-use quiclab_workload::page::{PageRun, PageSource};
-use quiclab_workload::video::{VideoOptions, VideoRun};
+use quiclab_workload::params::Params;
 
 /// One run, ready to execute.
 #[derive(Debug, Clone)]
@@ -138,378 +132,34 @@ impl<'a> Preparer<'a> {
         Ok((options, spec))
     }
 
-    /// Validates and converts one run of the plan.
+    /// Validates and converts one run of the plan: every workload key through the workload's own
+    /// parser ([`Params::set`], the one behind the flags), then the run as a whole
+    /// ([`Params::build`]); an error names the line and key it blames.
     pub fn prepare(&self, run: &RunSpec) -> Result<PreparedRun> {
         let p = &run.params;
         let (link, spec) = self.link(p, run.seed)?;
-        let get = |k: &str| p.get(k).map(String::as_str);
-
-        let proto_s = get("protocol").unwrap_or("h2");
-        let proto: Protocol = proto_s
-            .parse()
-            .map_err(|e| self.at("protocol", proto_s, e))?;
-        let mut stack = StackOptions {
-            tls: get("tls")
-                .map(|t| t.parse::<TlsVersion>().map_err(|e| self.at("tls", t, e)))
-                .transpose()?,
-            ..StackOptions::default()
-        };
-        if let Some(cc) = get("cc") {
-            stack = stack.with_cc(proto, cc).map_err(|e| self.at("cc", cc, e))?;
+        let mut params = Params::new(self.scenario.kind).relative_to(&self.dir);
+        if let Some(t) = &self.scenario.timeout {
+            params
+                .set("timeout", &t.value.to_string())
+                .map_err(|e| anyhow!("{}:{}: key \"timeout\": {e}", self.file, t.line))?;
         }
-        let flag = |k: &str| -> Result<bool> {
-            match get(k) {
-                None | Some("false") => Ok(false),
-                Some("true") => Ok(true),
-                Some(v) => Err(self.at(k, v, "expected true or false")),
+        for (key, value) in p {
+            if key == "kind" || quiclab_link::options::LINK_KEYS.contains(&key.as_str()) {
+                continue;
             }
-        };
-        let resume = flag("resume")?;
-        let zero_rtt = flag("zero_rtt")?;
-        // XOR FEC under QUIC: `fec = N` (0 or "off": none), flushed after max(RTT/2, 5 ms).
-        if let Some(v) = get("fec")
-            && v != "0"
-            && v != "off"
-        {
-            let n = v
-                .parse::<usize>()
-                .ok()
-                .ok_or_else(|| self.at("fec", v, "expected a group size from 2 to 64, or 0 / off"))
-                .and_then(|n| quiclab_fec::check_group(n).map_err(|e| self.at("fec", v, e)))?;
-            // A bulk download or page load is one protocol's; flows and video apply FEC to
-            // their h3 flows and players (their own validation refuses a mix without one).
-            if matches!(self.scenario.kind, WorkloadKind::Bulk | WorkloadKind::Page)
-                && proto != Protocol::H3
-            {
-                return Err(self.at(
-                    "fec",
-                    v,
-                    format!(
-                        "FEC is quiclab's XOR FEC under QUIC: it needs h3, but this run is {proto}; leave the other protocols out with exclude = [{{ protocol = \"{proto}\", fec = {v} }}]"
-                    ),
-                ));
-            }
-            if spec.switch.is_some() {
-                return Err(self.at(
-                    "fec",
-                    v,
-                    "FEC across network switches is not built yet (the switching client makes its own QUIC endpoints)",
-                ));
-            }
-            stack.fec = Some(quiclab_proto::options::FecSettings::for_rtt(
-                n as u8,
-                spec.base_rtt(),
-            ));
+            params.set(key, value).map_err(|e| self.at(key, value, e))?;
         }
-        if zero_rtt && proto != Protocol::H3 {
-            return Err(self.at(
-                "zero_rtt",
-                "true",
-                format!(
-                    "0-RTT is QUIC's (quiclab's TCP stacks send no TLS early data), but this run is {proto}: \
-                     put zero_rtt in a grid with protocol = [\"h3\"], or use resume = true to compare \
-                     resumed handshakes"
-                ),
-            ));
-        }
-        let timeout = match &self.scenario.timeout {
-            Some(t) => {
-                let s = t.value.to_string();
-                let ns = quiclab_link::units::parse_duration(&s)
-                    .map_err(|e| anyhow!("{}:{}: key \"timeout\": {e}", self.file, t.line))?;
-                if ns == 0 {
-                    return Err(anyhow!(
-                        "{}:{}: key \"timeout\": must be more than 0",
-                        self.file,
-                        t.line
-                    ));
-                }
-                Some(Duration::from_nanos(ns))
-            }
-            None => None,
-        };
-        let switching = self.switching(p, &spec)?;
-        let work = match self.scenario.kind {
-            WorkloadKind::Page => {
-                if resume || zero_rtt {
-                    let key = if resume { "resume" } else { "zero_rtt" };
-                    return Err(self.at(
-                        key,
-                        "true",
-                        "page loads start cold (a fresh browser, no session tickets); resumption is \
-                         measured with kind = \"bulk\"",
-                    ));
-                }
-                let page_s = get("page").ok_or_else(|| {
-                    anyhow!(
-                        "{}: [workload] needs a page, e.g. page = \"carlucci-small\"",
-                        self.file
-                    )
-                })?;
-                // A name without a slash is a built-in page; anything else a directory, relative
-                // to the scenario file.
-                let page = if page_s.contains('/') {
-                    PageSource::Dir(PathBuf::from(self.resolve_path("page", page_s)))
-                } else {
-                    PageSource::Builtin(page_s.to_string())
-                };
-                page.validate().map_err(|e| self.at("page", page_s, e))?;
-                let browser = match get("browser") {
-                    None | Some("builtin") => Browser::Builtin,
-                    Some("chromium") => {
-                        quiclab_browser::check_chromium(Path::new(
-                            quiclab_browser::DEFAULT_CHROMIUM,
-                        ))
-                        .map_err(|e| self.at("browser", "chromium", e))?;
-                        Browser::Chromium
-                    }
-                    Some(other) => {
-                        return Err(self.at("browser", other, "expected builtin or chromium"));
-                    }
-                };
-                let max_streams = get("max_streams")
-                    .map(|m| {
-                        m.parse::<u64>()
-                            .ok()
-                            .filter(|&n| n >= 1)
-                            .ok_or_else(|| self.at("max_streams", m, "expected an integer ≥ 1"))
-                    })
-                    .transpose()?;
-                let run = PageRun {
-                    proto,
-                    browser,
-                    max_streams,
-                    stack,
-                    timeout: timeout.unwrap_or_else(|| page.default_timeout(&spec)),
-                    page,
-                };
-                run.validate()
-                    .map_err(|(key, e)| self.at(key, get(key).unwrap_or_default(), e))?;
-                WorkloadSpec::Page(run)
-            }
-            WorkloadKind::Flows => WorkloadSpec::Flows(self.flows(p, stack, timeout)?),
-            WorkloadKind::Video => {
-                let mut run = self.video(p, stack, timeout)?;
-                run.switching = switching;
-                run.validate()
-                    .map_err(|(key, e)| self.at(key, get(key).unwrap_or("reconnect"), e))?;
-                WorkloadSpec::Video(run)
-            }
-            WorkloadKind::Bulk => {
-                let size_s = get("size").ok_or_else(|| {
-                    anyhow!(
-                        "{}: [workload] needs a size (bulk), e.g. size = \"5MB\"",
-                        self.file
-                    )
-                })?;
-                let size = match size_s.parse::<u64>() {
-                    Ok(n) if n > 0 => n,
-                    _ => parse_size(size_s).map_err(|e| self.at("size", size_s, e))?,
-                };
-                if spec.switch.is_some() && (resume || zero_rtt) {
-                    let key = if resume { "resume" } else { "zero_rtt" };
-                    return Err(self.at(
-                        key,
-                        "true",
-                        "across network switches, resumption is chosen by on_switch = \"reconnect-0rtt\"",
-                    ));
-                }
-                let run =
-                    BulkRun {
-                        resume,
-                        zero_rtt,
-                        stack,
-                        timeout: Some(timeout.unwrap_or_else(|| {
-                            quiclab_workload::bulk::default_timeout(size, &spec)
-                        })),
-                        switching,
-                        ..BulkRun::new(proto, size)
-                    };
-                run.validate().map_err(|e| {
-                    self.at("on_switch", get("on_switch").unwrap_or("reconnect"), e)
-                })?;
-                WorkloadSpec::Bulk(run)
-            }
-        };
+        let work = params.build(&spec).map_err(|e| {
+            let value = p.get(e.key).map(String::as_str).unwrap_or_default();
+            self.at(e.key, value, e.message)
+        })?;
         Ok(PreparedRun { link, spec, work })
     }
 }
 
-impl Preparer<'_> {
-    /// How the client answers network switches (`on_switch`, `switch_timeout`,
-    /// `migrate_delay`): only with a `switch` schedule, only for the workloads whose clients
-    /// answer one (bulk, video).
-    fn switching(&self, p: &BTreeMap<String, String>, spec: &LinkSpec) -> Result<SwitchBehaviour> {
-        let get = |k: &str| p.get(k).map(String::as_str);
-        let keys = ["on_switch", "switch_timeout", "migrate_delay"];
-        if spec.switch.is_none() {
-            if let Some(k) = keys.into_iter().find(|k| get(k).is_some()) {
-                return Err(self.at(
-                    k,
-                    get(k).unwrap_or_default(),
-                    "it answers network switches: set a schedule with switch = \"wifi@0s,lte@60s\" (or \"arisu2019-lte\") in [link] or [grid]",
-                ));
-            }
-            return Ok(SwitchBehaviour::default());
-        }
-        if matches!(self.scenario.kind, WorkloadKind::Page | WorkloadKind::Flows) {
-            let v = get("switch").unwrap_or_default();
-            return Err(self.at(
-                "switch",
-                v,
-                format!(
-                    "network switches are answered by the bulk and video clients only; this scenario is kind = \"{}\"",
-                    self.scenario.kind.name()
-                ),
-            ));
-        }
-        let mut b = SwitchBehaviour::default();
-        if let Some(v) = get("on_switch") {
-            b.on_switch = v.parse().map_err(|e| self.at("on_switch", v, e))?;
-        }
-        let dur = |k: &str| -> Result<Option<Duration>> {
-            get(k)
-                .map(|v| {
-                    quiclab_link::units::parse_duration(v)
-                        .map(Duration::from_nanos)
-                        .map_err(|e| self.at(k, v, e))
-                })
-                .transpose()
-        };
-        if let Some(t) = dur("switch_timeout")? {
-            if t.is_zero() {
-                return Err(self.at("switch_timeout", "0s", "must be more than 0"));
-            }
-            b.stall_timeout = t;
-        }
-        if let Some(d) = dur("migrate_delay")? {
-            b.migrate_delay = d;
-        }
-        Ok(b)
-    }
-
-    /// A flow-mix run: every key parsed here, errors naming FILE:LINE and the key.
-    fn flows(
-        &self,
-        p: &BTreeMap<String, String>,
-        stack: StackOptions,
-        timeout: Option<Duration>,
-    ) -> Result<FlowsRun> {
-        let get = |k: &str| p.get(k).map(String::as_str);
-        let mix_s = get("flows").unwrap_or_default();
-        let mix = FlowMix::parse_joined(mix_s).map_err(|e| self.at("flows", mix_s, e))?;
-        let duration_of = |key: &str| -> Result<Option<Duration>> {
-            get(key)
-                .map(|v| {
-                    quiclab_link::units::parse_duration(v)
-                        .map(Duration::from_nanos)
-                        .map_err(|e| self.at(key, v, e))
-                })
-                .transpose()
-        };
-        let amount = match (get("size"), duration_of("duration")?) {
-            (Some(size_s), None) => {
-                let size = match size_s.parse::<u64>() {
-                    Ok(n) if n > 0 => n,
-                    _ => parse_size(size_s).map_err(|e| self.at("size", size_s, e))?,
-                };
-                FlowAmount::Size(size)
-            }
-            (None, Some(d)) => FlowAmount::Duration(d),
-            _ => {
-                return Err(anyhow!(
-                    "{}: kind = \"flows\" needs exactly one of duration and size",
-                    self.file
-                ));
-            }
-        };
-        let mut run = FlowsRun::new(mix, amount);
-        run.stack = stack;
-        run.timeout = timeout;
-        if let Some(offsets) = get("offsets") {
-            run.offsets = offsets
-                .split(',')
-                .map(|o| {
-                    quiclab_link::units::parse_duration(o.trim())
-                        .map(Duration::from_nanos)
-                        .map_err(|e| self.at("offsets", offsets, e))
-                })
-                .collect::<Result<_>>()?;
-        }
-        if let Some(bin) = duration_of("bin")? {
-            run.bin = bin;
-        }
-        run.cutoff = duration_of("cutoff")?;
-        run.validate().map_err(|(key, e)| {
-            let value = get(key).unwrap_or_default();
-            self.at(key, value, e)
-        })?;
-        Ok(run)
-    }
-}
-
-impl Preparer<'_> {
-    /// A video run: every key checked by the workload's own parser, errors naming FILE:LINE and
-    /// the key.
-    fn video(
-        &self,
-        p: &BTreeMap<String, String>,
-        stack: StackOptions,
-        timeout: Option<Duration>,
-    ) -> Result<VideoRun> {
-        let get = |k: &str| p.get(k).map(String::as_str);
-        let count = |k: &str| -> Result<Option<u32>> {
-            get(k)
-                .map(|v| {
-                    v.parse::<u32>()
-                        .ok()
-                        .filter(|n| (1..=64).contains(n))
-                        .ok_or_else(|| self.at(k, v, "expected an integer from 1 to 64"))
-                })
-                .transpose()
-        };
-        let live = match get("live") {
-            None | Some("false") => false,
-            Some("true") => true,
-            Some(v) => return Err(self.at("live", v, "expected true or false")),
-        };
-        // A content that is not built in is a file, relative to the scenario.
-        let content = get("content").map(|c| {
-            if quiclab_video::Content::builtin(c).is_some() {
-                c.to_string()
-            } else {
-                self.resolve_path("content", c)
-            }
-        });
-        let options = VideoOptions {
-            players: get("players").unwrap_or_default().to_string(),
-            abr: get("abr").map(str::to_string),
-            content,
-            live,
-            seek: get("seek").map(str::to_string),
-            duration: get("duration").map(str::to_string),
-            seek_policy: get("seek_policy").map(str::to_string),
-            buffer: get("buffer").map(str::to_string),
-            connections: count("connections")?,
-            parallel: count("parallel")?,
-        };
-        let mut run = VideoRun::from_options(&options)
-            .map_err(|(key, e)| self.at(key, get(key).unwrap_or_default(), e))?;
-        run.stack = stack;
-        run.timeout = timeout;
-        Ok(run)
-    }
-}
-
 /// A size such as 10MB, 500kB, 1MiB or 1000B (`--size` of `bulk`, `size` of scenarios).
-pub fn parse_size(s: &str) -> Result<u64, String> {
-    match quiclab_link::units::parse_queue(s) {
-        Ok(quiclab_link::QueueLimit::Bytes(b)) if b > 0 => Ok(b),
-        _ => Err(format!(
-            "expected a size such as 10MB, 500kB, 1MiB or 1000B (units B, kB, KiB, MB, MiB); got {s:?}"
-        )),
-    }
-}
+pub use quiclab_workload::params::size as parse_size;
 
 fn describe(params: &BTreeMap<String, String>) -> String {
     params

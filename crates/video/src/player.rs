@@ -222,8 +222,9 @@ pub struct PlayerMetrics {
     pub startup_s: Option<f64>,
     /// Seek request to playback at the target, one per seek that completed (s).
     pub seek_waits_s: Vec<f64>,
-    /// Level changes between consecutive downloads.
-    pub switches: u64,
+    /// Level changes between consecutive downloads (bitrate switches; network switches are
+    /// the link's, counted apart).
+    pub bitrate_switches: u64,
     /// Segments downloaded (the discarded ones included).
     pub segments: u64,
     pub discarded_segments: u64,
@@ -633,7 +634,7 @@ impl Player {
             stalls: self.stalls,
             startup_s: self.startup_s,
             seek_waits_s: self.seek_waits.clone(),
-            switches,
+            bitrate_switches: switches,
             segments: downloads.len() as u64,
             discarded_segments: downloads.iter().filter(|r| r.discarded).count() as u64,
             played_s: self.played_s,
@@ -725,7 +726,7 @@ mod tests {
         // BASIC: 8 Mbit/s measured after the first segment > 1.2 × 1 Mbit/s: level 1 from the 2nd.
         assert_eq!(p.log()[0].level, 0);
         assert!(p.log()[1..].iter().all(|r| r.level == 1));
-        assert_eq!(m.switches, 1);
+        assert_eq!(m.bitrate_switches, 1);
         assert!((m.avg_bitrate_mbps.unwrap() - 1.9).abs() < 1e-9);
         // Played: 4 s at 1 Mbit/s, 36 s at 2.
         assert!((m.played_bitrate_mbps.unwrap() - (4.0 + 72.0) / 40.0).abs() < 1e-9);

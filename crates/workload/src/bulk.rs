@@ -10,7 +10,7 @@ use quiclab_experiment::MetricDef;
 use quiclab_lab::{FidelityReport, LinkSpec, RunningLab, Side};
 use quiclab_link::spec::LinkDescription;
 use quiclab_proto::options::{Protocol, StackOptions};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::child::{
     ChildConfig, FetchChildReport, FetchConfig, SwitchFetchConfig, SwitchFetchReport,
@@ -152,7 +152,7 @@ pub fn transfer_estimate_seconds(bytes: f64, spec: &LinkSpec) -> f64 {
 }
 
 /// The result of one bulk transfer: the `quiclab bulk --json` contract.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct BulkResult {
     pub proto: String,
     /// ALPN as negotiated.
@@ -162,11 +162,15 @@ pub struct BulkResult {
     pub zero_rtt: bool,
     /// TCP's three-way handshake (None for QUIC).
     pub connect_ms: Option<f64>,
+    #[serde(deserialize_with = "quiclab_link::stats::f64_or_nan")]
     pub handshake_ms: f64,
+    #[serde(deserialize_with = "quiclab_link::stats::f64_or_nan")]
     pub ttfb_ms: f64,
+    #[serde(deserialize_with = "quiclab_link::stats::f64_or_nan")]
     pub total_ms: f64,
     pub bytes: u64,
     pub verified: Option<bool>,
+    #[serde(deserialize_with = "quiclab_link::stats::f64_or_nan")]
     pub goodput_mbps: f64,
     /// Seed 000's U = r/b: the bytes the bottleneck forwarded downstream (retransmissions and
     /// headers included) per second of the connection's life, over the link's mean rate (None
@@ -176,9 +180,13 @@ pub struct BulkResult {
     pub goodput_utilization: Option<f64>,
     /// Downlink packets lost at the bottleneck (random and tail drops) over those that arrived.
     pub loss_ratio: Option<f64>,
+    #[serde(deserialize_with = "quiclab_link::stats::f64_or_nan")]
     pub cpu_client_s: f64,
+    #[serde(deserialize_with = "quiclab_link::stats::f64_or_nan")]
     pub cpu_server_s: f64,
+    #[serde(deserialize_with = "quiclab_link::stats::f64_or_nan")]
     pub cpu_client_s_per_gb: f64,
+    #[serde(deserialize_with = "quiclab_link::stats::f64_or_nan")]
     pub cpu_server_s_per_gb: f64,
     pub cpu_emulator_s: Option<f64>,
     pub congestion_control: String,
@@ -190,7 +198,7 @@ pub struct BulkResult {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub on_switch: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub switches: Option<Vec<SwitchOutcome>>,
+    pub network_switches: Option<Vec<SwitchOutcome>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub connections: Option<Vec<quiclab_stacks::switching::ConnectionRecord>>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -205,6 +213,14 @@ pub struct BulkResult {
 }
 
 impl WorkloadResult for BulkResult {
+    const REPORT_METRICS: &'static [&'static str] = &[
+        "total_ms",
+        "ttfb_ms",
+        "goodput_mbps",
+        "loss_ratio",
+        "handshake_ms",
+    ];
+
     const METRICS: &'static [MetricDef] = &[
         MetricDef::completion_time("total_ms", "Download time", "ms"),
         MetricDef::lower("ttfb_ms", "Time to first byte", "ms"),
@@ -234,7 +250,7 @@ impl WorkloadResult for BulkResult {
     fn metric_values(&self) -> Vec<(&'static str, Option<f64>)> {
         let flag = |b: bool| Some(f64::from(u8::from(b)));
         let sw = crate::switch::SwitchFigures::of(
-            self.switches.as_deref(),
+            self.network_switches.as_deref(),
             self.connections.as_ref().map(Vec::len),
         );
         let mut values = vec![
@@ -285,7 +301,7 @@ impl Workload for BulkRun {
 
     fn time_series(&self, out: &Outcome<BulkResult>) -> Vec<crate::TimeSeries> {
         out.result
-            .switches
+            .network_switches
             .as_deref()
             .map(|sw| {
                 // total_ms counts from the first connection's opening (emulator clock).
@@ -414,7 +430,7 @@ impl Workload for BulkRun {
             .into(),
             link: spec.describe(),
             on_switch: None,
-            switches: None,
+            network_switches: None,
             connections: None,
             migrations: None,
             error: None,
@@ -508,7 +524,7 @@ impl BulkRun {
             path: "emulator".into(),
             link: spec.describe(),
             on_switch: Some(self.switching.on_switch.to_string()),
-            switches: Some(outcomes),
+            network_switches: Some(outcomes),
             connections: Some(r.connections.clone()),
             migrations: Some(r.migrations.clone()),
             fec: None,

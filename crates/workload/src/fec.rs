@@ -7,7 +7,7 @@
 
 use quiclab_experiment::MetricDef;
 use quiclab_stacks::fec_socket::FecCounters;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Said in every result with FEC: the difference from gQUIC that every such figure carries.
 pub const PARITY_NOTE: &str = "parity datagrams are sent outside quinn's congestion window \
@@ -15,7 +15,7 @@ pub const PARITY_NOTE: &str = "parity datagrams are sent outside quinn's congest
                                the controller, as in gQUIC";
 
 /// FEC's figures of a run or of one connection: the downlink's, and each end's whole counters.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct FecResult {
     /// Data datagrams per group (N).
     pub group: u64,
@@ -33,9 +33,9 @@ pub struct FecResult {
     pub server: Option<FecCounters>,
     pub client: Option<FecCounters>,
     /// Counters that could not be read (unknown is not zero: their figures above are null).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub missing: Vec<String>,
-    pub note: &'static str,
+    pub note: String,
 }
 
 impl FecResult {
@@ -65,7 +65,7 @@ impl FecResult {
             server,
             client,
             missing,
-            note: PARITY_NOTE,
+            note: PARITY_NOTE.to_string(),
         }
     }
 

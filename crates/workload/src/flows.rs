@@ -21,7 +21,7 @@ use quiclab_lab::{FidelityReport, LinkSpec, RunningLab, Side};
 use quiclab_link::spec::LinkDescription;
 use quiclab_link::{FlowSummary, Transport};
 use quiclab_proto::options::{Protocol, StackOptions};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::child::{ChildConfig, FlowClientConfig, FlowsClientConfig, FlowsClientReport};
 use crate::fec::FecResult;
@@ -216,7 +216,7 @@ impl FlowsRun {
 }
 
 /// One flow's result.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct FlowResult {
     /// Position in the mix, from 1.
     pub index: usize,
@@ -224,6 +224,7 @@ pub struct FlowResult {
     pub label: String,
     pub proto: String,
     pub cc: String,
+    #[serde(deserialize_with = "quiclab_link::stats::f64_or_nan")]
     pub offset_s: f64,
     /// The client's port (with the transport, the flow's key at the emulator).
     pub local_port: Option<u16>,
@@ -260,7 +261,7 @@ pub struct FlowResult {
 }
 
 /// The result of one flow mix: the `quiclab flows --json` contract.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct FlowsResult {
     /// The mix's contender label (`h3:gquic-cubic+h1:cubic`).
     pub mix: String,
@@ -281,6 +282,7 @@ pub struct FlowsResult {
     /// The link's downlink loss ratio (every packet, flows and the rest).
     pub loss_ratio: Option<f64>,
     pub bin_ms: u64,
+    #[serde(deserialize_with = "quiclab_link::stats::f64_or_nan")]
     pub cutoff_s: f64,
     pub duration_s: Option<f64>,
     pub size: Option<u64>,
@@ -290,7 +292,9 @@ pub struct FlowsResult {
     /// With FEC: the h3 flows' FEC summed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fec: Option<FecResult>,
+    #[serde(deserialize_with = "quiclab_link::stats::f64_or_nan")]
     pub cpu_client_s: f64,
+    #[serde(deserialize_with = "quiclab_link::stats::f64_or_nan")]
     pub cpu_server_s: f64,
     pub link: LinkDescription,
     pub fidelity: Option<FidelityReport>,
@@ -300,6 +304,14 @@ pub struct FlowsResult {
 }
 
 impl WorkloadResult for FlowsResult {
+    const REPORT_METRICS: &'static [&'static str] = &[
+        "goodput_mbps",
+        "jain",
+        "ratio_first_rest",
+        "utilization",
+        "loss_ratio",
+    ];
+
     const METRICS: &'static [MetricDef] = &[
         MetricDef::higher("jain", "Jain's index (window means)", ""),
         MetricDef::higher("jain_bins", "Jain's index (mean per bin)", ""),

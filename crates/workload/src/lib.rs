@@ -24,6 +24,7 @@ pub mod fec;
 pub mod flows;
 pub mod harness;
 pub mod page;
+pub mod params;
 pub mod switch;
 pub mod video;
 
@@ -32,7 +33,7 @@ use std::path::Path;
 
 use quiclab_experiment::{MetricDef, WorkloadKind};
 use quiclab_lab::{FidelityReport, LinkSpec, RunningLab};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 pub use harness::{RunError, WorkDir};
 
@@ -40,6 +41,10 @@ pub use harness::{RunError, WorkDir};
 pub trait WorkloadResult: Serialize {
     /// Every metric this result can have, declared once.
     const METRICS: &'static [MetricDef];
+
+    /// The metrics a report shows when the user does not choose, each declared in `METRICS`;
+    /// the first is the headline (CDFs, the wins table, the runner's progress line).
+    const REPORT_METRICS: &'static [&'static str];
 
     /// This run's values of the declared metrics (None: not measured in this run, e.g. the TCP
     /// connect time of QUIC). Only declared names.
@@ -161,10 +166,45 @@ pub fn collect_metrics(
         .collect()
 }
 
+/// The typed result of any workload: what a run's document holds (`kind` says which), written
+/// and read back with these types (`quiclab_results::RunDocument<WorkloadOutput>`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum WorkloadOutput {
+    Bulk(bulk::BulkResult),
+    Page(page::PageResult),
+    Flows(flows::FlowsResult),
+    Video(video::VideoResult),
+}
+
+/// A run's stored document, typed.
+pub type RunDocument = quiclab_results::RunDocument<WorkloadOutput>;
+
+impl WorkloadOutput {
+    pub fn kind(&self) -> WorkloadKind {
+        match self {
+            WorkloadOutput::Bulk(_) => WorkloadKind::Bulk,
+            WorkloadOutput::Page(_) => WorkloadKind::Page,
+            WorkloadOutput::Flows(_) => WorkloadKind::Flows,
+            WorkloadOutput::Video(_) => WorkloadKind::Video,
+        }
+    }
+
+    /// The result's `--json` document (without `kind`): what the workload's command prints.
+    pub fn to_json(&self) -> serde_json::Result<serde_json::Value> {
+        match self {
+            WorkloadOutput::Bulk(r) => serde_json::to_value(r),
+            WorkloadOutput::Page(r) => serde_json::to_value(r),
+            WorkloadOutput::Flows(r) => serde_json::to_value(r),
+            WorkloadOutput::Video(r) => serde_json::to_value(r),
+        }
+    }
+}
+
 /// A finished run of any workload, as the runner stores it.
 pub struct RunOutput {
-    /// The result document (the workload's `--json` contract).
-    pub document: serde_json::Value,
+    /// The typed result (the workload's `--json` contract, tagged with its kind).
+    pub result: WorkloadOutput,
     /// The declared metrics' values, the emulator's included.
     pub metrics: BTreeMap<String, f64>,
     pub fidelity: Option<FidelityReport>,
@@ -241,7 +281,10 @@ fn erase<W: Workload>(
     w: &W,
     running: &mut RunningLab,
     keep: Option<&Path>,
-) -> Result<RunOutput, RunError> {
+) -> Result<RunOutput, RunError>
+where
+    W::Output: Into<WorkloadOutput> + Clone,
+{
     let out = w.run(running, keep)?;
     let notes = match keep {
         Some(dir) => w.write_artifacts(&out, dir, &running.spec),
@@ -252,10 +295,11 @@ fn erase<W: Workload>(
     if let Some(f) = &out.fidelity {
         values.extend(emulator_metric_values(f));
     }
+    let failure = out.result.failure();
     Ok(RunOutput {
-        document: serde_json::to_value(&out.result).map_err(anyhow::Error::from)?,
+        result: out.result.into(),
         metrics: collect_metrics(values),
-        failure: out.result.failure(),
+        failure,
         fidelity: out.fidelity,
         notes,
         series,
@@ -274,33 +318,40 @@ pub fn kind_metrics(kind: WorkloadKind) -> Vec<MetricDef> {
 }
 
 /// The metrics a report shows for a workload kind when the user does not choose; the first is the
-/// primary one (CDFs, wins table).
+/// headline ([`WorkloadResult::REPORT_METRICS`]).
 pub fn report_metrics(kind: WorkloadKind) -> &'static [&'static str] {
     match kind {
-        WorkloadKind::Bulk => &[
-            "total_ms",
-            "ttfb_ms",
-            "goodput_mbps",
-            "loss_ratio",
-            "handshake_ms",
-        ],
-        WorkloadKind::Page => &["plt_ms", "connections", "loss_ratio"],
-        WorkloadKind::Flows => &[
-            "goodput_mbps",
-            "jain",
-            "ratio_first_rest",
-            "utilization",
-            "loss_ratio",
-        ],
-        WorkloadKind::Video => &[
-            "avg_bitrate_mbps",
-            "rebuffer_rate",
-            "mean_seek_wait_s",
-            "startup_s",
-            "switches",
-        ],
+        WorkloadKind::Bulk => bulk::BulkResult::REPORT_METRICS,
+        WorkloadKind::Page => page::PageResult::REPORT_METRICS,
+        WorkloadKind::Flows => flows::FlowsResult::REPORT_METRICS,
+        WorkloadKind::Video => video::VideoResult::REPORT_METRICS,
     }
 }
+
+/// The headline metric of a workload kind, as its result declares it.
+pub fn headline_metric(kind: WorkloadKind) -> MetricDef {
+    let name = report_metrics(kind)[0];
+    *kind_metrics(kind)
+        .iter()
+        .find(|m| m.name == name)
+        .expect("a workload's headline metric is one it declares (tested)")
+}
+
+macro_rules! into_output {
+    ($($variant:ident($t:ty)),*) => {$(
+        impl From<$t> for WorkloadOutput {
+            fn from(r: $t) -> WorkloadOutput {
+                WorkloadOutput::$variant(r)
+            }
+        }
+    )*};
+}
+into_output!(
+    Bulk(bulk::BulkResult),
+    Page(page::PageResult),
+    Flows(flows::FlowsResult),
+    Video(video::VideoResult)
+);
 
 /// Every metric any workload or the emulator declares, each name once (a name two workloads share
 /// has one meaning: checked by a test).
@@ -375,6 +426,25 @@ mod tests {
         );
     }
 
+    /// Written as a run's document and read back with the types, a result is what it was.
+    fn assert_stored_and_read_back<R: Into<WorkloadOutput> + Clone>(r: &R) {
+        let doc = RunDocument::Finished {
+            result: r.clone().into(),
+        };
+        let text = serde_json::to_string(&doc).unwrap();
+        let back: RunDocument = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.status(), quiclab_results::Status::Ok);
+        assert_eq!(
+            serde_json::to_value(&back).unwrap(),
+            serde_json::to_value(&doc).unwrap()
+        );
+        let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(
+            value["result"]["kind"],
+            back.result().unwrap().kind().name()
+        );
+    }
+
     #[test]
     fn every_value_a_result_gives_is_declared() {
         let bulk = bulk::BulkResult {
@@ -402,7 +472,7 @@ mod tests {
             path: "emulator".into(),
             link: link(),
             on_switch: None,
-            switches: None,
+            network_switches: None,
             connections: None,
             migrations: None,
             error: None,
@@ -410,6 +480,21 @@ mod tests {
             fidelity: None,
         };
         assert_declared(&bulk);
+        assert_stored_and_read_back(&bulk);
+        // A NaN (not measured) is stored as null and comes back as NaN, not as an error or 0.
+        let mut unmeasured = bulk.clone();
+        unmeasured.handshake_ms = f64::NAN;
+        let text = serde_json::to_string(&RunDocument::Finished {
+            result: unmeasured.into(),
+        })
+        .unwrap();
+        let Ok(RunDocument::Finished {
+            result: WorkloadOutput::Bulk(b),
+        }) = serde_json::from_str::<RunDocument>(&text)
+        else {
+            panic!("{text}")
+        };
+        assert!(b.handshake_ms.is_nan());
         assert!(
             bulk.failure()
                 .is_some_and(|f| matches!(f, RunError::Failed(r) if r.contains("did not match")))
@@ -438,6 +523,7 @@ mod tests {
             objects: Vec::new(),
         };
         assert_declared(&page);
+        assert_stored_and_read_back(&page);
         // The navigation's wall-clock start is in the document (for the HAR), never a metric.
         let m = collect_metrics(page.metric_values());
         assert!(!m.contains_key("navigation_start_unix_ms"));
@@ -468,6 +554,7 @@ mod tests {
             series: Vec::new(),
         };
         assert_declared(&flows);
+        assert_stored_and_read_back(&flows);
         assert!(flows.failure().is_none());
         // The series are not part of the --json contract.
         assert!(

@@ -15,7 +15,7 @@ use quiclab_lab::{FidelityReport, LinkSpec, RunningLab, Side};
 use quiclab_link::spec::LinkDescription;
 use quiclab_page::har::{HarPage, ObjectTiming};
 use quiclab_proto::options::{Protocol, StackOptions};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::child::{Browser, ChildConfig, PageClientConfig, PageClientReport, PageSummary};
 use crate::fec::FecResult;
@@ -99,7 +99,7 @@ pub struct PageRun {
 }
 
 /// The result of one page load: the `quiclab page --json` contract.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PageResult {
     #[serde(flatten)]
     pub summary: PageSummary,
@@ -143,6 +143,8 @@ impl PageRun {
 }
 
 impl WorkloadResult for PageResult {
+    const REPORT_METRICS: &'static [&'static str] = &["plt_ms", "connections", "loss_ratio"];
+
     const METRICS: &'static [MetricDef] = &[
         MetricDef::completion_time("plt_ms", "Page load time", "ms"),
         MetricDef::lower("connections", "Connections", ""),

@@ -7,7 +7,7 @@ use quiclab_lab::switcher::AppliedSwitch;
 use quiclab_link::switch::SwitchSchedule;
 use quiclab_stacks::switching::{ConnectionRecord, MigrationRecord, SwitchDownloadReport};
 use quiclab_stacks::video::VideoSwitchLog;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The window over which goodput is judged to have recovered (s).
 pub const RECOVERY_WINDOW_S: f64 = 1.0;
@@ -20,7 +20,7 @@ pub const DIED_TOLERANCE_S: f64 = 0.5;
 pub const BEFORE_WINDOW_S: f64 = 2.0;
 
 /// One switch as the download lived it (the `switches` list of `quiclab bulk --json`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SwitchOutcome {
     /// The switch instant (s on the emulator's clock).
     pub at_s: f64,

@@ -16,7 +16,7 @@ use quiclab_link::spec::LinkDescription;
 use quiclab_proto::options::{Protocol, StackOptions};
 use quiclab_stacks::video::VideoReport;
 use quiclab_video::{AbrKind, Content, PlayerConfig, PlayerEvent, PlayerMix, SegmentRecord};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::child::{ChildConfig, VideoClientConfig, VideoClientReport, VideoPlayerConfig};
 use crate::fec::FecResult;
@@ -204,7 +204,7 @@ impl VideoRun {
 }
 
 /// One player's result.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PlayerResult {
     /// Position among the players, from 1.
     pub index: usize,
@@ -225,8 +225,8 @@ pub struct PlayerResult {
     pub events: Vec<PlayerEvent>,
     /// Why the player stopped before the end (a timeout is its own kind).
     pub error: Option<quiclab_stacks::stop::StopReason>,
-    /// With network switches: each switch as this player lived it (`switches` of a player is
-    /// its count of bitrate switches).
+    /// With network switches: each switch as this player lived it (its count of bitrate
+    /// switches is `bitrate_switches`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub network_switches: Option<Vec<SwitchOutcome>>,
     /// With network switches: every connection the player opened.
@@ -242,7 +242,7 @@ pub struct PlayerResult {
 
 /// The result of a video run: the `quiclab video --json` contract. The top-level metrics are
 /// player 1's (the only one, unless several share the link).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct VideoResult {
     pub proto: String,
     pub parts: u32,
@@ -251,8 +251,11 @@ pub struct VideoResult {
     pub mix: String,
     pub content: String,
     pub live: bool,
+    #[serde(deserialize_with = "quiclab_link::stats::f64_or_nan")]
     pub segment_s: f64,
+    #[serde(deserialize_with = "quiclab_link::stats::f64_or_nan")]
     pub buffer_s: f64,
+    #[serde(deserialize_with = "quiclab_link::stats::f64_or_nan")]
     pub duration_s: f64,
     pub seek_policy: String,
     /// Mean bitrate of the downloaded segments (the seed's "average playback bitrate").
@@ -260,17 +263,17 @@ pub struct VideoResult {
     pub played_bitrate_mbps: Option<f64>,
     pub rebuffer_rate: Option<f64>,
     pub rebuffer_rate_with_seeks: Option<f64>,
+    #[serde(deserialize_with = "quiclab_link::stats::f64_or_nan")]
     pub rebuffer_s: f64,
     pub stalls: u64,
     pub startup_s: Option<f64>,
     pub seek_waits_s: Vec<f64>,
     pub mean_seek_wait_s: Option<f64>,
-    /// The count of bitrate switches, or with network switches (`--switch`) player 1's outcome
-    /// of each network switch (the `switches` list of issue 12's contract; the count is then in
-    /// `bitrate_switches`).
-    pub switches: Switches,
-    /// The count of bitrate switches (always).
+    /// The count of bitrate switches (level changes between consecutive downloads), player 1's.
     pub bitrate_switches: u64,
+    /// With network switches (`--switch`): player 1's outcome of each network switch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub network_switches: Option<Vec<SwitchOutcome>>,
     pub segments: u64,
     /// Jain's index over the players' average bitrates (several players).
     pub jain_bitrate: Option<f64>,
@@ -284,7 +287,9 @@ pub struct VideoResult {
     /// With FEC: the h3 players' FEC summed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fec: Option<FecResult>,
+    #[serde(deserialize_with = "quiclab_link::stats::f64_or_nan")]
     pub cpu_client_s: f64,
+    #[serde(deserialize_with = "quiclab_link::stats::f64_or_nan")]
     pub cpu_server_s: f64,
     pub link: LinkDescription,
     pub fidelity: Option<FidelityReport>,
@@ -292,26 +297,15 @@ pub struct VideoResult {
     pub series: Vec<TimeSeries>,
 }
 
-/// `switches` of a video result: the bitrate switches' count, or the network switches' outcomes
-/// when the link has a switch schedule.
-#[derive(Debug, Clone, Serialize)]
-#[serde(untagged)]
-pub enum Switches {
-    Bitrate(u64),
-    Network(Vec<SwitchOutcome>),
-}
-
-impl VideoResult {
-    /// Player 1's outcome of each network switch (None without a schedule).
-    pub fn network_switches(&self) -> Option<&[SwitchOutcome]> {
-        match &self.switches {
-            Switches::Network(v) => Some(v),
-            Switches::Bitrate(_) => None,
-        }
-    }
-}
-
 impl WorkloadResult for VideoResult {
+    const REPORT_METRICS: &'static [&'static str] = &[
+        "avg_bitrate_mbps",
+        "rebuffer_rate",
+        "mean_seek_wait_s",
+        "startup_s",
+        "bitrate_switches",
+    ];
+
     const METRICS: &'static [MetricDef] = &[
         MetricDef::higher("avg_bitrate_mbps", "Average bitrate (downloaded)", "Mbit/s"),
         MetricDef::higher("played_bitrate_mbps", "Played bitrate", "Mbit/s"),
@@ -326,7 +320,7 @@ impl WorkloadResult for VideoResult {
         MetricDef::lower("startup_s", "Startup delay", "s"),
         MetricDef::lower("mean_seek_wait_s", "Wait after seek (mean)", "s"),
         MetricDef::lower("max_seek_wait_s", "Wait after seek (max)", "s"),
-        MetricDef::lower("switches", "Bitrate switches", ""),
+        MetricDef::lower("bitrate_switches", "Bitrate switches", ""),
         MetricDef::higher("segments", "Segments downloaded", ""),
         MetricDef::higher(
             "avg_bitrate_mbps_p2",
@@ -355,7 +349,7 @@ impl WorkloadResult for VideoResult {
     fn metric_values(&self) -> Vec<(&'static str, Option<f64>)> {
         let p2 = self.players.get(1);
         let sw = crate::switch::SwitchFigures::of(
-            self.network_switches(),
+            self.network_switches.as_deref(),
             self.players
                 .first()
                 .and_then(|p| p.connections.as_ref())
@@ -374,7 +368,7 @@ impl WorkloadResult for VideoResult {
                 "max_seek_wait_s",
                 self.seek_waits_s.iter().copied().reduce(f64::max),
             ),
-            ("switches", Some(self.bitrate_switches as f64)),
+            ("bitrate_switches", Some(self.bitrate_switches as f64)),
             ("segments", Some(self.segments as f64)),
             (
                 "avg_bitrate_mbps_p2",
@@ -571,7 +565,7 @@ impl VideoRun {
             .first()
             .and_then(|p| p.network_switches.clone())
             .unwrap_or_default();
-        result.switches = Switches::Network(first);
+        result.network_switches = Some(first);
         // Switch instants as a 0/1 step series; the report marks them across the figures.
         let end = result
             .series
@@ -647,8 +641,8 @@ impl VideoRun {
             startup_s: m.as_ref().and_then(|m| m.startup_s),
             seek_waits_s: m.as_ref().map_or(Vec::new(), |m| m.seek_waits_s.clone()),
             mean_seek_wait_s: first.and_then(|p| p.mean_seek_wait_s),
-            switches: Switches::Bitrate(m.as_ref().map_or(0, |m| m.switches)),
-            bitrate_switches: m.as_ref().map_or(0, |m| m.switches),
+            bitrate_switches: m.as_ref().map_or(0, |m| m.bitrate_switches),
+            network_switches: None,
             on_switch: None,
             fec,
             segments: m.as_ref().map_or(0, |m| m.segments),
