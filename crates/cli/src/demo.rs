@@ -20,28 +20,10 @@ pub struct DemoArgs {
     pub repetitions: u32,
 }
 
-/// The built-in scenario: seed 000's question in miniature — does HTTP/3 over QUIC download faster
-/// than HTTP/1.1 or HTTP/2 over TCP on a clean link, and on one with 2 % random loss?
-pub const SCENARIO: &str = r#"# quiclab demo: written by `quiclab demo`; run it yourself with `quiclab run demo.toml`.
-name = "demo"
-description = "1 MB downloads over h1, h2 and h3 on a 10 Mbit/s, 50 ms link, without and with 2 % random loss"
-repetitions = 5
-seed = 2026
-order = "interleaved"
-
-[workload]
-kind = "bulk"
-size = "1MB"
-
-[link]
-rate = "10mbit"
-rtt = "50ms"
-queue = "1bdp"
-
-[grid]
-protocol = ["h1", "h2", "h3"]
-loss = ["0%", "2%"]
-"#;
+/// The built-in scenario (scenarios/demo.toml): seed 000's question in miniature — does HTTP/3
+/// over QUIC download faster than HTTP/1.1 or HTTP/2 over TCP on a clean link, and on one with 2 %
+/// random loss? Its first line marks a directory as an earlier demo's.
+pub const SCENARIO: &str = include_str!("../../../scenarios/demo.toml");
 
 pub fn run(args: DemoArgs) -> Result<i32> {
     quiclab_lab::topology::check_privileges()?;

@@ -5,11 +5,11 @@ use clap::Args;
 use quiclab_experiment::WorkloadKind;
 use quiclab_lab::LinkSpec;
 use quiclab_link::LinkOptions;
+use quiclab_workload::WorkloadSpec;
 use quiclab_workload::flows::FlowsRun;
-use quiclab_workload::{Workload, WorkloadResult, WorkloadSpec};
 
 use crate::link_args::LinkArgs;
-use crate::workload_args::{FlagParams, RunFlags, StackFlags};
+use crate::workload_args::{FlagParams, RunFlags, StackFlags, execute};
 
 #[derive(Args, Debug)]
 pub struct FlowsArgs {
@@ -68,49 +68,5 @@ pub fn flows_run(args: &FlowsArgs) -> Result<(LinkOptions, LinkSpec, FlowsRun)> 
 
 pub fn run(args: FlowsArgs) -> Result<i32> {
     let (options, spec, run) = flows_run(&args)?;
-    let keep = args.run.keep.as_deref();
-    let mut running = quiclab_workload::harness::start_lab(&options, &spec, keep)?;
-    let out = run.run(&mut running, keep)?;
-    drop(running);
-    let r = &out.result;
-    if args.run.json {
-        println!("{}", serde_json::to_string_pretty(r)?);
-    } else {
-        let f = |v: Option<f64>, d: usize| v.map_or("-".to_string(), |x| format!("{x:.d$}"));
-        println!(
-            "{} over {}: goodput {} Mbit/s, U {}, J {} (window means), {} (per bin), loss ratio {}",
-            r.mix,
-            spec.describe().downlink,
-            f(r.goodput_mbps, 3),
-            f(r.utilization, 3),
-            f(r.jain, 3),
-            f(r.jain_bins, 3),
-            f(r.loss_ratio, 4),
-        );
-        for fl in &r.flows {
-            println!(
-                "  flow {}: goodput {} Mbit/s ({}), U {}, forwarded {} B, dropped {} packets, l {}{}",
-                fl.label,
-                f(fl.goodput_mbps, 3),
-                fl.goodput_window,
-                f(fl.utilization, 3),
-                fl.forwarded_bytes.map_or("-".into(), |b| b.to_string()),
-                fl.dropped_packets.map_or("-".into(), |b| b.to_string()),
-                f(fl.loss_ratio, 4),
-                fl.error
-                    .as_ref()
-                    .map_or(String::new(), |e| format!(" — failed: {e}")),
-            );
-            if let Some(fec) = &fl.fec {
-                println!("  {}", crate::stacks_cmd::fec_line(fec));
-            }
-        }
-    }
-    match r.failure() {
-        Some(reason) => {
-            eprintln!("quiclab flows: {reason}");
-            Ok(1)
-        }
-        None => Ok(0),
-    }
+    execute("flows", &run, (&options, &spec), &args.run, |_| {})
 }

@@ -199,37 +199,6 @@ impl LinkArgs {
     pub fn to_spec(&self) -> Result<LinkSpec> {
         self.options().to_spec().map_err(anyhow::Error::msg)
     }
-
-    /// A fresh lab with its emulator running for `spec` (built from these arguments).
-    pub fn start_lab(
-        &self,
-        spec: &LinkSpec,
-        log: Option<PathBuf>,
-    ) -> Result<quiclab_lab::RunningLab> {
-        quiclab_lab::RunningLab::start_for(&self.options(), spec, log)
-    }
-}
-
-/// One line per network switch: its outcome as the client lived it.
-pub fn print_switch_outcomes(switches: &[quiclab_workload::switch::SwitchOutcome]) {
-    let s = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x:.3} s"));
-    for sw in switches {
-        println!(
-            "  {:>8.3} s {} → {}: interruption {}, recovery {}, {} new connection(s){}{}",
-            sw.at_s,
-            sw.from,
-            sw.to,
-            s(sw.interruption_s),
-            s(sw.recovery_s),
-            sw.connections_opened,
-            if sw.refetched_bytes > 0 {
-                format!(", {} B fetched again", sw.refetched_bytes)
-            } else {
-                String::new()
-            },
-            if sw.migrated { ", migrated" } else { "" }
-        );
-    }
 }
 
 #[cfg(test)]

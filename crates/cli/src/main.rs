@@ -6,7 +6,6 @@ mod demo;
 mod flows_cmd;
 mod link_args;
 mod page_cmd;
-mod report;
 mod report_cmd;
 mod run_cmd;
 mod shell;

@@ -8,12 +8,11 @@ use clap::Args;
 use quiclab_experiment::WorkloadKind;
 use quiclab_lab::LinkSpec;
 use quiclab_link::LinkOptions;
-use quiclab_workload::child::Browser;
+use quiclab_workload::WorkloadSpec;
 use quiclab_workload::page::PageRun;
-use quiclab_workload::{Workload, WorkloadSpec};
 
 use crate::link_args::LinkArgs;
-use crate::workload_args::{FlagParams, RunFlags, StackFlags};
+use crate::workload_args::{FlagParams, RunFlags, StackFlags, execute};
 
 #[derive(Args, Debug)]
 pub struct PageArgs {
@@ -91,41 +90,11 @@ pub fn page(args: PageArgs) -> Result<i32> {
             quiclab_outputs::check_user_file(&w.with_extension("svg"), "--waterfall", args.force)?;
         }
     }
-    let keep = args.run.keep.as_deref();
-    let mut running = quiclab_workload::harness::start_lab(&options, &spec, keep)?;
-    let out = run.run(&mut running, keep)?;
-    drop(running);
-    let notes = run.write_har_and_waterfall(
-        &out.result,
-        &spec,
-        args.har.as_deref(),
-        args.waterfall.as_deref(),
-    );
-    for note in notes {
-        eprintln!("quiclab page: {note}");
-    }
-    let r = &out.result;
-    if args.run.json {
-        println!("{}", serde_json::to_string_pretty(r)?);
-    } else {
-        println!(
-            "{} over {} ({}), {}: {} objects, {} bytes, page load time {:.1} ms over {} connection(s), protocols {:?}",
-            run.page.name(),
-            run.proto,
-            match run.browser {
-                Browser::Chromium => "Chromium",
-                Browser::Builtin => "quiclab",
-            },
-            spec.describe().downlink,
-            r.summary.objects,
-            r.summary.bytes,
-            r.summary.plt_ms,
-            r.summary.connections,
-            r.summary.negotiated_protocols
-        );
-        if let Some(fec) = &r.fec {
-            println!("{}", crate::stacks_cmd::fec_line(fec));
+    let (har, waterfall) = (args.har.as_deref(), args.waterfall.as_deref());
+    let artifacts = |r: &_| {
+        for note in run.write_har_and_waterfall(r, &spec, har, waterfall) {
+            eprintln!("quiclab page: {note}");
         }
-    }
-    Ok(0)
+    };
+    execute("page", &run, (&options, &spec), &args.run, artifacts)
 }

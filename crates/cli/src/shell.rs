@@ -8,7 +8,7 @@ use clap::Args;
 use quiclab_lab::Side;
 
 use crate::link_args::LinkArgs;
-use crate::{report, signals};
+use crate::signals;
 
 #[derive(Args, Debug)]
 pub struct ShellArgs {
@@ -105,7 +105,7 @@ pub fn run(args: ShellArgs) -> Result<i32> {
         );
     }
     if args.log.is_some() || args.summary {
-        eprintln!("{}", report::fidelity_summary(&spec.describe(), &fidelity));
+        eprintln!("{}", fidelity.summary(&spec.describe()));
         if let Some(log) = &args.log {
             eprintln!("packet log: {}", log.display());
         }

@@ -11,13 +11,12 @@ use quiclab_experiment::WorkloadKind;
 use quiclab_lab::LinkSpec;
 use quiclab_link::LinkOptions;
 use quiclab_proto::options::{Protocol, QuicCongestion, StackOptions, TcpCongestion, TlsVersion};
-use quiclab_workload::Workload;
 use quiclab_workload::WorkloadSpec;
 use quiclab_workload::bulk::BulkRun;
 use quiclab_workload::child::{FetchConfig, ServeConfig};
 
 use crate::link_args::LinkArgs;
-use crate::workload_args::{FlagParams, OnSwitchFlags, RunFlags, StackFlags};
+use crate::workload_args::{FlagParams, OnSwitchFlags, RunFlags, StackFlags, execute};
 
 #[derive(Args, Debug, Clone)]
 pub struct StackArgs {
@@ -298,76 +297,5 @@ pub fn bulk(args: BulkArgs) -> Result<i32> {
     let (options, spec, mut run) = bulk_run(&args)?;
     // The command line keeps qlogs with --keep (the runner does not: they are large).
     run.qlog = true;
-    let keep = args.run.keep.as_deref();
-    let mut running = quiclab_workload::harness::start_lab(&options, &spec, keep)?;
-    let out = run.run(&mut running, keep)?;
-    drop(running);
-    let r = &out.result;
-    if args.run.json {
-        println!("{}", serde_json::to_string_pretty(r)?);
-    } else if let Some(switches) = &r.network_switches {
-        println!(
-            "{} {} of {} bytes across {} switch(es) ({}): total {:.1} ms, goodput {:.3} Mbit/s, {} connection(s)",
-            run.proto,
-            r.bytes,
-            run.size,
-            switches.len(),
-            r.on_switch.as_deref().unwrap_or("-"),
-            r.total_ms,
-            r.goodput_mbps,
-            r.connections.as_ref().map_or(0, |c| c.len())
-        );
-        crate::link_args::print_switch_outcomes(switches);
-        match &r.error {
-            Some(e) if e.is_timeout() => println!("  {e}"),
-            Some(e) => println!("  failed: {e}"),
-            None => {}
-        }
-    } else {
-        println!(
-            "{} {} bytes over {} (TLS {}{}{}): connect {} ms, handshake {:.1} ms, ttfb {:.1} ms, total {:.1} ms, goodput {:.3} Mbit/s{}, loss ratio {:.4}",
-            run.proto,
-            r.bytes,
-            r.negotiated,
-            r.tls_version,
-            if r.resumed { ", resumed" } else { "" },
-            if r.zero_rtt { ", 0-RTT" } else { "" },
-            r.connect_ms.map_or("-".into(), |m| format!("{m:.1}")),
-            r.handshake_ms,
-            r.ttfb_ms,
-            r.total_ms,
-            r.goodput_mbps,
-            r.utilization
-                .map_or(String::new(), |u| format!(" (U {u:.3})")),
-            r.loss_ratio.unwrap_or(f64::NAN)
-        );
-        if let Some(fec) = &r.fec {
-            println!("{}", fec_line(fec));
-        }
-    }
-    Ok(if r.verified == Some(false) || r.error.is_some() {
-        1
-    } else {
-        0
-    })
-}
-
-/// One line of a run's FEC figures, with the difference from gQUIC it carries.
-pub fn fec_line(f: &quiclab_workload::fec::FecResult) -> String {
-    let n = |v: Option<u64>| v.map_or("unknown".into(), |v| v.to_string());
-    format!(
-        "  FEC N = {}: server sent {} data + {} parity datagrams (parity share {}), client rebuilt {}, {} group(s) beyond repair; {}{}",
-        f.group,
-        n(f.data_sent),
-        n(f.parity_sent),
-        f.parity_share.map_or("-".into(), |p| format!("{p:.3}")),
-        n(f.rebuilt),
-        n(f.unrecoverable_groups),
-        f.note,
-        if f.missing.is_empty() {
-            String::new()
-        } else {
-            format!("; missing: {}", f.missing.join(", "))
-        }
-    )
+    execute("bulk", &run, (&options, &spec), &args.run, |_| {})
 }

@@ -6,10 +6,10 @@ use quiclab_experiment::WorkloadKind;
 use quiclab_lab::LinkSpec;
 use quiclab_link::LinkOptions;
 use quiclab_workload::video::VideoRun;
-use quiclab_workload::{Workload, WorkloadResult, WorkloadSpec};
+use quiclab_workload::{Workload, WorkloadSpec};
 
 use crate::link_args::LinkArgs;
-use crate::workload_args::{FlagParams, OnSwitchFlags, RunFlags, StackFlags};
+use crate::workload_args::{FlagParams, OnSwitchFlags, RunFlags, StackFlags, execute};
 
 #[derive(Args, Debug)]
 pub struct VideoArgs {
@@ -94,58 +94,5 @@ pub fn run(args: VideoArgs) -> Result<i32> {
             run.estimate_seconds(&spec)
         );
     }
-    let keep = args.run.keep.as_deref();
-    let mut running = quiclab_workload::harness::start_lab(&link, &spec, keep)?;
-    let out = run.run(&mut running, keep)?;
-    drop(running);
-    let r = &out.result;
-    if args.run.json {
-        println!("{}", serde_json::to_string_pretty(r)?);
-    } else {
-        let f = |v: Option<f64>, d: usize| v.map_or("-".to_string(), |x| format!("{x:.d$}"));
-        for p in &r.players {
-            let m = &p.metrics;
-            let waits: Vec<String> = m.seek_waits_s.iter().map(|w| format!("{w:.2}")).collect();
-            println!(
-                "player {}: {} segments, average bitrate {} Mbit/s (played {}), startup {} s, \
-                 rebuffering {:.2} s in {} stalls (rate {}), {} switches{}{}",
-                p.label,
-                m.segments,
-                f(m.avg_bitrate_mbps, 3),
-                f(m.played_bitrate_mbps, 3),
-                f(m.startup_s, 2),
-                m.rebuffer_s,
-                m.stalls,
-                f(m.rebuffer_rate, 4),
-                m.bitrate_switches,
-                if waits.is_empty() {
-                    String::new()
-                } else {
-                    format!(", waits after seeks {} s", waits.join(", "))
-                },
-                p.error
-                    .as_ref()
-                    .map_or(String::new(), |e| format!(" — failed: {e}")),
-            );
-            if let Some(sw) = &p.network_switches {
-                println!(
-                    "  {} network switch(es) ({}), {} connection(s) opened",
-                    sw.len(),
-                    r.on_switch.as_deref().unwrap_or("-"),
-                    p.connections.as_ref().map_or(0, Vec::len)
-                );
-                crate::link_args::print_switch_outcomes(sw);
-            }
-            if let Some(fec) = &p.fec {
-                println!("{}", crate::stacks_cmd::fec_line(fec));
-            }
-        }
-    }
-    match r.failure() {
-        Some(reason) => {
-            eprintln!("quiclab video: {reason}");
-            Ok(1)
-        }
-        None => Ok(0),
-    }
+    execute("video", &run, (&link, &spec), &args.run, |_| {})
 }

@@ -8,8 +8,9 @@ use anyhow::{Result, anyhow};
 use clap::Args;
 use quiclab_experiment::WorkloadKind;
 use quiclab_lab::LinkSpec;
-use quiclab_workload::WorkloadSpec;
+use quiclab_link::LinkOptions;
 use quiclab_workload::params::Params;
+use quiclab_workload::{Workload, WorkloadResult, WorkloadSpec};
 
 /// The protocol stack's flags.
 #[derive(Args, Debug, Clone, Default)]
@@ -140,156 +141,140 @@ impl FlagParams {
     }
 }
 
+/// Runs `run` in a fresh lab for `spec` (its work directory kept in `--keep`), lets `artifacts`
+/// write what the run asks for (HAR, waterfall) and prints the result: one JSON object with
+/// `--json`, else its text form. Exit status 1 when the result says the run failed or timed out
+/// (the reason on stderr).
+pub fn execute<W: Workload>(
+    command: &str,
+    run: &W,
+    (options, spec): (&LinkOptions, &LinkSpec),
+    flags: &RunFlags,
+    artifacts: impl FnOnce(&W::Output),
+) -> Result<i32>
+where
+    W::Output: std::fmt::Display,
+{
+    let keep = flags.keep.as_deref();
+    let mut running = quiclab_workload::harness::start_lab(options, spec, keep)?;
+    let out = run.run(&mut running, keep)?;
+    drop(running);
+    artifacts(&out.result);
+    if flags.json {
+        println!("{}", serde_json::to_string_pretty(&out.result)?);
+    } else {
+        println!("{}", out.result);
+    }
+    Ok(match out.result.failure() {
+        Some(reason) => {
+            eprintln!("quiclab {command}: {reason}");
+            1
+        }
+        None => 0,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     //! One parameter, one meaning: a command's flags and a scenario's keys give the same typed
     //! run, for every workload (both go through `Params::set` and `Params::build`).
 
     use clap::Parser;
+    use quiclab_workload::WorkloadSpec;
 
     use crate::{Cli, Command};
 
-    fn cli(args: &[&str]) -> Command {
-        Cli::try_parse_from(std::iter::once("quiclab").chain(args.iter().copied()))
-            .unwrap_or_else(|e| panic!("{args:?}: {e}"))
-            .command
+    /// The link (less its seed: a scenario's runs are seeded) and the run, as text.
+    fn flag_form(args: &[&str]) -> String {
+        let argv = std::iter::once("quiclab").chain(args.iter().copied());
+        let command = Cli::try_parse_from(argv).unwrap().command;
+        let (mut spec, run) = match command {
+            Command::Bulk(a) => {
+                crate::stacks_cmd::bulk_run(&a).map(|(_, s, r)| (s, format!("{r:?}")))
+            }
+            Command::Page(a) => {
+                crate::page_cmd::page_run(&a).map(|(_, s, r)| (s, format!("{r:?}")))
+            }
+            Command::Flows(a) => {
+                crate::flows_cmd::flows_run(&a).map(|(_, s, r)| (s, format!("{r:?}")))
+            }
+            Command::Video(a) => {
+                crate::video_cmd::video_run(&a).map(|(_, s, r)| (s, format!("{r:?}")))
+            }
+            other => panic!("{other:?}"),
+        }
+        .unwrap();
+        spec.seed = 0;
+        format!("{spec:?}\n{run}")
     }
 
-    /// The first run of `scenario` as the runner prepares it: its link and workload.
-    fn prepared(scenario: &str) -> (quiclab_lab::LinkSpec, quiclab_workload::WorkloadSpec) {
+    /// The first run of `scenario` as the runner prepares it, in the same form.
+    fn scenario_form(scenario: &str) -> String {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("s.toml");
-        std::fs::write(&file, scenario).unwrap();
+        std::fs::write(&file, format!("name = \"t\"\n{scenario}")).unwrap();
         let (s, _, plan) = quiclab_runner::load(&file, None, false).unwrap();
-        let p = quiclab_runner::Preparer::new(&s, &file)
+        let mut p = quiclab_runner::Preparer::new(&s, &file)
             .prepare(&plan[0])
             .unwrap();
-        (p.spec, p.work)
-    }
-
-    /// Same workload, and the same link apart from its seed (a scenario's runs are seeded).
-    fn assert_same(
-        flags: (quiclab_lab::LinkSpec, String),
-        scenario: (quiclab_lab::LinkSpec, String),
-    ) {
-        assert_eq!(flags.1, scenario.1);
-        let (mut a, b) = (flags.0, scenario.0);
-        a.seed = b.seed;
-        assert_eq!(format!("{a:?}"), format!("{b:?}"));
+        p.spec.seed = 0;
+        let run = match p.work {
+            WorkloadSpec::Bulk(r) => format!("{r:?}"),
+            WorkloadSpec::Page(r) => format!("{r:?}"),
+            WorkloadSpec::Flows(r) => format!("{r:?}"),
+            WorkloadSpec::Video(r) => format!("{r:?}"),
+        };
+        format!("{:?}\n{run}", p.spec)
     }
 
     const LINK: &str = "[link]\nrate = \"10mbit\"\nrtt = \"50ms\"\nloss = \"1%\"\n";
-    const LINK_FLAGS: [&str; 6] = ["--rate", "10mbit", "--rtt", "50ms", "--loss", "1%"];
+    const LINK_FLAGS: &str = "--rate 10mbit --rtt 50ms --loss 1%";
 
     #[test]
-    fn bulk_flags_and_scenario_keys_give_the_same_run() {
-        let Command::Bulk(args) = cli(&[
-            &[
-                "bulk", "--proto", "h3", "--size", "2MB", "--tls", "1.3", "--fec", "2",
-            ][..],
-            &["--timeout", "40s", "--cc", "gquic-cubic"],
-            &LINK_FLAGS,
-        ]
-        .concat()) else {
-            unreachable!()
-        };
-        let (_, spec, run) = crate::stacks_cmd::bulk_run(&args).unwrap();
-        let (sspec, swork) = prepared(&format!(
-            "name = \"t\"\ntimeout = \"40s\"\n[workload]\nkind = \"bulk\"\nsize = \"2MB\"\n{LINK}\
-             [protocol]\nprotocol = \"h3\"\ntls = \"1.3\"\nfec = 2\ncc = \"gquic-cubic\"\n"
-        ));
-        let quiclab_workload::WorkloadSpec::Bulk(srun) = swork else {
-            panic!("{swork:?}")
-        };
-        // FEC's flush alarm comes from the link's RTT on both paths.
-        assert!(run.stack.fec.is_some());
-        assert_same((spec, format!("{run:?}")), (sspec, format!("{srun:?}")));
-    }
-
-    #[test]
-    fn page_flags_and_scenario_keys_give_the_same_load() {
-        let Command::Page(args) = cli(&[
-            &["page", "--proto", "h2", "--page", "carlucci-small"][..],
-            &["--max-streams", "6", "--tls", "1.2"],
-            &LINK_FLAGS,
-        ]
-        .concat()) else {
-            unreachable!()
-        };
-        let (_, spec, run) = crate::page_cmd::page_run(&args).unwrap();
-        let (sspec, swork) = prepared(&format!(
-            "name = \"t\"\n[workload]\nkind = \"page\"\npage = \"carlucci-small\"\nmax_streams = 6\n\
-             {LINK}[protocol]\nprotocol = \"h2\"\ntls = \"1.2\"\n"
-        ));
-        let quiclab_workload::WorkloadSpec::Page(srun) = swork else {
-            panic!("{swork:?}")
-        };
-        assert_same((spec, format!("{run:?}")), (sspec, format!("{srun:?}")));
-    }
-
-    #[test]
-    fn flows_flags_and_scenario_keys_give_the_same_mix() {
-        let Command::Flows(args) = cli(&[
-            &[
-                "flows",
-                "--flow",
-                "h3:gquic-cubic",
-                "--flow",
-                "h1",
-                "--duration",
-                "20s",
-            ][..],
-            &[
-                "--offsets",
-                "0s,2s",
-                "--bin",
-                "200ms",
-                "--cutoff",
-                "3s",
-                "--fec",
-                "3",
-            ],
-            &LINK_FLAGS,
-        ]
-        .concat()) else {
-            unreachable!()
-        };
-        let (_, spec, run) = crate::flows_cmd::flows_run(&args).unwrap();
-        let (sspec, swork) = prepared(&format!(
-            "name = \"t\"\n[workload]\nkind = \"flows\"\nflows = \"h3:gquic-cubic + h1\"\n\
-             duration = \"20s\"\noffsets = \"0s,2s\"\nbin = \"200ms\"\ncutoff = \"3s\"\n{LINK}\
-             [protocol]\nfec = 3\n"
-        ));
-        let quiclab_workload::WorkloadSpec::Flows(srun) = swork else {
-            panic!("{swork:?}")
-        };
-        assert_same((spec, format!("{run:?}")), (sspec, format!("{srun:?}")));
-    }
-
-    #[test]
-    fn video_flags_and_scenario_keys_give_the_same_players() {
-        let Command::Video(args) = cli(&[
-            &["video", "--proto", "h1", "--proto", "h3", "--abr", "bba2"][..],
-            &["--duration", "60s", "--seek", "20s:40s", "--buffer", "10s"],
-            &[
-                "--switch",
-                "wifi@0s,lte@20s",
-                "--on-switch",
-                "reconnect-0rtt",
-            ],
-        ]
-        .concat()) else {
-            unreachable!()
-        };
-        let (_, spec, run) = crate::video_cmd::video_run(&args).unwrap();
-        let (sspec, swork) = prepared(
-            "name = \"t\"\n[workload]\nkind = \"video\"\nplayers = \"h1 + h3\"\nabr = \"bba2\"\n\
-             duration = \"60s\"\nseek = \"20s:40s\"\nbuffer = \"10s\"\non_switch = \"reconnect-0rtt\"\n\
-             [link]\nswitch = \"wifi@0s,lte@20s\"\n",
-        );
-        let quiclab_workload::WorkloadSpec::Video(srun) = swork else {
-            panic!("{swork:?}")
-        };
-        assert_same((spec, format!("{run:?}")), (sspec, format!("{srun:?}")));
+    fn flags_and_scenario_keys_give_the_same_run_of_every_workload() {
+        let cases = [
+            (
+                "bulk --proto h3 --size 2MB --tls 1.3 --fec 2 --timeout 40s --cc gquic-cubic",
+                "timeout = \"40s\"\n[workload]\nkind = \"bulk\"\nsize = \"2MB\"\n[protocol]\n\
+                 protocol = \"h3\"\ntls = \"1.3\"\nfec = 2\ncc = \"gquic-cubic\"\n",
+            ),
+            (
+                "page --proto h2 --page carlucci-small --max-streams 6 --tls 1.2",
+                "[workload]\nkind = \"page\"\npage = \"carlucci-small\"\nmax_streams = 6\n\
+                 [protocol]\nprotocol = \"h2\"\ntls = \"1.2\"\n",
+            ),
+            (
+                "flows --flow h3:gquic-cubic --flow h1 --duration 20s --offsets 0s,2s --bin 200ms \
+                 --cutoff 3s --fec 3",
+                "[workload]\nkind = \"flows\"\nflows = \"h3:gquic-cubic + h1\"\nduration = \"20s\"\n\
+                 offsets = \"0s,2s\"\nbin = \"200ms\"\ncutoff = \"3s\"\n[protocol]\nfec = 3\n",
+            ),
+        ];
+        for (flags, keys) in cases {
+            let args: Vec<&str> = flags
+                .split_whitespace()
+                .chain(LINK_FLAGS.split(' '))
+                .collect();
+            assert_eq!(
+                flag_form(&args),
+                scenario_form(&format!("{keys}{LINK}")),
+                "{flags}"
+            );
+        }
+        // Video, across network switches.
+        let flags = "video --proto h1 --proto h3 --abr bba2 --duration 60s --seek 20s:40s \
+                     --buffer 10s --switch wifi@0s,lte@20s --on-switch reconnect-0rtt";
+        let keys = "[workload]\nkind = \"video\"\nplayers = \"h1 + h3\"\nabr = \"bba2\"\n\
+                    duration = \"60s\"\nseek = \"20s:40s\"\nbuffer = \"10s\"\n\
+                    on_switch = \"reconnect-0rtt\"\n[link]\nswitch = \"wifi@0s,lte@20s\"\n";
+        let args: Vec<&str> = flags.split_whitespace().collect();
+        assert_eq!(flag_form(&args), scenario_form(keys));
+        // A difference shows: the same flags with another value are another run.
+        let other: Vec<&str> = flags
+            .replace("bba2", "basic")
+            .leak()
+            .split_whitespace()
+            .collect();
+        assert_ne!(flag_form(&other), scenario_form(keys));
     }
 }

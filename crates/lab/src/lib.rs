@@ -4,9 +4,11 @@
 //! - [`emulator`]: the scheduler thread (both directions in one loop) that carries packets between
 //!   the TUNs through the sans-IO [`quiclab_link::LinkModel`];
 //! - [`probe`]: quiclab's own measurement probes (UDP echo, kernel-TCP bulk, paced UDP) used by
-//!   `quiclab calibrate` and the tests;
+//!   [`calibrate`] (the measurement and verdicts of `quiclab calibrate`) and the tests;
 //! - [`netns`], [`process`], [`registry`]: namespaces, the processes a lab starts, emergency teardown.
 
+pub mod bench;
+pub mod calibrate;
 pub mod emulator;
 pub mod host;
 pub mod link_spec;
@@ -18,6 +20,7 @@ pub mod process;
 pub mod registry;
 pub mod running;
 pub mod stats;
+mod summary;
 pub mod switcher;
 pub mod tolerance;
 pub mod topology;

@@ -18,6 +18,7 @@
 //! `quiclab_experiment::WorkloadKind` (the compiler then lists every match to extend), and a
 //! subcommand in the CLI. See docs/architecture.md.
 
+pub mod bench;
 pub mod bulk;
 pub mod child;
 pub mod fec;
@@ -26,6 +27,7 @@ pub mod harness;
 pub mod page;
 pub mod params;
 pub mod switch;
+mod text;
 pub mod video;
 
 use std::collections::BTreeMap;

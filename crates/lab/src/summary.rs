@@ -1,8 +1,8 @@
-//! Human-readable summaries printed on the terminal.
+//! The emulator's fidelity report as text (`quiclab shell`'s summary, `quiclab calibrate`'s table).
 
-use quiclab_lab::FidelityReport;
-use quiclab_lab::emulator::DirectionFidelity;
-use quiclab_lab::link_spec::LinkDescription;
+use crate::FidelityReport;
+use crate::emulator::DirectionFidelity;
+use quiclab_link::spec::LinkDescription;
 
 fn direction_lines(name: &str, d: &DirectionFidelity) -> String {
     let c = &d.model.counters;
@@ -36,22 +36,26 @@ fn direction_lines(name: &str, d: &DirectionFidelity) -> String {
     )
 }
 
-pub fn fidelity_summary(link: &LinkDescription, f: &FidelityReport) -> String {
-    format!(
-        "quiclab link summary\n  uplink   {}\n  downlink {}\n{}\n{}\n  emulator CPU {:.1}% of a core over {:.2} s{}",
-        link.uplink,
-        link.downlink,
-        direction_lines("uplink", &f.uplink),
-        direction_lines("downlink", &f.downlink),
-        f.cpu_core_fraction * 100.0,
-        f.wall_seconds,
-        if f.log_events_dropped > 0 {
-            format!(
-                "; WARNING: {} log events dropped (log incomplete)",
-                f.log_events_dropped
-            )
-        } else {
-            String::new()
-        }
-    )
+impl FidelityReport {
+    /// The emulator's figures as `quiclab shell` and `quiclab calibrate` print them.
+    pub fn summary(&self, link: &LinkDescription) -> String {
+        let f = self;
+        format!(
+            "quiclab link summary\n  uplink   {}\n  downlink {}\n{}\n{}\n  emulator CPU {:.1}% of a core over {:.2} s{}",
+            link.uplink,
+            link.downlink,
+            direction_lines("uplink", &f.uplink),
+            direction_lines("downlink", &f.downlink),
+            f.cpu_core_fraction * 100.0,
+            f.wall_seconds,
+            if f.log_events_dropped > 0 {
+                format!(
+                    "; WARNING: {} log events dropped (log incomplete)",
+                    f.log_events_dropped
+                )
+            } else {
+                String::new()
+            }
+        )
+    }
 }

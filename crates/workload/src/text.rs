@@ -1,0 +1,212 @@
+//! Each result's text form: what `quiclab bulk|page|flows|video` print without `--json`, from the
+//! typed result alone (the JSON document is the same value serialised).
+
+use std::fmt::{self, Display, Formatter};
+
+use crate::bulk::BulkResult;
+use crate::fec::FecResult;
+use crate::flows::FlowsResult;
+use crate::page::PageResult;
+use crate::switch::SwitchOutcome;
+use crate::video::VideoResult;
+
+/// `-` for a value that was not measured, else the value with `digits` decimals.
+fn opt(v: Option<f64>, digits: usize) -> String {
+    v.map_or("-".to_string(), |x| format!("{x:.digits$}"))
+}
+
+impl Display for FecResult {
+    /// One line of a run's FEC figures, with the difference from gQUIC it carries.
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        let n = |v: Option<u64>| v.map_or("unknown".into(), |v| v.to_string());
+        write!(
+            f,
+            "  FEC N = {}: server sent {} data + {} parity datagrams (parity share {}), client rebuilt {}, {} group(s) beyond repair; {}",
+            self.group,
+            n(self.data_sent),
+            n(self.parity_sent),
+            opt(self.parity_share, 3),
+            n(self.rebuilt),
+            n(self.unrecoverable_groups),
+            self.note,
+        )?;
+        if !self.missing.is_empty() {
+            write!(f, "; missing: {}", self.missing.join(", "))?;
+        }
+        Ok(())
+    }
+}
+
+impl Display for SwitchOutcome {
+    /// One line per network switch: its outcome as the client lived it.
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        let s = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x:.3} s"));
+        write!(
+            f,
+            "  {:>8.3} s {} → {}: interruption {}, recovery {}, {} new connection(s)",
+            self.at_s,
+            self.from,
+            self.to,
+            s(self.interruption_s),
+            s(self.recovery_s),
+            self.connections_opened,
+        )?;
+        if self.refetched_bytes > 0 {
+            write!(f, ", {} B fetched again", self.refetched_bytes)?;
+        }
+        if self.migrated {
+            write!(f, ", migrated")?;
+        }
+        Ok(())
+    }
+}
+
+fn lines<T: Display>(f: &mut Formatter<'_>, items: &[T]) -> fmt::Result {
+    items.iter().try_for_each(|i| write!(f, "\n{i}"))
+}
+
+impl Display for BulkResult {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        if let Some(switches) = &self.network_switches {
+            write!(
+                f,
+                "{} {} bytes across {} switch(es) ({}): total {:.1} ms, goodput {:.3} Mbit/s, {} connection(s)",
+                self.proto,
+                self.bytes,
+                switches.len(),
+                self.on_switch.as_deref().unwrap_or("-"),
+                self.total_ms,
+                self.goodput_mbps,
+                self.connections.as_ref().map_or(0, Vec::len)
+            )?;
+            lines(f, switches)?;
+        } else {
+            write!(
+                f,
+                "{} {} bytes over {} (TLS {}{}{}): connect {} ms, handshake {:.1} ms, ttfb {:.1} ms, total {:.1} ms, goodput {:.3} Mbit/s{}, loss ratio {}",
+                self.proto,
+                self.bytes,
+                self.negotiated,
+                self.tls_version,
+                if self.resumed { ", resumed" } else { "" },
+                if self.zero_rtt { ", 0-RTT" } else { "" },
+                opt(self.connect_ms, 1),
+                self.handshake_ms,
+                self.ttfb_ms,
+                self.total_ms,
+                self.goodput_mbps,
+                self.utilization
+                    .map_or(String::new(), |u| format!(" (U {u:.3})")),
+                opt(self.loss_ratio, 4)
+            )?;
+        }
+        match &self.error {
+            Some(e) if e.is_timeout() => write!(f, "\n  {e}")?,
+            Some(e) => write!(f, "\n  failed: {e}")?,
+            None => {}
+        }
+        lines(f, self.fec.as_slice())
+    }
+}
+
+impl Display for PageResult {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        let s = &self.summary;
+        write!(
+            f,
+            "{} over {} ({}), {}: {} objects, {} bytes, page load time {:.1} ms over {} connection(s), protocols {:?}",
+            self.page,
+            s.proto,
+            if s.browser == "chromium" {
+                "Chromium"
+            } else {
+                "quiclab"
+            },
+            self.link.downlink,
+            s.objects,
+            s.bytes,
+            s.plt_ms,
+            s.connections,
+            s.negotiated_protocols
+        )?;
+        lines(f, self.fec.as_slice())
+    }
+}
+
+impl Display for FlowsResult {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} over {}: goodput {} Mbit/s, U {}, J {} (window means), {} (per bin), loss ratio {}",
+            self.mix,
+            self.link.downlink,
+            opt(self.goodput_mbps, 3),
+            opt(self.utilization, 3),
+            opt(self.jain, 3),
+            opt(self.jain_bins, 3),
+            opt(self.loss_ratio, 4),
+        )?;
+        for fl in &self.flows {
+            write!(
+                f,
+                "\n  flow {}: goodput {} Mbit/s ({}), U {}, forwarded {} B, dropped {} packets, l {}",
+                fl.label,
+                opt(fl.goodput_mbps, 3),
+                fl.goodput_window,
+                opt(fl.utilization, 3),
+                fl.forwarded_bytes.map_or("-".into(), |b| b.to_string()),
+                fl.dropped_packets.map_or("-".into(), |b| b.to_string()),
+                opt(fl.loss_ratio, 4),
+            )?;
+            if let Some(e) = &fl.error {
+                write!(f, " — stopped: {e}")?;
+            }
+            lines(f, fl.fec.as_slice())?;
+        }
+        Ok(())
+    }
+}
+
+impl Display for VideoResult {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        for (i, p) in self.players.iter().enumerate() {
+            let m = &p.metrics;
+            if i > 0 {
+                writeln!(f)?;
+            }
+            write!(
+                f,
+                "player {}: {} segments, average bitrate {} Mbit/s (played {}), startup {} s, \
+                 rebuffering {:.2} s in {} stalls (rate {}), {} bitrate switches",
+                p.label,
+                m.segments,
+                opt(m.avg_bitrate_mbps, 3),
+                opt(m.played_bitrate_mbps, 3),
+                opt(m.startup_s, 2),
+                m.rebuffer_s,
+                m.stalls,
+                opt(m.rebuffer_rate, 4),
+                m.bitrate_switches,
+            )?;
+            if !m.seek_waits_s.is_empty() {
+                let waits: Vec<String> = m.seek_waits_s.iter().map(|w| format!("{w:.2}")).collect();
+                write!(f, ", waits after seeks {} s", waits.join(", "))?;
+            }
+            if let Some(e) = &p.error {
+                write!(f, " — stopped: {e}")?;
+            }
+            if let Some(sw) = &p.network_switches {
+                write!(
+                    f,
+                    "\n  {} network switch(es) ({}), {} connection(s) opened",
+                    sw.len(),
+                    self.on_switch.as_deref().unwrap_or("-"),
+                    p.connections.as_ref().map_or(0, Vec::len)
+                )?;
+                lines(f, sw)?;
+            }
+            lines(f, p.fec.as_slice())?;
+        }
+        Ok(())
+    }
+}
