@@ -14,6 +14,9 @@
 //! ```
 //! A link with network switches lists them in the header, one line each:
 //! `# switch: t_us=60000000 epoch=1 from=wifi to=lte`.
+//!
+//! This module is the format's one writer ([`LogWriter`]) and one reader ([`read`],
+//! [`epoch_monotonic_ns`]): the runner's queue series and the tests read logs through it.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -26,6 +29,7 @@ use quiclab_link::Nanos;
 use crate::emulator::Direction;
 
 /// One event of the log.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LogEvent {
     Arrival {
         t: Nanos,
@@ -54,6 +58,101 @@ pub enum LogEvent {
         direction: Direction,
         bytes: u32,
     },
+}
+
+impl LogEvent {
+    pub fn t(&self) -> Nanos {
+        match *self {
+            LogEvent::Arrival { t, .. }
+            | LogEvent::Delivered { t, .. }
+            | LogEvent::DroppedQueue { t, .. }
+            | LogEvent::Lost { t, .. }
+            | LogEvent::DroppedSwitch { t, .. } => t,
+        }
+    }
+
+    pub fn direction(&self) -> Direction {
+        match *self {
+            LogEvent::Arrival { direction, .. }
+            | LogEvent::Delivered { direction, .. }
+            | LogEvent::DroppedQueue { direction, .. }
+            | LogEvent::Lost { direction, .. }
+            | LogEvent::DroppedSwitch { direction, .. } => direction,
+        }
+    }
+
+    /// One line of the log; None for a header line or a line that is not an event.
+    pub fn parse(line: &str) -> Option<LogEvent> {
+        let f: Vec<&str> = line.split_ascii_whitespace().collect();
+        let (t, direction, bytes) = (
+            parse_us(f.first()?)?,
+            match *f.get(1)? {
+                "up" => Direction::Uplink,
+                "down" => Direction::Downlink,
+                _ => return None,
+            },
+            f.get(3)?.parse::<u32>().ok()?,
+        );
+        Some(match *f.get(2)? {
+            "+" => LogEvent::Arrival {
+                t,
+                direction,
+                bytes,
+            },
+            "-" => LogEvent::Delivered {
+                t,
+                direction,
+                bytes,
+                one_way: parse_us(f.get(4)?)?,
+                lateness: parse_us(f.get(5)?)?,
+            },
+            "d" => LogEvent::DroppedQueue {
+                t,
+                direction,
+                bytes,
+            },
+            "l" => LogEvent::Lost {
+                t,
+                direction,
+                bytes,
+            },
+            "x" => LogEvent::DroppedSwitch {
+                t,
+                direction,
+                bytes,
+            },
+            _ => return None,
+        })
+    }
+}
+
+/// `123.456` (µs, three decimals as written) → nanoseconds.
+fn parse_us(v: &str) -> Option<Nanos> {
+    let (whole, frac) = v.split_once('.').unwrap_or((v, "0"));
+    if frac.is_empty() || frac.len() > 3 || !frac.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let frac: Nanos = format!("{frac:0<3}").parse().ok()?;
+    whole
+        .parse::<Nanos>()
+        .ok()?
+        .checked_mul(1000)?
+        .checked_add(frac)
+}
+
+/// The events of a log's text, in order (header and malformed lines skipped).
+pub fn read(log: &str) -> impl Iterator<Item = LogEvent> + '_ {
+    log.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(LogEvent::parse)
+}
+
+/// `# epoch_monotonic_ns: N` of a log's header: CLOCK_MONOTONIC at the emulator's t = 0.
+pub fn epoch_monotonic_ns(log: &str) -> Option<u64> {
+    log.lines()
+        .take_while(|l| l.starts_with('#'))
+        .find_map(|l| l.strip_prefix("# epoch_monotonic_ns: "))
+        .and_then(|v| v.trim().parse().ok())
 }
 
 pub struct LogWriter {
@@ -144,5 +243,66 @@ impl LogWriter {
     pub fn finish(mut self) -> Result<()> {
         self.out.flush()?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_the_writer_writes_the_reader_reads() {
+        let d = Direction::Downlink;
+        let events = vec![
+            LogEvent::Arrival {
+                t: 1_234_567,
+                direction: Direction::Uplink,
+                bytes: 1500,
+            },
+            LogEvent::Delivered {
+                t: 26_001_001,
+                direction: d,
+                bytes: 1500,
+                one_way: 25_000_999,
+                lateness: 12_345,
+            },
+            LogEvent::DroppedQueue {
+                t: 5,
+                direction: d,
+                bytes: 60,
+            },
+            LogEvent::Lost {
+                t: 999,
+                direction: d,
+                bytes: 1,
+            },
+            LogEvent::DroppedSwitch {
+                t: 1_000_000_000_000,
+                direction: d,
+                bytes: 1280,
+            },
+        ];
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("link.log");
+        let mut w = LogWriter::create(&path, Instant::now(), &["uplink: test".into()]).unwrap();
+        for e in &events {
+            w.write(e).unwrap();
+        }
+        w.finish().unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(read(&text).collect::<Vec<_>>(), events);
+        assert!(epoch_monotonic_ns(&text).is_some_and(|e| e > 0));
+        // Not events: the header, other directions and verdicts, broken numbers.
+        for line in [
+            "# x",
+            "1.000 sideways + 10",
+            "1.000 up ? 10",
+            "1.0000 up + 10",
+            "1. up + 1",
+        ] {
+            assert_eq!(LogEvent::parse(line), None, "{line}");
+        }
+        assert_eq!(parse_us("7"), Some(7000));
+        assert_eq!(parse_us("7.5"), Some(7500));
     }
 }

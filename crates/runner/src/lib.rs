@@ -504,7 +504,7 @@ fn read_series(
         );
         String::new()
     });
-    let epoch = series::log_epoch_monotonic_ns(&log);
+    let epoch = quiclab_lab::packet_log::epoch_monotonic_ns(&log);
     if let (true, Some(epoch), Ok(csv)) = (
         with_cwnd,
         epoch,

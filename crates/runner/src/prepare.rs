@@ -261,6 +261,55 @@ mod tests {
             .unwrap()
             .to_string();
         assert!(e.starts_with("s.toml:1: key \"timeout\""), "{e}");
+        // Values the scenario parser checks only for type are the workload parser's (the one
+        // behind the flags), with the file's line.
+        for (line, extra, key, says) in [
+            (9, "[protocol]\nfec = 1\n", "fec", "2 to 64"),
+            (9, "[protocol]\ntls = \"1.4\"\n", "tls", "1.2"),
+            (9, "[protocol]\nprotocol = \"h4\"\n", "protocol", "h1"),
+        ] {
+            let e = prepare_all(&format!("{BASE}{extra}"))
+                .err()
+                .unwrap()
+                .to_string();
+            assert!(
+                e.starts_with(&format!("s.toml:{line}: key \"{key}\"")),
+                "{e}"
+            );
+            assert!(e.contains(says), "{e}");
+        }
+        let page = "name = \"p\"\n[workload]\nkind = \"page\"\npage = \"carlucci-small\"\n";
+        for (extra, key, says) in [
+            ("browser = \"netscape\"\n", "browser", "builtin or chromium"),
+            ("max_streams = 0\n", "max_streams", "≥ 1"),
+        ] {
+            let e = prepare_all(&format!("{page}{extra}"))
+                .err()
+                .unwrap()
+                .to_string();
+            assert!(e.starts_with(&format!("s.toml:5: key \"{key}\"")), "{e}");
+            assert!(e.contains(says), "{e}");
+        }
+        let video = "name = \"v\"\n[workload]\nkind = \"video\"\nplayers = \"h1\"\n";
+        let e = prepare_all(&SWITCHING.replace("\"migrate\"]", "\"wait\"]").replace(
+            "exclude = [{ players = \"h1/2\", on_switch = \"migrate\" }]\n",
+            "",
+        ))
+        .err()
+        .unwrap()
+        .to_string();
+        assert!(
+            e.starts_with("s.toml:11: key \"on_switch\"") && e.contains("reconnect-0rtt"),
+            "{e}"
+        );
+        let e = prepare_all(&format!("{video}connections = 0\n"))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.starts_with("s.toml:5: key \"connections\"") && e.contains("at least 1"),
+            "{e}"
+        );
     }
 
     const SWITCHING: &str = "name = \"sw\"\nexclude = [{ players = \"h1/2\", on_switch = \"migrate\" }]\n[workload]\nkind = \"video\"\nlive = true\nduration = \"20s\"\nswitch_timeout = \"3s\"\n[link]\nswitch = \"wifi@0s,lte@8s\"\n[grid]\nplayers = [\"h1/2\", \"h3\"]\non_switch = [\"reconnect\", \"migrate\"]\n";
@@ -280,11 +329,6 @@ mod tests {
             panic!("a video run")
         };
         assert_eq!(v.switching.on_switch.as_str(), "migrate");
-        // The scenario's list of behaviours is the stacks' own.
-        assert_eq!(
-            quiclab_experiment::scenario::ON_SWITCH_VALUES,
-            quiclab_stacks::switching::OnSwitch::NAMES
-        );
         // Without the exclusion, h1 + migrate is refused, naming the key.
         let e = prepare_all(&SWITCHING.replace(
             "exclude = [{ players = \"h1/2\", on_switch = \"migrate\" }]\n",

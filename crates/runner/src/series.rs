@@ -4,6 +4,8 @@
 //!
 //! Pure functions over the files' text, so they are tested without a lab.
 
+use quiclab_lab::emulator::Direction;
+use quiclab_lab::packet_log::{self, LogEvent};
 use quiclab_results::Series;
 
 /// Most points kept per series: enough for a figure, small enough for the database.
@@ -17,38 +19,16 @@ fn thin(points: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
     points.into_iter().step_by(step).collect()
 }
 
-/// `# epoch_monotonic_ns: N` of a packet log.
-pub fn log_epoch_monotonic_ns(log: &str) -> Option<u64> {
-    log.lines()
-        .take_while(|l| l.starts_with('#'))
-        .find_map(|l| l.strip_prefix("# epoch_monotonic_ns: "))
-        .and_then(|v| v.trim().parse().ok())
-}
-
 /// The congestion window of the connection that sent the most bytes (the measured one; a resumed
 /// run also has a warm-up connection).
 pub fn cwnd_series(run_key: &str, cwnd_csv: &str, epoch_monotonic_ns: u64) -> Option<Series> {
-    let mut lines = cwnd_csv.lines();
-    let header: Vec<&str> = lines.next()?.split(',').collect();
-    let col = |name: &str| header.iter().position(|h| *h == name);
-    let (t_col, conn_col, cwnd_col, sent_col) = (
-        col("t_mono_ns")?,
-        col("conn")?,
-        col("cwnd_bytes")?,
-        col("bytes_sent")?,
-    );
     let mut by_conn: std::collections::BTreeMap<String, (f64, Vec<(f64, f64)>)> =
         Default::default();
-    for line in lines {
-        let f: Vec<&str> = line.split(',').collect();
-        let get = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok());
-        let (Some(t), Some(cwnd)) = (get(t_col), get(cwnd_col)) else {
-            continue;
-        };
-        let conn = f.get(conn_col).copied().unwrap_or("").to_string();
-        let entry = by_conn.entry(conn).or_default();
-        entry.0 = entry.0.max(get(sent_col).unwrap_or(0.0));
-        entry.1.push(((t - epoch_monotonic_ns as f64) / 1e9, cwnd));
+    for sample in quiclab_stacks::cwnd::read_samples(cwnd_csv) {
+        let entry = by_conn.entry(sample.conn).or_default();
+        entry.0 = entry.0.max(sample.bytes_sent.unwrap_or(0.0));
+        let t = (sample.t_mono_ns as f64 - epoch_monotonic_ns as f64) / 1e9;
+        entry.1.push((t, sample.cwnd_bytes));
     }
     let (_, points) = by_conn.into_values().max_by(|a, b| a.0.total_cmp(&b.0))?;
     Some(Series {
@@ -70,25 +50,22 @@ pub fn queue_series(run_key: &str, log: &str, delay_us: f64) -> Vec<Series> {
     // The latest arrival, accepted unless its verdict (logged right after it by the same
     // thread) says it was dropped or lost.
     let mut last_arrival: Option<(f64, f64)> = None;
-    for line in log.lines().filter(|l| !l.starts_with('#')) {
-        let f: Vec<&str> = line.split_ascii_whitespace().collect();
-        if f.len() < 4 || f[1] != "down" {
-            continue;
-        }
-        let (Ok(t_us), Ok(bytes)) = (f[0].parse::<f64>(), f[3].parse::<f64>()) else {
-            continue;
-        };
-        match f[2] {
-            "+" => changes.extend(last_arrival.replace((t_us / 1e6, bytes))),
-            "d" | "l" | "x" => last_arrival = None,
-            "-" => {
-                if let Some(one_way) = f.get(4).and_then(|v| v.parse::<f64>().ok()) {
-                    let queued_us = (one_way - delay_us).max(0.0);
-                    delay_points.push((t_us / 1e6, queued_us / 1e3));
-                    changes.push(((t_us - delay_us) / 1e6, -bytes));
-                }
+    for event in packet_log::read(log).filter(|e| e.direction() == Direction::Downlink) {
+        let t_us = event.t() as f64 / 1e3;
+        let t_s = t_us / 1e6;
+        match event {
+            LogEvent::Arrival { bytes, .. } => {
+                changes.extend(last_arrival.replace((t_s, bytes as f64)))
             }
-            _ => {}
+            LogEvent::DroppedQueue { .. }
+            | LogEvent::Lost { .. }
+            | LogEvent::DroppedSwitch { .. } => last_arrival = None,
+            LogEvent::Delivered { bytes, one_way, .. } => {
+                let one_way_us = one_way as f64 / 1e3;
+                let queued_us = (one_way_us - delay_us).max(0.0);
+                delay_points.push((t_s, queued_us / 1e3));
+                changes.push(((t_us - delay_us) / 1e6, -(bytes as f64)));
+            }
         }
     }
     changes.extend(last_arrival);
@@ -146,7 +123,7 @@ mod tests {
                    10800.000 down - 1000 10800.000 1.0\n\
                    11600.000 down - 1000 11500.000 1.0\n\
                    50.000 up + 60\n";
-        assert_eq!(log_epoch_monotonic_ns(log), Some(5));
+        assert_eq!(quiclab_lab::packet_log::epoch_monotonic_ns(log), Some(5));
         let s = queue_series("k", log, 10_000.0);
         let q = &s.iter().find(|s| s.name == "queue_bytes").unwrap().points;
         // Two accepted arrivals, then two departures at 0.8 ms and 1.6 ms; the drop never counts.

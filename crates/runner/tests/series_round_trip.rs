@@ -5,8 +5,9 @@
 use std::time::{Duration, Instant};
 
 use quiclab_lab::emulator::Direction;
+use quiclab_lab::packet_log::epoch_monotonic_ns as log_epoch_monotonic_ns;
 use quiclab_lab::packet_log::{LogEvent, LogWriter};
-use quiclab_runner::series::{cwnd_series, log_epoch_monotonic_ns, queue_series};
+use quiclab_runner::series::{cwnd_series, queue_series};
 
 fn temp(name: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("quiclab-series-{}-{name}", std::process::id()));

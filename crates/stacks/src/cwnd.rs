@@ -7,6 +7,9 @@
 //!
 //! (fields a transport does not report are left empty). `peer_port` is the client's port: it ties
 //! a connection to a flow of a mix (the emulator keys flows by the same 5-tuple).
+//!
+//! This module is the format's one writer ([`CwndLog`]) and one reader ([`read_samples`]): the
+//! runner's cwnd series and the flows workload's per-flow windows read the file through it.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -121,6 +124,47 @@ fn tcp_row(t: u64, conn: u64, i: &TcpInfo) -> String {
 
 pub use quiclab_proto::sockopt::tcp_info as read_tcp_info;
 
+/// One row of cwnd.csv as read back (the columns its readers use).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CwndSample {
+    pub t_mono_ns: u64,
+    /// The connection's number within its process.
+    pub conn: String,
+    pub cwnd_bytes: f64,
+    /// Bytes the connection had sent (None: not reported).
+    pub bytes_sent: Option<f64>,
+    /// The client's port (None: not reported).
+    pub peer_port: Option<u16>,
+}
+
+/// The samples of a cwnd.csv text, columns found by the header's names; a row without a time or a
+/// window is skipped, and a text without those columns has no samples.
+pub fn read_samples(csv: &str) -> Vec<CwndSample> {
+    let mut lines = csv.lines();
+    let Some(header) = lines.next() else {
+        return Vec::new();
+    };
+    let header: Vec<&str> = header.split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name);
+    let (Some(t_col), Some(cwnd_col)) = (col("t_mono_ns"), col("cwnd_bytes")) else {
+        return Vec::new();
+    };
+    let (conn_col, sent_col, port_col) = (col("conn"), col("bytes_sent"), col("peer_port"));
+    lines
+        .filter_map(|line| {
+            let f: Vec<&str> = line.split(',').collect();
+            let get = |c: Option<usize>| c.and_then(|i| f.get(i)).copied();
+            Some(CwndSample {
+                t_mono_ns: get(Some(t_col))?.parse().ok()?,
+                cwnd_bytes: get(Some(cwnd_col))?.parse().ok()?,
+                conn: get(conn_col).unwrap_or_default().to_string(),
+                bytes_sent: get(sent_col).and_then(|v| v.parse().ok()),
+                peer_port: get(port_col).and_then(|v| v.parse().ok()),
+            })
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -141,6 +185,13 @@ mod tests {
         let row: Vec<&str> = text.lines().nth(1).unwrap().split(',').collect();
         assert_eq!(row.len(), CSV_HEADER.split(',').count(), "{text}");
         assert_eq!(row[2], "tcp");
+        // The reader gets back what the writer wrote.
+        let samples = read_samples(&text);
+        assert_eq!(samples.len(), 1, "{text}");
+        assert_eq!(samples[0].peer_port, Some(1234));
+        assert_eq!(samples[0].conn, "0");
+        assert_eq!(samples[0].cwnd_bytes, i.cwnd_bytes() as f64);
+        assert!(read_samples("t,cwnd\n1,2\n").is_empty());
         let _ = std::fs::remove_dir_all(dir);
     }
 }

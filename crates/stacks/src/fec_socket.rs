@@ -79,6 +79,12 @@ pub struct FecLog {
 }
 
 impl FecLog {
+    /// The log a server wrote to `path` ([`log_counters`], the format's one writer); None when it
+    /// is missing or not a whole log (unknown, never zeros: the caller says what is missing).
+    pub fn read(path: &std::path::Path) -> Option<FecLog> {
+        serde_json::from_slice(&std::fs::read(path).ok()?).ok()
+    }
+
     /// The counters of the peers on the client ports `ports`, summed (one connection's port, or
     /// every port a video player opened); None when no peer used them.
     pub fn peer_ports(&self, ports: &[u16]) -> Option<FecCounters> {
@@ -477,6 +483,20 @@ pub async fn log_counters(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_counter_log_reads_back_whole_or_not_at_all() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("fec.json");
+        let mut log = FecLog::default();
+        log.total.group = 2;
+        log.total.sent.parity_sent = 7;
+        std::fs::write(&path, serde_json::to_vec(&log).unwrap()).unwrap();
+        assert_eq!(FecLog::read(&path), Some(log));
+        std::fs::write(&path, b"{\"total\": {").unwrap();
+        assert_eq!(FecLog::read(&path), None);
+        assert_eq!(FecLog::read(&dir.path().join("none.json")), None);
+    }
 
     #[test]
     fn decoders_are_capped_and_a_retired_peers_counters_are_kept() {

@@ -773,29 +773,11 @@ impl FlowsRun {
 /// cwnd samples of cwnd.csv by the client's port, as (s since the emulator's start, bytes).
 pub fn cwnd_by_peer_port(csv: &str, epoch_ns: u64) -> BTreeMap<u16, Vec<(f64, f64)>> {
     let mut out: BTreeMap<u16, Vec<(f64, f64)>> = BTreeMap::new();
-    let mut lines = csv.lines();
-    let Some(header) = lines.next() else {
-        return out;
-    };
-    let header: Vec<&str> = header.split(',').collect();
-    let col = |n: &str| header.iter().position(|h| *h == n);
-    let (Some(t_col), Some(cwnd_col), Some(port_col)) =
-        (col("t_mono_ns"), col("cwnd_bytes"), col("peer_port"))
-    else {
-        return out;
-    };
-    for line in lines {
-        let f: Vec<&str> = line.split(',').collect();
-        let (Some(t), Some(cwnd), Some(port)) = (
-            f.get(t_col).and_then(|v| v.parse::<u64>().ok()),
-            f.get(cwnd_col).and_then(|v| v.parse::<f64>().ok()),
-            f.get(port_col).and_then(|v| v.parse::<u16>().ok()),
-        ) else {
-            continue;
-        };
-        out.entry(port)
-            .or_default()
-            .push((t.saturating_sub(epoch_ns) as f64 / 1e9, cwnd));
+    for s in quiclab_stacks::cwnd::read_samples(csv) {
+        if let Some(port) = s.peer_port {
+            let t = s.t_mono_ns.saturating_sub(epoch_ns) as f64 / 1e9;
+            out.entry(port).or_default().push((t, s.cwnd_bytes));
+        }
     }
     out
 }

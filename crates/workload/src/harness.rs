@@ -413,8 +413,7 @@ pub mod exe {
 /// The server's FEC counters, summed and per peer (written every 100 ms while it ran; see
 /// `ServeConfig::fec_log`).
 pub fn server_fec(work: &WorkDir) -> Option<quiclab_stacks::fec_socket::FecLog> {
-    let text = std::fs::read(work.join("fec.json")).ok()?;
-    serde_json::from_slice(&text).ok()
+    quiclab_stacks::fec_socket::FecLog::read(&work.join("fec.json"))
 }
 
 #[cfg(test)]
