@@ -189,6 +189,11 @@ pub fn setting_label(scenario: &Scenario, run: &RunSpec) -> String {
 mod tests {
     use super::*;
 
+    /// The error preparing `text` gives (a test of a refusal).
+    fn refused(text: &str) -> String {
+        prepare_all(text).err().expect("refused").to_string()
+    }
+
     fn prepare_all(text: &str) -> Result<Vec<PreparedRun>> {
         let s = quiclab_experiment::parse(text, "s.toml").map_err(|e| anyhow!("{e}"))?;
         let p = Preparer::new(&s, Path::new("s.toml"));
@@ -220,46 +225,25 @@ mod tests {
 
     #[test]
     fn bad_values_name_file_line_and_key() {
-        let e = prepare_all(&format!(
+        let e = refused(&format!(
             "{BASE}[grid]\nrate = [\"3mbit\", \"10 parsecs\"]\n"
-        ))
-        .err()
-        .unwrap()
-        .to_string();
+        ));
         assert!(e.starts_with("s.toml:9: key \"rate\""), "{e}");
-        let e = prepare_all(&BASE.replace("rtt = \"50ms\"", "rtt = \"50ms\"\nloss = \"120%\""))
-            .err()
-            .unwrap()
-            .to_string();
+        let e = refused(&BASE.replace("rtt = \"50ms\"", "rtt = \"50ms\"\nloss = \"120%\""));
         assert!(e.starts_with("s.toml:8: key \"loss\""), "{e}");
-        let e = prepare_all(&BASE.replace("\"1MB\"", "\"1 elephant\""))
-            .err()
-            .unwrap()
-            .to_string();
+        let e = refused(&BASE.replace("\"1MB\"", "\"1 elephant\""));
         assert!(e.starts_with("s.toml:5: key \"size\""), "{e}");
-        let e = prepare_all(&format!("{BASE}[protocol]\ncc = \"vegas\"\n"))
-            .err()
-            .unwrap()
-            .to_string();
+        let e = refused(&format!("{BASE}[protocol]\ncc = \"vegas\"\n"));
         assert!(
             e.starts_with("s.toml:9: key \"cc\"") && e.contains("cubic"),
             "{e}"
         );
-        let e = prepare_all(&format!("{BASE}[protocol]\nzero_rtt = true\n"))
-            .err()
-            .unwrap()
-            .to_string();
+        let e = refused(&format!("{BASE}[protocol]\nzero_rtt = true\n"));
         assert!(e.contains("zero_rtt") && e.contains("0-RTT"), "{e}");
         // A bdp queue on a link without delay cannot be sized.
-        let e = prepare_all(&BASE.replace("rtt = \"50ms\"", "rate = \"10mbit\""))
-            .err()
-            .unwrap()
-            .to_string();
+        let e = refused(&BASE.replace("rtt = \"50ms\"", "rate = \"10mbit\""));
         assert!(e.contains("impossible") && e.contains("--rtt"), "{e}");
-        let e = prepare_all(&format!("timeout = \"soon\"\n{BASE}"))
-            .err()
-            .unwrap()
-            .to_string();
+        let e = refused(&format!("timeout = \"soon\"\n{BASE}"));
         assert!(e.starts_with("s.toml:1: key \"timeout\""), "{e}");
         // Values the scenario parser checks only for type are the workload parser's (the one
         // behind the flags), with the file's line.
@@ -268,10 +252,7 @@ mod tests {
             (9, "[protocol]\ntls = \"1.4\"\n", "tls", "1.2"),
             (9, "[protocol]\nprotocol = \"h4\"\n", "protocol", "h1"),
         ] {
-            let e = prepare_all(&format!("{BASE}{extra}"))
-                .err()
-                .unwrap()
-                .to_string();
+            let e = refused(&format!("{BASE}{extra}"));
             assert!(
                 e.starts_with(&format!("s.toml:{line}: key \"{key}\"")),
                 "{e}"
@@ -283,29 +264,20 @@ mod tests {
             ("browser = \"netscape\"\n", "browser", "builtin or chromium"),
             ("max_streams = 0\n", "max_streams", "≥ 1"),
         ] {
-            let e = prepare_all(&format!("{page}{extra}"))
-                .err()
-                .unwrap()
-                .to_string();
+            let e = refused(&format!("{page}{extra}"));
             assert!(e.starts_with(&format!("s.toml:5: key \"{key}\"")), "{e}");
             assert!(e.contains(says), "{e}");
         }
         let video = "name = \"v\"\n[workload]\nkind = \"video\"\nplayers = \"h1\"\n";
-        let e = prepare_all(&SWITCHING.replace("\"migrate\"]", "\"wait\"]").replace(
+        let e = refused(&SWITCHING.replace("\"migrate\"]", "\"wait\"]").replace(
             "exclude = [{ players = \"h1/2\", on_switch = \"migrate\" }]\n",
             "",
-        ))
-        .err()
-        .unwrap()
-        .to_string();
+        ));
         assert!(
             e.starts_with("s.toml:11: key \"on_switch\"") && e.contains("reconnect-0rtt"),
             "{e}"
         );
-        let e = prepare_all(&format!("{video}connections = 0\n"))
-            .err()
-            .unwrap()
-            .to_string();
+        let e = refused(&format!("{video}connections = 0\n"));
         assert!(
             e.starts_with("s.toml:5: key \"connections\"") && e.contains("at least 1"),
             "{e}"
@@ -330,37 +302,27 @@ mod tests {
         };
         assert_eq!(v.switching.on_switch.as_str(), "migrate");
         // Without the exclusion, h1 + migrate is refused, naming the key.
-        let e = prepare_all(&SWITCHING.replace(
+        let e = refused(&SWITCHING.replace(
             "exclude = [{ players = \"h1/2\", on_switch = \"migrate\" }]\n",
             "",
-        ))
-        .err()
-        .unwrap()
-        .to_string();
+        ));
         assert!(
             e.starts_with("s.toml:11: key \"on_switch\"") && e.contains("needs h3"),
             "{e}"
         );
         // A behaviour without a schedule, and a schedule for a workload that cannot answer it.
-        let e =
-            prepare_all(&BASE.replace("size = \"1MB\"", "size = \"1MB\"\non_switch = \"migrate\""))
-                .err()
-                .unwrap()
-                .to_string();
+        let e = refused(&BASE.replace("size = \"1MB\"", "size = \"1MB\"\non_switch = \"migrate\""));
         assert!(
             e.contains("key \"on_switch\"") && e.contains("switch ="),
             "{e}"
         );
         let flows = "name = \"f\"\n[workload]\nkind = \"flows\"\nflows = \"h3 + h1\"\nduration = \"10s\"\n[link]\nswitch = \"arisu2019-lte\"\n";
-        let e = prepare_all(flows).err().unwrap().to_string();
+        let e = refused(flows);
         assert!(
             e.starts_with("s.toml:7: key \"switch\"") && e.contains("bulk and video"),
             "{e}"
         );
-        let e = prepare_all(&BASE.replace("rtt = \"50ms\"", "switch = \"wifi@0s,4g@3s\""))
-            .err()
-            .unwrap()
-            .to_string();
+        let e = refused(&BASE.replace("rtt = \"50ms\"", "switch = \"wifi@0s,4g@3s\""));
         assert!(e.contains("key \"switch\"") && e.contains("4g"), "{e}");
     }
 
@@ -392,15 +354,9 @@ mod tests {
             .collect();
         assert_eq!(flush, [25_000, 25_000]);
         // Without the exclusion h2 with FEC is refused, naming the key; so is N = 1.
-        let e = prepare_all(&format!("{BASE}{grid}"))
-            .err()
-            .unwrap()
-            .to_string();
+        let e = refused(&format!("{BASE}{grid}"));
         assert!(e.contains("key \"fec\"") && e.contains("needs h3"), "{e}");
-        let e = prepare_all(&format!("{BASE}[protocol]\nprotocol = \"h3\"\nfec = 1\n"))
-            .err()
-            .unwrap()
-            .to_string();
+        let e = refused(&format!("{BASE}[protocol]\nprotocol = \"h3\"\nfec = 1\n"));
         assert!(e.contains("fec") && e.contains("2 to 64"), "{e}");
     }
 
@@ -418,17 +374,14 @@ mod tests {
         assert_eq!(fec.len(), 3, "{fec:?}");
         assert!(fec.contains(&("h3+h1".into(), Some(2))), "{fec:?}");
         // A mix without an h3 flow would run without FEC: refused, naming the key.
-        let e = prepare_all(&flows.replace("exclude = [{ flows = \"h1\", fec = 2 }]\n", ""))
-            .err()
-            .unwrap()
-            .to_string();
+        let e = refused(&flows.replace("exclude = [{ flows = \"h1\", fec = 2 }]\n", ""));
         assert!(e.contains("key \"fec\"") && e.contains("has none"), "{e}");
         let video = "name = \"v\"\n[workload]\nkind = \"video\"\nplayers = \"h2\"\nduration = \"20s\"\n[protocol]\nfec = 2\n";
-        let e = prepare_all(video).err().unwrap().to_string();
+        let e = refused(video);
         assert!(e.contains("key \"fec\"") && e.contains("h3 players"), "{e}");
         assert!(prepare_all(&video.replace("\"h2\"", "\"h3 + h2\"")).is_ok());
         let page = "name = \"p\"\n[workload]\nkind = \"page\"\npage = \"carlucci-small\"\n[protocol]\nprotocol = \"h2\"\nfec = 2\n";
-        let e = prepare_all(page).err().unwrap().to_string();
+        let e = refused(page);
         assert!(e.contains("key \"fec\"") && e.contains("needs h3"), "{e}");
         assert!(prepare_all(&page.replace("\"h2\"", "\"h3\"")).is_ok());
     }
