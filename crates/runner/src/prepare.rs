@@ -191,7 +191,10 @@ mod tests {
 
     /// The error preparing `text` gives (a test of a refusal).
     fn refused(text: &str) -> String {
-        prepare_all(text).err().expect("refused").to_string()
+        match prepare_all(text) {
+            Err(e) => e.to_string(),
+            Ok(_) => panic!("accepted: {text}"),
+        }
     }
 
     fn prepare_all(text: &str) -> Result<Vec<PreparedRun>> {
