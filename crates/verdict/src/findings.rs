@@ -1,0 +1,394 @@
+//! A study's findings as data (`studies/STUDY.toml`): each finding names the scenario and the
+//! settings it is judged on, the metric, what is claimed about it and the decision rule, so that a
+//! verdict is computed, never written by hand.
+//!
+//! ```toml
+//! study = "carlucci2015"
+//! title = "Carlucci, De Cicco, Mascolo: HTTP over UDP (SAC 2015)"
+//! seeds = ["000", "003"]
+//!
+//! [[finding]]
+//! id = "000-5a"
+//! source = "Sec. 4.3, Fig. 9"
+//! claim = "On a loss-free link QUIC loads pages faster than HTTP/1.1"
+//! scenario = "carlucci2015-s3"
+//! where = { loss = "0%" }
+//! metric = "plt_ms"
+//! compare = { axis = "protocol", a = "h3", b = "h1" }   # A is claimed better than B
+//! test = "sign"                                          # sign | wilcoxon | bootstrap
+//! alpha = 0.05
+//! min_n = 10
+//!
+//! [[finding]]
+//! id = "000-4a"
+//! claim = "QUIC gets about 3× TCP's goodput at a 13 kB queue"
+//! scenario = "carlucci2015-s2"
+//! where = { queue = "13kB" }
+//! metric = "ratio_first_rest"
+//! approx = { value = 3.0, tolerance = 0.25 }             # or at_least / at_most = N
+//! test = "bootstrap"
+//! seed_value = 3.0
+//!
+//! [[finding]]
+//! id = "002-8"
+//! claim = "gQUIC Q035–Q044 against YouTube over the Internet"
+//! not_runnable = "needs Google's servers and the public Internet"
+//! ```
+//!
+//! Errors name the file, the line of the finding and the key.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::judge::{Claim, Rule, Test};
+
+/// One study's file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Study {
+    pub name: String,
+    pub title: String,
+    /// The seed files it covers (`000`, `003`).
+    pub seeds: Vec<String>,
+    pub findings: Vec<Finding>,
+}
+
+/// One finding, checked.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Finding {
+    pub id: String,
+    /// The seed's table, figure or section.
+    pub source: String,
+    pub claim: String,
+    /// The line of `[[finding]]` in the file.
+    #[serde(skip)]
+    pub line: usize,
+    pub judged: Judged,
+}
+
+/// How a finding is judged, or why it cannot be.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Judged {
+    Run {
+        scenario: String,
+        /// Setting values a run must have (parameter → value, as the run key writes them).
+        filter: BTreeMap<String, String>,
+        metric: String,
+        claim: Claim,
+        rule: Rule,
+        /// The seed's own number, shown beside quiclab's.
+        seed_value: Option<f64>,
+    },
+    NotRunnable {
+        why: String,
+    },
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileDe {
+    study: String,
+    title: String,
+    #[serde(default)]
+    seeds: Vec<String>,
+    #[serde(default)]
+    finding: Vec<toml::Spanned<FindingDe>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CompareDe {
+    axis: String,
+    a: toml::Value,
+    b: toml::Value,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ApproxDe {
+    value: f64,
+    tolerance: f64,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FindingDe {
+    id: String,
+    #[serde(default)]
+    source: String,
+    claim: String,
+    scenario: Option<String>,
+    #[serde(default, rename = "where")]
+    filter: BTreeMap<String, toml::Value>,
+    metric: Option<String>,
+    compare: Option<CompareDe>,
+    at_least: Option<f64>,
+    at_most: Option<f64>,
+    approx: Option<ApproxDe>,
+    test: Option<String>,
+    alpha: Option<f64>,
+    min_n: Option<usize>,
+    seed_value: Option<f64>,
+    not_runnable: Option<String>,
+}
+
+/// A value as the run key writes it (`"13kB"`, `2`, `true`).
+fn render(v: &toml::Value) -> String {
+    match v {
+        toml::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].matches('\n').count() + 1
+}
+
+/// Parses a study file; `file` names it in errors (`FILE:LINE: …`).
+pub fn parse(text: &str, file: &str) -> Result<Study, String> {
+    let de: FileDe = toml::from_str(text).map_err(|e| {
+        let line = e.span().map_or(0, |s| line_of(text, s.start));
+        format!("{file}:{line}: {}", e.message())
+    })?;
+    let mut ids = std::collections::BTreeSet::new();
+    let mut findings = Vec::new();
+    for spanned in de.finding {
+        let line = line_of(text, spanned.span().start);
+        let f = spanned.into_inner();
+        let at = |key: &str, msg: String| {
+            format!("{file}:{line}: finding {:?}: key \"{key}\": {msg}", f.id)
+        };
+        if !ids.insert(f.id.clone()) {
+            return Err(at("id", "a second finding with this id".into()));
+        }
+        let judged = match &f.not_runnable {
+            Some(why) => {
+                for (key, given) in [
+                    ("scenario", f.scenario.is_some()),
+                    ("metric", f.metric.is_some()),
+                    ("compare", f.compare.is_some()),
+                ] {
+                    if given {
+                        return Err(at(key, "a not_runnable finding names no runs".into()));
+                    }
+                }
+                Judged::NotRunnable { why: why.clone() }
+            }
+            None => {
+                let scenario = f.scenario.clone().ok_or_else(|| {
+                    at(
+                        "scenario",
+                        "missing (or give not_runnable = \"why\")".into(),
+                    )
+                })?;
+                let metric = f
+                    .metric
+                    .clone()
+                    .ok_or_else(|| at("metric", "missing".into()))?;
+                let claims = [
+                    f.compare.is_some(),
+                    f.at_least.is_some(),
+                    f.at_most.is_some(),
+                    f.approx.is_some(),
+                ];
+                if claims.iter().filter(|&&c| c).count() != 1 {
+                    return Err(at(
+                        "compare",
+                        "give exactly one of compare, at_least, at_most, approx".into(),
+                    ));
+                }
+                let claim = if let Some(c) = &f.compare {
+                    Claim::Better {
+                        axis: c.axis.clone(),
+                        a: render(&c.a),
+                        b: render(&c.b),
+                    }
+                } else if let Some(v) = f.at_least {
+                    Claim::AtLeast { value: v }
+                } else if let Some(v) = f.at_most {
+                    Claim::AtMost { value: v }
+                } else {
+                    let a = f.approx.as_ref().expect("one claim is given");
+                    if !(a.tolerance > 0.0 && a.tolerance < 1.0) {
+                        return Err(at(
+                            "approx",
+                            "tolerance must be between 0 and 1 (a share of the value)".into(),
+                        ));
+                    }
+                    Claim::Approx {
+                        value: a.value,
+                        tolerance: a.tolerance,
+                    }
+                };
+                let test = match f.test.as_deref() {
+                    Some("sign") | None => Test::Sign,
+                    Some("wilcoxon") => Test::Wilcoxon,
+                    Some("bootstrap") => Test::Bootstrap,
+                    Some(other) => {
+                        return Err(at(
+                            "test",
+                            format!("expected sign, wilcoxon or bootstrap; got {other:?}"),
+                        ));
+                    }
+                };
+                if matches!(claim, Claim::Approx { .. }) && test != Test::Bootstrap {
+                    return Err(at(
+                        "test",
+                        "an approx claim is judged by its bootstrap interval: test = \"bootstrap\""
+                            .into(),
+                    ));
+                }
+                let alpha = f.alpha.unwrap_or(0.05);
+                if !(alpha > 0.0 && alpha < 0.5) {
+                    return Err(at(
+                        "alpha",
+                        format!("expected a level between 0 and 0.5; got {alpha}"),
+                    ));
+                }
+                let min_n = f.min_n.unwrap_or(5);
+                if min_n == 0 {
+                    return Err(at("min_n", "must be at least 1".into()));
+                }
+                Judged::Run {
+                    scenario,
+                    filter: f
+                        .filter
+                        .iter()
+                        .map(|(k, v)| (k.clone(), render(v)))
+                        .collect(),
+                    metric,
+                    claim,
+                    rule: Rule { test, alpha, min_n },
+                    seed_value: f.seed_value,
+                }
+            }
+        };
+        findings.push(Finding {
+            id: f.id,
+            source: f.source,
+            claim: f.claim,
+            line,
+            judged,
+        });
+    }
+    if findings.is_empty() {
+        return Err(format!("{file}: no [[finding]]"));
+    }
+    Ok(Study {
+        name: de.study,
+        title: de.title,
+        seeds: de.seeds,
+        findings,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FILE: &str = r#"study = "t"
+title = "A test study"
+seeds = ["000"]
+
+[[finding]]
+id = "000-5a"
+source = "Fig. 9"
+claim = "QUIC faster than HTTP/1.1"
+scenario = "carlucci2015-s3"
+where = { loss = "0%", rate = "3mbit" }
+metric = "plt_ms"
+compare = { axis = "protocol", a = "h3", b = "h1" }
+test = "sign"
+min_n = 10
+
+[[finding]]
+id = "000-4a"
+claim = "3x at 13 kB"
+scenario = "carlucci2015-s2"
+where = { queue = "13kB" }
+metric = "ratio_first_rest"
+approx = { value = 3.0, tolerance = 0.25 }
+test = "bootstrap"
+seed_value = 3.0
+
+[[finding]]
+id = "002-8"
+claim = "YouTube"
+not_runnable = "the public Internet"
+"#;
+
+    #[test]
+    fn a_study_file_parses_into_checked_findings() {
+        let s = parse(FILE, "t.toml").unwrap();
+        assert_eq!(s.findings.len(), 3);
+        let f = &s.findings[0];
+        assert_eq!(f.line, 5);
+        let Judged::Run {
+            filter,
+            claim,
+            rule,
+            ..
+        } = &f.judged
+        else {
+            panic!("{f:?}")
+        };
+        assert_eq!(filter["loss"], "0%");
+        assert_eq!(
+            claim,
+            &Claim::Better {
+                axis: "protocol".into(),
+                a: "h3".into(),
+                b: "h1".into()
+            }
+        );
+        assert_eq!((rule.test, rule.alpha, rule.min_n), (Test::Sign, 0.05, 10));
+        assert!(matches!(s.findings[2].judged, Judged::NotRunnable { .. }));
+    }
+
+    #[test]
+    fn bad_findings_name_file_line_and_key() {
+        let e = parse(&FILE.replace("test = \"sign\"", "test = \"t\""), "t.toml").unwrap_err();
+        assert!(
+            e.starts_with("t.toml:5: finding \"000-5a\": key \"test\""),
+            "{e}"
+        );
+        let e = parse(
+            &FILE.replace("test = \"bootstrap\"", "test = \"sign\""),
+            "t.toml",
+        )
+        .unwrap_err();
+        assert!(e.contains("key \"test\"") && e.contains("bootstrap"), "{e}");
+        let e = parse(
+            &FILE.replace("id = \"000-4a\"", "id = \"000-5a\""),
+            "t.toml",
+        )
+        .unwrap_err();
+        assert!(
+            e.starts_with("t.toml:16:") && e.contains("second finding"),
+            "{e}"
+        );
+        let e = parse(&FILE.replace("metric = \"plt_ms\"\n", ""), "t.toml").unwrap_err();
+        assert!(e.contains("key \"metric\": missing"), "{e}");
+        let e = parse(
+            &FILE.replace("min_n = 10", "min_n = 10\nat_least = 1.0"),
+            "t.toml",
+        )
+        .unwrap_err();
+        assert!(e.contains("exactly one of"), "{e}");
+        let e = parse(
+            &FILE.replace("claim = \"YouTube\"", "claim = \"YouTube\"\nmetric = \"x\""),
+            "t.toml",
+        )
+        .unwrap_err();
+        assert!(e.contains("not_runnable finding names no runs"), "{e}");
+        // Unknown keys and TOML errors carry their line too.
+        let e = parse(&FILE.replace("min_n = 10", "min_m = 10"), "t.toml").unwrap_err();
+        assert!(e.starts_with("t.toml:") && e.contains("min_m"), "{e}");
+        assert!(
+            parse("study = \"t\"\ntitle = \"x\"\n", "t.toml")
+                .unwrap_err()
+                .contains("no [[finding]]")
+        );
+    }
+}

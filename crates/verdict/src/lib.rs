@@ -1,0 +1,18 @@
+//! The sans-IO core of `quiclab reproduce` (issue 24): every finding of a seed study as data
+//! ([`findings`]: `studies/STUDY.toml`), the runs that judge it paired by repetition and every
+//! other setting across the compared axis ([`judge::pair`]), and its verdict by a stated rule
+//! ([`judge`], [`rules`]: exact sign test, Wilcoxon signed-rank, bootstrap interval of a median),
+//! with a run that hit its time limit treated as censored and failed runs counted, never dropped.
+//! Verdicts are computed, never written by hand: holds, does not hold (reversed or absent),
+//! inconclusive (n too small, > 5 % failures, an interval that straddles), not runnable.
+//!
+//! Pure functions on fixed data, unit-tested; the shells (reading a results database, running
+//! the packs, writing reproduction.html) come on top.
+
+pub mod findings;
+pub mod judge;
+pub mod rules;
+
+pub use findings::{Finding, Judged, Study};
+pub use judge::{Claim, Judgement, Rule, RunValue, Test, Verdict};
+pub use rules::{Better, Observed};
