@@ -7,6 +7,7 @@ mod flows_cmd;
 mod link_args;
 mod page_cmd;
 mod report_cmd;
+mod reproduce_cmd;
 mod run_cmd;
 mod shell;
 mod signals;
@@ -48,6 +49,8 @@ enum Command {
     Run(run_cmd::RunArgs),
     /// Write DIR/report.html and figures from a results directory
     Report(report_cmd::ReportArgs),
+    /// Run a seed study's scenarios as one pack and judge each of its findings (studies/*.toml)
+    Reproduce(reproduce_cmd::ReproduceArgs),
     /// Export a results directory as CSV for pandas/R
     Export(report_cmd::ExportArgs),
     /// Download --size bytes over h1, h2 or h3 across a fresh lab and report timings, goodput, CPU
@@ -95,6 +98,7 @@ fn main() {
         Command::Page(args) => page_cmd::page(args),
         Command::Child { config } => quiclab_workload::child::main(&config),
         Command::Report(args) => report_cmd::report(args),
+        Command::Reproduce(args) => reproduce_cmd::run(args),
         Command::Export(args) => report_cmd::export(args),
         Command::Bulk(args) => stacks_cmd::bulk(args),
         Command::Flows(args) => flows_cmd::run(args),

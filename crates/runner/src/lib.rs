@@ -12,6 +12,7 @@ pub mod bench;
 pub mod environment;
 pub mod fidelity;
 pub mod prepare;
+pub mod reproduce;
 pub mod series;
 
 use std::collections::BTreeMap;

@@ -283,6 +283,90 @@ pub fn parse(text: &str, file: &str) -> Result<Study, String> {
     })
 }
 
+/// Checks every runnable finding of `study` (from `file`) against its scenario: the scenario
+/// exists (`scenario_text(name)` gives its text and file name), each `where` value is a value
+/// some run of the scenario has, a compared axis has both values among those runs, and the
+/// metric is one the scenario's workload declares (`metric_known`). Errors name the file, the
+/// finding's line and the key.
+pub fn validate(
+    study: &Study,
+    file: &str,
+    scenario_text: impl Fn(&str) -> Option<(String, String)>,
+    metric_known: impl Fn(quiclab_experiment::WorkloadKind, &str) -> bool,
+) -> Result<(), String> {
+    for f in &study.findings {
+        let Judged::Run {
+            scenario,
+            filter,
+            metric,
+            claim,
+            ..
+        } = &f.judged
+        else {
+            continue;
+        };
+        let at = |key: &str, msg: String| {
+            format!(
+                "{file}:{}: finding {:?}: key \"{key}\": {msg}",
+                f.line, f.id
+            )
+        };
+        let (text, scenario_file) = scenario_text(scenario)
+            .ok_or_else(|| at("scenario", format!("no scenario {scenario:?}")))?;
+        let s = quiclab_experiment::parse(&text, &scenario_file)
+            .map_err(|e| at("scenario", format!("it does not parse: {e}")))?;
+        let runs = quiclab_experiment::expand(&s);
+        let values_of = |key: &str| -> std::collections::BTreeSet<&str> {
+            runs.iter()
+                .filter_map(|r| r.params.get(key).map(String::as_str))
+                .collect()
+        };
+        for (key, value) in filter {
+            let values = values_of(key);
+            if !values.contains(value.as_str()) {
+                return Err(at(
+                    "where",
+                    format!(
+                        "{key} = {value:?} is not a value of {scenario}'s runs (they have {})",
+                        if values.is_empty() {
+                            "no such parameter".to_string()
+                        } else {
+                            values.into_iter().collect::<Vec<_>>().join(", ")
+                        }
+                    ),
+                ));
+            }
+        }
+        let matching: Vec<_> = runs
+            .iter()
+            .filter(|r| filter.iter().all(|(k, v)| r.params.get(k) == Some(v)))
+            .collect();
+        if matching.is_empty() {
+            return Err(at(
+                "where",
+                format!("no run of {scenario} has all of these values"),
+            ));
+        }
+        if let crate::judge::Claim::Better { axis, a, b } = claim {
+            for side in [a, b] {
+                if !matching.iter().any(|r| r.params.get(axis) == Some(side)) {
+                    return Err(at(
+                        "compare",
+                        format!("no run of {scenario} within `where` has {axis} = {side:?}"),
+                    ));
+                }
+            }
+        }
+        if !metric_known(s.kind, metric) {
+            return Err(at(
+                "metric",
+                format!("{metric:?} is not a metric of kind = \"{}\"", s.kind.name()),
+            ));
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -389,6 +473,45 @@ not_runnable = "the public Internet"
             parse("study = \"t\"\ntitle = \"x\"\n", "t.toml")
                 .unwrap_err()
                 .contains("no [[finding]]")
+        );
+    }
+
+    const S3: &str = "name = \"carlucci2015-s3\"\n[workload]\nkind = \"page\"\n[link]\nrtt = \"50ms\"\n\
+                      [grid]\nprotocol = [\"h1\", \"h3\"]\npage = [\"carlucci-small\"]\n\
+                      rate = [\"3mbit\"]\nloss = [\"0%\"]\n";
+    const S2: &str = "name = \"carlucci2015-s2\"\n[workload]\nkind = \"flows\"\nduration = \"40s\"\n\
+                      [link]\nrate = \"5mbit\"\n[grid]\nflows = [\"h3 + h1\"]\nqueue = [\"13kB\"]\n";
+
+    fn check(text: &str) -> Result<(), String> {
+        let study = parse(text, "t.toml")?;
+        validate(
+            &study,
+            "t.toml",
+            |name| match name {
+                "carlucci2015-s3" => Some((S3.to_string(), "s3.toml".into())),
+                "carlucci2015-s2" => Some((S2.to_string(), "s2.toml".into())),
+                _ => None,
+            },
+            |_, m| ["plt_ms", "ratio_first_rest"].contains(&m),
+        )
+    }
+
+    #[test]
+    fn findings_are_checked_against_their_scenarios_and_metrics() {
+        check(FILE).unwrap();
+        let e = check(&FILE.replace("\"carlucci2015-s3\"", "\"carlucci2015-s9\"")).unwrap_err();
+        assert!(
+            e.starts_with("t.toml:5:") && e.contains("no scenario"),
+            "{e}"
+        );
+        let e = check(&FILE.replace("rate = \"3mbit\"", "rate = \"4mbit\"")).unwrap_err();
+        assert!(e.contains("key \"where\"") && e.contains("3mbit"), "{e}");
+        let e = check(&FILE.replace("b = \"h1\"", "b = \"h2\"")).unwrap_err();
+        assert!(e.contains("key \"compare\"") && e.contains("\"h2\""), "{e}");
+        let e = check(&FILE.replace("metric = \"plt_ms\"", "metric = \"plt_s\"")).unwrap_err();
+        assert!(
+            e.contains("key \"metric\"") && e.contains("kind = \"page\""),
+            "{e}"
         );
     }
 }

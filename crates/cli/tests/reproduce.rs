@@ -1,0 +1,109 @@
+//! `quiclab reproduce`: a study's pack runs end to end and writes a verdict for every finding,
+//! `--judge` on its output gives the same verdicts, and bad input is refused naming it. The pack
+//! here is a tiny study over a tiny scenario (a --repo of its own), so the test takes seconds;
+//! the shipped studies are checked against their scenarios by crates/runner/tests/studies.rs.
+
+mod common;
+use common::*;
+
+const SCENARIO: &str = "name = \"tiny\"\nrepetitions = 6\nseed = 5\n\
+[workload]\nkind = \"bulk\"\nsize = \"20kB\"\n[link]\nrate = \"20mbit\"\nrtt = \"100ms\"\n\
+[grid]\nprotocol = [\"h1\", \"h3\"]\n";
+
+const STUDY: &str = "study = \"tiny\"\ntitle = \"A tiny study\"\n\
+[[finding]]\nid = \"t-1\"\nclaim = \"QUIC's one-RTT handshake makes a small download faster\"\n\
+scenario = \"tiny\"\nmetric = \"total_ms\"\ncompare = { axis = \"protocol\", a = \"h3\", b = \"h1\" }\n\
+min_n = 6\n\
+[[finding]]\nid = \"t-2\"\nclaim = \"goodput is at least 100 Mbit/s\"\nscenario = \"tiny\"\n\
+where = { protocol = \"h1\" }\nmetric = \"goodput_mbps\"\nat_least = 100.0\nmin_n = 6\n\
+[[finding]]\nid = \"t-3\"\nclaim = \"over the Internet\"\nnot_runnable = \"no Internet here\"\n";
+
+fn repo(name: &str) -> std::path::PathBuf {
+    let dir = temp_dir(name);
+    std::fs::create_dir_all(dir.join("studies")).unwrap();
+    std::fs::create_dir_all(dir.join("scenarios")).unwrap();
+    write(&dir.join("scenarios"), "tiny.toml", SCENARIO);
+    write(&dir.join("studies"), "tiny.toml", STUDY);
+    dir
+}
+
+#[test]
+fn a_pack_runs_and_every_finding_gets_a_verdict_that_judging_again_repeats() {
+    if !root_or_skip("a_pack_runs_and_every_finding_gets_a_verdict_that_judging_again_repeats") {
+        return;
+    }
+    let dir = repo("reproduce-pack");
+    let out = dir.join("out");
+    let args = |extra: &[&str]| {
+        let mut c = quiclab();
+        c.args([
+            "reproduce",
+            "tiny",
+            "--json",
+            "--repo",
+            dir.to_str().unwrap(),
+        ]);
+        c.args(extra);
+        c
+    };
+    let first = json(&args(&["--out", out.to_str().unwrap()]).output().unwrap());
+    let verdicts = first.as_array().unwrap();
+    assert_eq!(verdicts.len(), 3, "{first}");
+    let word = |v: &serde_json::Value| v["judgement"]["verdict"]["verdict"].clone();
+    // 20 kB over 100 ms: h3 saves a round trip of handshake in every pair (6 of 6, p = 0.03).
+    assert_eq!(word(&verdicts[0]), "holds", "{}", verdicts[0]);
+    assert_eq!(verdicts[0]["judgement"]["counts"]["pairs"], 6);
+    // 20 Mbit/s cannot carry 100 Mbit/s: every run below the threshold.
+    assert_eq!(word(&verdicts[1]), "does_not_hold", "{}", verdicts[1]);
+    assert_eq!(word(&verdicts[2]), "not_runnable");
+    assert!(out.join("verdicts.csv").is_file() && out.join("tiny/tiny/results.sqlite").is_file());
+    // Judged again from the stored runs: the same verdicts, nothing run.
+    let again = json(&args(&["--judge", out.to_str().unwrap()]).output().unwrap());
+    assert_eq!(again, first);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn bad_reproduce_input_is_refused_naming_it() {
+    let dir = repo("reproduce-bad");
+    let run = |extra: &[&str]| {
+        quiclab()
+            .args(["reproduce", "--repo", dir.to_str().unwrap()])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = run(&["nosuch"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no study \"nosuch\"") && err.contains("tiny"),
+        "{err}"
+    );
+    // A study naming a value its scenario does not have: FILE:LINE and the key.
+    write(
+        &dir.join("studies"),
+        "tiny.toml",
+        &STUDY.replace("protocol = \"h1\" }", "protocol = \"h9\" }"),
+    );
+    let out = run(&["--list"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("tiny.toml:") && err.contains("key \"where\""),
+        "{err}"
+    );
+    write(&dir.join("studies"), "tiny.toml", STUDY);
+    let out = run(&["tiny", "--judge", dir.join("none").to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--judge"));
+    // --list needs no lab: the findings and the pack's estimate.
+    let out = run(&["--list"]);
+    assert_success(&out);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("tiny: 3 findings (2 runnable)") && text.contains("t-2"),
+        "{text}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

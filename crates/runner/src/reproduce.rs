@@ -1,0 +1,582 @@
+//! `quiclab reproduce`: a study (`studies/STUDY.toml`) as a pack — the scenarios its findings name,
+//! run one after the other into `OUT/SCENARIO/` (each a results directory of its own, resumable) —
+//! and every finding judged from the stored runs by `quiclab-verdict`. `--judge` judges stored
+//! results again without running anything.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, anyhow, bail};
+use quiclab_results::{Status, Store, StoredRun};
+use quiclab_verdict::findings::{self, Judged, Study};
+use quiclab_verdict::judge::{self, Claim, Judgement, Verdict};
+use quiclab_verdict::rules::{Better, Observed};
+use serde::Serialize;
+
+/// Where the study and scenario files are: a checkout of quiclab (a directory holding `studies/`
+/// and `scenarios/`).
+#[derive(Debug, Clone)]
+pub struct Library {
+    pub root: PathBuf,
+}
+
+impl Library {
+    /// `root` if given, else the first of the working directory and the executable's ancestors
+    /// that holds `studies/` (a binary in `target/release/` finds its checkout).
+    pub fn find(root: Option<&Path>) -> Result<Library> {
+        if let Some(r) = root {
+            if !r.join("studies").is_dir() || !r.join("scenarios").is_dir() {
+                bail!(
+                    "--repo {}: no studies/ and scenarios/ there (give a quiclab checkout)",
+                    r.display()
+                );
+            }
+            return Ok(Library {
+                root: r.to_path_buf(),
+            });
+        }
+        let mut candidates = vec![std::env::current_dir()?];
+        if let Ok(exe) = std::env::current_exe() {
+            candidates.extend(exe.ancestors().map(Path::to_path_buf));
+        }
+        candidates
+            .into_iter()
+            .find(|c| c.join("studies").is_dir() && c.join("scenarios").is_dir())
+            .map(|root| Library { root })
+            .ok_or_else(|| {
+                anyhow!(
+                    "no studies/ found in the working directory or above the quiclab binary; \
+                     run from a quiclab checkout or give --repo DIR"
+                )
+            })
+    }
+
+    pub fn scenario_path(&self, name: &str) -> PathBuf {
+        self.root.join("scenarios").join(format!("{name}.toml"))
+    }
+
+    /// Every study, parsed and checked against the scenarios and the metric registry.
+    pub fn studies(&self) -> Result<Vec<Study>> {
+        let dir = self.root.join("studies");
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .with_context(|| format!("reading {}", dir.display()))?
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+            .collect();
+        files.sort();
+        let mut out = Vec::new();
+        for file in files {
+            let name = file.display().to_string();
+            let text = std::fs::read_to_string(&file).with_context(|| format!("reading {name}"))?;
+            let study = findings::parse(&text, &name).map_err(|e| anyhow!(e))?;
+            findings::validate(
+                &study,
+                &name,
+                |s| {
+                    let p = self.scenario_path(s);
+                    Some((std::fs::read_to_string(&p).ok()?, p.display().to_string()))
+                },
+                |kind, metric| {
+                    quiclab_workload::kind_metrics(kind)
+                        .iter()
+                        .any(|m| m.name == metric)
+                },
+            )
+            .map_err(|e| anyhow!(e))?;
+            out.push(study);
+        }
+        Ok(out)
+    }
+
+    /// The studies `which` names (`all`, or one study's name); an unknown name lists the known.
+    pub fn select(&self, which: &str) -> Result<Vec<Study>> {
+        let all = self.studies()?;
+        if which == "all" {
+            return Ok(all);
+        }
+        let names: Vec<String> = all.iter().map(|s| s.name.clone()).collect();
+        let chosen: Vec<Study> = all.into_iter().filter(|s| s.name == which).collect();
+        if chosen.is_empty() {
+            bail!("no study {which:?}; studies: {}, or all", names.join(", "));
+        }
+        Ok(chosen)
+    }
+}
+
+/// The scenarios a study's findings run, each once, in the order they are first named.
+pub fn scenarios_of(study: &Study) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for f in &study.findings {
+        if let Judged::Run { scenario, .. } = &f.judged
+            && !out.contains(scenario)
+        {
+            out.push(scenario.clone());
+        }
+    }
+    out
+}
+
+/// One finding's verdict, with what it rests on: the `verdicts.json` row.
+#[derive(Debug, Clone, Serialize)]
+pub struct FindingVerdict {
+    pub study: String,
+    pub id: String,
+    pub source: String,
+    pub claim: String,
+    pub scenario: Option<String>,
+    pub metric: Option<String>,
+    pub seed_value: Option<f64>,
+    /// What was compared or required, in words (`h3 vs h1 on protocol`, `≥ 0.9`, `≈ 3 ± 25 %`).
+    pub test_of: String,
+    pub rule: Option<quiclab_verdict::Rule>,
+    pub judgement: Judgement,
+}
+
+/// The runs of one results directory as a finding sees them: every run of the scenario, its value
+/// of `metric` (a timed-out run is censored at its limit; a failed run, an ok run that did not
+/// measure the metric, and a run still flagged for emulator fidelity after its retries have none
+/// and count as failed — reports leave flagged runs out of their statistics too).
+pub fn run_values(runs: &[StoredRun], metric: &str) -> Vec<judge::RunValue> {
+    runs.iter()
+        .map(|r| judge::RunValue {
+            params: r.params.clone(),
+            repetition: r.repetition,
+            value: match r.status {
+                Status::Ok if !r.flags.is_empty() => Observed::Failed,
+                Status::Ok => match r.metrics.get(metric) {
+                    Some(v) if v.is_finite() => Observed::Value(*v),
+                    _ => Observed::Failed,
+                },
+                Status::Timeout => Observed::Censored {
+                    at_least: r.document.time_limit_s().unwrap_or(f64::NAN),
+                },
+                Status::Failed => Observed::Failed,
+            },
+        })
+        .collect()
+}
+
+/// Judges every finding of `study` from the results directories `dirs` (scenario name → the
+/// directory holding its results.sqlite). A scenario without results makes its findings
+/// inconclusive, saying so.
+pub fn judge_study(study: &Study, dirs: &BTreeMap<String, PathBuf>) -> Result<Vec<FindingVerdict>> {
+    let mut runs_by_scenario: BTreeMap<String, Option<Vec<StoredRun>>> = BTreeMap::new();
+    for scenario in scenarios_of(study) {
+        let runs = match dirs.get(&scenario) {
+            Some(dir) if dir.join("results.sqlite").is_file() => {
+                let store = Store::open(&dir.join("results.sqlite"))?;
+                let stored = store.scenario()?;
+                if stored.name != scenario && stored.name != format!("{scenario}-quick") {
+                    bail!(
+                        "{}: holds scenario {:?}, not {scenario:?}",
+                        dir.display(),
+                        stored.name
+                    );
+                }
+                Some(store.runs()?)
+            }
+            _ => None,
+        };
+        runs_by_scenario.insert(scenario, runs);
+    }
+    let mut out = Vec::new();
+    for f in &study.findings {
+        let row = |scenario: Option<&String>,
+                   metric: Option<&String>,
+                   seed_value,
+                   test_of: String,
+                   rule,
+                   judgement| FindingVerdict {
+            study: study.name.clone(),
+            id: f.id.clone(),
+            source: f.source.clone(),
+            claim: f.claim.clone(),
+            scenario: scenario.cloned(),
+            metric: metric.cloned(),
+            seed_value,
+            test_of,
+            rule,
+            judgement,
+        };
+        match &f.judged {
+            Judged::NotRunnable { why } => out.push(row(
+                None,
+                None,
+                None,
+                String::new(),
+                None,
+                Judgement {
+                    verdict: Verdict::NotRunnable { why: why.clone() },
+                    counts: Default::default(),
+                    p: None,
+                    estimate: None,
+                },
+            )),
+            Judged::Run {
+                scenario,
+                filter,
+                metric,
+                claim,
+                rule,
+                seed_value,
+            } => {
+                let better = quiclab_experiment::metric::find(&crate::metric_registry(), metric)
+                    .map_or(Better::Lower, |m| {
+                        if m.lower_is_better() {
+                            Better::Lower
+                        } else {
+                            Better::Higher
+                        }
+                    });
+                let test_of = describe(claim, better);
+                let judgement = match runs_by_scenario.get(scenario).and_then(Option::as_ref) {
+                    None => Judgement {
+                        verdict: Verdict::Inconclusive {
+                            why: format!("no results of {scenario} (run the pack)"),
+                        },
+                        counts: Default::default(),
+                        p: None,
+                        estimate: None,
+                    },
+                    Some(runs) => {
+                        let values = run_values(runs, metric);
+                        match claim {
+                            Claim::Better { axis, a, b } => {
+                                let (pairs, _) = judge::pair(&values, filter, axis, a, b);
+                                judge::judge_pairs(&pairs, better, *rule)
+                            }
+                            _ => {
+                                let chosen: Vec<Observed> = values
+                                    .iter()
+                                    .filter(|r| {
+                                        filter.iter().all(|(k, v)| r.params.get(k) == Some(v))
+                                    })
+                                    .map(|r| r.value)
+                                    .collect();
+                                judge::judge_values(&chosen, claim, *rule)
+                            }
+                        }
+                    }
+                };
+                out.push(row(
+                    Some(scenario),
+                    Some(metric),
+                    *seed_value,
+                    test_of,
+                    Some(*rule),
+                    judgement,
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn describe(claim: &Claim, better: Better) -> String {
+    match claim {
+        Claim::Better { axis, a, b } => format!(
+            "{a} vs {b} on {axis} ({} is better)",
+            match better {
+                Better::Lower => "lower",
+                Better::Higher => "higher",
+            }
+        ),
+        Claim::AtLeast { value } => format!("≥ {value}"),
+        Claim::AtMost { value } => format!("≤ {value}"),
+        Claim::Approx { value, tolerance } => format!("≈ {value} ± {:.0} %", tolerance * 100.0),
+    }
+}
+
+/// The one word of a verdict, as tables show it.
+pub fn verdict_word(v: &Verdict) -> &'static str {
+    match v {
+        Verdict::Holds => "holds",
+        Verdict::DoesNotHold { reversed: true } => "reversed",
+        Verdict::DoesNotHold { reversed: false } => "does not hold",
+        Verdict::Inconclusive { .. } => "inconclusive",
+        Verdict::NotRunnable { .. } => "not runnable",
+    }
+}
+
+/// How a pack runs.
+#[derive(Debug, Clone)]
+pub struct PackOptions {
+    /// Each scenario's quick form (its `[quick]` table); a scenario without one runs once
+    /// (one repetition), and findings that need more pairs come out inconclusive, saying so.
+    pub quick: bool,
+    /// Override every scenario's repetitions.
+    pub repetitions: Option<u32>,
+    pub resume: bool,
+}
+
+/// A scenario of a pack as it would run: its plan (quick or full).
+fn plan_of(
+    lib: &Library,
+    scenario: &str,
+    opts: &PackOptions,
+) -> Result<(
+    PathBuf,
+    quiclab_experiment::Scenario,
+    String,
+    Vec<quiclab_experiment::RunSpec>,
+)> {
+    let file = lib.scenario_path(scenario);
+    let text = std::fs::read_to_string(&file)
+        .with_context(|| format!("reading scenario {}", file.display()))?;
+    let has_quick = quiclab_experiment::parse(&text, &file.display().to_string())
+        .map_err(|e| anyhow!("{e}"))?
+        .quick
+        .is_some();
+    let repetitions = match (opts.quick, has_quick, opts.repetitions) {
+        (_, _, Some(r)) => Some(r),
+        (true, false, None) => Some(1),
+        _ => None,
+    };
+    let (s, text, plan) = crate::load(&file, repetitions, opts.quick && has_quick)?;
+    Ok((file, s, text, plan))
+}
+
+/// The estimated run time of a study's pack, in seconds (the runs' own estimates).
+pub fn estimate_s(lib: &Library, study: &Study, opts: &PackOptions) -> Result<f64> {
+    let mut total = 0.0;
+    for scenario in scenarios_of(study) {
+        let (file, s, _, plan) = plan_of(lib, &scenario, opts)?;
+        total += crate::dry_run(&file, &s, &plan)?
+            .iter()
+            .map(|l| l.estimate_s)
+            .sum::<f64>();
+    }
+    Ok(total)
+}
+
+/// Runs a study's pack into `out/SCENARIO/` (each a results directory; with `resume`, the runs
+/// already stored are skipped) and returns the directories by scenario.
+pub fn run_pack(
+    lib: &Library,
+    study: &Study,
+    out: &Path,
+    opts: &PackOptions,
+    on_hint: &dyn Fn(String),
+) -> Result<BTreeMap<String, PathBuf>> {
+    let mut dirs = BTreeMap::new();
+    let scenarios = scenarios_of(study);
+    for (i, scenario) in scenarios.iter().enumerate() {
+        let (file, s, text, plan) = plan_of(lib, scenario, opts)?;
+        let dir = out.join(scenario);
+        eprintln!(
+            "quiclab reproduce: {} — scenario {} of {}: {scenario} ({} runs)",
+            study.name,
+            i + 1,
+            scenarios.len(),
+            plan.len()
+        );
+        let resume = if opts.resume && dir.join("results.sqlite").is_file() {
+            crate::Resume::Yes
+        } else {
+            crate::Resume::No
+        };
+        crate::execute(&file, &s, &text, &plan, &dir, resume, on_hint)?;
+        dirs.insert(scenario.clone(), dir);
+    }
+    Ok(dirs)
+}
+
+/// The results directories of a judged or run pack: `dir/SCENARIO/` for each scenario that has
+/// results there.
+pub fn pack_dirs(study: &Study, dir: &Path) -> BTreeMap<String, PathBuf> {
+    scenarios_of(study)
+        .into_iter()
+        .map(|s| {
+            let d = dir.join(&s);
+            (s, d)
+        })
+        .filter(|(_, d)| d.join("results.sqlite").is_file())
+        .collect()
+}
+
+/// Writes `dir/verdicts.json` and `dir/verdicts.csv`.
+pub fn write_verdicts(dir: &Path, verdicts: &[FindingVerdict]) -> Result<(PathBuf, PathBuf)> {
+    let json = dir.join("verdicts.json");
+    quiclab_outputs::write_in_claimed(&json, serde_json::to_string_pretty(verdicts)?.as_bytes())?;
+    let csv_path = dir.join("verdicts.csv");
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record([
+        "study",
+        "finding",
+        "verdict",
+        "why",
+        "claim",
+        "scenario",
+        "metric",
+        "test_of",
+        "test",
+        "alpha",
+        "n",
+        "a_better",
+        "a_worse",
+        "ties",
+        "failed_runs",
+        "censored_runs",
+        "p",
+        "median",
+        "ci_low",
+        "ci_high",
+        "seed_value",
+    ])?;
+    let num = |v: Option<f64>| v.map_or(String::new(), |x| x.to_string());
+    for v in verdicts {
+        let j = &v.judgement;
+        let why = match &j.verdict {
+            Verdict::Inconclusive { why } | Verdict::NotRunnable { why } => why.clone(),
+            _ => String::new(),
+        };
+        let e = j.estimate.as_ref();
+        w.write_record([
+            v.study.clone(),
+            v.id.clone(),
+            verdict_word(&j.verdict).to_string(),
+            why,
+            v.claim.clone(),
+            v.scenario.clone().unwrap_or_default(),
+            v.metric.clone().unwrap_or_default(),
+            v.test_of.clone(),
+            v.rule
+                .map_or(String::new(), |r| format!("{:?}", r.test).to_lowercase()),
+            num(v.rule.map(|r| r.alpha)),
+            j.counts.pairs.to_string(),
+            j.counts.a_better.to_string(),
+            j.counts.a_worse.to_string(),
+            j.counts.ties.to_string(),
+            j.counts.failed_runs.to_string(),
+            j.counts.censored_runs.to_string(),
+            num(j.p),
+            num(e.map(|e| e.median)),
+            num(e.map(|e| e.low)),
+            num(e.map(|e| e.high)),
+            num(v.seed_value),
+        ])?;
+    }
+    quiclab_outputs::write_in_claimed(&csv_path, &w.into_inner().map_err(|e| anyhow!("{e}"))?)?;
+    Ok((json, csv_path))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quiclab_results::RunDocument;
+
+    fn stored(proto: &str, rep: u32, status: Status, plt: Option<f64>) -> StoredRun {
+        StoredRun {
+            key: format!("{proto}-{rep}"),
+            index: 0,
+            setting: 0,
+            setting_label: String::new(),
+            contender: proto.into(),
+            repetition: rep,
+            seed: 1,
+            params: BTreeMap::from([
+                ("protocol".to_string(), proto.to_string()),
+                ("loss".to_string(), "0%".to_string()),
+            ]),
+            status,
+            reason: None,
+            flags: vec![],
+            started_unix: 0.0,
+            duration_s: 1.0,
+            setup_ms: None,
+            teardown_ms: None,
+            host_steal: None,
+            session_id: 1,
+            document: match status {
+                Status::Timeout => RunDocument::TimedOut {
+                    limit_s: 60.0,
+                    partial: None,
+                },
+                Status::Failed => RunDocument::Failed {
+                    reason: "x".into(),
+                    partial: None,
+                },
+                Status::Ok => RunDocument::Finished {
+                    result: serde_json::json!({}),
+                },
+            },
+            metrics: plt
+                .map(|v| BTreeMap::from([("plt_ms".to_string(), v)]))
+                .unwrap_or_default(),
+            attempt: 1,
+        }
+    }
+
+    #[test]
+    fn stored_runs_become_values_censored_or_failed() {
+        let runs = vec![
+            stored("h3", 1, Status::Ok, Some(900.0)),
+            stored("h3", 2, Status::Timeout, None),
+            stored("h3", 3, Status::Failed, None),
+            stored("h3", 4, Status::Ok, None),
+        ];
+        let v: Vec<Observed> = run_values(&runs, "plt_ms")
+            .into_iter()
+            .map(|r| r.value)
+            .collect();
+        assert_eq!(
+            v,
+            vec![
+                Observed::Value(900.0),
+                Observed::Censored { at_least: 60.0 },
+                Observed::Failed,
+                // An ok run that did not measure the metric has no value: counted, not zero.
+                Observed::Failed,
+            ]
+        );
+    }
+
+    #[test]
+    fn a_study_is_judged_from_its_results_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let scenario = quiclab_results::ScenarioRecord {
+            name: "s3".into(),
+            description: String::new(),
+            file: "s3.toml".into(),
+            text: "name = \"s3\"\n[workload]\nkind = \"page\"\npage = \"carlucci-small\"\n".into(),
+            planned_runs: 12,
+        };
+        let db = dir.path().join("s3").join("results.sqlite");
+        let mut store = Store::create_or_resume(&db, &scenario, false).unwrap();
+        store.begin_session(&Default::default()).unwrap();
+        for rep in 1..=6 {
+            let mut a = stored("h3", rep, Status::Ok, Some(800.0));
+            let mut b = stored("h1", rep, Status::Ok, Some(1000.0));
+            a.key = format!("a{rep}");
+            b.key = format!("b{rep}");
+            store.record(&a, &[]).unwrap();
+            store.record(&b, &[]).unwrap();
+        }
+        drop(store);
+        let study = findings::parse(
+            "study = \"t\"\ntitle = \"t\"\n[[finding]]\nid = \"x\"\nclaim = \"h3 faster\"\n\
+             scenario = \"s3\"\nwhere = { loss = \"0%\" }\nmetric = \"plt_ms\"\n\
+             compare = { axis = \"protocol\", a = \"h3\", b = \"h1\" }\nmin_n = 6\n\
+             [[finding]]\nid = \"y\"\nclaim = \"elsewhere\"\nnot_runnable = \"no lab for it\"\n",
+            "t.toml",
+        )
+        .unwrap();
+        let v = judge_study(&study, &pack_dirs(&study, dir.path())).unwrap();
+        assert_eq!(v[0].judgement.verdict, Verdict::Holds);
+        assert_eq!(v[0].judgement.counts.pairs, 6);
+        assert_eq!(verdict_word(&v[1].judgement.verdict), "not runnable");
+        // Without results the finding says so rather than guessing.
+        let v = judge_study(&study, &BTreeMap::new()).unwrap();
+        assert!(
+            matches!(&v[0].judgement.verdict, Verdict::Inconclusive { why } if why.contains("no results"))
+        );
+        let (json, csv) = write_verdicts(dir.path(), &v).unwrap();
+        assert!(
+            std::fs::read_to_string(json)
+                .unwrap()
+                .contains("\"inconclusive\"")
+        );
+        assert_eq!(std::fs::read_to_string(csv).unwrap().lines().count(), 3);
+    }
+}
