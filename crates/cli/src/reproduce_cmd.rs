@@ -46,36 +46,10 @@ pub fn run(args: ReproduceArgs) -> Result<i32> {
         resume: args.resume,
     };
     if args.list {
-        let mut rows = Vec::new();
-        for s in &studies {
-            let (quick, full) = (
-                reproduce::estimate_s(&lib, s, &opts(true))?,
-                reproduce::estimate_s(&lib, s, &opts(false))?,
-            );
-            let runnable = s
-                .findings
-                .iter()
-                .filter(|f| !matches!(f.judged, quiclab_verdict::Judged::NotRunnable { .. }))
-                .count();
-            rows.push(serde_json::json!({"study": s.name, "title": s.title, "findings": s.findings.len(),
-                "runnable": runnable, "scenarios": reproduce::scenarios_of(s), "quick_s": quick, "full_s": full}));
-            if !args.json {
-                println!(
-                    "{}: {} findings ({runnable} runnable) over {}; quick ≈ {}, full ≈ {}\n  {}",
-                    s.name,
-                    s.findings.len(),
-                    reproduce::scenarios_of(s).join(", "),
-                    quiclab_runner::format_duration(quick),
-                    quiclab_runner::format_duration(full),
-                    s.title
-                );
-                for f in &s.findings {
-                    println!("  {:<16} {}", f.id, f.claim);
-                }
-            }
-        }
-        if args.json {
-            println!("{}", serde_json::to_string_pretty(&rows)?);
+        let rows = reproduce::listing(&lib, &studies, args.repetitions)?;
+        match args.json {
+            true => println!("{}", serde_json::to_string_pretty(&rows)?),
+            false => rows.iter().for_each(|r| println!("{r}")),
         }
         return Ok(0);
     }
@@ -111,27 +85,7 @@ pub fn run(args: ReproduceArgs) -> Result<i32> {
     if args.json {
         println!("{}", serde_json::to_string_pretty(&verdicts)?);
     } else {
-        for v in &verdicts {
-            let j = &v.judgement;
-            let est = j.estimate.as_ref().map_or(String::new(), |e| {
-                format!(
-                    " median {:.3} ({:.0} % CI {:.3}–{:.3})",
-                    e.median,
-                    e.level * 100.0,
-                    e.low,
-                    e.high
-                )
-            });
-            let p = j.p.map_or(String::new(), |p| format!(", p = {p:.3}"));
-            println!(
-                "{}/{:<16} {:<14} n = {}{p}{est}  {}",
-                v.study,
-                v.id,
-                reproduce::verdict_word(&j.verdict),
-                j.counts.pairs,
-                v.claim
-            );
-        }
+        verdicts.iter().for_each(|v| println!("{v}"));
         println!("{}\n{}", json.display(), csv.display());
     }
     Ok(0)

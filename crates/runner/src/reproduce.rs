@@ -299,6 +299,107 @@ pub fn verdict_word(v: &Verdict) -> &'static str {
     }
 }
 
+/// A study as `quiclab reproduce --list` shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct StudyListing {
+    pub study: String,
+    pub title: String,
+    pub findings: Vec<(String, String)>,
+    pub runnable: usize,
+    pub scenarios: Vec<String>,
+    /// The pack's estimated run time, quick and full (s).
+    pub quick_s: f64,
+    pub full_s: f64,
+}
+
+/// The listing of `studies` (the estimates with `repetitions` if given).
+pub fn listing(
+    lib: &Library,
+    studies: &[Study],
+    repetitions: Option<u32>,
+) -> Result<Vec<StudyListing>> {
+    studies
+        .iter()
+        .map(|s| {
+            let opts = |quick| PackOptions {
+                quick,
+                repetitions,
+                resume: false,
+            };
+            Ok(StudyListing {
+                study: s.name.clone(),
+                title: s.title.clone(),
+                findings: s
+                    .findings
+                    .iter()
+                    .map(|f| (f.id.clone(), f.claim.clone()))
+                    .collect(),
+                runnable: s
+                    .findings
+                    .iter()
+                    .filter(|f| matches!(f.judged, Judged::Run { .. }))
+                    .count(),
+                scenarios: scenarios_of(s),
+                quick_s: estimate_s(lib, s, &opts(true))?,
+                full_s: estimate_s(lib, s, &opts(false))?,
+            })
+        })
+        .collect()
+}
+
+impl std::fmt::Display for StudyListing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: {} findings ({} runnable) over {}; quick ≈ {}, full ≈ {}\n  {}",
+            self.study,
+            self.findings.len(),
+            self.runnable,
+            self.scenarios.join(", "),
+            crate::format_duration(self.quick_s),
+            crate::format_duration(self.full_s),
+            self.title
+        )?;
+        for (id, claim) in &self.findings {
+            write!(f, "\n  {id:<16} {claim}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::fmt::Display for FindingVerdict {
+    /// One line: the verdict, n, p and the estimate with its interval, the claim.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let j = &self.judgement;
+        write!(
+            f,
+            "{}/{:<16} {:<14} n = {}",
+            self.study,
+            self.id,
+            verdict_word(&j.verdict),
+            j.counts.pairs
+        )?;
+        if let Some(p) = j.p {
+            write!(f, ", p = {p:.3}")?;
+        }
+        if let Some(e) = &j.estimate {
+            write!(
+                f,
+                ", median {:.3} ({:.0} % CI {:.3}–{:.3})",
+                e.median,
+                e.level * 100.0,
+                e.low,
+                e.high
+            )?;
+        }
+        write!(f, "  {}", self.claim)?;
+        if let Verdict::Inconclusive { why } | Verdict::NotRunnable { why } = &j.verdict {
+            write!(f, " [{why}]")?;
+        }
+        Ok(())
+    }
+}
+
 /// How a pack runs.
 #[derive(Debug, Clone)]
 pub struct PackOptions {
