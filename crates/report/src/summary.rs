@@ -90,36 +90,21 @@ pub fn summarize_runs<R>(runs: &[StoredRun<R>], metric: &str, secondary: &str) -
 #[cfg(test)]
 mod tests {
     use super::*;
-    use quiclab_results::RunDocument;
 
     fn run(setting: usize, contender: &str, total: f64, status: Status) -> StoredRun {
         StoredRun {
-            key: format!("{contender}-{setting}-{total}"),
-            index: 0,
             setting,
             setting_label: format!("s{setting}"),
-            contender: contender.into(),
-            repetition: 1,
-            seed: 1,
-            params: BTreeMap::new(),
-            status,
-            reason: None,
-            flags: vec![],
-            started_unix: 0.0,
-            duration_s: 1.0,
-            setup_ms: None,
-            teardown_ms: None,
-            host_steal: None,
-            session_id: 1,
-            document: RunDocument::Failed {
-                reason: String::new(),
-                partial: None,
-            },
             metrics: BTreeMap::from([
                 ("total_ms".to_string(), total),
                 ("goodput_mbps".to_string(), 8.0),
             ]),
-            attempt: 1,
+            ..StoredRun::example(
+                &format!("{contender}-{setting}-{total}"),
+                contender,
+                1,
+                status,
+            )
         }
     }
 

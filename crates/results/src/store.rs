@@ -301,6 +301,48 @@ pub struct StoredRun<R = serde_json::Value> {
     pub attempt: u32,
 }
 
+impl StoredRun {
+    /// A run of `contender` with `status` (and the document that goes with it: an empty result,
+    /// a 60 s limit, or a reason) and nothing measured — where tests and examples start; every
+    /// other field is empty or zero.
+    pub fn example(key: &str, contender: &str, repetition: u32, status: Status) -> StoredRun {
+        StoredRun {
+            key: key.into(),
+            index: 0,
+            setting: 0,
+            setting_label: String::new(),
+            contender: contender.into(),
+            repetition,
+            seed: 1,
+            params: BTreeMap::new(),
+            status,
+            reason: (status != Status::Ok).then(|| "example".into()),
+            flags: vec![],
+            started_unix: 0.0,
+            duration_s: 1.0,
+            setup_ms: None,
+            teardown_ms: None,
+            host_steal: None,
+            session_id: 0,
+            document: match status {
+                Status::Ok => RunDocument::Finished {
+                    result: serde_json::json!({}),
+                },
+                Status::Timeout => RunDocument::TimedOut {
+                    limit_s: 60.0,
+                    partial: None,
+                },
+                Status::Failed => RunDocument::Failed {
+                    reason: "example".into(),
+                    partial: None,
+                },
+            },
+            metrics: BTreeMap::new(),
+            attempt: 1,
+        }
+    }
+}
+
 /// An attempt of a run that a later attempt replaced in `runs`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Attempt {

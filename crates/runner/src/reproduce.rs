@@ -565,47 +565,17 @@ pub fn write_verdicts(dir: &Path, verdicts: &[FindingVerdict]) -> Result<(PathBu
 #[cfg(test)]
 mod tests {
     use super::*;
-    use quiclab_results::RunDocument;
 
     fn stored(proto: &str, rep: u32, status: Status, plt: Option<f64>) -> StoredRun {
         StoredRun {
-            key: format!("{proto}-{rep}"),
-            index: 0,
-            setting: 0,
-            setting_label: String::new(),
-            contender: proto.into(),
-            repetition: rep,
-            seed: 1,
             params: BTreeMap::from([
                 ("protocol".to_string(), proto.to_string()),
                 ("loss".to_string(), "0%".to_string()),
             ]),
-            status,
-            reason: None,
-            flags: vec![],
-            started_unix: 0.0,
-            duration_s: 1.0,
-            setup_ms: None,
-            teardown_ms: None,
-            host_steal: None,
-            session_id: 1,
-            document: match status {
-                Status::Timeout => RunDocument::TimedOut {
-                    limit_s: 60.0,
-                    partial: None,
-                },
-                Status::Failed => RunDocument::Failed {
-                    reason: "x".into(),
-                    partial: None,
-                },
-                Status::Ok => RunDocument::Finished {
-                    result: serde_json::json!({}),
-                },
-            },
             metrics: plt
                 .map(|v| BTreeMap::from([("plt_ms".to_string(), v)]))
                 .unwrap_or_default(),
-            attempt: 1,
+            ..StoredRun::example(&format!("{proto}-{rep}"), proto, rep, status)
         }
     }
 
