@@ -47,6 +47,8 @@ enum Command {
     },
     /// Run a scenario file's grid of runs, each in a fresh lab, into DIR/results.sqlite
     Run(run_cmd::RunArgs),
+    /// Merge the results directories of a scenario's shards (`run --shard K/N`) into one
+    Merge(run_cmd::MergeArgs),
     /// Write DIR/report.html and figures from a results directory
     Report(report_cmd::ReportArgs),
     /// Run a seed study's scenarios as one pack and judge each of its findings (studies/*.toml)
@@ -95,6 +97,7 @@ fn main() {
     let result = match cli.command {
         Command::Demo(args) => demo::run(args),
         Command::Run(args) => run_cmd::run(args),
+        Command::Merge(args) => run_cmd::merge(args),
         Command::Page(args) => page_cmd::page(args),
         Command::Child { config } => quiclab_workload::child::main(&config),
         Command::Report(args) => report_cmd::report(args),

@@ -37,18 +37,25 @@ pub struct RunArgs {
     /// results go to quiclab-results/<name>-quick by default
     #[arg(long)]
     pub quick: bool,
+    /// Run only the K-th of N disjoint parts of the plan, K from 1 (a setting's repetition stays
+    /// whole); results go to quiclab-results/<name>-shard-K-of-N by default (docs/scale.md)
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<quiclab_experiment::Shard>,
 }
 
 pub fn run(args: RunArgs) -> Result<i32> {
-    let (mut scenario, text, plan) =
+    let (mut scenario, text, mut plan) =
         quiclab_runner::load(&args.file, args.repetitions, args.quick)?;
+    if let Some(shard) = args.shard {
+        plan = quiclab_experiment::shard_of(&plan, shard);
+    }
     if let Some(n) = args.retry_flagged {
         scenario.retry_flagged = Some(n);
     }
     let out = args
         .out
         .clone()
-        .unwrap_or_else(|| quiclab_runner::default_out(&scenario));
+        .unwrap_or_else(|| quiclab_runner::default_out(&scenario, args.shard));
 
     if args.dry_run {
         let lines = quiclab_runner::dry_run(&args.file, &scenario, &plan)?;
@@ -79,6 +86,26 @@ pub fn run(args: RunArgs) -> Result<i32> {
         crate::report_cmd::write(&outcome.out, &Default::default())?;
     }
     Ok(if outcome.failed > 0 { 1 } else { 0 })
+}
+
+#[derive(Args, Debug)]
+pub struct MergeArgs {
+    /// The shards' results directories (each `quiclab run FILE --shard K/N --out DIR`)
+    #[arg(required = true)]
+    pub shards: Vec<PathBuf>,
+    /// The merged results directory (a new one; the shards are only read)
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Merge shards made by different quiclab builds (each session keeps its build)
+    #[arg(long)]
+    pub allow_mixed_versions: bool,
+}
+
+pub fn merge(args: MergeArgs) -> Result<i32> {
+    let out = quiclab_outputs::claim_dir(&args.out, "--out", &[])?;
+    let outcome = quiclab_runner::shards::merge(&args.shards, &out, args.allow_mixed_versions)?;
+    println!("{outcome}");
+    Ok(0)
 }
 
 fn print_dry_run(

@@ -20,7 +20,7 @@ pub mod scenario;
 pub mod stats;
 
 pub use metric::{Better, MetricDef};
-pub use plan::{RunSpec, estimate_seconds, expand};
+pub use plan::{RunSpec, Shard, estimate_seconds, expand, shard_of};
 pub use scenario::{
     Located, Order, Quick, Scenario, ScenarioError, TraceRuns, Value, WorkloadKind, load, parse,
 };

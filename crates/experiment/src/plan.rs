@@ -216,6 +216,55 @@ pub fn estimate_seconds(runs: &[RunSpec], per_run: impl Fn(&RunSpec) -> f64) -> 
     runs.iter().map(per_run).sum()
 }
 
+/// One of `n` disjoint parts of a plan (`--shard K/N`, `k` from 1 to `n`): what one machine runs
+/// when a grid is spread over many.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Shard {
+    pub k: u32,
+    pub n: u32,
+}
+
+impl std::str::FromStr for Shard {
+    type Err = String;
+
+    fn from_str(v: &str) -> Result<Shard, String> {
+        let bad =
+            || format!("expected K/N with 1 ≤ K ≤ N (the K-th of N shards), e.g. 2/8; got {v:?}");
+        let (k, n) = v.split_once('/').ok_or_else(bad)?;
+        let (k, n): (u32, u32) = (
+            k.trim().parse().map_err(|_| bad())?,
+            n.trim().parse().map_err(|_| bad())?,
+        );
+        if n == 0 || k == 0 || k > n {
+            return Err(bad());
+        }
+        Ok(Shard { k, n })
+    }
+}
+
+impl std::fmt::Display for Shard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.k, self.n)
+    }
+}
+
+/// The runs of `plan` in `shard`, in plan order. Runs are grouped by their seed — one setting's
+/// repetition with all its contenders, which meet the same random draws and are compared pair by
+/// pair, so a group is never split — and the groups, numbered in plan order, are dealt round-robin:
+/// every run lands in exactly one shard for any N, and the same plan and K/N give the same runs.
+pub fn shard_of(plan: &[RunSpec], shard: Shard) -> Vec<RunSpec> {
+    let mut groups: BTreeMap<u64, usize> = BTreeMap::new();
+    let mut out = Vec::new();
+    for r in plan {
+        let next = groups.len();
+        let g = *groups.entry(r.seed).or_insert(next);
+        if g % shard.n as usize == (shard.k - 1) as usize {
+            out.push(r.clone());
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeSet;
@@ -399,5 +448,44 @@ browser = ["builtin", "chromium"]
         let keys: Vec<&str> = runs.iter().map(|r| r.key.as_str()).collect();
         assert_eq!(keys, ["proto=h1;rep=1", "proto=h2;rep=1", "proto=h3;rep=1"]);
         assert_eq!(estimate_seconds(&runs, |_| 2.5), 7.5);
+    }
+
+    #[test]
+    fn shards_cover_the_plan_once_and_keep_a_repetition_together() {
+        for order in ["interleaved", "random", "sequential"] {
+            let plan = expand(&scenario(order));
+            for n in 1..=17u32 {
+                let mut seen: BTreeMap<String, u32> = BTreeMap::new();
+                let mut by_seed: BTreeMap<u64, u32> = BTreeMap::new();
+                for k in 1..=n {
+                    let part = shard_of(&plan, Shard { k, n });
+                    // Stable: the same K/N gives the same runs.
+                    assert_eq!(part, shard_of(&plan, Shard { k, n }));
+                    for r in part {
+                        *seen.entry(r.key.clone()).or_default() += 1;
+                        // All runs of one seed (a setting's repetition) in one shard.
+                        assert_eq!(*by_seed.entry(r.seed).or_insert(k), k, "{order} {n}");
+                    }
+                }
+                assert_eq!(seen.len(), plan.len(), "{order} N = {n}");
+                assert!(seen.values().all(|&c| c == 1), "{order} N = {n}");
+            }
+        }
+        // 40 groups over 3 shards: 14, 13, 13 groups of 3 runs.
+        let plan = expand(&scenario("interleaved"));
+        let sizes: Vec<usize> = (1..=3)
+            .map(|k| shard_of(&plan, Shard { k, n: 3 }).len())
+            .collect();
+        assert_eq!(sizes, [42, 39, 39]);
+    }
+
+    #[test]
+    fn a_shard_is_k_of_n() {
+        assert_eq!("2/8".parse::<Shard>(), Ok(Shard { k: 2, n: 8 }));
+        assert_eq!(Shard { k: 2, n: 8 }.to_string(), "2/8");
+        for bad in ["3/2", "0/0", "0/4", "1", "a/b", "1/0", "-1/2"] {
+            let e = bad.parse::<Shard>().unwrap_err();
+            assert!(e.contains("1 ≤ K ≤ N") && e.contains(bad), "{e}");
+        }
     }
 }

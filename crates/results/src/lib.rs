@@ -8,6 +8,7 @@
 
 pub mod document;
 mod export;
+pub mod merge;
 mod store;
 
 pub use document::RunDocument;

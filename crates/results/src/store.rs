@@ -569,6 +569,11 @@ impl Store {
         Ok(())
     }
 
+    /// The database connection, for [`crate::merge`].
+    pub(crate) fn connection(&self) -> &Connection {
+        &self.conn
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }

@@ -14,6 +14,7 @@ pub mod fidelity;
 pub mod prepare;
 pub mod reproduce;
 pub mod series;
+pub mod shards;
 
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
@@ -55,8 +56,10 @@ fn injected_flag(attempt: u32) -> Option<String> {
     (attempt <= n).then(|| format!("fault injection: {FAULT_FLAG_ENV}={n} flags attempts 1 to {n}"))
 }
 
-pub fn default_out(scenario: &Scenario) -> PathBuf {
-    let safe: String = scenario
+/// `quiclab-results/<name>` (`<name>-shard-K-of-N` for a shard: each shard writes its own
+/// directory, merged by `quiclab merge`).
+pub fn default_out(scenario: &Scenario, shard: Option<quiclab_experiment::Shard>) -> PathBuf {
+    let mut safe: String = scenario
         .name
         .chars()
         .map(|c| {
@@ -67,6 +70,9 @@ pub fn default_out(scenario: &Scenario) -> PathBuf {
             }
         })
         .collect();
+    if let Some(s) = shard {
+        safe.push_str(&format!("-shard-{}-of-{}", s.k, s.n));
+    }
     Path::new("quiclab-results").join(safe)
 }
 

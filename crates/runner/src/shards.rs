@@ -1,0 +1,138 @@
+//! A grid spread over machines: each runs `quiclab run FILE --shard K/N` into its own results
+//! directory, and [`merge`] puts the shards back together (quiclab-results' merge) and says which
+//! runs of the whole plan are still missing, with the command that runs exactly those.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Result, anyhow};
+use quiclab_results::Store;
+use quiclab_results::merge::MergeReport;
+
+/// What `quiclab merge` did and what is left.
+#[derive(Debug, Clone)]
+pub struct MergeOutcome {
+    pub out: PathBuf,
+    pub report: MergeReport,
+    /// Runs of the whole plan that no shard holds, by key.
+    pub missing: Vec<String>,
+    /// The command that runs them into the merged directory.
+    pub command: String,
+    pub planned: usize,
+}
+
+/// The `--repetitions N` a session's command line gave, if any.
+fn repetitions_of(command: &str) -> Option<u32> {
+    let mut words = command.split_whitespace();
+    while let Some(w) = words.next() {
+        if let Some(v) = w.strip_prefix("--repetitions=") {
+            return v.parse().ok();
+        }
+        if w == "--repetitions" {
+            return words.next()?.parse().ok();
+        }
+    }
+    None
+}
+
+/// Merges `shards` into `out` and compares the result with the whole plan of its scenario (the
+/// stored text; its quick form when the shards ran it; the repetitions their command lines gave).
+pub fn merge(shards: &[PathBuf], out: &Path, allow_mixed_versions: bool) -> Result<MergeOutcome> {
+    let report = quiclab_results::merge::merge(shards, out, allow_mixed_versions)?;
+    let store = Store::open(&out.join("results.sqlite"))?;
+    let stored = store.scenario()?;
+    let sessions = store.sessions()?;
+    let mut scenario = quiclab_experiment::parse(&stored.text, &stored.file)
+        .map_err(|e| anyhow!("the merged scenario does not parse: {e}"))?;
+    let quick = stored.name == format!("{}-quick", scenario.name);
+    if quick {
+        scenario = scenario
+            .quick_form(&stored.file)
+            .map_err(|e| anyhow!("{e}"))?;
+    }
+    let repetitions = sessions
+        .iter()
+        .find_map(|s| repetitions_of(&s.environment.command));
+    if let Some(r) = repetitions {
+        scenario.repetitions = r;
+    }
+    let plan = quiclab_experiment::expand(&scenario);
+    let done: BTreeSet<String> = store.runs()?.into_iter().map(|r| r.key).collect();
+    let missing: Vec<String> = plan
+        .iter()
+        .filter(|r| !done.contains(&r.key))
+        .map(|r| r.key.clone())
+        .collect();
+    store.set_planned_runs(plan.len())?;
+    let mut command = format!(
+        "quiclab run {} --resume --out {}",
+        stored.file,
+        out.display()
+    );
+    if quick {
+        command.push_str(" --quick");
+    }
+    if let Some(r) = repetitions {
+        command.push_str(&format!(" --repetitions {r}"));
+    }
+    Ok(MergeOutcome {
+        out: out.to_path_buf(),
+        report,
+        missing,
+        command,
+        planned: plan.len(),
+    })
+}
+
+impl std::fmt::Display for MergeOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "quiclab merge: {} of {} planned run(s) in {} ({} session(s))",
+            self.report.runs,
+            self.planned,
+            self.out.join("results.sqlite").display(),
+            self.report.sessions
+        )?;
+        if !self.report.mixed_versions.is_empty() {
+            write!(
+                f,
+                "\nmixed quiclab builds (allowed): {}",
+                self.report.mixed_versions.join("; ")
+            )?;
+        }
+        for d in &self.report.duplicates {
+            write!(f, "\n{d}")?;
+        }
+        if self.missing.is_empty() {
+            write!(f, "\nevery run of the plan is there")?;
+        } else {
+            write!(
+                f,
+                "\n{} run(s) missing: {}\nto run them: {}",
+                self.missing.len(),
+                self.missing.join(", "),
+                self.command
+            )?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repetitions_come_from_the_command_line() {
+        assert_eq!(
+            repetitions_of("quiclab run s.toml --repetitions 3 --shard 1/2"),
+            Some(3)
+        );
+        assert_eq!(
+            repetitions_of("quiclab run s.toml --repetitions=4"),
+            Some(4)
+        );
+        assert_eq!(repetitions_of("quiclab run s.toml --shard 1/2"), None);
+    }
+}
