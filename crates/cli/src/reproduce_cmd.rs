@@ -28,6 +28,9 @@ pub struct ReproduceArgs {
     /// Continue an interrupted pack: runs already stored are skipped
     #[arg(long)]
     pub resume: bool,
+    /// Run only the K-th of N parts of each scenario's plan (docs/scale.md)
+    #[arg(long, value_name = "K/N", conflicts_with = "judge")]
+    pub shard: Option<quiclab_experiment::Shard>,
     /// A quiclab checkout holding studies/ and scenarios/ (default: found from here or the binary)
     #[arg(long, value_name = "DIR")]
     pub repo: Option<PathBuf>,
@@ -44,6 +47,7 @@ pub fn run(args: ReproduceArgs) -> Result<i32> {
         quick,
         repetitions: args.repetitions,
         resume: args.resume,
+        shard: args.shard,
     };
     if args.list {
         let rows = reproduce::listing(&lib, &studies, args.repetitions)?;
@@ -82,11 +86,13 @@ pub fn run(args: ReproduceArgs) -> Result<i32> {
         verdicts.extend(reproduce::judge_study(s, &dirs)?);
     }
     let (json, csv) = reproduce::write_verdicts(&dir, &verdicts)?;
+    let registry = quiclab_runner::metric_registry();
+    let html = quiclab_report::reproduction::write(&dir, &studies, &verdicts, &registry)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&verdicts)?);
     } else {
         verdicts.iter().for_each(|v| println!("{v}"));
-        println!("{}\n{}", json.display(), csv.display());
+        println!("{}\n{}\n{}", json.display(), csv.display(), html.display());
     }
     Ok(0)
 }

@@ -8,7 +8,7 @@ use common::*;
 
 const SCENARIO: &str = "name = \"tiny\"\nrepetitions = 6\nseed = 5\n\
 [workload]\nkind = \"bulk\"\nsize = \"20kB\"\n[link]\nrate = \"20mbit\"\nrtt = \"100ms\"\n\
-[grid]\nprotocol = [\"h1\", \"h3\"]\n";
+[grid]\nprotocol = [\"h1\", \"h3\"]\n[quick]\nrepetitions = 6\n";
 
 const STUDY: &str = "study = \"tiny\"\ntitle = \"A tiny study\"\n\
 [[finding]]\nid = \"t-1\"\nclaim = \"QUIC's one-RTT handshake makes a small download faster\"\n\
@@ -16,7 +16,12 @@ scenario = \"tiny\"\nmetric = \"total_ms\"\ncompare = { axis = \"protocol\", a =
 min_n = 6\n\
 [[finding]]\nid = \"t-2\"\nclaim = \"goodput is at least 100 Mbit/s\"\nscenario = \"tiny\"\n\
 where = { protocol = \"h1\" }\nmetric = \"goodput_mbps\"\nat_least = 100.0\nmin_n = 6\n\
-[[finding]]\nid = \"t-3\"\nclaim = \"over the Internet\"\nnot_runnable = \"no Internet here\"\n";
+[[finding]]\nid = \"t-3\"\nclaim = \"over the Internet\"\nnot_runnable = \"no Internet here\"\n\
+[[finding]]\nid = \"t-4\"\nclaim = \"h3 wins the setting\"\nscenario = \"tiny\"\nmetric = \"total_ms\"\n\
+wins_share = { axis = \"protocol\", a = \"h3\", at_least = 1.0 }\ntest = \"wins\"\nmin_n = 6\n\
+[[finding]]\nid = \"t-5\"\nclaim = \"h3 takes 70 % of h1's time\"\nscenario = \"tiny\"\nmetric = \"total_ms\"\n\
+compare = { axis = \"protocol\", a = \"h3\", b = \"h1\" }\napprox = { value = 0.7, tolerance = 0.3 }\n\
+test = \"bootstrap\"\nnot_judged_quick = \"a test of the quick-form rule\"\n";
 
 fn repo(name: &str) -> std::path::PathBuf {
     let dir = temp_dir(name);
@@ -46,9 +51,13 @@ fn a_pack_runs_and_every_finding_gets_a_verdict_that_judging_again_repeats() {
         c.args(extra);
         c
     };
-    let first = json(&args(&["--out", out.to_str().unwrap()]).output().unwrap());
+    let first = json(
+        &args(&["--quick", "--out", out.to_str().unwrap()])
+            .output()
+            .unwrap(),
+    );
     let verdicts = first.as_array().unwrap();
-    assert_eq!(verdicts.len(), 3, "{first}");
+    assert_eq!(verdicts.len(), 5, "{first}");
     let word = |v: &serde_json::Value| v["judgement"]["verdict"]["verdict"].clone();
     // 20 kB over 100 ms: h3 saves a round trip of handshake in every pair (6 of 6, p = 0.03).
     assert_eq!(word(&verdicts[0]), "holds", "{}", verdicts[0]);
@@ -56,7 +65,30 @@ fn a_pack_runs_and_every_finding_gets_a_verdict_that_judging_again_repeats() {
     // 20 Mbit/s cannot carry 100 Mbit/s: every run below the threshold.
     assert_eq!(word(&verdicts[1]), "does_not_hold", "{}", verdicts[1]);
     assert_eq!(word(&verdicts[2]), "not_runnable");
+    // Megyesi's rule on the one setting: h3 is ≥ 10 % under h1's mean in every run.
+    assert_eq!(word(&verdicts[3]), "holds", "{}", verdicts[3]);
+    assert_eq!(verdicts[3]["tree"]["label"], "h3", "{}", verdicts[3]);
+    // A ratio marked as not judged in quick form: inconclusive, saying so, its estimate shown.
+    assert_eq!(word(&verdicts[4]), "inconclusive");
+    let why = verdicts[4]["judgement"]["verdict"]["why"].as_str().unwrap();
+    assert!(why.starts_with("not judged in quick form"), "{why}");
+    assert_eq!(verdicts[4]["judgement"]["estimate"]["n"], 6);
+    assert_eq!(verdicts[4]["form"], "quick");
     assert!(out.join("verdicts.csv").is_file() && out.join("tiny/tiny/results.sqlite").is_file());
+    // The page: every finding, the scenario's own report linked, the tree drawn.
+    let html = std::fs::read_to_string(out.join("reproduction.html")).unwrap();
+    for id in ["t-1", "t-2", "t-3", "t-4", "t-5"] {
+        assert!(html.contains(&format!("<td>{id}</td>")), "{id} missing");
+    }
+    assert!(html.contains("href=\"tiny/tiny/report.html\"") && html.contains("<svg"));
+    assert!(out.join("tiny/tiny/report.html").is_file());
+    let md = std::fs::read_to_string(out.join("verdicts.md")).unwrap();
+    assert!(
+        md.contains(
+            "#### tiny: 2 holds, 0 does not hold, 1 reversed, 1 inconclusive, 1 not runnable"
+        ),
+        "{md}"
+    );
     // Judged again from the stored runs: the same verdicts, nothing run.
     let again = json(&args(&["--judge", out.to_str().unwrap()]).output().unwrap());
     assert_eq!(again, first);
@@ -102,7 +134,7 @@ fn bad_reproduce_input_is_refused_naming_it() {
     assert_success(&out);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        text.contains("tiny: 3 findings (2 runnable)") && text.contains("t-2"),
+        text.contains("tiny: 5 findings (4 runnable)") && text.contains("t-2"),
         "{text}"
     );
     let _ = std::fs::remove_dir_all(&dir);

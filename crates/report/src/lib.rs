@@ -15,7 +15,8 @@
 //!
 //! * `from_store` reads a results database (runs with their typed documents)
 //!   into a [`ReportInput`] with the user's choices; `summary` is the
-//!   terminal table of `quiclab demo`. The command line lives elsewhere.
+//!   terminal table of `quiclab demo`; `reproduction` is `quiclab reproduce`'s page of
+//!   verdicts (reproduction.html). The command line lives elsewhere.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -26,6 +27,7 @@ mod figures;
 mod fonts;
 pub mod from_store;
 mod html;
+pub mod reproduction;
 pub mod summary;
 mod svg;
 pub mod video;

@@ -13,6 +13,8 @@ use quiclab_verdict::judge::{self, Claim, Judgement, Verdict};
 use quiclab_verdict::rules::{Better, Observed};
 use serde::Serialize;
 
+pub use quiclab_verdict::outcome::{FindingVerdict, verdict_word};
+
 /// Where the study and scenario files are: a checkout of quiclab (a directory holding `studies/`
 /// and `scenarios/`).
 #[derive(Debug, Clone)]
@@ -117,22 +119,6 @@ pub fn scenarios_of(study: &Study) -> Vec<String> {
     out
 }
 
-/// One finding's verdict, with what it rests on: the `verdicts.json` row.
-#[derive(Debug, Clone, Serialize)]
-pub struct FindingVerdict {
-    pub study: String,
-    pub id: String,
-    pub source: String,
-    pub claim: String,
-    pub scenario: Option<String>,
-    pub metric: Option<String>,
-    pub seed_value: Option<f64>,
-    /// What was compared or required, in words (`h3 vs h1 on protocol`, `≥ 0.9`, `≈ 3 ± 25 %`).
-    pub test_of: String,
-    pub rule: Option<quiclab_verdict::Rule>,
-    pub judgement: Judgement,
-}
-
 /// The runs of one results directory as a finding sees them: every run of the scenario, its value
 /// of `metric` (a timed-out run is censored at its limit; a failed run, an ok run that did not
 /// measure the metric, and a run still flagged for emulator fidelity after its retries have none
@@ -161,7 +147,9 @@ pub fn run_values(runs: &[StoredRun], metric: &str) -> Vec<judge::RunValue> {
 /// directory holding its results.sqlite). A scenario without results makes its findings
 /// inconclusive, saying so.
 pub fn judge_study(study: &Study, dirs: &BTreeMap<String, PathBuf>) -> Result<Vec<FindingVerdict>> {
-    let mut runs_by_scenario: BTreeMap<String, Option<Vec<StoredRun>>> = BTreeMap::new();
+    // Each scenario's runs, whether they are its quick form, and the form in words.
+    type Stored = (Vec<StoredRun>, bool, String);
+    let mut runs_by_scenario: BTreeMap<String, Option<Stored>> = BTreeMap::new();
     for scenario in scenarios_of(study) {
         let runs = match dirs.get(&scenario) {
             Some(dir) if dir.join("results.sqlite").is_file() => {
@@ -174,7 +162,10 @@ pub fn judge_study(study: &Study, dirs: &BTreeMap<String, PathBuf>) -> Result<Ve
                         stored.name
                     );
                 }
-                Some(store.runs()?)
+                let runs = store.runs()?;
+                let quick = stored.name != scenario;
+                let form = form_of(quick, &stored.text, &runs);
+                Some((runs, quick, form))
             }
             _ => None,
         };
@@ -198,6 +189,9 @@ pub fn judge_study(study: &Study, dirs: &BTreeMap<String, PathBuf>) -> Result<Ve
             test_of,
             rule,
             judgement,
+            form: None,
+            wins_table: None,
+            tree: None,
         };
         match &f.judged {
             Judged::NotRunnable { why } => out.push(row(
@@ -206,12 +200,7 @@ pub fn judge_study(study: &Study, dirs: &BTreeMap<String, PathBuf>) -> Result<Ve
                 None,
                 String::new(),
                 None,
-                Judgement {
-                    verdict: Verdict::NotRunnable { why: why.clone() },
-                    counts: Default::default(),
-                    p: None,
-                    estimate: None,
-                },
+                Judgement::bare(Verdict::NotRunnable { why: why.clone() }),
             )),
             Judged::Run {
                 scenario,
@@ -220,6 +209,7 @@ pub fn judge_study(study: &Study, dirs: &BTreeMap<String, PathBuf>) -> Result<Ve
                 claim,
                 rule,
                 seed_value,
+                not_judged_quick,
             } => {
                 let better = quiclab_experiment::metric::find(&crate::metric_registry(), metric)
                     .map_or(Better::Lower, |m| {
@@ -230,21 +220,34 @@ pub fn judge_study(study: &Study, dirs: &BTreeMap<String, PathBuf>) -> Result<Ve
                         }
                     });
                 let test_of = describe(claim, better);
-                let judgement = match runs_by_scenario.get(scenario).and_then(Option::as_ref) {
-                    None => Judgement {
-                        verdict: Verdict::Inconclusive {
-                            why: format!("no results of {scenario} (run the pack)"),
-                        },
-                        counts: Default::default(),
-                        p: None,
-                        estimate: None,
-                    },
-                    Some(runs) => {
+                let mut wins = None;
+                let stored = runs_by_scenario.get(scenario).and_then(Option::as_ref);
+                let judgement = match stored {
+                    None => Judgement::bare(Verdict::Inconclusive {
+                        why: format!("no results of {scenario} (run the pack)"),
+                    }),
+                    Some((runs, quick, _)) => {
                         let values = run_values(runs, metric);
-                        match claim {
+                        let mut j = match claim {
                             Claim::Better { axis, a, b } => {
                                 let (pairs, _) = judge::pair(&values, filter, axis, a, b);
                                 judge::judge_pairs(&pairs, better, *rule)
+                            }
+                            Claim::Ratio {
+                                axis,
+                                a,
+                                b,
+                                value,
+                                tolerance,
+                            } => {
+                                let (pairs, _) = judge::pair(&values, filter, axis, a, b);
+                                judge::judge_ratio(&pairs, *value, *tolerance, *rule)
+                            }
+                            Claim::WinsShare { .. } | Claim::NoBestEverywhere { .. } => {
+                                let (j, table) =
+                                    judge::judge_wins(&values, filter, claim, better, *rule);
+                                wins = Some(table);
+                                j
                             }
                             _ => {
                                 let chosen: Vec<Observed> = values
@@ -256,21 +259,49 @@ pub fn judge_study(study: &Study, dirs: &BTreeMap<String, PathBuf>) -> Result<Ve
                                     .collect();
                                 judge::judge_values(&chosen, claim, *rule)
                             }
+                        };
+                        if *quick && let Some(why) = not_judged_quick {
+                            j.verdict = Verdict::Inconclusive {
+                                why: format!("not judged in quick form: {why}"),
+                            };
                         }
+                        j
                     }
                 };
-                out.push(row(
+                let mut v = row(
                     Some(scenario),
                     Some(metric),
                     *seed_value,
                     test_of,
                     Some(*rule),
                     judgement,
-                ));
+                );
+                v.form = stored.map(|(_, _, form)| form.clone());
+                if let Some(table) = wins {
+                    let rows: Vec<_> = table
+                        .iter()
+                        .map(|t| (t.setting.clone(), t.label()))
+                        .collect();
+                    v.tree = quiclab_verdict::tree::grow(&rows);
+                    v.wins_table = Some(table);
+                }
+                out.push(v);
             }
         }
     }
     Ok(out)
+}
+
+/// `quick`, `full`, or `full, 1 of 5 repetitions` when fewer repetitions ran than the stored
+/// scenario states (a quick pack of a scenario without a quick form runs it once).
+fn form_of(quick: bool, text: &str, runs: &[StoredRun]) -> String {
+    let ran = runs.iter().map(|r| r.repetition).max().unwrap_or(0);
+    let planned = quiclab_experiment::parse(text, "stored scenario").map_or(0, |s| s.repetitions);
+    match (quick, ran < planned) {
+        (true, _) => "quick".into(),
+        (false, true) => format!("full, {ran} of {planned} repetitions"),
+        (false, false) => "full".into(),
+    }
 }
 
 fn describe(claim: &Claim, better: Better) -> String {
@@ -285,17 +316,20 @@ fn describe(claim: &Claim, better: Better) -> String {
         Claim::AtLeast { value } => format!("≥ {value}"),
         Claim::AtMost { value } => format!("≤ {value}"),
         Claim::Approx { value, tolerance } => format!("≈ {value} ± {:.0} %", tolerance * 100.0),
-    }
-}
-
-/// The one word of a verdict, as tables show it.
-pub fn verdict_word(v: &Verdict) -> &'static str {
-    match v {
-        Verdict::Holds => "holds",
-        Verdict::DoesNotHold { reversed: true } => "reversed",
-        Verdict::DoesNotHold { reversed: false } => "does not hold",
-        Verdict::Inconclusive { .. } => "inconclusive",
-        Verdict::NotRunnable { .. } => "not runnable",
+        Claim::Ratio {
+            axis,
+            a,
+            b,
+            value,
+            tolerance,
+        } => format!("{a}/{b} on {axis} ≈ {value} ± {:.0} %", tolerance * 100.0),
+        Claim::WinsShare { axis, a, at_least } => format!(
+            "{a} wins ≥ {:.0} % of the settings (Megyesi et al.'s rule on {axis})",
+            at_least * 100.0
+        ),
+        Claim::NoBestEverywhere { axis } => {
+            format!("no {axis} wins every setting (Megyesi et al.'s rule)")
+        }
     }
 }
 
@@ -325,6 +359,7 @@ pub fn listing(
                 quick,
                 repetitions,
                 resume: false,
+                shard: None,
             };
             Ok(StudyListing {
                 study: s.name.clone(),
@@ -367,39 +402,6 @@ impl std::fmt::Display for StudyListing {
     }
 }
 
-impl std::fmt::Display for FindingVerdict {
-    /// One line: the verdict, n, p and the estimate with its interval, the claim.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let j = &self.judgement;
-        write!(
-            f,
-            "{}/{:<16} {:<14} n = {}",
-            self.study,
-            self.id,
-            verdict_word(&j.verdict),
-            j.counts.pairs
-        )?;
-        if let Some(p) = j.p {
-            write!(f, ", p = {p:.3}")?;
-        }
-        if let Some(e) = &j.estimate {
-            write!(
-                f,
-                ", median {:.3} ({:.0} % CI {:.3}–{:.3})",
-                e.median,
-                e.level * 100.0,
-                e.low,
-                e.high
-            )?;
-        }
-        write!(f, "  {}", self.claim)?;
-        if let Verdict::Inconclusive { why } | Verdict::NotRunnable { why } = &j.verdict {
-            write!(f, " [{why}]")?;
-        }
-        Ok(())
-    }
-}
-
 /// How a pack runs.
 #[derive(Debug, Clone)]
 pub struct PackOptions {
@@ -408,6 +410,9 @@ pub struct PackOptions {
     pub quick: bool,
     /// Override every scenario's repetitions.
     pub repetitions: Option<u32>,
+    /// Run only this part of each scenario's plan (`--shard K/N`; the shards' packs are merged
+    /// scenario by scenario with `quiclab merge`, then judged with `--judge`).
+    pub shard: Option<quiclab_experiment::Shard>,
     pub resume: bool,
 }
 
@@ -434,7 +439,10 @@ fn plan_of(
         (true, false, None) => Some(1),
         _ => None,
     };
-    let (s, text, plan) = crate::load(&file, repetitions, opts.quick && has_quick)?;
+    let (s, text, mut plan) = crate::load(&file, repetitions, opts.quick && has_quick)?;
+    if let Some(shard) = opts.shard {
+        plan = quiclab_experiment::shard_of(&plan, shard);
+    }
     Ok((file, s, text, plan))
 }
 
@@ -452,7 +460,9 @@ pub fn estimate_s(lib: &Library, study: &Study, opts: &PackOptions) -> Result<f6
 }
 
 /// Runs a study's pack into `out/SCENARIO/` (each a results directory; with `resume`, the runs
-/// already stored are skipped) and returns the directories by scenario.
+/// already stored are skipped) and returns the directories by scenario. Before each scenario it
+/// says where the pack stands: time spent, and the time left by the runs' estimates scaled by
+/// how the scenarios so far compared with theirs.
 pub fn run_pack(
     lib: &Library,
     study: &Study,
@@ -462,15 +472,36 @@ pub fn run_pack(
 ) -> Result<BTreeMap<String, PathBuf>> {
     let mut dirs = BTreeMap::new();
     let scenarios = scenarios_of(study);
-    for (i, scenario) in scenarios.iter().enumerate() {
+    let mut planned = Vec::new();
+    for scenario in &scenarios {
         let (file, s, text, plan) = plan_of(lib, scenario, opts)?;
+        let estimate: f64 = crate::dry_run(&file, &s, &plan)?
+            .iter()
+            .map(|l| l.estimate_s)
+            .sum();
+        planned.push((scenario, file, s, text, plan, estimate));
+    }
+    let total: f64 = planned.iter().map(|p| p.5).sum();
+    let started = std::time::Instant::now();
+    let mut estimated_done = 0.0;
+    for (i, (scenario, file, s, text, plan, estimate)) in planned.into_iter().enumerate() {
         let dir = out.join(scenario);
+        let elapsed = started.elapsed().as_secs_f64();
+        // Scale what is left by how long the finished scenarios took against their estimates.
+        let pace = if estimated_done > 0.0 {
+            elapsed / estimated_done
+        } else {
+            1.0
+        };
         eprintln!(
-            "quiclab reproduce: {} — scenario {} of {}: {scenario} ({} runs)",
+            "quiclab reproduce: {} — scenario {} of {}: {scenario} ({} runs, ≈ {}); pack: {} spent, ≈ {} left",
             study.name,
             i + 1,
             scenarios.len(),
-            plan.len()
+            plan.len(),
+            crate::format_duration(estimate),
+            crate::format_duration(elapsed),
+            crate::format_duration((total - estimated_done) * pace),
         );
         let resume = if opts.resume && dir.join("results.sqlite").is_file() {
             crate::Resume::Yes
@@ -478,8 +509,15 @@ pub fn run_pack(
             crate::Resume::No
         };
         crate::execute(&file, &s, &text, &plan, &dir, resume, on_hint)?;
+        estimated_done += estimate;
         dirs.insert(scenario.clone(), dir);
     }
+    eprintln!(
+        "quiclab reproduce: {} — pack done in {} (estimated {})",
+        study.name,
+        crate::format_duration(started.elapsed().as_secs_f64()),
+        crate::format_duration(total)
+    );
     Ok(dirs)
 }
 
@@ -496,7 +534,8 @@ pub fn pack_dirs(study: &Study, dir: &Path) -> BTreeMap<String, PathBuf> {
         .collect()
 }
 
-/// Writes `dir/verdicts.json` and `dir/verdicts.csv`.
+/// Writes `dir/verdicts.json` and `dir/verdicts.csv` (and `dir/verdicts.md`, the same as
+/// Markdown tables for the docs).
 pub fn write_verdicts(dir: &Path, verdicts: &[FindingVerdict]) -> Result<(PathBuf, PathBuf)> {
     let json = dir.join("verdicts.json");
     quiclab_outputs::write_in_claimed(&json, serde_json::to_string_pretty(verdicts)?.as_bytes())?;
@@ -524,6 +563,8 @@ pub fn write_verdicts(dir: &Path, verdicts: &[FindingVerdict]) -> Result<(PathBu
         "ci_low",
         "ci_high",
         "seed_value",
+        "form",
+        "detail",
     ])?;
     let num = |v: Option<f64>| v.map_or(String::new(), |x| x.to_string());
     for v in verdicts {
@@ -556,9 +597,15 @@ pub fn write_verdicts(dir: &Path, verdicts: &[FindingVerdict]) -> Result<(PathBu
             num(e.map(|e| e.low)),
             num(e.map(|e| e.high)),
             num(v.seed_value),
+            v.form.clone().unwrap_or_default(),
+            j.detail.clone().unwrap_or_default(),
         ])?;
     }
     quiclab_outputs::write_in_claimed(&csv_path, &w.into_inner().map_err(|e| anyhow!("{e}"))?)?;
+    quiclab_outputs::write_in_claimed(
+        &dir.join("verdicts.md"),
+        quiclab_verdict::outcome::markdown(verdicts).as_bytes(),
+    )?;
     Ok((json, csv_path))
 }
 

@@ -30,6 +30,26 @@
 //! seed_value = 3.0
 //!
 //! [[finding]]
+//! id = "001-1b"
+//! claim = "QUIC's page load time is about 3× SPDY's at 50 Mbit/s with 50 large objects"
+//! scenario = "megyesi2016"
+//! where = { rate = "50mbit", rtt = "18ms", loss = "0%", page = "megyesi-50-large" }
+//! metric = "plt_ms"
+//! compare = { axis = "protocol", a = "h3", b = "h2" }
+//! approx = { value = 3.0, tolerance = 0.25 }             # with compare: the ratio A/B
+//! test = "bootstrap"
+//!
+//! [[finding]]
+//! id = "001-1g"
+//! claim = "QUIC wins more than 40 % of the settings"
+//! scenario = "megyesi2016"
+//! metric = "plt_ms"
+//! wins_share = { axis = "protocol", a = "h3", at_least = 0.4 }  # or no_best_everywhere = "protocol"
+//! test = "wins"                                          # Megyesi et al.'s rule per setting
+//! min_n = 10                                             # runs per side and setting
+//! not_judged_quick = "one repetition per setting"        # a quick pack leaves it inconclusive
+//!
+//! [[finding]]
 //! id = "002-8"
 //! claim = "gQUIC Q035–Q044 against YouTube over the Internet"
 //! not_runnable = "needs Google's servers and the public Internet"
@@ -50,6 +70,8 @@ pub struct Study {
     pub title: String,
     /// The seed files it covers (`000`, `003`).
     pub seeds: Vec<String>,
+    /// Every way quiclab's testbed differs from the seed's (stacks, TLS, shaper, browser, …).
+    pub differences: Vec<String>,
     pub findings: Vec<Finding>,
 }
 
@@ -79,6 +101,8 @@ pub enum Judged {
         rule: Rule,
         /// The seed's own number, shown beside quiclab's.
         seed_value: Option<f64>,
+        /// Why a quick pack cannot judge it (its verdict there is inconclusive, saying so).
+        not_judged_quick: Option<String>,
     },
     NotRunnable {
         why: String,
@@ -92,6 +116,8 @@ struct FileDe {
     title: String,
     #[serde(default)]
     seeds: Vec<String>,
+    #[serde(default)]
+    differences: Vec<String>,
     #[serde(default)]
     finding: Vec<toml::Spanned<FindingDe>>,
 }
@@ -113,6 +139,14 @@ struct ApproxDe {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
+struct WinsShareDe {
+    axis: String,
+    a: toml::Value,
+    at_least: f64,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct FindingDe {
     id: String,
     #[serde(default)]
@@ -126,6 +160,9 @@ struct FindingDe {
     at_least: Option<f64>,
     at_most: Option<f64>,
     approx: Option<ApproxDe>,
+    wins_share: Option<WinsShareDe>,
+    no_best_everywhere: Option<String>,
+    not_judged_quick: Option<String>,
     test: Option<String>,
     alpha: Option<f64>,
     min_n: Option<usize>,
@@ -168,6 +205,7 @@ pub fn parse(text: &str, file: &str) -> Result<Study, String> {
                     ("scenario", f.scenario.is_some()),
                     ("metric", f.metric.is_some()),
                     ("compare", f.compare.is_some()),
+                    ("not_judged_quick", f.not_judged_quick.is_some()),
                 ] {
                     if given {
                         return Err(at(key, "a not_runnable finding names no runs".into()));
@@ -186,19 +224,57 @@ pub fn parse(text: &str, file: &str) -> Result<Study, String> {
                     .metric
                     .clone()
                     .ok_or_else(|| at("metric", "missing".into()))?;
+                // compare with approx is one claim: the ratio A/B.
                 let claims = [
                     f.compare.is_some(),
                     f.at_least.is_some(),
                     f.at_most.is_some(),
-                    f.approx.is_some(),
+                    f.approx.is_some() && f.compare.is_none(),
+                    f.wins_share.is_some(),
+                    f.no_best_everywhere.is_some(),
                 ];
                 if claims.iter().filter(|&&c| c).count() != 1 {
                     return Err(at(
                         "compare",
-                        "give exactly one of compare, at_least, at_most, approx".into(),
+                        "give exactly one of compare (with approx: a ratio), at_least, at_most, \
+                         approx, wins_share, no_best_everywhere"
+                            .into(),
                     ));
                 }
-                let claim = if let Some(c) = &f.compare {
+                if let Some(a) = &f.approx
+                    && !(a.tolerance > 0.0 && a.tolerance < 1.0)
+                {
+                    return Err(at(
+                        "approx",
+                        "tolerance must be between 0 and 1 (a share of the value)".into(),
+                    ));
+                }
+                let claim = if let (Some(c), Some(a)) = (&f.compare, &f.approx) {
+                    Claim::Ratio {
+                        axis: c.axis.clone(),
+                        a: render(&c.a),
+                        b: render(&c.b),
+                        value: a.value,
+                        tolerance: a.tolerance,
+                    }
+                } else if let Some(w) = &f.wins_share {
+                    if !(w.at_least > 0.0 && w.at_least <= 1.0) {
+                        return Err(at(
+                            "wins_share",
+                            format!(
+                                "at_least is a share of the settings, in (0, 1]; got {}",
+                                w.at_least
+                            ),
+                        ));
+                    }
+                    Claim::WinsShare {
+                        axis: w.axis.clone(),
+                        a: render(&w.a),
+                        at_least: w.at_least,
+                    }
+                } else if let Some(axis) = &f.no_best_everywhere {
+                    Claim::NoBestEverywhere { axis: axis.clone() }
+                } else if let Some(c) = &f.compare {
                     Claim::Better {
                         axis: c.axis.clone(),
                         a: render(&c.a),
@@ -210,12 +286,6 @@ pub fn parse(text: &str, file: &str) -> Result<Study, String> {
                     Claim::AtMost { value: v }
                 } else {
                     let a = f.approx.as_ref().expect("one claim is given");
-                    if !(a.tolerance > 0.0 && a.tolerance < 1.0) {
-                        return Err(at(
-                            "approx",
-                            "tolerance must be between 0 and 1 (a share of the value)".into(),
-                        ));
-                    }
                     Claim::Approx {
                         value: a.value,
                         tolerance: a.tolerance,
@@ -225,17 +295,32 @@ pub fn parse(text: &str, file: &str) -> Result<Study, String> {
                     Some("sign") | None => Test::Sign,
                     Some("wilcoxon") => Test::Wilcoxon,
                     Some("bootstrap") => Test::Bootstrap,
+                    Some("wins") => Test::Wins,
                     Some(other) => {
                         return Err(at(
                             "test",
-                            format!("expected sign, wilcoxon or bootstrap; got {other:?}"),
+                            format!("expected sign, wilcoxon, bootstrap or wins; got {other:?}"),
                         ));
                     }
                 };
-                if matches!(claim, Claim::Approx { .. }) && test != Test::Bootstrap {
+                if matches!(claim, Claim::Approx { .. } | Claim::Ratio { .. })
+                    && test != Test::Bootstrap
+                {
                     return Err(at(
                         "test",
                         "an approx claim is judged by its bootstrap interval: test = \"bootstrap\""
+                            .into(),
+                    ));
+                }
+                let wins = matches!(
+                    claim,
+                    Claim::WinsShare { .. } | Claim::NoBestEverywhere { .. }
+                );
+                if wins != (test == Test::Wins) {
+                    return Err(at(
+                        "test",
+                        "wins_share and no_best_everywhere are judged by Megyesi et al.'s rule \
+                         (test = \"wins\"), and only they are"
                             .into(),
                     ));
                 }
@@ -261,6 +346,7 @@ pub fn parse(text: &str, file: &str) -> Result<Study, String> {
                     claim,
                     rule: Rule { test, alpha, min_n },
                     seed_value: f.seed_value,
+                    not_judged_quick: f.not_judged_quick.clone(),
                 }
             }
         };
@@ -279,6 +365,7 @@ pub fn parse(text: &str, file: &str) -> Result<Study, String> {
         name: de.study,
         title: de.title,
         seeds: de.seeds,
+        differences: de.differences,
         findings,
     })
 }
@@ -347,14 +434,32 @@ pub fn validate(
                 format!("no run of {scenario} has all of these values"),
             ));
         }
-        if let crate::judge::Claim::Better { axis, a, b } = claim {
-            for side in [a, b] {
-                if !matching.iter().any(|r| r.params.get(axis) == Some(side)) {
-                    return Err(at(
-                        "compare",
-                        format!("no run of {scenario} within `where` has {axis} = {side:?}"),
-                    ));
-                }
+        let sides: Vec<(&String, &String)> = match claim {
+            crate::judge::Claim::Better { axis, a, b }
+            | crate::judge::Claim::Ratio { axis, a, b, .. } => vec![(axis, a), (axis, b)],
+            crate::judge::Claim::WinsShare { axis, a, .. } => vec![(axis, a)],
+            _ => Vec::new(),
+        };
+        if let crate::judge::Claim::WinsShare { axis, .. }
+        | crate::judge::Claim::NoBestEverywhere { axis } = claim
+        {
+            let values: std::collections::BTreeSet<&String> =
+                matching.iter().filter_map(|r| r.params.get(axis)).collect();
+            if values.len() < 2 {
+                return Err(at(
+                    "wins_share",
+                    format!(
+                        "the runs of {scenario} within `where` have fewer than two values of {axis:?}"
+                    ),
+                ));
+            }
+        }
+        for (axis, side) in sides {
+            if !matching.iter().any(|r| r.params.get(axis) == Some(side)) {
+                return Err(at(
+                    "compare",
+                    format!("no run of {scenario} within `where` has {axis} = {side:?}"),
+                ));
             }
         }
         if !metric_known(s.kind, metric) {
@@ -513,5 +618,74 @@ not_runnable = "the public Internet"
             e.contains("key \"metric\"") && e.contains("kind = \"page\""),
             "{e}"
         );
+    }
+
+    const WINS: &str = r#"study = "t"
+title = "Megyesi-style findings"
+differences = ["cold loads only"]
+
+[[finding]]
+id = "r"
+claim = "h3 takes twice h1's time"
+scenario = "carlucci2015-s3"
+metric = "plt_ms"
+compare = { axis = "protocol", a = "h3", b = "h1" }
+approx = { value = 2.0, tolerance = 0.2 }
+test = "bootstrap"
+
+[[finding]]
+id = "w"
+claim = "h3 wins half the settings"
+scenario = "carlucci2015-s3"
+metric = "plt_ms"
+wins_share = { axis = "protocol", a = "h3", at_least = 0.5 }
+test = "wins"
+min_n = 3
+not_judged_quick = "one repetition"
+"#;
+
+    #[test]
+    fn ratios_and_wins_parse_and_validate() {
+        let s = parse(WINS, "t.toml").unwrap();
+        assert_eq!(s.differences, ["cold loads only"]);
+        let Judged::Run { claim, .. } = &s.findings[0].judged else {
+            panic!()
+        };
+        assert!(matches!(claim, Claim::Ratio { value, .. } if *value == 2.0));
+        let Judged::Run {
+            claim,
+            rule,
+            not_judged_quick,
+            ..
+        } = &s.findings[1].judged
+        else {
+            panic!()
+        };
+        assert!(matches!(claim, Claim::WinsShare { at_least, .. } if *at_least == 0.5));
+        assert_eq!(rule.test, Test::Wins);
+        assert_eq!(not_judged_quick.as_deref(), Some("one repetition"));
+        check(WINS).unwrap();
+        // The wins rule is for wins claims only, and they need it.
+        let e = parse(
+            &WINS.replace("test = \"wins\"", "test = \"sign\""),
+            "t.toml",
+        )
+        .unwrap_err();
+        assert!(
+            e.contains("t.toml:14:") && e.contains("key \"test\""),
+            "{e}"
+        );
+        // A side the scenario never runs.
+        let e = check(&WINS.replace("a = \"h3\", at_least", "a = \"h2\", at_least")).unwrap_err();
+        assert!(e.contains("key \"compare\"") && e.contains("\"h2\""), "{e}");
+        // An axis with one value cannot be won.
+        let e = check(&WINS.replace(
+            "axis = \"protocol\", a = \"h3\", at_least",
+            "axis = \"rate\", a = \"3mbit\", at_least",
+        ))
+        .unwrap_err();
+        assert!(e.contains("fewer than two values"), "{e}");
+        let e = parse(&WINS.replace("at_least = 0.5", "at_least = 50"), "t.toml").unwrap_err();
+        assert!(e.contains("key \"wins_share\""), "{e}");
     }
 }

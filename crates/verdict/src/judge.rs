@@ -32,6 +32,28 @@ pub enum Claim {
         value: f64,
         tolerance: f64,
     },
+    /// The per-pair ratio A/B along `axis` is `value` within ±`tolerance` × value (e.g. QUIC's
+    /// page load time ≈ 3× SPDY's): judged like [`Claim::Approx`] on the bootstrap interval of
+    /// the median ratio.
+    Ratio {
+        axis: String,
+        a: String,
+        b: String,
+        value: f64,
+        tolerance: f64,
+    },
+    /// Megyesi et al. 2016's rule decides each setting (every parameter but `axis`, over the
+    /// repetitions; [`quiclab_experiment::stats::winners`]): A wins it, alone or shared, in at
+    /// least `at_least` of the settings.
+    WinsShare {
+        axis: String,
+        a: String,
+        at_least: f64,
+    },
+    /// By the same rule, no value of `axis` wins every setting alone.
+    NoBestEverywhere {
+        axis: String,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -43,6 +65,8 @@ pub enum Test {
     Wilcoxon,
     /// A bootstrap interval at 1 − α of the median (of the per-pair ratio A/B for comparisons).
     Bootstrap,
+    /// Megyesi et al. 2016's wins rule per setting (descriptive: a count of settings, no p).
+    Wins,
 }
 
 /// The decision rule: the test, its level and the fewest pairs (or runs) it needs.
@@ -83,6 +107,22 @@ pub struct Judgement {
     pub p: Option<f64>,
     /// The median (of the per-pair ratio A/B, or of the metric) with its interval.
     pub estimate: Option<RatioInterval>,
+    /// What a count-of-settings claim counted (`h3 wins 10 of 24 settings`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+impl Judgement {
+    /// A judgement without runs.
+    pub fn bare(verdict: Verdict) -> Judgement {
+        Judgement {
+            verdict,
+            counts: Counts::default(),
+            p: None,
+            estimate: None,
+            detail: None,
+        }
+    }
 }
 
 /// One stored run as a finding sees it: its parameters (as the run key writes them), its
@@ -138,7 +178,7 @@ pub fn pair(
 /// Judges a comparison claim on its pairs.
 pub fn judge_pairs(pairs: &[(Observed, Observed)], better: Better, rule: Rule) -> Judgement {
     let (p, counts) = match rule.test {
-        Test::Sign | Test::Bootstrap => rules::sign_test(pairs, better),
+        Test::Sign | Test::Bootstrap | Test::Wins => rules::sign_test(pairs, better),
         Test::Wilcoxon => rules::wilcoxon(pairs, better),
     };
     let estimate = rules::ratio_interval(pairs, 1.0 - rule.alpha, RESAMPLES, BOOTSTRAP_SEED);
@@ -148,10 +188,11 @@ pub fn judge_pairs(pairs: &[(Observed, Observed)], better: Better, rule: Rule) -
             counts,
             p: None,
             estimate,
+            detail: None,
         };
     }
     let verdict = match rule.test {
-        Test::Sign | Test::Wilcoxon => {
+        Test::Sign | Test::Wilcoxon | Test::Wins => {
             if p < rule.alpha {
                 if counts.a_better > counts.a_worse {
                     Verdict::Holds
@@ -185,7 +226,218 @@ pub fn judge_pairs(pairs: &[(Observed, Observed)], better: Better, rule: Rule) -
         counts,
         p: (rule.test != Test::Bootstrap).then_some(p),
         estimate,
+        detail: None,
     }
+}
+
+/// Judges a [`Claim::Ratio`] on its pairs: the bootstrap interval of the median ratio A/B
+/// against the band `value` ± `tolerance` × value.
+pub fn judge_ratio(
+    pairs: &[(Observed, Observed)],
+    value: f64,
+    tolerance: f64,
+    rule: Rule,
+) -> Judgement {
+    let (_, counts) = rules::sign_test(pairs, Better::Lower);
+    let estimate = rules::ratio_interval(pairs, 1.0 - rule.alpha, RESAMPLES, BOOTSTRAP_SEED);
+    let finished = estimate.as_ref().map_or(0, |e| e.n);
+    let verdict = match too_little(&counts, finished, rule) {
+        Some(v) => v,
+        None => band_verdict(estimate.as_ref().expect("pairs finished"), value, tolerance),
+    };
+    Judgement {
+        verdict,
+        counts,
+        p: None,
+        estimate,
+        detail: None,
+    }
+}
+
+/// Holds when the interval lies inside `value` ± `tolerance` × value, does not hold when it
+/// lies outside, else inconclusive (an equivalence test).
+fn band_verdict(e: &RatioInterval, value: f64, tolerance: f64) -> Verdict {
+    let (lo, hi) = (value * (1.0 - tolerance), value * (1.0 + tolerance));
+    if e.low >= lo && e.high <= hi {
+        Verdict::Holds
+    } else if e.high < lo || e.low > hi {
+        Verdict::DoesNotHold { reversed: false }
+    } else {
+        Verdict::Inconclusive {
+            why: format!(
+                "the {:.0} % interval {:.3}–{:.3} overlaps the band {lo:.3}–{hi:.3} without lying in it",
+                e.level * 100.0,
+                e.low,
+                e.high
+            ),
+        }
+    }
+}
+
+/// One setting of a wins claim and who won it (empty: equal, by Megyesi et al.'s rule).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SettingWinners {
+    pub setting: BTreeMap<String, String>,
+    pub winners: Vec<String>,
+}
+
+impl SettingWinners {
+    /// The label a decision tree shows: `h3`, `h2+h3` (both beat the third), `equal`.
+    pub fn label(&self) -> String {
+        if self.winners.is_empty() {
+            "equal".into()
+        } else {
+            self.winners.join("+")
+        }
+    }
+}
+
+/// Judges a [`Claim::WinsShare`] or [`Claim::NoBestEverywhere`]: each setting (the runs
+/// matching `filter`, grouped by every parameter but `axis`) is decided by Megyesi et al.'s rule
+/// on the values of each side (a lower-is-better metric: a time), which needs at least
+/// `rule.min_n` runs per side. A run that hit its limit enters with its limit (a lower bound:
+/// it can only make the censored side look faster than it was); failed runs are counted, and
+/// above 5 % the claim is inconclusive.
+pub fn judge_wins(
+    runs: &[RunValue],
+    filter: &BTreeMap<String, String>,
+    claim: &Claim,
+    better: Better,
+    rule: Rule,
+) -> (Judgement, Vec<SettingWinners>) {
+    let axis = match claim {
+        Claim::WinsShare { axis, .. } | Claim::NoBestEverywhere { axis } => axis,
+        _ => {
+            return (
+                Judgement::bare(Verdict::Inconclusive {
+                    why: "not a wins claim".into(),
+                }),
+                Vec::new(),
+            );
+        }
+    };
+    let mut counts = Counts::default();
+    let mut sides: std::collections::BTreeSet<String> = Default::default();
+    let mut settings: BTreeMap<BTreeMap<String, String>, BTreeMap<String, Vec<f64>>> =
+        BTreeMap::new();
+    for r in runs.iter().filter(|r| matches(r, filter)) {
+        let Some(side) = r.params.get(axis) else {
+            continue;
+        };
+        counts.runs += 1;
+        sides.insert(side.clone());
+        let mut rest = r.params.clone();
+        rest.remove(axis);
+        let values = settings
+            .entry(rest)
+            .or_default()
+            .entry(side.clone())
+            .or_default();
+        match r.value {
+            Observed::Value(x) if x.is_finite() => values.push(x),
+            Observed::Value(_) | Observed::Failed => counts.failed_runs += 1,
+            Observed::Censored { at_least } => {
+                counts.censored_runs += 1;
+                if at_least.is_finite() {
+                    values.push(at_least);
+                } else {
+                    counts.left_out += 1;
+                }
+            }
+        }
+    }
+    if better == Better::Higher {
+        // The rule's "10 % faster than B's mean" has no higher-is-better reading.
+        return (
+            Judgement::bare(Verdict::Inconclusive {
+                why: "Megyesi et al.'s rule is for lower-is-better metrics (times)".into(),
+            }),
+            Vec::new(),
+        );
+    }
+    counts.pairs = settings.len();
+    let mut table = Vec::new();
+    let mut too_few = 0;
+    for (setting, by_side) in &settings {
+        let enough = sides
+            .iter()
+            .all(|s| by_side.get(s).is_some_and(|v| v.len() >= rule.min_n));
+        if !enough {
+            too_few += 1;
+            continue;
+        }
+        let winners = match quiclab_experiment::stats::winners(by_side) {
+            quiclab_experiment::stats::Verdict::Best(w) => w,
+            quiclab_experiment::stats::Verdict::Equal => Vec::new(),
+        };
+        table.push(SettingWinners {
+            setting: setting.clone(),
+            winners,
+        });
+    }
+    let mut j = Judgement {
+        verdict: Verdict::Holds,
+        counts,
+        p: None,
+        estimate: None,
+        detail: None,
+    };
+    if j.counts.failed_share() > MAX_FAILED_SHARE {
+        j.verdict = Verdict::Inconclusive {
+            why: format!(
+                "{} of {} runs failed (more than {:.0} %)",
+                j.counts.failed_runs,
+                j.counts.runs,
+                MAX_FAILED_SHARE * 100.0
+            ),
+        };
+        return (j, table);
+    }
+    if settings.is_empty() || too_few > 0 {
+        j.verdict = Verdict::Inconclusive {
+            why: format!(
+                "{too_few} of {} settings have fewer than {} finished runs of each {axis} \
+                 (the wins rule compares distributions)",
+                settings.len(),
+                rule.min_n
+            ),
+        };
+        return (j, table);
+    }
+    let n = table.len();
+    let won = |side: &str| {
+        table
+            .iter()
+            .filter(|t| t.winners.iter().any(|w| w == side))
+            .count()
+    };
+    let alone = |side: &str| table.iter().filter(|t| t.winners == [side]).count();
+    j.detail = Some(
+        sides
+            .iter()
+            .map(|s| format!("{s} wins {} of {n} settings ({} alone)", won(s), alone(s)))
+            .chain(std::iter::once(format!(
+                "equal in {}",
+                table.iter().filter(|t| t.winners.is_empty()).count()
+            )))
+            .collect::<Vec<_>>()
+            .join("; "),
+    );
+    j.verdict = match claim {
+        Claim::WinsShare { a, at_least, .. } => {
+            let share = won(a) as f64 / n as f64;
+            j.estimate = Some(RatioInterval {
+                median: share,
+                low: share,
+                high: share,
+                level: 1.0,
+                n,
+            });
+            verdict_of(share >= *at_least, false)
+        }
+        _ => verdict_of(sides.iter().all(|s| alone(s) < n), false),
+    };
+    (j, table)
 }
 
 /// Judges a threshold or magnitude claim on the runs' values.
@@ -216,6 +468,7 @@ pub fn judge_values(values: &[Observed], claim: &Claim, rule: Rule) -> Judgement
         counts,
         p: None,
         estimate,
+        detail: None,
     };
     if let Some(v) = too_little(&j.counts, finished.len(), rule) {
         j.verdict = v;
@@ -263,25 +516,13 @@ pub fn judge_values(values: &[Observed], claim: &Claim, rule: Rule) -> Judgement
             }
         }
         Claim::Approx { value, tolerance } => {
-            let e = j.estimate.as_ref().expect("values exist");
-            let (lo, hi) = (value * (1.0 - tolerance), value * (1.0 + tolerance));
-            if e.low >= lo && e.high <= hi {
-                Verdict::Holds
-            } else if e.high < lo || e.low > hi {
-                Verdict::DoesNotHold { reversed: false }
-            } else {
-                Verdict::Inconclusive {
-                    why: format!(
-                        "the {:.0} % interval {:.3}–{:.3} overlaps the band {lo:.3}–{hi:.3} without lying in it",
-                        e.level * 100.0,
-                        e.low,
-                        e.high
-                    ),
-                }
-            }
+            band_verdict(j.estimate.as_ref().expect("values exist"), value, tolerance)
         }
-        Claim::Better { .. } => Verdict::Inconclusive {
-            why: "a comparison is judged on pairs, not on one side's values".into(),
+        Claim::Better { .. }
+        | Claim::Ratio { .. }
+        | Claim::WinsShare { .. }
+        | Claim::NoBestEverywhere { .. } => Verdict::Inconclusive {
+            why: "a comparison is judged on pairs or settings, not on one side's values".into(),
         },
     };
     j
@@ -448,5 +689,87 @@ mod tests {
             judge_values(&five, &Claim::AtLeast { value: 0.9 }, SIGN).verdict,
             Verdict::Inconclusive { why } if why.contains("all 5")
         ));
+    }
+
+    #[test]
+    fn a_ratio_claim_holds_inside_its_band_and_not_outside() {
+        let rule = Rule {
+            test: Test::Bootstrap,
+            alpha: 0.05,
+            min_n: 5,
+        };
+        let three = vec![(Value(30.0), Value(10.0)); 8];
+        assert_eq!(judge_ratio(&three, 3.0, 0.25, rule).verdict, Verdict::Holds);
+        assert_eq!(
+            judge_ratio(&three, 1.5, 0.25, rule).verdict,
+            Verdict::DoesNotHold { reversed: false }
+        );
+        // Too few finished pairs: a censored pair has no ratio.
+        let mut few = vec![(Value(30.0), Value(10.0)); 4];
+        few.push((Censored { at_least: 60.0 }, Value(10.0)));
+        assert!(matches!(
+            judge_ratio(&few, 3.0, 0.25, rule).verdict,
+            Verdict::Inconclusive { .. }
+        ));
+    }
+
+    fn setting(rtt: &str, proto: &str, rep: u32, v: Observed) -> RunValue {
+        RunValue {
+            params: BTreeMap::from([
+                ("protocol".to_string(), proto.to_string()),
+                ("rtt".to_string(), rtt.to_string()),
+            ]),
+            repetition: rep,
+            value: v,
+        }
+    }
+
+    #[test]
+    fn wins_are_decided_per_setting_by_megyesis_rule() {
+        let rule = Rule {
+            test: Test::Wins,
+            alpha: 0.05,
+            min_n: 3,
+        };
+        let mut runs = Vec::new();
+        for rep in 1..=3 {
+            // At 18 ms h1 wins; at 218 ms h3 wins; h2 never.
+            runs.push(setting("18ms", "h1", rep, Value(50.0)));
+            runs.push(setting("18ms", "h2", rep, Value(100.0)));
+            runs.push(setting("18ms", "h3", rep, Value(100.0)));
+            runs.push(setting("218ms", "h1", rep, Value(300.0)));
+            runs.push(setting("218ms", "h2", rep, Value(300.0)));
+            runs.push(setting("218ms", "h3", rep, Value(100.0)));
+        }
+        let none = BTreeMap::new();
+        let share = |a: &str, at_least: f64| Claim::WinsShare {
+            axis: "protocol".into(),
+            a: a.into(),
+            at_least,
+        };
+        let (j, table) = judge_wins(&runs, &none, &share("h3", 0.5), Better::Lower, rule);
+        assert_eq!(j.verdict, Verdict::Holds, "{j:?}");
+        assert_eq!(table.len(), 2);
+        assert_eq!(table[0].label(), "h1"); // 18ms
+        assert_eq!(table[1].label(), "h3"); // 218ms
+        let (j, _) = judge_wins(&runs, &none, &share("h2", 0.1), Better::Lower, rule);
+        assert_eq!(j.verdict, Verdict::DoesNotHold { reversed: false });
+        let nobody = Claim::NoBestEverywhere {
+            axis: "protocol".into(),
+        };
+        let (j, _) = judge_wins(&runs, &none, &nobody, Better::Lower, rule);
+        assert_eq!(j.verdict, Verdict::Holds);
+        // Only the 218 ms setting: h3 wins everywhere.
+        let f = BTreeMap::from([("rtt".to_string(), "218ms".to_string())]);
+        let (j, _) = judge_wins(&runs, &f, &nobody, Better::Lower, rule);
+        assert_eq!(j.verdict, Verdict::DoesNotHold { reversed: false });
+        // Too few runs per side: inconclusive, not a verdict from one load.
+        let few = Rule { min_n: 4, ..rule };
+        let (j, _) = judge_wins(&runs, &none, &nobody, Better::Lower, few);
+        assert!(matches!(j.verdict, Verdict::Inconclusive { .. }), "{j:?}");
+        // A failed run above 5 %: inconclusive.
+        runs[0].value = Failed;
+        let (j, _) = judge_wins(&runs, &none, &nobody, Better::Lower, rule);
+        assert!(matches!(j.verdict, Verdict::Inconclusive { .. }), "{j:?}");
     }
 }

@@ -1,0 +1,537 @@
+//! `reproduction.html`: the verdicts of `quiclab reproduce` as a page — per study the counts per
+//! verdict, the testbed's differences from the seed's, the packs that were judged (form, runs by
+//! status, the machines and commits that ran them) and per finding the claim, the seed's number,
+//! quiclab's estimate with its interval and n, the test and p, the verdict and a link to the
+//! scenario's own report; for a wins claim the wins table and its decision tree (Megyesi et al.
+//! 2016, Fig. 6) drawn as SVG.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use quiclab_experiment::metric::MetricDef;
+use quiclab_results::{Session, Status, Store};
+use quiclab_verdict::{FindingVerdict, Study, Tree, Verdict, verdict_word};
+
+use crate::html::esc;
+
+/// One scenario of a pack as the page describes it.
+#[derive(Debug, Clone)]
+pub struct PackScenario {
+    pub study: String,
+    pub scenario: String,
+    /// `quick`, `full`, or `full, 1 of 5 repetitions` (as judged: [`FindingVerdict::form`]).
+    pub form: String,
+    pub ok: usize,
+    pub failed: usize,
+    pub timeout: usize,
+    /// Ok runs still flagged for emulator fidelity (judged as failed).
+    pub flagged: usize,
+    pub sessions: Vec<Session>,
+    /// `STUDY/SCENARIO/report.html` when it was written.
+    pub report: Option<String>,
+}
+
+/// Reads a pack scenario's results directory.
+fn pack_scenario(study: &str, scenario: &str, dir: &Path) -> Result<PackScenario> {
+    let store = Store::open(&dir.join("results.sqlite"))?;
+    let stored = store.scenario()?;
+    let runs = store.runs()?;
+    let count = |s: Status| runs.iter().filter(|r| r.status == s).count();
+    Ok(PackScenario {
+        study: study.into(),
+        scenario: scenario.into(),
+        form: if stored.name == scenario {
+            "full"
+        } else {
+            "quick"
+        }
+        .into(),
+        ok: count(Status::Ok),
+        failed: count(Status::Failed),
+        timeout: count(Status::Timeout),
+        flagged: runs
+            .iter()
+            .filter(|r| r.status == Status::Ok && !r.flags.is_empty())
+            .count(),
+        sessions: store.sessions()?,
+        report: None,
+    })
+}
+
+/// Writes `dir/reproduction.html` for `studies` judged into `verdicts`, and each judged scenario's
+/// own report (`dir/STUDY/SCENARIO/report.html`, linked from its findings). A scenario report
+/// that cannot be drawn is said on the page, not fatal.
+pub fn write(
+    dir: &Path,
+    studies: &[Study],
+    verdicts: &[FindingVerdict],
+    registry: &[MetricDef],
+) -> Result<PathBuf> {
+    let mut packs = Vec::new();
+    let mut notes = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for v in verdicts {
+        let Some(scenario) = &v.scenario else {
+            continue;
+        };
+        let sdir = dir.join(&v.study).join(scenario);
+        if !sdir.join("results.sqlite").is_file() || !seen.insert(sdir.clone()) {
+            continue;
+        }
+        let mut p = pack_scenario(&v.study, scenario, &sdir)?;
+        if let Some(form) = &v.form {
+            p.form.clone_from(form);
+        }
+        match crate::from_store::write_report(&sdir, &Default::default(), registry) {
+            Ok(_) => p.report = Some(format!("{}/{scenario}/report.html", v.study)),
+            Err(e) => notes.push(format!("{}/{scenario}: no report ({e:#})", v.study)),
+        }
+        packs.push(p);
+    }
+    let html = page(studies, verdicts, &packs, &notes);
+    let path = dir.join("reproduction.html");
+    quiclab_outputs::write_in_claimed(&path, html.as_bytes())?;
+    Ok(path)
+}
+
+/// `2026-11-25 05:56 UTC` from seconds since the epoch.
+fn utc(unix: f64) -> String {
+    let secs = unix.max(0.0) as u64;
+    let (mut days, rest) = (secs / 86_400, secs % 86_400);
+    let mut year = 1970;
+    loop {
+        let leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+        let len = if leap { 366 } else { 365 };
+        if days < len {
+            let month_days = [
+                31,
+                if leap { 29 } else { 28 },
+                31,
+                30,
+                31,
+                30,
+                31,
+                31,
+                30,
+                31,
+                30,
+                31,
+            ];
+            let mut month = 0;
+            while days >= month_days[month] {
+                days -= month_days[month];
+                month += 1;
+            }
+            return format!(
+                "{year}-{:02}-{:02} {:02}:{:02} UTC",
+                month + 1,
+                days + 1,
+                rest / 3600,
+                rest / 60 % 60
+            );
+        }
+        days -= len;
+        year += 1;
+    }
+}
+
+fn verdict_class(v: &Verdict) -> &'static str {
+    match v {
+        Verdict::Holds => "holds",
+        Verdict::DoesNotHold { .. } => "nothold",
+        Verdict::Inconclusive { .. } => "open",
+        Verdict::NotRunnable { .. } => "na",
+    }
+}
+
+const WORDS: [&str; 5] = [
+    "holds",
+    "does not hold",
+    "reversed",
+    "inconclusive",
+    "not runnable",
+];
+
+/// The page (pure: everything it shows is in its arguments).
+pub fn page(
+    studies: &[Study],
+    verdicts: &[FindingVerdict],
+    packs: &[PackScenario],
+    notes: &[String],
+) -> String {
+    let mut h = String::new();
+    h.push_str(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <title>quiclab reproductions</title><style>\
+         body{font-family:sans-serif;max-width:1300px;margin:2em auto;padding:0 1em;color:#222}\
+         table{border-collapse:collapse;margin:1em 0;font-size:0.9em}\
+         td,th{border:1px solid #ccc;padding:0.3em 0.5em;vertical-align:top;text-align:left}\
+         th{background:#f3f3f3}.holds{background:#d9f2d9}.nothold{background:#f8d7d7}\
+         .open{background:#fff3cd}.na{background:#e9e9e9}.why{color:#555;font-size:0.9em}\
+         code{font-size:0.95em}</style></head><body>\n<h1>quiclab reproductions</h1>\n\
+         <p>Every verdict on this page is computed by <code>quiclab reproduce</code> from the \
+         stored runs by the rule its finding states (studies/STUDY.toml); none is written by \
+         hand. <b>holds</b>: the test is significant at α in the claimed direction (or the \
+         interval lies inside the claimed band); <b>does not hold</b>: enough data and no \
+         significant effect (or the interval lies outside the band); <b>reversed</b>: \
+         significant the other way; <b>inconclusive</b>: too few pairs, more than 5 % failed \
+         runs, an interval straddling the band, or a quick form too short for the metric; \
+         <b>not runnable</b>: quiclab cannot run it, and why. Runs that hit their time limit \
+         are censored (they lose a pairing to a finished run); failed runs, and runs still \
+         flagged for emulator fidelity after their retries, count as failed.</p>\n",
+    );
+    // Counts per study.
+    h.push_str("<table><tr><th>study</th><th>findings</th>");
+    for w in WORDS {
+        let _ = write!(h, "<th>{w}</th>");
+    }
+    h.push_str("</tr>\n");
+    for s in studies {
+        let mine: Vec<&FindingVerdict> = verdicts.iter().filter(|v| v.study == s.name).collect();
+        let _ = write!(
+            h,
+            "<tr><td><a href=\"#{0}\">{0}</a></td><td>{1}</td>",
+            esc(&s.name),
+            mine.len()
+        );
+        for w in WORDS {
+            let n = mine
+                .iter()
+                .filter(|v| verdict_word(&v.judgement.verdict) == w)
+                .count();
+            let _ = write!(h, "<td>{n}</td>");
+        }
+        h.push_str("</tr>\n");
+    }
+    h.push_str("</table>\n");
+    for s in studies {
+        study_section(&mut h, s, verdicts, packs);
+    }
+    if !notes.is_empty() {
+        h.push_str("<h2>Notes</h2><ul>");
+        for n in notes {
+            let _ = write!(h, "<li>{}</li>", esc(n));
+        }
+        h.push_str("</ul>\n");
+    }
+    h.push_str("</body></html>\n");
+    h
+}
+
+fn study_section(h: &mut String, s: &Study, verdicts: &[FindingVerdict], packs: &[PackScenario]) {
+    let _ = write!(
+        h,
+        "<h2 id=\"{0}\">{0}</h2>\n<p>{1} (seeds {2})</p>\n",
+        esc(&s.name),
+        esc(&s.title),
+        esc(&s.seeds.join(", "))
+    );
+    h.push_str("<h3>How this testbed differs from the seed's</h3><ul>");
+    for d in &s.differences {
+        let _ = write!(h, "<li>{}</li>", esc(d));
+    }
+    let mine: Vec<&PackScenario> = packs.iter().filter(|p| p.study == s.name).collect();
+    let short: Vec<String> = mine
+        .iter()
+        .filter(|p| p.form != "full")
+        .map(|p| format!("{} ({})", p.scenario, p.form))
+        .collect();
+    if !short.is_empty() {
+        let _ = write!(
+            h,
+            "<li>Judged on shorter forms than the full ones: {}</li>",
+            esc(&short.join(", "))
+        );
+    }
+    h.push_str("</ul>\n<h3>Runs judged</h3>\n");
+    if mine.is_empty() {
+        h.push_str("<p>No results of this study were judged.</p>\n");
+    } else {
+        h.push_str(
+            "<table><tr><th>scenario</th><th>form</th><th>ok</th><th>flagged</th>\
+             <th>failed</th><th>timeout</th><th>ran (UTC), commit, machine</th><th>stacks</th></tr>\n",
+        );
+        for p in &mine {
+            let sessions: Vec<String> = p
+                .sessions
+                .iter()
+                .map(|x| {
+                    let e = &x.environment;
+                    format!(
+                        "{}, {} {}, {} ({} × {}), {}",
+                        utc(x.started_unix),
+                        e.quiclab_version,
+                        e.git_commit,
+                        e.hostname,
+                        e.cpus,
+                        e.cpu_model,
+                        e.kernel
+                    )
+                })
+                .collect();
+            let crates: Vec<String> = p
+                .sessions
+                .last()
+                .map(|x| {
+                    x.environment
+                        .crates
+                        .iter()
+                        .map(|(k, v)| format!("{k} {v}"))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let name = match &p.report {
+                Some(r) => format!("<a href=\"{}\">{}</a>", esc(r), esc(&p.scenario)),
+                None => esc(&p.scenario),
+            };
+            let _ = writeln!(
+                h,
+                "<tr><td>{name}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
+                 <td>{}</td><td class=\"why\">{}</td></tr>",
+                esc(&p.form),
+                p.ok,
+                p.flagged,
+                p.failed,
+                p.timeout,
+                esc(&sessions.join("; ")),
+                esc(&crates.join(", "))
+            );
+        }
+        h.push_str("</table>\n");
+    }
+    h.push_str(
+        "<h3>Findings</h3>\n<table><tr><th>finding</th><th>source</th><th>claim</th>\
+         <th>judged on</th><th>seed</th><th>quiclab (95 % CI, n)</th><th>test</th><th>p</th>\
+         <th>verdict</th></tr>\n",
+    );
+    let mine: Vec<&FindingVerdict> = verdicts.iter().filter(|v| v.study == s.name).collect();
+    for v in &mine {
+        finding_row(h, v, packs);
+    }
+    h.push_str("</table>\n");
+    for v in mine
+        .iter()
+        .filter(|v| v.tree.is_some() || v.wins_table.is_some())
+    {
+        let _ = writeln!(
+            h,
+            "<h3 id=\"tree-{0}\">{0}: who wins each setting</h3>",
+            esc(&v.id)
+        );
+        if let Some(t) = &v.tree {
+            h.push_str(
+                "<p>The decision tree grown from the wins table below (after Megyesi et al. \
+                 2016, Fig. 6: A beats B when at least 70 % of A's runs are at least 10 % faster \
+                 than B's mean; two protocols are marked when both beat the third but not each \
+                 other). Each leaf counts the settings it holds.</p>\n",
+            );
+            h.push_str(&tree_svg(t));
+        }
+        if let Some(table) = &v.wins_table {
+            h.push_str("<details><summary>wins table</summary><table><tr><th>setting</th><th>won by</th></tr>");
+            for row in table {
+                let setting: Vec<String> = row
+                    .setting
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect();
+                let _ = write!(
+                    h,
+                    "<tr><td>{}</td><td>{}</td></tr>",
+                    esc(&setting.join(", ")),
+                    esc(&row.label())
+                );
+            }
+            h.push_str("</table></details>\n");
+        }
+    }
+}
+
+fn finding_row(h: &mut String, v: &FindingVerdict, packs: &[PackScenario]) {
+    let j = &v.judgement;
+    let value = match &j.estimate {
+        Some(e) if e.level >= 1.0 => format!("{:.3} of {} settings", e.median, e.n),
+        Some(e) => format!(
+            "{:.3} ({:.3}–{:.3}), n = {}",
+            e.median, e.low, e.high, j.counts.pairs
+        ),
+        None if j.counts.pairs > 0 => format!("n = {}", j.counts.pairs),
+        None => "—".into(),
+    };
+    let mut value = esc(&value);
+    if j.counts.failed_runs + j.counts.censored_runs > 0 {
+        let _ = write!(
+            value,
+            "<br><span class=\"why\">{} failed, {} censored</span>",
+            j.counts.failed_runs, j.counts.censored_runs
+        );
+    }
+    if let Some(d) = &j.detail {
+        let _ = write!(value, "<br><span class=\"why\">{}</span>", esc(d));
+    }
+    let on = match (&v.scenario, &v.metric) {
+        (Some(s), Some(m)) => {
+            let link = packs
+                .iter()
+                .find(|p| p.study == v.study && &p.scenario == s)
+                .and_then(|p| p.report.as_ref());
+            let name = match link {
+                Some(r) => format!("<a href=\"{}\">{}</a>", esc(r), esc(s)),
+                None => esc(s),
+            };
+            let tree = if v.tree.is_some() {
+                format!(" (<a href=\"#tree-{0}\">tree</a>)", esc(&v.id))
+            } else {
+                String::new()
+            };
+            format!(
+                "{name}{tree} [{}]<br><code>{}</code>: {}",
+                esc(v.form.as_deref().unwrap_or("no runs")),
+                esc(m),
+                esc(&v.test_of)
+            )
+        }
+        _ => String::new(),
+    };
+    let test = v.rule.map_or(String::new(), |r| {
+        format!("{:?}, α = {}, n ≥ {}", r.test, r.alpha, r.min_n).to_lowercase()
+    });
+    let why = match &j.verdict {
+        Verdict::Inconclusive { why } | Verdict::NotRunnable { why } => {
+            format!("<br><span class=\"why\">{}</span>", esc(why))
+        }
+        _ => String::new(),
+    };
+    let _ = writeln!(
+        h,
+        "<tr><td>{}</td><td>{}</td><td>{}</td><td>{on}</td><td>{}</td><td>{value}</td>\
+         <td>{}</td><td>{}</td><td class=\"{}\"><b>{}</b>{why}</td></tr>",
+        esc(&v.id),
+        esc(&v.source),
+        esc(&v.claim),
+        v.seed_value.map_or("—".into(), |x| format!("{x}")),
+        esc(&test),
+        j.p.map_or("—".into(), |p| format!("{p:.3}")),
+        verdict_class(&j.verdict),
+        verdict_word(&j.verdict),
+    );
+}
+
+/// The tree as SVG: leaves side by side, each inner node above the middle of its children,
+/// edges labelled with the parameter's value.
+pub fn tree_svg(t: &Tree) -> String {
+    const W: f64 = 130.0;
+    const H: f64 = 90.0;
+    let width = t.leaves() as f64 * W + 20.0;
+    let height = t.depth() as f64 * H + 30.0;
+    let mut body = String::new();
+    let mut next_leaf = 0usize;
+    place(t, 0, &mut next_leaf, &mut body, W, H);
+    format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" \
+         font-family=\"sans-serif\" font-size=\"11\">{body}</svg>\n"
+    )
+}
+
+/// Draws `t` at `depth`; returns its x (the middle of its leaves).
+fn place(t: &Tree, depth: usize, next_leaf: &mut usize, out: &mut String, w: f64, h: f64) -> f64 {
+    let y = depth as f64 * h + 20.0;
+    match t {
+        Tree::Leaf { label, counts } => {
+            let x = *next_leaf as f64 * w + w / 2.0 + 10.0;
+            *next_leaf += 1;
+            let total: usize = counts.values().sum();
+            let detail: Vec<String> = counts.iter().map(|(l, c)| format!("{l} {c}")).collect();
+            let _ = write!(
+                out,
+                "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"34\" rx=\"4\" fill=\"#eef5ff\" stroke=\"#6a8fc7\"/>\
+                 <text x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\" font-weight=\"bold\">{}</text>\
+                 <text x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\" fill=\"#555\" font-size=\"9\">{}</text>",
+                x - w / 2.0 + 5.0,
+                y,
+                w - 10.0,
+                y + 14.0,
+                esc(label),
+                y + 27.0,
+                esc(&if counts.len() > 1 {
+                    detail.join(", ")
+                } else {
+                    format!("{total} setting(s)")
+                })
+            );
+            x
+        }
+        Tree::Split { param, branches } => {
+            let xs: Vec<(f64, &String)> = branches
+                .iter()
+                .map(|(value, sub)| (place(sub, depth + 1, next_leaf, out, w, h), value))
+                .collect();
+            let x = (xs.first().map_or(0.0, |p| p.0) + xs.last().map_or(0.0, |p| p.0)) / 2.0;
+            for (cx, value) in &xs {
+                let _ = write!(
+                    out,
+                    "<line x1=\"{x:.1}\" y1=\"{:.1}\" x2=\"{cx:.1}\" y2=\"{:.1}\" stroke=\"#999\"/>\
+                     <text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" fill=\"#333\">{}</text>",
+                    y + 22.0,
+                    y + h,
+                    (x + cx) / 2.0,
+                    y + h / 2.0 + 12.0,
+                    esc(value)
+                );
+            }
+            let _ = write!(
+                out,
+                "<rect x=\"{:.1}\" y=\"{y:.1}\" width=\"{:.1}\" height=\"22\" rx=\"11\" fill=\"#fff\" stroke=\"#333\"/>\
+                 <text x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
+                x - w / 2.0 + 15.0,
+                w - 30.0,
+                y + 15.0,
+                esc(param)
+            );
+            x
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+
+    #[test]
+    fn dates_are_utc() {
+        assert_eq!(utc(0.0), "1970-01-01 00:00 UTC");
+        // 2026-11-25 05:56:18 UTC.
+        assert_eq!(utc(1_795_586_178.0), "2026-11-25 05:56 UTC");
+        assert_eq!(utc(951_782_400.0), "2000-02-29 00:00 UTC");
+    }
+
+    #[test]
+    fn a_tree_draws_every_node_and_escapes_labels() {
+        let t = Tree::Split {
+            param: "rtt".into(),
+            branches: vec![
+                (
+                    "18ms".into(),
+                    Tree::Leaf {
+                        label: "h1".into(),
+                        counts: BTreeMap::from([("h1".into(), 2)]),
+                    },
+                ),
+                (
+                    "218ms".into(),
+                    Tree::Leaf {
+                        label: "h2+h3 <x>".into(),
+                        counts: BTreeMap::from([("h2+h3 <x>".into(), 1), ("equal".into(), 1)]),
+                    },
+                ),
+            ],
+        };
+        let svg = tree_svg(&t);
+        assert_eq!(svg.matches("<rect").count(), 3);
+        assert!(svg.contains(">rtt<") && svg.contains(">218ms<"));
+        assert!(svg.contains("h2+h3 &lt;x&gt;") && !svg.contains("<x>"));
+    }
+}

@@ -1,0 +1,153 @@
+//! A finding's outcome as the outputs carry it (`verdicts.json`, `verdicts.csv`,
+//! reproduction.html, the terminal line): the finding, what was tested, the judgement, and for a
+//! wins claim the wins table and its decision tree.
+
+use serde::Serialize;
+
+use crate::judge::{Judgement, Verdict};
+
+/// One finding's verdict, with what it rests on: the `verdicts.json` row.
+#[derive(Debug, Clone, Serialize)]
+pub struct FindingVerdict {
+    pub study: String,
+    pub id: String,
+    pub source: String,
+    pub claim: String,
+    pub scenario: Option<String>,
+    pub metric: Option<String>,
+    pub seed_value: Option<f64>,
+    /// What was compared or required, in words (`h3 vs h1 on protocol`, `≥ 0.9`, `≈ 3 ± 25 %`).
+    pub test_of: String,
+    pub rule: Option<crate::Rule>,
+    pub judgement: Judgement,
+    /// The form its runs were: `quick` or `full` (None: no runs).
+    pub form: Option<String>,
+    /// For a wins claim: who won each setting, and the decision tree grown from that table
+    /// (Megyesi et al. 2016, Fig. 6).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wins_table: Option<Vec<crate::SettingWinners>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tree: Option<crate::Tree>,
+}
+
+/// The one word of a verdict, as tables show it.
+pub fn verdict_word(v: &Verdict) -> &'static str {
+    match v {
+        Verdict::Holds => "holds",
+        Verdict::DoesNotHold { reversed: true } => "reversed",
+        Verdict::DoesNotHold { reversed: false } => "does not hold",
+        Verdict::Inconclusive { .. } => "inconclusive",
+        Verdict::NotRunnable { .. } => "not runnable",
+    }
+}
+
+impl std::fmt::Display for FindingVerdict {
+    /// One line: the verdict, n, p and the estimate with its interval, the claim.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let j = &self.judgement;
+        write!(
+            f,
+            "{}/{:<16} {:<14} n = {}",
+            self.study,
+            self.id,
+            verdict_word(&j.verdict),
+            j.counts.pairs
+        )?;
+        if let Some(p) = j.p {
+            write!(f, ", p = {p:.3}")?;
+        }
+        if let Some(e) = &j.estimate
+            && e.level >= 1.0
+        {
+            // A count, not an estimate (a wins claim's share of settings).
+            write!(f, ", share {:.3} of {}", e.median, e.n)?;
+        } else if let Some(e) = &j.estimate {
+            write!(
+                f,
+                ", median {:.3} ({:.0} % CI {:.3}–{:.3})",
+                e.median,
+                e.level * 100.0,
+                e.low,
+                e.high
+            )?;
+        }
+        if let Some(d) = &j.detail {
+            write!(f, ", {d}")?;
+        }
+        write!(f, "  {}", self.claim)?;
+        if let Verdict::Inconclusive { why } | Verdict::NotRunnable { why } = &j.verdict {
+            write!(f, " [{why}]")?;
+        }
+        Ok(())
+    }
+}
+
+/// The verdicts as Markdown tables, one per study (`verdicts.md`; docs/reproductions.md pastes
+/// them): finding, claim, metric, what was tested, n, p, the estimate with its interval, the
+/// seed's number, the verdict and why.
+pub fn markdown(verdicts: &[FindingVerdict]) -> String {
+    let mut out = String::new();
+    let mut studies: Vec<&str> = Vec::new();
+    for v in verdicts {
+        if !studies.contains(&v.study.as_str()) {
+            studies.push(&v.study);
+        }
+    }
+    let cell = |s: &str| s.replace('|', "\\|");
+    for study in studies {
+        let mine: Vec<&FindingVerdict> = verdicts.iter().filter(|v| v.study == study).collect();
+        let count = |w: &str| {
+            mine.iter()
+                .filter(|v| verdict_word(&v.judgement.verdict) == w)
+                .count()
+        };
+        out.push_str(&format!(
+            "#### {study}: {} holds, {} does not hold, {} reversed, {} inconclusive, {} not runnable\n\n",
+            count("holds"),
+            count("does not hold"),
+            count("reversed"),
+            count("inconclusive"),
+            count("not runnable")
+        ));
+        out.push_str(
+            "| finding | claim | metric | judged as | form | n | p | estimate (95 % CI) | seed | verdict |\n\
+             |---|---|---|---|---|---:|---:|---|---|---|\n",
+        );
+        for v in mine {
+            let j = &v.judgement;
+            let estimate = match &j.estimate {
+                Some(e) if e.level >= 1.0 => format!("{:.3} of {} settings", e.median, e.n),
+                Some(e) => format!("{:.3} ({:.3}–{:.3})", e.median, e.low, e.high),
+                None => String::new(),
+            };
+            let mut verdict = format!("**{}**", verdict_word(&j.verdict));
+            if let Verdict::Inconclusive { why } | Verdict::NotRunnable { why } = &j.verdict {
+                verdict.push_str(&format!(" — {why}"));
+            }
+            if let Some(d) = &j.detail {
+                verdict.push_str(&format!(" ({d})"));
+            }
+            if j.counts.failed_runs + j.counts.censored_runs > 0 {
+                verdict.push_str(&format!(
+                    "; {} failed, {} censored runs",
+                    j.counts.failed_runs, j.counts.censored_runs
+                ));
+            }
+            out.push_str(&format!(
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+                cell(&v.id),
+                cell(&v.claim),
+                cell(v.metric.as_deref().unwrap_or("")),
+                cell(&v.test_of),
+                cell(v.form.as_deref().unwrap_or("")),
+                j.counts.pairs,
+                j.p.map_or(String::new(), |p| format!("{p:.3}")),
+                estimate,
+                v.seed_value.map_or(String::new(), |x| x.to_string()),
+                cell(&verdict),
+            ));
+        }
+        out.push('\n');
+    }
+    out
+}
