@@ -83,7 +83,7 @@ pub fn run(args: ReproduceArgs) -> Result<i32> {
                 study_dir.display()
             );
         }
-        verdicts.extend(reproduce::judge_study(s, &dirs)?);
+        verdicts.extend(reproduce::judge_study(s, &dirs, Some(&lib))?);
     }
     let (json, csv) = reproduce::write_verdicts(&dir, &verdicts)?;
     let registry = quiclab_runner::metric_registry();

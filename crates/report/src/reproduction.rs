@@ -240,7 +240,7 @@ fn study_section(h: &mut String, s: &Study, verdicts: &[FindingVerdict], packs: 
     if !short.is_empty() {
         let _ = write!(
             h,
-            "<li>Judged on shorter forms than the full ones: {}</li>",
+            "<li>Judged on runs other than the current files' full forms: {}</li>",
             esc(&short.join(", "))
         );
     }
@@ -326,6 +326,13 @@ fn study_section(h: &mut String, s: &Study, verdicts: &[FindingVerdict], packs: 
                  than B's mean; two protocols are marked when both beat the third but not each \
                  other). Each leaf counts the settings it holds.</p>\n",
             );
+            if let Verdict::Inconclusive { why } = &v.judgement.verdict {
+                let _ = writeln!(
+                    h,
+                    "<p><b>Drawn from what ran, not a verdict:</b> {}.</p>",
+                    esc(why)
+                );
+            }
             h.push_str(&tree_svg(t));
         }
         if let Some(table) = &v.wins_table {

@@ -51,21 +51,7 @@ fn read_input(dir: &Path) -> Result<Input> {
             dir.display()
         );
     }
-    let scenario = conn
-        .query_row(
-            "SELECT name, description, file, text, planned_runs FROM scenario WHERE id = 1",
-            [],
-            |r| {
-                Ok(ScenarioRecord {
-                    name: r.get(0)?,
-                    description: r.get(1)?,
-                    file: r.get(2)?,
-                    text: r.get(3)?,
-                    planned_runs: r.get::<_, i64>(4)? as usize,
-                })
-            },
-        )
-        .with_context(|| format!("{}: no scenario record", path.display()))?;
+    let scenario = crate::store::read_scenario(&conn, &path)?;
     let mut stmt =
         conn.prepare("SELECT DISTINCT quiclab_version || ' ' || git_commit FROM sessions")?;
     let builds = stmt

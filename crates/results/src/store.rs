@@ -450,6 +450,25 @@ fn insert_attempt(conn: &Connection, a: &Attempt, session: i64) -> Result<()> {
     Ok(())
 }
 
+/// The scenario record of the database `conn` (at `path`, for the error).
+pub(crate) fn read_scenario(conn: &Connection, path: &Path) -> Result<ScenarioRecord> {
+    conn.query_row(
+        "SELECT name, description, file, text, planned_runs FROM scenario WHERE id = 1",
+        [],
+        |r| {
+            Ok(ScenarioRecord {
+                name: r.get(0)?,
+                description: r.get(1)?,
+                file: r.get(2)?,
+                text: r.get(3)?,
+                planned_runs: r.get::<_, i64>(4)? as usize,
+            })
+        },
+    )
+    .optional()?
+    .with_context(|| format!("{}: holds no scenario", path.display()))
+}
+
 impl Store {
     /// Opens an existing results database (for `--resume`, `report`, `export`).
     pub fn open(path: &Path) -> Result<Store> {
@@ -579,22 +598,7 @@ impl Store {
     }
 
     pub fn scenario(&self) -> Result<ScenarioRecord> {
-        self.conn
-            .query_row(
-                "SELECT name, description, file, text, planned_runs FROM scenario WHERE id = 1",
-                [],
-                |r| {
-                    Ok(ScenarioRecord {
-                        name: r.get(0)?,
-                        description: r.get(1)?,
-                        file: r.get(2)?,
-                        text: r.get(3)?,
-                        planned_runs: r.get::<_, i64>(4)? as usize,
-                    })
-                },
-            )
-            .optional()?
-            .with_context(|| format!("{}: holds no scenario", self.path.display()))
+        read_scenario(&self.conn, &self.path)
     }
 
     /// Updates the planned run count (a resumed plan is the same plan; kept for completeness).

@@ -146,7 +146,14 @@ pub fn run_values(runs: &[StoredRun], metric: &str) -> Vec<judge::RunValue> {
 /// Judges every finding of `study` from the results directories `dirs` (scenario name → the
 /// directory holding its results.sqlite). A scenario without results makes its findings
 /// inconclusive, saying so.
-pub fn judge_study(study: &Study, dirs: &BTreeMap<String, PathBuf>) -> Result<Vec<FindingVerdict>> {
+///
+/// With `lib`, a scenario whose stored text differs from its file in the library says so in the
+/// form (the runs were made from another version of the file).
+pub fn judge_study(
+    study: &Study,
+    dirs: &BTreeMap<String, PathBuf>,
+    lib: Option<&Library>,
+) -> Result<Vec<FindingVerdict>> {
     // Each scenario's runs, whether they are its quick form, and the form in words.
     type Stored = (Vec<StoredRun>, bool, String);
     let mut runs_by_scenario: BTreeMap<String, Option<Stored>> = BTreeMap::new();
@@ -164,7 +171,12 @@ pub fn judge_study(study: &Study, dirs: &BTreeMap<String, PathBuf>) -> Result<Ve
                 }
                 let runs = store.runs()?;
                 let quick = stored.name != scenario;
-                let form = form_of(quick, &stored.text, &runs);
+                let mut form = form_of(quick, &stored.text, &runs);
+                let current =
+                    lib.and_then(|l| std::fs::read_to_string(l.scenario_path(&scenario)).ok());
+                if current.is_some_and(|t| t != stored.text) {
+                    form.push_str(", from another version of the scenario file");
+                }
                 Some((runs, quick, form))
             }
             _ => None,
@@ -680,12 +692,12 @@ mod tests {
             "t.toml",
         )
         .unwrap();
-        let v = judge_study(&study, &pack_dirs(&study, dir.path())).unwrap();
+        let v = judge_study(&study, &pack_dirs(&study, dir.path()), None).unwrap();
         assert_eq!(v[0].judgement.verdict, Verdict::Holds);
         assert_eq!(v[0].judgement.counts.pairs, 6);
         assert_eq!(verdict_word(&v[1].judgement.verdict), "not runnable");
         // Without results the finding says so rather than guessing.
-        let v = judge_study(&study, &BTreeMap::new()).unwrap();
+        let v = judge_study(&study, &BTreeMap::new(), None).unwrap();
         assert!(
             matches!(&v[0].judgement.verdict, Verdict::Inconclusive { why } if why.contains("no results"))
         );

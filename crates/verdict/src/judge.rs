@@ -359,11 +359,17 @@ pub fn judge_wins(
     let mut table = Vec::new();
     let mut too_few = 0;
     for (setting, by_side) in &settings {
-        let enough = sides
+        let fewest = sides
             .iter()
-            .all(|s| by_side.get(s).is_some_and(|v| v.len() >= rule.min_n));
-        if !enough {
+            .map(|s| by_side.get(s).map_or(0, Vec::len))
+            .min()
+            .unwrap_or(0);
+        if fewest < rule.min_n {
             too_few += 1;
+        }
+        // Settings with a run of every side still enter the table (and the tree drawn from it):
+        // what ran, shown; the verdict below waits for `min_n`.
+        if fewest == 0 {
             continue;
         }
         let winners = match quiclab_experiment::stats::winners(by_side) {
@@ -375,13 +381,42 @@ pub fn judge_wins(
             winners,
         });
     }
+    let n = table.len();
+    let won = |side: &str| {
+        table
+            .iter()
+            .filter(|t| t.winners.iter().any(|w| w == side))
+            .count()
+    };
+    let alone = |side: &str| table.iter().filter(|t| t.winners == [side]).count();
     let mut j = Judgement {
         verdict: Verdict::Holds,
         counts,
         p: None,
         estimate: None,
-        detail: None,
+        // What the table says, even when it is too thin for a verdict.
+        detail: (n > 0).then(|| {
+            sides
+                .iter()
+                .map(|s| format!("{s} wins {} of {n} settings ({} alone)", won(s), alone(s)))
+                .chain(std::iter::once(format!(
+                    "equal in {}",
+                    table.iter().filter(|t| t.winners.is_empty()).count()
+                )))
+                .collect::<Vec<_>>()
+                .join("; ")
+        }),
     };
+    if let (Claim::WinsShare { a, .. }, true) = (claim, n > 0) {
+        let share = won(a) as f64 / n as f64;
+        j.estimate = Some(RatioInterval {
+            median: share,
+            low: share,
+            high: share,
+            level: 1.0,
+            n,
+        });
+    }
     if j.counts.failed_share() > MAX_FAILED_SHARE {
         j.verdict = Verdict::Inconclusive {
             why: format!(
@@ -404,36 +439,9 @@ pub fn judge_wins(
         };
         return (j, table);
     }
-    let n = table.len();
-    let won = |side: &str| {
-        table
-            .iter()
-            .filter(|t| t.winners.iter().any(|w| w == side))
-            .count()
-    };
-    let alone = |side: &str| table.iter().filter(|t| t.winners == [side]).count();
-    j.detail = Some(
-        sides
-            .iter()
-            .map(|s| format!("{s} wins {} of {n} settings ({} alone)", won(s), alone(s)))
-            .chain(std::iter::once(format!(
-                "equal in {}",
-                table.iter().filter(|t| t.winners.is_empty()).count()
-            )))
-            .collect::<Vec<_>>()
-            .join("; "),
-    );
     j.verdict = match claim {
         Claim::WinsShare { a, at_least, .. } => {
-            let share = won(a) as f64 / n as f64;
-            j.estimate = Some(RatioInterval {
-                median: share,
-                low: share,
-                high: share,
-                level: 1.0,
-                n,
-            });
-            verdict_of(share >= *at_least, false)
+            verdict_of(won(a) as f64 / n as f64 >= *at_least, false)
         }
         _ => verdict_of(sides.iter().all(|s| alone(s) < n), false),
     };
@@ -764,9 +772,12 @@ mod tests {
         let (j, _) = judge_wins(&runs, &f, &nobody, Better::Lower, rule);
         assert_eq!(j.verdict, Verdict::DoesNotHold { reversed: false });
         // Too few runs per side: inconclusive, not a verdict from one load.
+        // The table (and the tree drawn from it) still shows what ran.
         let few = Rule { min_n: 4, ..rule };
-        let (j, _) = judge_wins(&runs, &none, &nobody, Better::Lower, few);
+        let (j, table) = judge_wins(&runs, &none, &nobody, Better::Lower, few);
         assert!(matches!(j.verdict, Verdict::Inconclusive { .. }), "{j:?}");
+        assert_eq!(table.len(), 2);
+        assert!(j.detail.unwrap().contains("h3 wins 1 of 2 settings"));
         // A failed run above 5 %: inconclusive.
         runs[0].value = Failed;
         let (j, _) = judge_wins(&runs, &none, &nobody, Better::Lower, rule);

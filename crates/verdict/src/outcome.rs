@@ -148,6 +148,14 @@ pub fn markdown(verdicts: &[FindingVerdict]) -> String {
             ));
         }
         out.push('\n');
+        for v in verdicts.iter().filter(|v| v.study == study) {
+            if let Some(t) = &v.tree {
+                out.push_str(&format!(
+                    "Decision tree of {} (Megyesi et al.'s Fig. 6 from these runs):\n\n```\n{t}```\n\n",
+                    v.id
+                ));
+            }
+        }
     }
     out
 }

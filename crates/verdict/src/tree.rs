@@ -43,6 +43,37 @@ impl Tree {
     }
 }
 
+impl std::fmt::Display for Tree {
+    /// An indented outline, one line per branch (`rtt = 18ms → h1 (h1 3)`).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        fn leaf(label: &str, counts: &BTreeMap<String, usize>) -> String {
+            let c: Vec<String> = counts.iter().map(|(l, n)| format!("{l} {n}")).collect();
+            format!("→ {label} ({})", c.join(", "))
+        }
+        fn walk(t: &Tree, depth: usize, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            match t {
+                Tree::Leaf { label, counts } => writeln!(f, "{}", leaf(label, counts)),
+                Tree::Split { param, branches } => {
+                    for (value, sub) in branches {
+                        let pad = "  ".repeat(depth);
+                        match sub {
+                            Tree::Leaf { label, counts } => {
+                                writeln!(f, "{pad}{param} = {value} {}", leaf(label, counts))?
+                            }
+                            Tree::Split { .. } => {
+                                writeln!(f, "{pad}{param} = {value}")?;
+                                walk(sub, depth + 1, f)?
+                            }
+                        }
+                    }
+                    Ok(())
+                }
+            }
+        }
+        walk(self, 0, f)
+    }
+}
+
 /// A value's sort key: its leading number when it has one (`10mbit` → 10), then the text.
 fn natural(v: &str) -> (f64, String) {
     let digits: String = v
@@ -178,6 +209,10 @@ mod tests {
         assert!(matches!(&branches[0].1, Tree::Leaf { label, .. } if label == "h1"));
         assert!(matches!(&branches[1].1, Tree::Leaf { label, .. } if label == "h3"));
         assert_eq!((t.leaves(), t.depth()), (2, 2));
+        assert_eq!(
+            t.to_string(),
+            "rtt = 18ms → h1 (h1 2)\nrtt = 218ms → h3 (h3 2)\n"
+        );
     }
 
     #[test]
