@@ -360,8 +360,8 @@ fn finding_row(h: &mut String, v: &FindingVerdict, packs: &[PackScenario]) {
     let value = match &j.estimate {
         Some(e) if e.level >= 1.0 => format!("{:.3} of {} settings", e.median, e.n),
         Some(e) => format!(
-            "{:.3} ({:.3}–{:.3}), n = {}",
-            e.median, e.low, e.high, j.counts.pairs
+            "{}: {:.3} ({:.3}–{:.3}), n = {}",
+            v.estimate_of, e.median, e.low, e.high, j.counts.pairs
         ),
         None if j.counts.pairs > 0 => format!("n = {}", j.counts.pairs),
         None => "—".into(),

@@ -199,6 +199,7 @@ pub fn judge_study(
             metric: metric.cloned(),
             seed_value,
             test_of,
+            estimate_of: String::new(),
             rule,
             judgement,
             form: None,
@@ -289,6 +290,14 @@ pub fn judge_study(
                     judgement,
                 );
                 v.form = stored.map(|(_, _, form)| form.clone());
+                v.estimate_of = match claim {
+                    Claim::Better { a, b, .. } | Claim::Ratio { a, b, .. } => {
+                        format!("{a}/{b} per pair")
+                    }
+                    Claim::WinsShare { a, .. } => format!("share of settings {a} wins"),
+                    Claim::NoBestEverywhere { .. } => String::new(),
+                    _ => metric.clone(),
+                };
                 if let Some(table) = wins {
                     let rows: Vec<_> = table
                         .iter()

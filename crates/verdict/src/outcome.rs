@@ -18,6 +18,8 @@ pub struct FindingVerdict {
     pub seed_value: Option<f64>,
     /// What was compared or required, in words (`h3 vs h1 on protocol`, `≥ 0.9`, `≈ 3 ± 25 %`).
     pub test_of: String,
+    /// What the estimate is the median of (`h3/h1 per pair`, `plt_ms`, `share of settings`).
+    pub estimate_of: String,
     pub rule: Option<crate::Rule>,
     pub judgement: Judgement,
     /// The form its runs were: `quick` or `full` (None: no runs).
@@ -64,7 +66,8 @@ impl std::fmt::Display for FindingVerdict {
         } else if let Some(e) = &j.estimate {
             write!(
                 f,
-                ", median {:.3} ({:.0} % CI {:.3}–{:.3})",
+                ", median of {} {:.3} ({:.0} % CI {:.3}–{:.3})",
+                self.estimate_of,
                 e.median,
                 e.level * 100.0,
                 e.low,
@@ -117,7 +120,10 @@ pub fn markdown(verdicts: &[FindingVerdict]) -> String {
             let j = &v.judgement;
             let estimate = match &j.estimate {
                 Some(e) if e.level >= 1.0 => format!("{:.3} of {} settings", e.median, e.n),
-                Some(e) => format!("{:.3} ({:.3}–{:.3})", e.median, e.low, e.high),
+                Some(e) => format!(
+                    "{}: {:.3} ({:.3}–{:.3})",
+                    v.estimate_of, e.median, e.low, e.high
+                ),
                 None => String::new(),
             };
             let mut verdict = format!("**{}**", verdict_word(&j.verdict));
