@@ -337,10 +337,17 @@ fn study_section(h: &mut String, s: &Study, verdicts: &[FindingVerdict], packs: 
         }
         if let Some(table) = &v.wins_table {
             h.push_str("<details><summary>wins table</summary><table><tr><th>setting</th><th>won by</th></tr>");
+            // Only the parameters that differ between settings (the scenario's axes).
+            let varies = |k: &String| {
+                table
+                    .iter()
+                    .any(|r| r.setting.get(k) != table[0].setting.get(k))
+            };
             for row in table {
                 let setting: Vec<String> = row
                     .setting
                     .iter()
+                    .filter(|(k, _)| varies(k))
                     .map(|(k, v)| format!("{k}={v}"))
                     .collect();
                 let _ = write!(
