@@ -162,3 +162,122 @@ fn two_shards_merged_hold_the_plan_once_and_a_missing_shard_is_named() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a results directory"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Stops the local Slurm cluster of `dir` (by the PIDs its start recorded) when the test ends,
+/// passed or not.
+struct LocalCluster(std::path::PathBuf);
+
+impl Drop for LocalCluster {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new(local_cluster_script())
+            .arg("stop")
+            .arg(&self.0)
+            .status();
+    }
+}
+
+fn local_cluster_script() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/slurm/local-cluster")
+}
+
+fn slurm_script(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../scripts/slurm")
+        .join(name)
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// The job array of scripts/slurm on a real (one-node) Slurm: two shards, each an exclusive task,
+/// then the merge step after them; the merged database holds the plan exactly once.
+#[test]
+fn a_slurm_job_array_runs_the_shards_and_merges_them() {
+    let test = "a_slurm_job_array_runs_the_shards_and_merges_them";
+    if !root_or_skip(test) {
+        return;
+    }
+    let have = |t: &str| {
+        ["/usr/sbin", "/usr/bin", "/sbin", "/bin"]
+            .iter()
+            .any(|d| Path::new(d).join(t).exists())
+    };
+    if !["munged", "slurmctld", "slurmd", "sbatch"]
+        .iter()
+        .all(|t| have(t))
+    {
+        quiclab_testkit::skip(
+            test,
+            "needs Debian's slurm-wlm and munge (QUICLAB_WITH_SLURM=1 scripts/setup installs them)",
+        );
+        return;
+    }
+    let dir = temp_dir("slurm");
+    let file = write(&dir, "twelve.toml", SCENARIO);
+    let cluster = dir.join("cluster");
+    let start = std::process::Command::new(local_cluster_script())
+        .arg("start")
+        .arg(&cluster)
+        .output()
+        .unwrap();
+    let _guard = LocalCluster(cluster.clone());
+    assert_success(&start);
+    let conf = cluster.join("slurm.conf");
+    let results = dir.join("results");
+    let sbatch = |args: &[&str]| {
+        let out = std::process::Command::new("sbatch")
+            .env("SLURM_CONF", &conf)
+            .env("QUICLAB", env!("CARGO_BIN_EXE_quiclab"))
+            .arg("--parsable")
+            .arg(format!("--chdir={}", dir.display()))
+            .args(args)
+            .output()
+            .unwrap();
+        assert_success(&out);
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    let (f, r) = (file.to_str().unwrap(), results.to_str().unwrap());
+    let array = sbatch(&["--array=1-2", &slurm_script("quiclab-array.sbatch"), f, r]);
+    // --wait: sbatch returns when the merge job ends, with its exit code (asserted above).
+    sbatch(&[
+        &format!("--dependency=afterok:{array}"),
+        "--wait",
+        &slurm_script("quiclab-merge.sbatch"),
+        f,
+        r,
+    ]);
+    let merged = results.join("merged");
+    let store = quiclab_results::Store::open(&merged.join("results.sqlite")).unwrap();
+    let runs = store.runs().unwrap();
+    assert_eq!(runs.len(), 12, "every run once");
+    assert_eq!(stored_keys(&merged), planned_keys(&file, &[]));
+    assert!(runs.iter().all(|r| r.status == quiclab_results::Status::Ok));
+    assert!(merged.join("report.html").exists());
+    // Each task ran its own shard, and alone: the array's tasks are exclusive on the one node.
+    let span = |k: usize| {
+        let s = quiclab_results::Store::open(&results.join(format!("shard-{k}/results.sqlite")))
+            .unwrap();
+        let sessions = s.sessions().unwrap();
+        assert_eq!(sessions.len(), 1);
+        assert!(
+            sessions[0]
+                .environment
+                .command
+                .contains(&format!("--shard {k}/2")),
+            "{}",
+            sessions[0].environment.command
+        );
+        let runs = s.runs().unwrap();
+        assert_eq!(runs.len(), 6);
+        let begin = runs.iter().map(|r| r.started_unix).fold(f64::MAX, f64::min);
+        let end = runs
+            .iter()
+            .map(|r| r.started_unix + r.duration_s)
+            .fold(0.0, f64::max);
+        (begin, end)
+    };
+    let (a, b) = (span(1), span(2));
+    assert!(a.1 <= b.0 || b.1 <= a.0, "shards overlapped: {a:?} {b:?}");
+    drop(_guard);
+    assert!(!cluster.join("pids").exists(), "the cluster was stopped");
+    let _ = std::fs::remove_dir_all(&dir);
+}
