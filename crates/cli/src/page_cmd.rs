@@ -38,12 +38,13 @@ pub struct PageArgs {
     /// Write a waterfall figure (FILE.svg, or FILE.png with an SVG beside it)
     #[arg(long, value_name = "FILE")]
     pub waterfall: Option<PathBuf>,
-    /// Replace the files --har and --waterfall name if they exist (never through a symlink)
-    #[arg(long)]
-    pub force: bool,
     /// Most concurrent requests on the h2/h3 connection (early QUIC multiplexed 6)
     #[arg(long)]
     pub max_streams: Option<String>,
+    /// Warm load: an untimed load first fills the session cache, then the measured load resumes
+    /// (TLS 1.3 tickets for h1/h2, QUIC resumption and 0-RTT for h3); builtin loader only
+    #[arg(long)]
+    pub warm: bool,
     #[command(flatten)]
     pub stack: StackFlags,
     #[command(flatten)]
@@ -68,6 +69,7 @@ pub fn page_run(args: &PageArgs) -> Result<(LinkOptions, LinkSpec, PageRun)> {
     }
     params.set("browser", "--browser", Some(&args.browser))?;
     params.set("max_streams", "--max-streams", args.max_streams.as_deref())?;
+    params.set_flag("warm", "--warm", args.warm)?;
     params.stack(&args.stack)?;
     params.run(&args.run)?;
     let options = args.link.options();
@@ -82,12 +84,16 @@ pub fn page(args: PageArgs) -> Result<i32> {
     let (options, spec, run) = page_run(&args)?;
     // Before the lab starts, so that a refusal costs no run.
     if let Some(har) = &args.har {
-        quiclab_outputs::check_user_file(har, "--har", args.force)?;
+        quiclab_outputs::check_user_file(har, "--har", args.run.force)?;
     }
     if let Some(w) = &args.waterfall {
-        quiclab_outputs::check_user_file(w, "--waterfall", args.force)?;
+        quiclab_outputs::check_user_file(w, "--waterfall", args.run.force)?;
         if w.extension().is_some_and(|e| e == "png") {
-            quiclab_outputs::check_user_file(&w.with_extension("svg"), "--waterfall", args.force)?;
+            quiclab_outputs::check_user_file(
+                &w.with_extension("svg"),
+                "--waterfall",
+                args.run.force,
+            )?;
         }
     }
     let (har, waterfall) = (args.har.as_deref(), args.waterfall.as_deref());

@@ -39,7 +39,13 @@ pub struct ShellArgs {
     #[arg(long, value_name = "FILE")]
     pub fidelity_json: Option<PathBuf>,
 
-    /// Replace files that --log or --fidelity-json name if they exist (never through a symlink)
+    /// Capture every packet crossing the link into this pcapng file, with the TLS/QUIC secrets of
+    /// the commands that honour SSLKEYLOGFILE embedded (Wireshark decrypts from the one file)
+    #[arg(long, value_name = "FILE")]
+    pub pcap: Option<PathBuf>,
+
+    /// Replace files that --log, --fidelity-json or --pcap name if they exist (never through a
+    /// symlink)
     #[arg(long)]
     pub force: bool,
 
@@ -57,7 +63,18 @@ pub fn run(args: ShellArgs) -> Result<i32> {
     if let Some(f) = &args.fidelity_json {
         quiclab_outputs::check_user_file(f, "--fidelity-json", args.force)?;
     }
-    let mut running = quiclab_lab::RunningLab::start_for(&options, &spec, args.log.clone())?;
+    let capture = args
+        .pcap
+        .as_ref()
+        .map(|p| quiclab_lab::capture::CaptureConfig {
+            force: args.force,
+            ..quiclab_lab::capture::CaptureConfig::new(p)
+        });
+    if let Some(c) = &capture {
+        quiclab_outputs::check_user_file(&c.path, "--pcap", c.force)?;
+    }
+    let mut running =
+        quiclab_lab::RunningLab::start_for(&options, &spec, args.log.clone(), capture)?;
     let lab = &running.lab;
     if lab.tcp_default_cc != args.link.tcp_cc {
         eprintln!(
@@ -110,6 +127,9 @@ pub fn run(args: ShellArgs) -> Result<i32> {
             eprintln!("packet log: {}", log.display());
         }
     }
+    if let Some(c) = &fidelity.capture {
+        eprintln!("{}", capture_line(c));
+    }
     if let Some(path) = &args.fidelity_json {
         let doc = serde_json::json!({
             "link": spec.describe(),
@@ -123,4 +143,32 @@ pub fn run(args: ShellArgs) -> Result<i32> {
     Ok(status
         .code()
         .unwrap_or_else(|| 128 + status.signal().unwrap_or(0)))
+}
+
+/// One line about a run's capture: where, how much, what it can decrypt with.
+pub fn capture_line(c: &quiclab_lab::capture::CaptureSummary) -> String {
+    let mut line = format!(
+        "capture: {} ({} packets, {} bytes; {})",
+        c.path.display(),
+        c.packets,
+        c.bytes,
+        if c.secrets > 0 {
+            format!("{} secret(s) embedded", c.secrets)
+        } else {
+            "no secrets: nothing in the lab logged TLS keys".to_string()
+        }
+    );
+    if c.over_cap > 0 {
+        line.push_str(&format!(
+            "; {} packet(s) past the size cap not captured",
+            c.over_cap
+        ));
+    }
+    if c.dropped_by_writer > 0 {
+        line.push_str(&format!(
+            "; {} packet(s) missed: the writer fell behind",
+            c.dropped_by_writer
+        ));
+    }
+    line
 }

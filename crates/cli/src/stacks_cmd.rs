@@ -56,6 +56,7 @@ impl StackArgs {
             fec: self
                 .fec
                 .map(|n| quiclab_proto::options::FecSettings::for_rtt(n, 0)),
+            ..StackOptions::default()
         }
     }
 }

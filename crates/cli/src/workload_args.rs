@@ -30,6 +30,16 @@ pub struct StackFlags {
     /// default (docs/fec.md)
     #[arg(long, value_name = "N")]
     pub fec: Option<String>,
+    /// QUIC's UDP payload size in bytes for h3 (1200 up to what the 1500-byte link carries:
+    /// 1472 over IPv4, 1452 over IPv6; default 1452); no datagram is larger unless --quic-pmtud
+    #[arg(long, value_name = "BYTES")]
+    pub quic_mtu: Option<String>,
+    /// Let QUIC's PMTU discovery probe above --quic-mtu (up to 1472 bytes)
+    #[arg(long)]
+    pub quic_pmtud: bool,
+    /// The server's HTTP/1.1 and HTTP/2 responses leave out `alt-svc: h3=":443"` (sent by default)
+    #[arg(long)]
+    pub no_alt_svc: bool,
 }
 
 /// A run's own flags: its time limit, address family and what it keeps and prints.
@@ -39,13 +49,24 @@ pub struct RunFlags {
     /// the run then ends as timed out with what it measured kept
     #[arg(long, value_name = "DURATION")]
     pub timeout: Option<String>,
-    /// Over IPv6
-    #[arg(long)]
+    /// The address family of every connection: 4 (default) or 6
+    #[arg(long, value_name = "4|6")]
+    pub ip: Option<String>,
+    /// Over IPv6: the same as --ip 6
+    #[arg(long, conflicts_with = "ip")]
     pub ipv6: bool,
     /// Keep the emulator's packet log (link.log), the server's congestion samples (cwnd.csv),
     /// qlogs and the processes' outputs in this directory (new, empty or quiclab's own)
     #[arg(long, value_name = "DIR")]
     pub keep: Option<PathBuf>,
+    /// Capture every packet crossing the link into this pcapng file (new; replaced only with
+    /// --force), with the run's TLS/QUIC secrets embedded so that Wireshark decrypts h2 and h3
+    #[arg(long, value_name = "FILE")]
+    pub pcap: Option<PathBuf>,
+    /// Replace the files --pcap (and page's --har and --waterfall) name if they exist (never
+    /// through a symbolic link)
+    #[arg(long)]
+    pub force: bool,
     /// Print one JSON object
     #[arg(long)]
     pub json: bool,
@@ -104,12 +125,16 @@ impl FlagParams {
         self.set("tls", "--tls", f.tls.as_deref())?;
         self.set("cc", "--cc", f.cc.as_deref())?;
         self.set("gquic_n", "--gquic-n", f.gquic_n.as_deref())?;
-        self.set("fec", "--fec", f.fec.as_deref())
+        self.set("fec", "--fec", f.fec.as_deref())?;
+        self.set("quic_mtu", "--quic-mtu", f.quic_mtu.as_deref())?;
+        self.set_flag("quic_pmtud", "--quic-pmtud", f.quic_pmtud)?;
+        self.set("alt_svc", "--no-alt-svc", f.no_alt_svc.then_some("false"))
     }
 
     pub fn run(&mut self, f: &RunFlags) -> Result<()> {
         self.set("timeout", "--timeout", f.timeout.as_deref())?;
-        self.set_flag("ipv6", "--ipv6", f.ipv6)
+        self.set("ip", "--ip", f.ip.as_deref())?;
+        self.set("ip", "--ipv6", f.ipv6.then_some("6"))
     }
 
     pub fn on_switch(&mut self, f: &OnSwitchFlags) -> Result<()> {
@@ -156,9 +181,22 @@ where
     W::Output: std::fmt::Display,
 {
     let keep = flags.keep.as_deref();
-    let mut running = quiclab_workload::harness::start_lab(options, spec, keep)?;
+    let capture = flags
+        .pcap
+        .as_ref()
+        .map(|p| quiclab_lab::capture::CaptureConfig {
+            force: flags.force,
+            ..quiclab_lab::capture::CaptureConfig::new(p)
+        });
+    if let Some(c) = &capture {
+        quiclab_outputs::check_user_file(&c.path, "--pcap", c.force)?;
+    }
+    let mut running = quiclab_workload::harness::start_lab(options, spec, keep, capture)?;
     let out = run.run(&mut running, keep)?;
     drop(running);
+    if let Some(c) = out.fidelity.as_ref().and_then(|f| f.capture.as_ref()) {
+        eprintln!("{}", crate::shell::capture_line(c));
+    }
     artifacts(&out.result);
     if flags.json {
         println!("{}", serde_json::to_string_pretty(&out.result)?);

@@ -50,7 +50,7 @@ pub const BULK_KEYS: &[&str] = &[
 /// Keys accepted in `[workload]` when `kind = "page"`: `page` is a built-in page name or a
 /// directory with an index.html; `browser` is `builtin` or `chromium`; `max_streams` limits the
 /// concurrent requests of h2/h3.
-pub const PAGE_KEYS: &[&str] = &["kind", "page", "browser", "max_streams"];
+pub const PAGE_KEYS: &[&str] = &["kind", "page", "browser", "max_streams", "warm"];
 
 /// Keys accepted in `[workload]` when `kind = "flows"`: `flows` is the mix (an array of flow specs
 /// `PROTO[:CC]`, or one string `h3:gquic-cubic + h1`; in `[grid]` each value is one mix);
@@ -153,7 +153,23 @@ pub fn workload_kind_names() -> Vec<&'static str> {
 }
 
 /// Keys accepted in `[protocol]` (and as `[grid]` axes).
-pub const PROTOCOL_KEYS: &[&str] = &["protocol", "tls", "cc", "resume", "zero_rtt", "fec"];
+pub const PROTOCOL_KEYS: &[&str] = &[
+    "protocol",
+    "tls",
+    "cc",
+    "resume",
+    "zero_rtt",
+    "fec",
+    "ip",
+    "quic_mtu",
+    "quic_pmtud",
+    "alt_svc",
+];
+
+/// `[protocol]` keys that a flows or video run (which names each flow's protocol in its mix)
+/// applies to all of its flows or players.
+pub const MIX_WIDE_PROTOCOL_KEYS: &[&str] =
+    &["tls", "fec", "ip", "quic_mtu", "quic_pmtud", "alt_svc"];
 
 /// Names users try for a kind quiclab has under another name: the error says which.
 const KIND_ALIASES: &[(&str, &str)] = &[("dash", "video"), ("download", "bulk"), ("web", "page")];
@@ -170,6 +186,7 @@ const TOP_KEYS: &[&str] = &[
     "timeout",
     "retry_flagged",
     "trace",
+    "pcap",
     "workload",
     "link",
     "protocol",
@@ -268,6 +285,9 @@ pub struct Scenario {
     /// seed) until one attempt passes. `None`: the runner's default (`--retry-flagged`, 2).
     pub retry_flagged: Option<u32>,
     pub trace: TraceRuns,
+    /// `pcap = "first" | "all" | "none"`: which runs write a pcapng capture with their secrets
+    /// (default none: captures are large).
+    pub pcap: TraceRuns,
     /// `kind` of `[workload]`.
     pub kind: WorkloadKind,
     /// `[workload]`, including `kind`.
@@ -580,9 +600,22 @@ impl Parser<'_> {
                 Value::String(s) if !s.is_empty() => Ok(()),
                 _ => Err(bad("a congestion controller name (string)")),
             },
-            "resume" | "zero_rtt" => match value.value {
+            "resume" | "zero_rtt" | "quic_pmtud" | "alt_svc" | "warm" => match value.value {
                 Value::Bool(_) => Ok(()),
                 _ => Err(bad("true or false")),
+            },
+            // `ip = "6"` and `ip = 6` both mean IPv6.
+            "ip" => match &value.value {
+                Value::String(_) | Value::Integer(_)
+                    if ["4", "6"].contains(&value.value.to_string().as_str()) =>
+                {
+                    Ok(())
+                }
+                _ => Err(bad("\"4\" (IPv4) or \"6\" (IPv6)")),
+            },
+            "quic_mtu" => match value.value {
+                Value::Integer(_) => Ok(()),
+                _ => Err(bad("a UDP payload size in bytes such as 1350")),
             },
             "fec" => match &value.value {
                 Value::Integer(_) | Value::String(_) => Ok(()),
@@ -790,6 +823,7 @@ impl Parser<'_> {
         let mut timeout = None;
         let mut retry_flagged = None;
         let mut trace = TraceRuns::default();
+        let mut pcap = TraceRuns::None;
         let mut workload = None;
         let mut link = BTreeMap::new();
         let mut protocol = BTreeMap::new();
@@ -854,8 +888,8 @@ impl Parser<'_> {
                             })?,
                     );
                 }
-                "trace" => {
-                    trace = match v.get_ref().as_str() {
+                "trace" | "pcap" => {
+                    let choice = match v.get_ref().as_str() {
                         Some("first") => TraceRuns::First,
                         Some("all") => TraceRuns::All,
                         Some("none") => TraceRuns::None,
@@ -863,6 +897,11 @@ impl Parser<'_> {
                             return Err(type_err(&format!("one of: {}", TRACE_CHOICES.join(", "))));
                         }
                     };
+                    if key == "trace" {
+                        trace = choice;
+                    } else {
+                        pcap = choice;
+                    }
                 }
                 "workload" => workload = Some((self.table(key, v)?, v)),
                 "link" => link = self.scalar_table("[link]", self.table(key, v)?, LINK_KEYS)?,
@@ -978,11 +1017,16 @@ impl Parser<'_> {
                     .filter(|(k, _)| PROTOCOL_KEYS.contains(&k.as_str()))
                     .flat_map(|(k, vs)| vs.first().map(|v| (k, v))),
             ) {
-                if k != "tls" && k != "fec" {
+                if !MIX_WIDE_PROTOCOL_KEYS.contains(&k.as_str()) {
                     return Err(self.at_line(
                         v.line,
                         format!(
-                            "key \"{k}\" does not apply to kind = \"{kind_name}\": the protocols are named in `{ck}` (e.g. {example}); only \"tls\" and \"fec\" may be set for all"
+                            "key \"{k}\" does not apply to kind = \"{kind_name}\": the protocols are named in `{ck}` (e.g. {example}); only {} may be set for all",
+                            MIX_WIDE_PROTOCOL_KEYS
+                                .iter()
+                                .map(|k| format!("\"{k}\""))
+                                .collect::<Vec<_>>()
+                                .join(", ")
                         ),
                     ));
                 }
@@ -1013,6 +1057,7 @@ impl Parser<'_> {
                     timeout,
                     retry_flagged,
                     trace,
+                    pcap,
                     workload,
                     link,
                     protocol,
@@ -1038,6 +1083,7 @@ impl Parser<'_> {
                 timeout,
                 retry_flagged,
                 trace,
+                pcap,
                 workload,
                 link,
                 protocol,
@@ -1097,6 +1143,7 @@ impl Parser<'_> {
             timeout,
             retry_flagged,
             trace,
+            pcap,
             workload,
             link,
             protocol,
@@ -1273,6 +1320,11 @@ loss = ["0%", "2%"]
         .unwrap();
         assert_eq!(s.timeout.unwrap().value, Value::String("90s".into()));
         assert_eq!(s.trace, TraceRuns::All);
+        assert_eq!(s.pcap, TraceRuns::None);
+        let s = parse(&with_line(5, "pcap = \"first\""), "s.toml").unwrap();
+        assert_eq!(s.pcap, TraceRuns::First);
+        let e = err(&with_line(5, "pcap = \"yes\""));
+        assert!(e.contains("pcap") && e.contains("first, all, none"), "{e}");
         assert_eq!(parse(EXAMPLE, "s.toml").unwrap().trace, TraceRuns::First);
         let e = err(&with_line(5, "trace = \"some\""));
         assert!(

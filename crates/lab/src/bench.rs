@@ -74,7 +74,7 @@ impl LinkBench {
             offload: self.offload.applies_to(spec),
             ..Default::default()
         };
-        RunningLab::start(spec, &options, self.scheduler.clone(), None)
+        RunningLab::start(spec, &options, self.scheduler.clone(), None, None)
     }
 
     fn say(&self, s: String) {

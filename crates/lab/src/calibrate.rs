@@ -187,7 +187,7 @@ pub fn calibrate(
     settings: &CalibrateSettings,
 ) -> Result<Calibration> {
     let steal = crate::host::StealMeter::start();
-    let mut running = RunningLab::start_for(options, spec, settings.log.clone())?;
+    let mut running = RunningLab::start_for(options, spec, settings.log.clone(), None)?;
     let lab = &running.lab;
     let ipv6 = settings.ipv6;
 

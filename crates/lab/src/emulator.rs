@@ -29,6 +29,7 @@ use quiclab_link::switch::GateVerdict;
 use quiclab_link::{Departure, DirectionConfig, LinkModel, ModelSummary, Nanos, Verdict};
 use serde::{Deserialize, Serialize};
 
+use crate::capture::{CaptureConfig, CaptureWriter, Captured, Fate};
 use crate::offload::{Frame, OffloadIo};
 use crate::packet_log::{LogEvent, LogWriter};
 use crate::process;
@@ -142,6 +143,8 @@ pub struct EmulatorConfig {
     /// Network switches: only the current network's client address crosses (see
     /// `quiclab_link::switch::AddressGate`).
     pub gate: Option<AddressGate>,
+    /// A pcapng capture of every packet arriving at the bottleneck (see `crate::capture`).
+    pub capture: Option<CaptureConfig>,
 }
 
 /// Fidelity figures of one direction.
@@ -184,6 +187,11 @@ pub struct DirectionFidelity {
     /// TUN offload's figures (reads split, batches coalesced, fallback), when the lab had it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub offload: Option<crate::offload::OffloadFigures>,
+    /// The largest UDP payload that arrived on this link (segments of offload super-packets
+    /// counted one by one, as they cross the emulated wire): QUIC's datagram size as sent, what
+    /// `quic_mtu` bounds. None: no UDP packet arrived (or a result from before it was measured).
+    #[serde(default)]
+    pub largest_udp_payload: Option<u64>,
 }
 
 /// The evidence of the emulator's own fidelity that goes with every result.
@@ -207,6 +215,9 @@ pub struct FidelityReport {
     /// udp-loss), in order; empty when none were marked.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub phases: Vec<PhaseLateness>,
+    /// The run's pcapng capture, when it asked for one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capture: Option<crate::capture::CaptureSummary>,
 }
 
 /// Release lateness over one marked phase (both directions).
@@ -236,6 +247,8 @@ pub struct Emulator {
     /// Uplink, downlink.
     live: Vec<Arc<LiveCounters>>,
     logger: Option<JoinHandle<Result<u64>>>,
+    /// The capture writer thread; it hands the writer back to be finished with the run's keys.
+    capturer: Option<JoinHandle<Result<CaptureWriter>>>,
     epoch: Instant,
     /// The current phase (index into `phase_names`), read by the scheduler at each release.
     phase: Arc<AtomicUsize>,
@@ -263,6 +276,28 @@ impl Emulator {
                 let handle = std::thread::Builder::new()
                     .name("ql-log".into())
                     .spawn(move || write_log(writer, rx))?;
+                (Some(tx), Some(handle))
+            }
+            None => (None, None),
+        };
+        let (capture_tx, capturer) = match &config.capture {
+            Some(c) => {
+                // Real timestamps: the Unix time of the emulator's epoch.
+                let unix_ns = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap_or_default()
+                    .saturating_sub(epoch.elapsed())
+                    .as_nanos() as u64;
+                let mut writer = CaptureWriter::create(c, unix_ns)?;
+                let (tx, rx) = std::sync::mpsc::sync_channel::<Captured>(1 << 14);
+                let handle = std::thread::Builder::new()
+                    .name("ql-capture".into())
+                    .spawn(move || {
+                        for p in rx {
+                            writer.write(&p)?;
+                        }
+                        Ok(writer)
+                    })?;
                 (Some(tx), Some(handle))
             }
             None => (None, None),
@@ -307,6 +342,8 @@ impl Emulator {
                 pool: Vec::new(),
                 log: log_tx,
                 log_dropped: 0,
+                capture: capture_tx,
+                capture_dropped: 0,
                 batch_ns: config.scheduler.batch_window.as_nanos() as Nanos,
                 gate: config.gate.clone(),
                 phase: phase.clone(),
@@ -326,6 +363,7 @@ impl Emulator {
             thread: Some(thread),
             live,
             logger,
+            capturer,
             epoch,
             phase,
             phase_names: std::sync::Mutex::new(vec!["start".into()]),
@@ -360,8 +398,19 @@ impl Emulator {
         (self.live[0].snapshot(), self.live[1].snapshot())
     }
 
-    /// Stops the scheduler thread and returns the fidelity report.
-    pub fn stop(mut self) -> Result<FidelityReport> {
+    /// Stops the scheduler thread and returns the fidelity report (a capture is finished without
+    /// secrets: see [`Emulator::stop_capturing`]).
+    pub fn stop(self) -> Result<FidelityReport> {
+        let (mut report, capture) = self.stop_capturing()?;
+        if let Some((writer, dropped)) = capture {
+            report.capture = Some(writer.finish(None, "quiclab", dropped)?);
+        }
+        Ok(report)
+    }
+
+    /// Stops the scheduler thread; returns the fidelity report and, with a capture, its writer
+    /// (to be finished with the run's secrets) and the packets it missed.
+    pub fn stop_capturing(mut self) -> Result<(FidelityReport, Option<(CaptureWriter, u64)>)> {
         self.signal_stop();
         let run = self
             .thread
@@ -373,6 +422,14 @@ impl Emulator {
             h.join()
                 .map_err(|_| anyhow::anyhow!("the log writer panicked"))??;
         }
+        let capture = match self.capturer.take() {
+            Some(h) => Some((
+                h.join()
+                    .map_err(|_| anyhow::anyhow!("the capture writer panicked"))??,
+                run.capture_dropped,
+            )),
+            None => None,
+        };
         let wall = self.epoch.elapsed().as_secs_f64();
         let cpu = run.uplink.cpu_seconds;
         let names = self
@@ -396,7 +453,7 @@ impl Emulator {
         } else {
             Vec::new()
         };
-        Ok(FidelityReport {
+        let report = FidelityReport {
             late_share: late_share(&run.lateness),
             phases,
             lateness_us: distribution_us(&run.lateness),
@@ -405,7 +462,9 @@ impl Emulator {
             log_events_dropped: run.log_dropped,
             uplink: run.uplink,
             downlink: run.downlink,
-        })
+            capture: None,
+        };
+        Ok((report, capture))
     }
 
     fn signal_stop(&self) {
@@ -427,6 +486,17 @@ impl Drop for Emulator {
         if let Some(t) = self.thread.take() {
             self.signal_stop();
             let _ = t.join();
+        }
+        // A capture of a run that ended without `stop`: its packets are still worth a file
+        // (without secrets), and its side file must not be left behind.
+        if let Some(h) = self.capturer.take()
+            && let Ok(Ok(writer)) = h.join()
+        {
+            let _ = writer.finish(
+                None,
+                "quiclab; the run ended before the emulator was stopped",
+                0,
+            );
         }
     }
 }
@@ -473,6 +543,16 @@ enum Held {
     /// An offload lane's packet: segment `index` of a frame read from the TUN (shared by the
     /// frame's segments until the last has left).
     Segment { frame: Arc<Frame>, index: usize },
+}
+
+/// A copy of a held packet's bytes (a segment's with its own headers), for the capture.
+fn packet_bytes(held: &Held, len: usize) -> Vec<u8> {
+    match held {
+        Held::Owned(buf) => buf[..len].to_vec(),
+        Held::Segment { frame, index } => frame
+            .run_frame(*index, *index)
+            .split_off(crate::offload::PACKET_OFFSET),
+    }
 }
 
 impl Queued {
@@ -549,6 +629,8 @@ struct Lane {
     dropped_stale_bytes: u64,
     /// Dropped by the gate for naming an address of a network not reached yet (never expected).
     dropped_not_yet_valid_packets: u64,
+    /// The largest UDP payload that arrived (see `DirectionFidelity::largest_udp_payload`).
+    largest_udp_payload: Option<u64>,
     last_release: Option<Nanos>,
     backlogged_bytes: u64,
     backlogged_ns: u64,
@@ -566,6 +648,9 @@ struct Shared {
     pool: Vec<Vec<u8>>,
     log: Option<SyncSender<LogEvent>>,
     log_dropped: u64,
+    capture: Option<SyncSender<Captured>>,
+    /// Packets the capture writer could not take (its queue was full).
+    capture_dropped: u64,
     /// Batch window in ns (see `SchedulerOptions::batch_window`).
     batch_ns: Nanos,
     gate: Option<AddressGate>,
@@ -600,6 +685,26 @@ impl Shared {
         self.epoch.elapsed().as_nanos() as Nanos
     }
 
+    /// Hands a packet to the capture, if there is one (never waiting for it).
+    fn capture(
+        &mut self,
+        t: Nanos,
+        direction: Direction,
+        fate: Fate,
+        packet: impl FnOnce() -> Vec<u8>,
+    ) {
+        if let Some(tx) = &self.capture
+            && let Err(TrySendError::Full(_)) = tx.try_send(Captured {
+                t,
+                direction,
+                fate,
+                data: packet(),
+            })
+        {
+            self.capture_dropped += 1;
+        }
+    }
+
     fn emit(&mut self, ev: LogEvent) {
         if let Some(tx) = &self.log
             && let Err(TrySendError::Full(_)) = tx.try_send(ev)
@@ -624,6 +729,7 @@ impl Lane {
             dropped_stale_packets: 0,
             dropped_stale_bytes: 0,
             dropped_not_yet_valid_packets: 0,
+            largest_udp_payload: None,
             last_release: None,
             backlogged_bytes: 0,
             backlogged_ns: 0,
@@ -879,7 +985,14 @@ impl Lane {
             Held::Owned(buf) => &buf[..len],
             Held::Segment { frame, .. } => frame.packet(),
         };
+        if let Some(n) = quiclab_link::FlowKey::udp_payload_len(packet, len) {
+            let n = n as u64;
+            self.largest_udp_payload = Some(self.largest_udp_payload.map_or(n, |m| m.max(n)));
+        }
         if self.gate_drops(shared.gate(arrival, packet), len) {
+            shared.capture(arrival, direction, Fate::DroppedSwitch, || {
+                packet_bytes(&held, len)
+            });
             shared.emit(LogEvent::DroppedSwitch {
                 t: arrival,
                 direction,
@@ -890,7 +1003,14 @@ impl Lane {
         }
         // Keyed by 5-tuple so the bottleneck counts each flow's packets and losses.
         let key = quiclab_link::FlowKey::of_packet(packet);
-        match self.model.on_packet(arrival, bytes, key) {
+        let verdict = self.model.on_packet(arrival, bytes, key);
+        let fate = match verdict {
+            Verdict::Forward(_) => Fate::Forwarded,
+            Verdict::DroppedQueue => Fate::DroppedQueue,
+            Verdict::DroppedRandom => Fate::Lost,
+        };
+        shared.capture(arrival, direction, fate, || packet_bytes(&held, len));
+        match verdict {
             Verdict::Forward(Departure {
                 deliver_at,
                 backlogged,
@@ -959,6 +1079,7 @@ impl Lane {
                 LaneIo::Offload(o) => Some(o.figures()),
                 LaneIo::Plain { .. } => None,
             },
+            largest_udp_payload: self.largest_udp_payload,
         };
         (f, self.lateness)
     }
@@ -984,6 +1105,7 @@ struct SchedulerRun {
     lateness: Histogram<u64>,
     phase_lateness: Vec<Histogram<u64>>,
     log_dropped: u64,
+    capture_dropped: u64,
 }
 
 impl Scheduler {
@@ -1125,6 +1247,7 @@ impl Scheduler {
             lateness,
             phase_lateness: std::mem::take(&mut self.shared.phase_lateness),
             log_dropped: self.shared.log_dropped,
+            capture_dropped: self.shared.capture_dropped,
         })
     }
 }

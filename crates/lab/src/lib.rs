@@ -9,6 +9,7 @@
 
 pub mod bench;
 pub mod calibrate;
+pub mod capture;
 pub mod emulator;
 pub mod host;
 pub mod link_spec;

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
+use crate::capture::CaptureConfig;
 use crate::emulator::{Emulator, EmulatorConfig, FidelityReport, LaneSnapshot, SchedulerOptions};
 use crate::link_spec::LinkSpec;
 use crate::switcher::{AppliedSwitch, Switcher};
@@ -29,6 +30,7 @@ impl RunningLab {
         options: &LinkOptions,
         spec: &LinkSpec,
         log: Option<PathBuf>,
+        capture: Option<CaptureConfig>,
     ) -> Result<RunningLab> {
         let lab = LabOptions {
             tcp_congestion_control: options.tcp_cc.clone(),
@@ -43,16 +45,25 @@ impl RunningLab {
             nap: std::time::Duration::from_nanos(options.nap),
             offload_window: std::time::Duration::from_nanos(options.offload_window),
         };
-        RunningLab::start(spec, &lab, scheduler, log)
+        RunningLab::start(spec, &lab, scheduler, log, capture)
     }
 
+    /// With `capture`, every command of the lab logs its TLS/QUIC secrets to a key log of the
+    /// lab's own (under `STATE_DIR`), embedded in the capture when the emulator stops.
     pub fn start(
         spec: &LinkSpec,
         options: &LabOptions,
         scheduler: SchedulerOptions,
         log: Option<PathBuf>,
+        capture: Option<CaptureConfig>,
     ) -> Result<RunningLab> {
-        let lab = Lab::create(options)?;
+        let mut lab = Lab::create(options)?;
+        if capture.is_some() {
+            let path = PathBuf::from(crate::topology::STATE_DIR).join(format!("{}.keylog", lab.id));
+            // Created empty and ours: the stacks append to it.
+            quiclab_outputs::create_in_claimed(&path)?;
+            lab.key_log = Some(path);
+        }
         let (uplink, downlink) = spec.direction_configs(0);
         let desc = spec.describe();
         let mut log_header = vec![
@@ -86,6 +97,7 @@ impl RunningLab {
                 log,
                 log_header,
                 gate,
+                capture,
             },
         )?;
         let switcher = match &spec.switch {
@@ -155,10 +167,23 @@ impl RunningLab {
 
     /// Stops the emulator and returns its fidelity report; the lab (namespaces) stays until dropped.
     pub fn stop_emulator(&mut self) -> Result<FidelityReport> {
-        let mut report = match self.emulator.take() {
-            Some(e) => e.stop()?,
+        let (mut report, capture) = match self.emulator.take() {
+            Some(e) => e.stop_capturing()?,
             None => anyhow::bail!("the emulator was already stopped"),
         };
+        if let Some((writer, dropped)) = capture {
+            let keys = self
+                .lab
+                .key_log
+                .as_ref()
+                .and_then(|p| std::fs::read(p).ok());
+            let desc = self.spec.describe();
+            let comment = format!(
+                "quiclab lab {}; uplink: {}; downlink: {}; seed {}",
+                self.lab.id, desc.uplink, desc.downlink, desc.seed
+            );
+            report.capture = Some(writer.finish(keys.as_deref(), &comment, dropped)?);
+        }
         // With offload, the kernels' own counts of the emulator's writes: how many segments each
         // coalesced write carried (the emulator itself cannot see tun-rs's coalescing).
         for (d, to) in [

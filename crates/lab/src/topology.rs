@@ -29,6 +29,8 @@ pub const NAMESPACE_PREFIX: &str = "ql-";
 pub const STATE_DIR: &str = "/run/quiclab";
 /// Name of the TUN device in both namespaces.
 pub const TUN_NAME: &str = "ql0";
+/// The MTU of a lab's links (Ethernet's): what QUIC's `quic_mtu` is checked against.
+pub const LINK_MTU: u16 = quiclab_proto::options::LAB_LINK_MTU;
 
 pub const CLIENT_V4: Ipv4Addr = Ipv4Addr::new(100, 64, 0, 1);
 pub const SERVER_V4: Ipv4Addr = Ipv4Addr::new(100, 64, 0, 2);
@@ -89,7 +91,7 @@ impl Default for LabOptions {
         LabOptions {
             tcp_congestion_control: "cubic".into(),
             tun_txqueuelen: 10_000,
-            mtu: 1500,
+            mtu: LINK_MTU,
             steer_receive: false,
             offload: false,
             direct_veth: false,
@@ -126,6 +128,9 @@ pub struct Lab {
     pub emulator_cpu: Option<usize>,
     /// The TUN devices' MTU.
     pub mtu: u16,
+    /// Where the lab's TLS and QUIC stacks log their secrets (`SSLKEYLOGFILE` of every command
+    /// it starts), for a capture's Decryption Secrets Block; None: nowhere.
+    pub key_log: Option<PathBuf>,
 }
 
 static NEXT_LAB: AtomicU32 = AtomicU32::new(0);
@@ -165,6 +170,7 @@ impl Lab {
             tcp_default_cc: String::new(),
             emulator_cpu: None,
             mtu: opts.mtu,
+            key_log: None,
         };
         lab.build(opts)?;
         lab.setup_time = started.elapsed();
@@ -371,6 +377,12 @@ impl Lab {
             .env("QUICLAB_CLIENT", CLIENT_V4.to_string())
             .env("QUICLAB_CLIENT6", CLIENT_V6.to_string())
             .env("QUICLAB_LAB", &self.id);
+        // rustls (quiclab's stacks) and Chromium both append their secrets to SSLKEYLOGFILE;
+        // without a capture no command inherits the variable from quiclab's environment.
+        match &self.key_log {
+            Some(path) => cmd.env("SSLKEYLOGFILE", path),
+            None => cmd.env_remove("SSLKEYLOGFILE"),
+        };
         cmd
     }
 
@@ -464,6 +476,10 @@ impl Lab {
 
 impl Drop for Lab {
     fn drop(&mut self) {
+        // The key log is the lab's own (it holds secrets: it does not outlive the lab).
+        if let Some(p) = &self.key_log {
+            let _ = std::fs::remove_file(p);
+        }
         if let Err(e) = self.teardown() {
             eprintln!("quiclab: {e:#}");
         }

@@ -33,8 +33,14 @@ fn spec(rate_bps: Option<u64>, rtt_ms: f64, loss: f64) -> LinkSpec {
 }
 
 fn start(s: &LinkSpec) -> RunningLab {
-    RunningLab::start(s, &Default::default(), SchedulerOptions::default(), None)
-        .expect("lab starts")
+    RunningLab::start(
+        s,
+        &Default::default(),
+        SchedulerOptions::default(),
+        None,
+        None,
+    )
+    .expect("lab starts")
 }
 
 /// Runs a timing check (up to 3 attempts); on a host whose hypervisor steals much CPU it is reported

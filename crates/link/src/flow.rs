@@ -70,6 +70,28 @@ impl FlowKey {
         }
     }
 
+    /// The UDP payload length of an IP packet of `ip_len` bytes whose headers start `packet`
+    /// (a segment of an offload super-packet has its headers and its own length), or None when
+    /// it is not a UDP packet this parser reads (IPv4 without a later fragment; IPv6 with UDP as
+    /// the first next header).
+    pub fn udp_payload_len(packet: &[u8], ip_len: usize) -> Option<usize> {
+        let header = match packet.first()? >> 4 {
+            4 => {
+                let ihl = usize::from(packet[0] & 0x0f) * 4;
+                if ihl < 20 || packet.len() < ihl || packet[9] != IPPROTO_UDP {
+                    return None;
+                }
+                if u16::from_be_bytes([packet[6], packet[7]]) & 0x1fff != 0 {
+                    return None;
+                }
+                ihl
+            }
+            6 if packet.len() >= 40 && packet[6] == IPPROTO_UDP => 40,
+            _ => return None,
+        };
+        ip_len.checked_sub(header + 8)
+    }
+
     /// The key of an IP packet (starting at its IP header), or None when it is not a TCP or UDP
     /// packet this parser reads (see the module's documentation).
     pub fn of_packet(packet: &[u8]) -> Option<FlowKey> {
@@ -268,6 +290,25 @@ mod tests {
         assert_ne!(FlowKey::of_packet(&other), Some(k));
         let udp = ipv4(17, [10, 0, 0, 1], 443, [10, 0, 0, 2], 50000);
         assert_eq!(FlowKey::of_packet(&udp).unwrap().transport, Transport::Udp);
+    }
+
+    #[test]
+    fn udp_payloads_are_measured_and_tcp_is_not() {
+        let (a, b) = (Ipv6Addr::LOCALHOST, Ipv6Addr::UNSPECIFIED);
+        let udp6 = ipv6(17, a, 443, b, 40000);
+        assert_eq!(FlowKey::udp_payload_len(&udp6, 1400), Some(1400 - 48));
+        assert_eq!(FlowKey::udp_payload_len(&ipv6(6, a, 443, b, 1), 1400), None);
+        let mut v4 = vec![0u8; 28];
+        v4[0] = 0x45;
+        v4[9] = 17;
+        assert_eq!(FlowKey::udp_payload_len(&v4, 1378), Some(1350));
+        assert_eq!(FlowKey::udp_payload_len(&v4, 20), None);
+        v4[9] = 6;
+        assert_eq!(FlowKey::udp_payload_len(&v4, 1378), None);
+        // A later fragment has no UDP header.
+        v4[9] = 17;
+        v4[7] = 1;
+        assert_eq!(FlowKey::udp_payload_len(&v4, 1378), None);
     }
 
     #[test]

@@ -367,6 +367,11 @@ impl ObjectTiming {
     pub fn end_ms(&self) -> f64 {
         self.started_ms + self.total_ms()
     }
+
+    /// When its first byte arrived (its time to first byte), ms after navigation start.
+    pub fn first_byte_ms(&self) -> f64 {
+        self.end_ms() - self.receive_ms
+    }
 }
 
 /// The page load time of a set of timings: the latest end, ms (0 for none).

@@ -296,6 +296,68 @@ pub struct StackOptions {
     /// XOR FEC under QUIC on both ends (`--fec N`; None: off).
     #[serde(default)]
     pub fec: Option<FecSettings>,
+    /// QUIC's datagram size on both ends (`quic_mtu`, `quic_pmtud`).
+    #[serde(default)]
+    pub quic_mtu: QuicMtu,
+    /// The server's HTTP/1.1 and HTTP/2 responses advertise HTTP/3 (`alt-svc: h3=":443"`), as
+    /// real servers do; `alt_svc = false` leaves it out.
+    #[serde(default = "advertise_h3")]
+    pub alt_svc: bool,
+}
+
+const fn advertise_h3() -> bool {
+    true
+}
+
+/// The UDP payload size QUIC sends: `initial` bytes from the first datagram on and, with
+/// `discover`, larger ones up to what the path carries once PMTU discovery (RFC 8899) probes them.
+/// Without discovery, no datagram is larger than `initial` — gQUIC's fixed 1350 B, for example.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QuicMtu {
+    pub initial: u16,
+    pub discover: bool,
+}
+
+/// The MTU of a lab's links (Ethernet's): what `quic_mtu` is checked against.
+pub const LAB_LINK_MTU: u16 = 1500;
+
+/// RFC 9000's floor: a QUIC path must carry 1200-byte UDP payloads.
+pub const QUIC_MIN_UDP_PAYLOAD: u16 = 1200;
+
+/// quinn's default initial datagram size, quiclab's when `quic_mtu` is not given: the largest
+/// UDP payload a 1500-byte link carries over IPv6 (1500 − 40 − 8), and so over IPv4 too.
+pub const QUIC_DEFAULT_UDP_PAYLOAD: u16 = 1452;
+
+impl Default for QuicMtu {
+    fn default() -> Self {
+        QuicMtu {
+            initial: QUIC_DEFAULT_UDP_PAYLOAD,
+            discover: false,
+        }
+    }
+}
+
+/// The largest UDP payload an IP packet of `link_mtu` bytes carries (IPv4: 20-byte header,
+/// IPv6: 40, both without options; UDP: 8).
+pub const fn max_udp_payload(link_mtu: u16, ipv6: bool) -> u16 {
+    link_mtu.saturating_sub(if ipv6 { 48 } else { 28 })
+}
+
+impl QuicMtu {
+    /// Checks the size against RFC 9000's floor and what a link of `link_mtu` carries.
+    pub fn check(&self, link_mtu: u16, ipv6: bool) -> Result<(), String> {
+        let max = max_udp_payload(link_mtu, ipv6);
+        if self.initial < QUIC_MIN_UDP_PAYLOAD || self.initial > max {
+            return Err(format!(
+                "a UDP payload of {} bytes: QUIC needs at least {QUIC_MIN_UDP_PAYLOAD} (RFC 9000) and the lab's \
+                 {link_mtu}-byte link carries at most {max} over IPv{}",
+                self.initial,
+                if ipv6 { 6 } else { 4 }
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// XOR forward error correction under QUIC (gQUIC 2015's; `quiclab-fec`): a parity datagram after
@@ -327,6 +389,8 @@ impl Default for StackOptions {
             initial_window_packets: 10,
             gquic_n: crate::gquic_cubic::DEFAULT_CONNECTIONS,
             fec: None,
+            quic_mtu: QuicMtu::default(),
+            alt_svc: true,
         }
     }
 }

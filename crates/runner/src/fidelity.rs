@@ -118,6 +118,7 @@ mod tests {
             cpu_seconds: 0.0,
             realtime: true,
             offload: None,
+            largest_udp_payload: None,
         };
         let report = FidelityReport {
             uplink: direction(Direction::Uplink, up),
@@ -128,6 +129,7 @@ mod tests {
             log_events_dropped: 0,
             late_share: 0.0,
             phases: Vec::new(),
+            capture: None,
         };
         (spec, report)
     }

@@ -238,6 +238,19 @@ pub fn execute(
             TraceRuns::None => false,
         };
         let trace_dir = traced.then(|| out.join("traces").join(format!("run-{:05}", run.index)));
+        let captured = match scenario.pcap {
+            TraceRuns::All => true,
+            TraceRuns::First => run.repetition == 1,
+            TraceRuns::None => false,
+        };
+        // In the results directory quiclab claimed: its own file, replaced by a later attempt.
+        let capture = captured.then(|| quiclab_lab::capture::CaptureConfig {
+            force: true,
+            ..quiclab_lab::capture::CaptureConfig::new(
+                out.join("captures")
+                    .join(format!("run-{:05}.pcapng", run.index)),
+            )
+        });
         // Attempts of this run stored before an interruption count: numbering continues.
         let mut attempt = store.attempts_of(&run.key)? + 1;
         let stored = loop {
@@ -254,7 +267,14 @@ pub fn execute(
             let t = Instant::now();
             let prepared = preparer.prepare(run)?;
             outcome.bookkeeping_s += t.elapsed().as_secs_f64();
-            let (mut stored, series) = execute_one(scenario, run, prepared, trace_dir.clone());
+            if let Some(c) = &capture
+                && let Some(dir) = c.path.parent()
+            {
+                std::fs::create_dir_all(dir)
+                    .with_context(|| format!("creating {}", dir.display()))?;
+            }
+            let (mut stored, series) =
+                execute_one(scenario, run, prepared, trace_dir.clone(), capture.clone());
             stored.attempt = attempt;
             stored.flags.extend(injected_flag(attempt));
             let t = Instant::now();
@@ -351,6 +371,7 @@ fn execute_one(
     run: &RunSpec,
     prepared: PreparedRun,
     trace_dir: Option<PathBuf>,
+    capture: Option<quiclab_lab::capture::CaptureConfig>,
 ) -> (StoredRun<WorkloadOutput>, Vec<Series>) {
     let started_unix = now_unix();
     let cpu = quiclab_lab::host::CpuMeter::start();
@@ -381,8 +402,12 @@ fn execute_one(
         attempt: 1,
     };
     let mut series = Vec::new();
-    let lab =
-        quiclab_workload::harness::start_lab(&prepared.link, &prepared.spec, trace_dir.as_deref());
+    let lab = quiclab_workload::harness::start_lab(
+        &prepared.link,
+        &prepared.spec,
+        trace_dir.as_deref(),
+        capture,
+    );
     let setup_ms = t0.elapsed().as_secs_f64() * 1e3;
     stored.setup_ms = Some(setup_ms);
     let mut running = match lab {

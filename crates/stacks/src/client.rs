@@ -62,6 +62,9 @@ pub struct RequestTiming {
     pub bytes: u64,
     /// Some(true) when a `/bytes/<N>` body was checked and correct.
     pub verified: Option<bool>,
+    /// The response's `alt-svc` header (how an HTTP/1.1 or HTTP/2 server advertises HTTP/3).
+    #[serde(default)]
+    pub alt_svc: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -325,6 +328,7 @@ async fn hyper_response(
 ) -> Result<RequestTiming> {
     let first_byte_ms = ms(t0);
     let status = resp.status().as_u16();
+    let alt_svc = alt_svc_of(resp.headers());
     let mut body = resp.into_body();
     let mut bytes = 0u64;
     let mut ok = true;
@@ -344,7 +348,16 @@ async fn hyper_response(
         first_byte_ms,
         last_byte_ms: ms(t0),
         bytes,
+        alt_svc,
     })
+}
+
+/// The `alt-svc` header of a response, if it has one.
+pub fn alt_svc_of(headers: &http::HeaderMap) -> Option<String> {
+    headers
+        .get(http::header::ALT_SVC)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
 }
 
 fn finish(connection: ConnectionTiming, requests: Vec<RequestTiming>, t0: Instant) -> FetchReport {
@@ -473,6 +486,7 @@ async fn quic_requests(
                 first_byte_ms,
                 last_byte_ms: ms(t0),
                 bytes,
+                alt_svc: alt_svc_of(resp.headers()),
             })
         });
     }

@@ -50,6 +50,10 @@ pub struct PageLoadOptions {
     pub timeout: Duration,
     /// The root document's URL path.
     pub entry: String,
+    /// A warm load: an untimed load first fills the session cache, then the measured load
+    /// resumes (TLS 1.3 session tickets for h1/h2; QUIC resumption with 0-RTT for h3), on new
+    /// connections and without an HTTP cache.
+    pub warm: bool,
 }
 
 impl PageLoadOptions {
@@ -64,6 +68,7 @@ impl PageLoadOptions {
             max_streams: None,
             timeout: Duration::from_secs(60),
             entry: quiclab_page::INDEX_PATH.to_string(),
+            warm: false,
         }
     }
 }
@@ -84,8 +89,12 @@ pub struct PageConnection {
     pub protocol: Option<String>,
     /// `1.2` or `1.3`.
     pub tls_version: Option<String>,
-    /// Whether TLS resumed a session of an earlier connection of the same load.
+    /// Whether TLS resumed a session (of an earlier connection, or of the warm-up load).
     pub resumed: bool,
+    /// h3 of a warm load: whether the server accepted the requests sent in 0-RTT (None: no
+    /// 0-RTT was attempted, or the answer came after the load).
+    #[serde(default)]
+    pub zero_rtt_accepted: Option<bool>,
     /// Requests sent on it.
     pub requests: usize,
 }
@@ -113,6 +122,9 @@ pub struct PageLoadReport {
     /// h3 with FEC: the client's FEC counters (both directions).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fec: Option<crate::fec_socket::FecCounters>,
+    /// Whether an untimed load filled the session cache first (see `PageLoadOptions::warm`).
+    #[serde(default)]
+    pub warm: bool,
 }
 
 impl PageLoadReport {
@@ -213,6 +225,11 @@ enum Event {
         path: String,
         error: anyhow::Error,
     },
+    /// Whether the server accepted a connection's 0-RTT data (known a round trip after it left).
+    EarlyData {
+        conn: ConnId,
+        accepted: bool,
+    },
 }
 
 /// What every connection task needs.
@@ -225,6 +242,8 @@ struct Shared {
     tcp_tls: Option<Arc<rustls::ClientConfig>>,
     /// h3: one endpoint and configuration per load.
     quic: Option<(quinn::Endpoint, quinn::ClientConfig)>,
+    /// h3: send the requests in 0-RTT when a session ticket is held (warm loads).
+    early_data: bool,
 }
 
 /// Aborts a spawned task when dropped, so that no hyper connection outlives its loader.
@@ -244,19 +263,14 @@ pub async fn load_page(opts: &PageLoadOptions) -> Result<PageLoadReport> {
     if !opts.entry.starts_with('/') {
         bail!("the entry path must start with `/`, got `{}`", opts.entry);
     }
-    let mut config = LoadConfig::new(opts.protocol);
-    config.max_streams = opts.max_streams;
-    let origin = origin_of(opts.server);
-    config.origin = Some(Origin::parse(&origin).with_context(|| format!("origin {origin}"))?);
-    let mut plan = LoadPlan::new(config).context("page load configuration")?;
-
-    // Configurations are built before navigation start: a browser has them ready too.
+    // Configurations are built before navigation start: a browser has them ready too. One
+    // session cache serves both loads of a warm load, as a browser's does.
     let store = Arc::new(tls::CountingSessionStore::default());
     let mut fec_socket = None;
     let (tcp_tls, quic) = if opts.protocol.is_quic() {
         let (endpoint, fec) = quic_client_endpoint(opts.server, &opts.stack)?;
         fec_socket = fec;
-        let crypto = quic_client_crypto(&opts.cert, false, store)?;
+        let crypto = quic_client_crypto(&opts.cert, opts.warm, store)?;
         let config = quic_client_config(crypto, &opts.stack, None)?;
         (None, Some((endpoint, config)))
     } else {
@@ -269,6 +283,30 @@ pub async fn load_page(opts: &PageLoadOptions) -> Result<PageLoadReport> {
         )?;
         (Some(Arc::new(config)), None)
     };
+    if opts.warm {
+        load_once(opts, tcp_tls.clone(), quic.clone(), false)
+            .await
+            .context("the warm-up load (untimed, to fill the session cache)")?;
+    }
+    let mut report = load_once(opts, tcp_tls, quic, opts.warm).await?;
+    report.warm = opts.warm;
+    report.fec = fec_socket.map(|f| f.final_counters());
+    Ok(report)
+}
+
+/// One load with the given configurations; `early_data`: h3 requests go out in 0-RTT when a
+/// ticket is held.
+async fn load_once(
+    opts: &PageLoadOptions,
+    tcp_tls: Option<Arc<rustls::ClientConfig>>,
+    quic: Option<(quinn::Endpoint, quinn::ClientConfig)>,
+    early_data: bool,
+) -> Result<PageLoadReport> {
+    let mut config = LoadConfig::new(opts.protocol);
+    config.max_streams = opts.max_streams;
+    let origin = origin_of(opts.server);
+    config.origin = Some(Origin::parse(&origin).with_context(|| format!("origin {origin}"))?);
+    let mut plan = LoadPlan::new(config).context("page load configuration")?;
 
     let navigation_start_unix_ms = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -282,6 +320,7 @@ pub async fn load_page(opts: &PageLoadOptions) -> Result<PageLoadReport> {
         tcp_cc: opts.stack.tcp_cc,
         tcp_tls,
         quic,
+        early_data,
     });
 
     let mut driver = Driver {
@@ -291,6 +330,7 @@ pub async fn load_page(opts: &PageLoadOptions) -> Result<PageLoadReport> {
         senders: HashMap::new(),
         infos: HashMap::new(),
         fetched: HashMap::new(),
+        early: HashMap::new(),
     };
     let (events_tx, mut events) = mpsc::unbounded_channel();
     let outcome = driver
@@ -302,6 +342,7 @@ pub async fn load_page(opts: &PageLoadOptions) -> Result<PageLoadReport> {
         senders,
         infos,
         fetched,
+        early,
         ..
     } = driver;
     drop(senders);
@@ -325,9 +366,14 @@ pub async fn load_page(opts: &PageLoadOptions) -> Result<PageLoadReport> {
         let _ = tokio::time::timeout(Duration::from_secs(2), endpoint.wait_idle()).await;
     }
 
-    let mut report = report(opts, &plan, &infos, &fetched, navigation_start_unix_ms)?;
-    report.fec = fec_socket.map(|f| f.final_counters());
-    Ok(report)
+    report(
+        opts,
+        &plan,
+        &infos,
+        &fetched,
+        &early,
+        navigation_start_unix_ms,
+    )
 }
 
 struct Driver<'p> {
@@ -337,6 +383,8 @@ struct Driver<'p> {
     senders: HashMap<ConnId, mpsc::UnboundedSender<Command>>,
     infos: HashMap<ConnId, ConnInfo>,
     fetched: HashMap<String, Fetched>,
+    /// Whether each 0-RTT connection's early data was accepted, as the answers came.
+    early: HashMap<ConnId, bool>,
 }
 
 impl Driver<'_> {
@@ -433,6 +481,9 @@ impl Driver<'_> {
             Event::RequestFailed { conn, path, error } => {
                 return Err(error.context(format!("GET {path} on connection {conn}")));
             }
+            Event::EarlyData { conn, accepted } => {
+                self.early.insert(conn, accepted);
+            }
             Event::Response(f) => {
                 if !(200..300).contains(&f.status) {
                     bail!(
@@ -486,6 +537,7 @@ fn report(
     plan: &LoadPlan,
     infos: &HashMap<ConnId, ConnInfo>,
     fetched: &HashMap<String, Fetched>,
+    early: &HashMap<ConnId, bool>,
     navigation_start_unix_ms: u64,
 ) -> Result<PageLoadReport> {
     let to_ms = |d: Duration| d.as_secs_f64() * 1e3;
@@ -550,6 +602,7 @@ fn report(
                 protocol: info.map(|i| i.alpn.clone()),
                 tls_version: info.map(|i| i.tls_version.clone()),
                 resumed: info.is_some_and(|i| i.resumed),
+                zero_rtt_accepted: early.get(&c.id).copied(),
                 requests: c.requests,
             }
         })
@@ -565,6 +618,7 @@ fn report(
         connection_details,
         objects,
         fec: None,
+        warm: false,
     })
 }
 
@@ -582,13 +636,30 @@ async fn connection(
         let connecting = endpoint
             .connect_with(config.clone(), shared.server, SERVER_NAME)
             .context("starting the QUIC handshake")?;
-        let quic = connecting.await.context("QUIC handshake")?;
+        // With a ticket held (a warm load), the requests go out at once in 0-RTT; whether the
+        // server took them is known a round trip later.
+        let (quic, resumed) = match shared.early_data {
+            true => match connecting.into_0rtt() {
+                Ok((quic, accepted)) => {
+                    let events = events.clone();
+                    tokio::spawn(async move {
+                        let accepted = accepted.await;
+                        let _ = events.send(Event::EarlyData { conn, accepted });
+                    });
+                    (quic, true)
+                }
+                Err(connecting) => (connecting.await.context("QUIC handshake")?, false),
+            },
+            false => (connecting.await.context("QUIC handshake")?, false),
+        };
         let alpn = quic
             .handshake_data()
             .and_then(|d| d.downcast::<quinn::crypto::rustls::HandshakeData>().ok())
             .and_then(|d| d.protocol)
             .map(|p| String::from_utf8_lossy(&p).to_string())
-            .unwrap_or_default();
+            // In 0-RTT the server's handshake has not arrived yet: the protocol is the resumed
+            // session's, the only one offered.
+            .unwrap_or_else(|| if resumed { "h3".into() } else { String::new() });
         let (mut h3_conn, sender) = h3::client::new(h3_quinn::Connection::new(quic.clone()))
             .await
             .context("HTTP/3 connection")?;
@@ -601,7 +672,7 @@ async fn connection(
             ready_ms: ms(t0),
             alpn,
             tls_version: "1.3".to_string(),
-            resumed: false,
+            resumed,
         };
         send_ready(&events, conn, info, requests_tx)?;
         multiplexed(requests, &events, conn, |path| {

@@ -16,14 +16,15 @@ use bytes::{Bytes, BytesMut};
 use http::{Request, Response, StatusCode};
 use hyper::body::{Body, Frame, SizeHint};
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use quiclab_proto::options::{QuicCongestion, StackOptions, TcpCongestion};
+use quiclab_proto::options::{LAB_LINK_MTU, QuicCongestion, QuicMtu, StackOptions, TcpCongestion};
 use quiclab_proto::range;
 
 use crate::tls::{self, LabCertificate};
 
-/// The payload of a QUIC packet quiclab's stacks aim for (1500-byte MTU minus IPv6 and UDP headers),
-/// so the initial window of 10 packets is comparable with TCP's 10 × 1448-byte segments.
-pub const QUIC_MTU: u16 = 1452;
+/// The payload of a QUIC packet quiclab's stacks send unless `quic_mtu` says otherwise (1500-byte
+/// MTU minus IPv6 and UDP headers), so the initial window of 10 packets is comparable with TCP's
+/// 10 × 1448-byte segments.
+pub const QUIC_MTU: u16 = quiclab_proto::options::QUIC_DEFAULT_UDP_PAYLOAD;
 
 /// How long an HTTP/3 request task waits, once its response is sent, for the end of the request.
 const REQUEST_END_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
@@ -165,8 +166,8 @@ fn quic_server_config(opts: &ServerOptions) -> Result<quinn::ServerConfig> {
     Ok(config)
 }
 
-/// QUIC transport parameters shared by server and client: the congestion controller, its initial
-/// window in packets of `QUIC_MTU` bytes, and generous flow-control windows (so that, as with TCP's
+/// QUIC transport parameters shared by server and client: the datagram size (`quic_mtu`), the
+/// congestion controller, its initial window in packets of that size, and generous flow-control windows (so that, as with TCP's
 /// autotuning, the congestion controller and not flow control limits a bulk transfer). With
 /// `qlog`, the connection's events are written there (a JSON-SEQ qlog, openable in qvis).
 pub fn transport_config(
@@ -174,14 +175,29 @@ pub fn transport_config(
     qlog: Option<&Path>,
 ) -> Result<quinn::TransportConfig> {
     let (cc, iw_packets) = (stack.quic_cc, stack.initial_window_packets);
-    let mut t = transport_config_for(cc, iw_packets, stack.gquic_n, qlog)?;
-    if stack.fec.is_some() {
-        // Room for the FEC header in every datagram (quiclab_fec::MAX_HEADER).
-        let mtu = QUIC_MTU - quiclab_fec::MAX_HEADER as u16;
-        t.initial_mtu(mtu);
+    let mut t = transport_config_for(cc, iw_packets, stack.gquic_n, stack.quic_mtu.initial, qlog)?;
+    // With FEC, the FEC header (at most quiclab_fec::MAX_HEADER bytes) rides inside the same
+    // UDP payload budget: quinn's packets shrink so that no datagram exceeds `quic_mtu`.
+    let header = if stack.fec.is_some() {
+        quiclab_fec::MAX_HEADER as u16
+    } else {
+        0
+    };
+    let QuicMtu { initial, discover } = stack.quic_mtu;
+    let initial = initial.saturating_sub(header);
+    // quinn raises an initial size below its min_mtu (RFC 9000's 1200) to it; the scenario's
+    // checks keep quic_mtu, less the FEC header, at 1200 or more.
+    t.initial_mtu(initial);
+    if discover {
+        // Probe up to the largest payload a lab link carries over IPv4; IPv6 probes above its
+        // own limit are lost, which is how PMTU discovery learns it.
         let mut d = quinn::MtuDiscoveryConfig::default();
-        d.upper_bound(mtu);
+        d.upper_bound(
+            quiclab_proto::options::max_udp_payload(LAB_LINK_MTU, false).saturating_sub(header),
+        );
         t.mtu_discovery_config(Some(d));
+    } else {
+        t.mtu_discovery_config(None);
     }
     Ok(t)
 }
@@ -190,6 +206,7 @@ fn transport_config_for(
     cc: QuicCongestion,
     iw_packets: u64,
     gquic_n: u32,
+    datagram: u16,
     qlog: Option<&Path>,
 ) -> Result<quinn::TransportConfig> {
     let mut t = quinn::TransportConfig::default();
@@ -201,8 +218,8 @@ fn transport_config_for(
             .title(Some(format!("quiclab {}", path.display())));
         t.qlog_stream(q.into_stream());
     }
-    t.initial_mtu(QUIC_MTU);
-    let iw = iw_packets * QUIC_MTU as u64;
+    // The initial window is counted in packets of the size QUIC sends (1452 B unless quic_mtu).
+    let iw = iw_packets * datagram as u64;
     let factory: Arc<dyn quinn::congestion::ControllerFactory + Send + Sync> = match cc {
         QuicCongestion::Cubic => {
             let mut c = quinn::congestion::CubicConfig::default();
@@ -425,7 +442,16 @@ async fn reply_hyper(
     for (k, v) in &reply.headers {
         resp = resp.header(*k, v);
     }
+    if opts.stack.alt_svc {
+        resp = resp.header(http::header::ALT_SVC, alt_svc_value(opts.port));
+    }
     resp.body(reply.body).expect("valid response")
+}
+
+/// What HTTP/1.1 and HTTP/2 responses advertise (RFC 7838): HTTP/3 on the same port over UDP,
+/// for a day — as servers that offer HTTP/3 do, and how a browser discovers it.
+pub fn alt_svc_value(port: u16) -> String {
+    format!("h3=\":{port}\"; ma=86400")
 }
 
 /// What to answer.

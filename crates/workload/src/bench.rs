@@ -27,6 +27,7 @@ pub fn stacks(size: u64) -> Result<Vec<Value>> {
                     &Default::default(),
                     SchedulerOptions::default(),
                     None,
+                    None,
                 )?
             } else {
                 RunningLab::start_direct(&Default::default())?

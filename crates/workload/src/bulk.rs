@@ -209,6 +209,10 @@ pub struct BulkResult {
     /// With `--fec N`: the downlink's FEC (what the server sent, what the client rebuilt).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fec: Option<FecResult>,
+    /// The response's `alt-svc` header (h1/h2: how the server advertised HTTP/3; None when it
+    /// did not, or over h3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alt_svc: Option<String>,
     pub fidelity: Option<FidelityReport>,
 }
 
@@ -398,6 +402,7 @@ impl Workload for BulkRun {
             connect_ms: client.report.connection.tcp_connect_ms,
             handshake_ms: client.report.connection.handshake_ms,
             ttfb_ms: req.first_byte_ms,
+            alt_svc: req.alt_svc.clone(),
             total_ms: req.last_byte_ms,
             bytes: req.bytes,
             verified: req.verified,
@@ -504,6 +509,7 @@ impl BulkRun {
             connect_ms: None,
             handshake_ms: first.and_then(|c| c.ready_s).map_or(f64::NAN, ms_after),
             ttfb_ms: r.progress.first().map_or(f64::NAN, |p| ms_after(p.0)),
+            alt_svc: None,
             total_ms: ms_after(last_byte),
             bytes: r.bytes,
             verified: Some(r.verified),

@@ -129,6 +129,9 @@ pub struct PageClientConfig {
     pub timeout_ms: u64,
     pub max_streams: Option<u64>,
     pub stack: StackOptions,
+    /// An untimed load first, then the measured one resumes (see `PageLoadOptions::warm`).
+    #[serde(default)]
+    pub warm: bool,
 }
 
 /// The client half of a flow mix: every flow in one process, so they share one clock and start
@@ -222,6 +225,10 @@ pub struct PageSummary {
     pub objects: usize,
     pub bytes: u64,
     pub plt_ms: f64,
+    /// The root document's first byte, ms after navigation start (None: not recorded, in
+    /// results from before it was).
+    #[serde(default)]
+    pub ttfb_ms: Option<f64>,
     pub dom_content_loaded_ms: Option<f64>,
     pub connections: usize,
     pub negotiated_protocols: Vec<String>,
@@ -232,6 +239,16 @@ pub struct PageSummary {
     pub chromium_wall_ms: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub connection_details: Option<Vec<PageConnection>>,
+    /// Whether the measured load followed an untimed one (session cache filled).
+    #[serde(default)]
+    pub warm: bool,
+    /// Connections of the measured load whose TLS (or QUIC) handshake resumed a session, and
+    /// of those h3 ones whose 0-RTT requests the server accepted (None: Chromium, which does
+    /// not say).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resumed_connections: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zero_rtt_accepted_connections: Option<usize>,
 }
 
 /// What the page client reports: the summary and per-object timings (for a HAR and a waterfall).
@@ -490,6 +507,10 @@ pub fn flows_client(c: &FlowsClientConfig) -> Result<FlowsClientReport> {
     })
 }
 
+/// The name Chromium loads an IPv6 lab's page from (`--host-resolver-rules` maps it to the
+/// server's address; `.test` is reserved for this, RFC 6761).
+pub const CHROMIUM_V6_HOST: &str = "lab.quiclab.test";
+
 /// One page load by the built-in loader or Chromium.
 pub fn page_client(c: &PageClientConfig) -> Result<PageClientReport> {
     let cert = load_client_certificate(&c.cert)?;
@@ -500,10 +521,22 @@ pub fn page_client(c: &PageClientConfig) -> Result<PageClientReport> {
     let proto = c.proto.to_string();
     match c.browser {
         Browser::Chromium => {
-            let origin = format!("https://{}", c.server);
+            // Over IPv6 Chromium loads a name mapped to the server's address: it does not match
+            // an IPv6 literal against --origin-to-force-quic-on (it loaded h2 instead).
+            let (origin, extra_args) = match c.server {
+                SocketAddr::V4(_) => (format!("https://{}", c.server), Vec::new()),
+                SocketAddr::V6(a) => (
+                    format!("https://{CHROMIUM_V6_HOST}:{}", a.port()),
+                    vec![format!(
+                        "--host-resolver-rules=MAP {CHROMIUM_V6_HOST} [{}]",
+                        a.ip()
+                    )],
+                ),
+            };
             let mut opts =
                 quiclab_browser::BrowserOptions::new(c.proto, &origin, &cert.spki_sha256_base64);
             opts.timeout = timeout;
+            opts.extra_args = extra_args;
             let load = quiclab_browser::load(&opts, &format!("{origin}/index.html"))?;
             load.check_protocol(c.proto)?;
             let objects = chromium_objects(&load);
@@ -521,6 +554,7 @@ pub fn page_client(c: &PageClientConfig) -> Result<PageClientReport> {
                     objects: load.resources.len() + 1,
                     bytes: bytes as u64,
                     plt_ms: load.plt_ms,
+                    ttfb_ms: objects.first().map(ObjectTiming::first_byte_ms),
                     dom_content_loaded_ms: Some(load.dom_content_loaded_ms),
                     connections,
                     negotiated_protocols: load.protocols.clone(),
@@ -528,6 +562,9 @@ pub fn page_client(c: &PageClientConfig) -> Result<PageClientReport> {
                     max_streams: c.max_streams,
                     chromium_wall_ms: Some(load.wall_ms),
                     connection_details: None,
+                    warm: false,
+                    resumed_connections: None,
+                    zero_rtt_accepted_connections: None,
                 },
                 objects,
                 fec: None,
@@ -538,7 +575,9 @@ pub fn page_client(c: &PageClientConfig) -> Result<PageClientReport> {
             opts.stack = c.stack;
             opts.max_streams = c.max_streams.map(|m| m as usize);
             opts.timeout = timeout;
+            opts.warm = c.warm;
             let report = runtime()?.block_on(quiclab_stacks::page_load::load_page(&opts))?;
+            let details = &report.connection_details;
             Ok(PageClientReport {
                 summary: PageSummary {
                     proto,
@@ -547,6 +586,7 @@ pub fn page_client(c: &PageClientConfig) -> Result<PageClientReport> {
                     objects: report.objects.len(),
                     bytes: report.bytes,
                     plt_ms: report.plt_ms,
+                    ttfb_ms: report.objects.first().map(ObjectTiming::first_byte_ms),
                     dom_content_loaded_ms: report.content_load_ms(),
                     connections: report.connections,
                     negotiated_protocols: report.negotiated_protocols.clone(),
@@ -554,6 +594,14 @@ pub fn page_client(c: &PageClientConfig) -> Result<PageClientReport> {
                     max_streams: c.max_streams,
                     chromium_wall_ms: None,
                     connection_details: Some(report.connection_details.clone()),
+                    warm: report.warm,
+                    resumed_connections: Some(details.iter().filter(|c| c.resumed).count()),
+                    zero_rtt_accepted_connections: Some(
+                        details
+                            .iter()
+                            .filter(|c| c.zero_rtt_accepted == Some(true))
+                            .count(),
+                    ),
                 },
                 objects: report.objects,
                 fec: report.fec,

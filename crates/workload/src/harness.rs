@@ -155,11 +155,12 @@ pub fn start_lab(
     options: &LinkOptions,
     spec: &LinkSpec,
     keep: Option<&Path>,
+    capture: Option<quiclab_lab::capture::CaptureConfig>,
 ) -> Result<RunningLab> {
     if let Some(d) = keep {
         claim_keep_dir(d)?;
     }
-    RunningLab::start_for(options, spec, keep.map(|d| d.join("link.log")))
+    RunningLab::start_for(options, spec, keep.map(|d| d.join("link.log")), capture)
 }
 
 /// A lab certificate for the server's addresses, saved as `cert.pem`/`key.pem` in `work`.

@@ -96,6 +96,10 @@ pub struct PageRun {
     pub max_streams: Option<u64>,
     pub stack: StackOptions,
     pub timeout: Duration,
+    /// Load over IPv6 (`ip = "6"`): the server's IPv6 address, and so every connection.
+    pub ipv6: bool,
+    /// `warm = true`: an untimed load fills the session cache, the measured one resumes.
+    pub warm: bool,
 }
 
 /// The result of one page load: the `quiclab page --json` contract.
@@ -138,6 +142,25 @@ impl PageRun {
                 ));
             }
         }
+        if self.warm {
+            if self.browser == Browser::Chromium {
+                return Err((
+                    "warm",
+                    "warm loads are built for the builtin loader only: Chromium keeps its \
+                     connections open between navigations (a second load would reuse them, not \
+                     resume), and quiclab cannot close them from outside yet"
+                        .into(),
+                ));
+            }
+            if self.stack.fec.is_some() {
+                return Err((
+                    "warm",
+                    "a warm load with FEC would count the warm-up's FEC with the measured load's; \
+                     drop one of them"
+                        .into(),
+                ));
+            }
+        }
         Ok(())
     }
 }
@@ -149,6 +172,7 @@ impl WorkloadResult for PageResult {
         MetricDef::completion_time("plt_ms", "Page load time", "ms"),
         MetricDef::lower("connections", "Connections", ""),
         MetricDef::lower("loss_ratio", "Loss ratio", ""),
+        MetricDef::lower("ttfb_ms", "Time to first byte (root document)", "ms"),
         MetricDef::lower("dom_content_loaded_ms", "DOMContentLoaded", "ms"),
         MetricDef::higher("objects", "Objects", ""),
         MetricDef::higher("bytes", "Bytes received", "B"),
@@ -164,6 +188,7 @@ impl WorkloadResult for PageResult {
             ("plt_ms", Some(s.plt_ms)),
             ("connections", Some(s.connections as f64)),
             ("loss_ratio", self.loss_ratio),
+            ("ttfb_ms", s.ttfb_ms),
             ("dom_content_loaded_ms", s.dom_content_loaded_ms),
             ("objects", Some(s.objects as f64)),
             ("bytes", Some(s.bytes as f64)),
@@ -175,6 +200,29 @@ impl WorkloadResult for PageResult {
 }
 
 impl PageRun {
+    /// The server's address in the lab, of the run's family.
+    fn server_ip(&self, lab: &quiclab_lab::Lab) -> IpAddr {
+        if self.ipv6 {
+            lab.address_v6(Side::Server).into()
+        } else {
+            lab.address_v4(Side::Server).into()
+        }
+    }
+
+    /// The origin the page is loaded from (the HAR's), IPv6 literals in brackets.
+    fn origin(&self) -> (String, String) {
+        let ip: IpAddr = if self.ipv6 {
+            quiclab_lab::topology::SERVER_V6.into()
+        } else {
+            quiclab_lab::topology::SERVER_V4.into()
+        };
+        let host = match ip {
+            IpAddr::V6(a) => format!("[{a}]"),
+            IpAddr::V4(a) => a.to_string(),
+        };
+        (format!("https://{host}"), ip.to_string())
+    }
+
     fn title(&self, spec: &LinkSpec) -> String {
         format!(
             "{} over {} ({}), {}",
@@ -200,16 +248,17 @@ impl PageRun {
     ) -> Vec<String> {
         let mut notes = Vec::new();
         let title = self.title(spec);
+        let (origin, server_ip) = self.origin();
         if let Some(path) = har {
             let har = quiclab_page::har::build_har(
                 &HarPage {
                     title: title.clone(),
-                    origin: "https://100.64.0.2".into(),
+                    origin,
                     navigation_start: std::time::UNIX_EPOCH
                         + Duration::from_millis(result.summary.navigation_start_unix_ms),
                     page_load_ms: Some(result.summary.plt_ms),
                     content_load_ms: result.summary.dom_content_loaded_ms,
-                    server_ip: Some("100.64.0.2".into()),
+                    server_ip: Some(server_ip),
                     comment: Some(format!("quiclab page; link: {}", spec.describe().downlink)),
                 },
                 &result.objects,
@@ -294,7 +343,7 @@ impl Workload for PageRun {
         }
         harness::start_server(lab, &work, serve)?;
 
-        let server_ip: IpAddr = lab.address_v4(Side::Server).into();
+        let server_ip: IpAddr = self.server_ip(lab);
         let client = ChildConfig::PageClient(PageClientConfig {
             proto: self.proto,
             browser: self.browser,
@@ -303,6 +352,7 @@ impl Workload for PageRun {
             timeout_ms: self.timeout.as_millis() as u64,
             max_streams: self.max_streams,
             stack: self.stack,
+            warm: self.warm,
         });
         // Chromium needs a few seconds to start on top of the load itself.
         let grace = Duration::from_secs(match self.browser {

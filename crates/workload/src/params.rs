@@ -17,7 +17,9 @@ use std::time::Duration;
 use quiclab_experiment::WorkloadKind;
 use quiclab_flows::FlowMix;
 use quiclab_lab::LinkSpec;
-use quiclab_proto::options::{FecSettings, Protocol, StackOptions, TlsVersion};
+use quiclab_proto::options::{
+    FecSettings, Protocol, QUIC_MIN_UDP_PAYLOAD, QuicMtu, StackOptions, TlsVersion,
+};
 use quiclab_stacks::switching::OnSwitch;
 
 use crate::WorkloadSpec;
@@ -29,11 +31,21 @@ use crate::video::{VideoOptions, VideoRun};
 
 /// Keys of the protocol stack, shared by every kind (scenarios' `[protocol]`).
 pub const STACK_KEYS: &[&str] = &[
-    "protocol", "tls", "cc", "gquic_n", "resume", "zero_rtt", "fec",
+    "protocol",
+    "tls",
+    "cc",
+    "gquic_n",
+    "resume",
+    "zero_rtt",
+    "fec",
+    "ip",
+    "quic_mtu",
+    "quic_pmtud",
+    "alt_svc",
 ];
 
-/// Keys of a run that every kind takes: its time limit and the address family.
-pub const RUN_KEYS: &[&str] = &["timeout", "ipv6"];
+/// Keys of a run that every kind takes: its time limit.
+pub const RUN_KEYS: &[&str] = &["timeout"];
 
 /// A key whose value or combination is refused, and why.
 #[derive(Debug, Clone, PartialEq)]
@@ -69,6 +81,12 @@ pub struct StackParams {
     pub zero_rtt: bool,
     /// XOR FEC group size (2–64); None: off.
     pub fec: Option<u8>,
+    /// QUIC's initial UDP payload size in bytes (None: quinn's 1452).
+    pub quic_mtu: Option<u16>,
+    /// PMTU discovery above `quic_mtu`.
+    pub quic_pmtud: bool,
+    /// `alt_svc = false`: the server does not advertise HTTP/3 (None: it does).
+    pub alt_svc: Option<bool>,
 }
 
 /// How the client answers network switches (bulk and video, with a `switch` schedule).
@@ -112,6 +130,7 @@ pub struct PageParams {
     pub page: Option<PageSource>,
     pub browser: Option<Browser>,
     pub max_streams: Option<u64>,
+    pub warm: bool,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -142,6 +161,7 @@ pub struct Params {
     pub switching: SwitchParams,
     /// Give up after this long (None: the workload's default from the link).
     pub timeout: Option<Duration>,
+    /// `ip = "6"`: every connection of the run over IPv6 (default IPv4).
     pub ipv6: bool,
     pub kind: KindParams,
     /// Relative file names (a page directory, a content file) are relative to this directory
@@ -233,7 +253,21 @@ impl Params {
                 }
                 self.timeout = Some(t);
             }
-            "ipv6" => self.ipv6 = boolean(v)?,
+            "ip" => {
+                self.ipv6 = match v {
+                    "4" => false,
+                    "6" => true,
+                    _ => return Err(format!("expected \"4\" (IPv4) or \"6\" (IPv6); got {v:?}")),
+                }
+            }
+            "quic_mtu" => {
+                let n = v.parse::<u16>().ok().filter(|&n| n > 0).ok_or_else(|| {
+                    format!("expected a UDP payload size in bytes such as 1350 or 1452; got {v:?}")
+                })?;
+                self.stack.quic_mtu = Some(n);
+            }
+            "quic_pmtud" => self.stack.quic_pmtud = boolean(v)?,
+            "alt_svc" => self.stack.alt_svc = Some(boolean(v)?),
             "on_switch" | "switch_timeout" | "migrate_delay"
                 if matches!(self.kind, KindParams::Bulk(_) | KindParams::Video(_)) =>
             {
@@ -287,6 +321,7 @@ impl Params {
                                 }
                             })
                         }
+                        "warm" => p.warm = boolean(v)?,
                         "max_streams" => {
                             p.max_streams = Some(
                                 v.parse::<u64>()
@@ -367,6 +402,29 @@ impl Params {
         };
         if let Some(cc) = &s.cc {
             stack = stack.with_cc(proto, cc).map_err(|e| refuse("cc", e))?;
+        }
+        stack.alt_svc = s.alt_svc.unwrap_or(true);
+        // TCP runs ignore QUIC's datagram size (a grid may cross it with every protocol).
+        stack.quic_mtu = QuicMtu {
+            initial: s.quic_mtu.unwrap_or(stack.quic_mtu.initial),
+            discover: s.quic_pmtud,
+        };
+        stack
+            .quic_mtu
+            .check(quiclab_lab::topology::LINK_MTU, self.ipv6)
+            .map_err(|e| refuse("quic_mtu", e))?;
+        if s.fec.is_some() {
+            // The FEC header rides inside QUIC's datagram budget (see quiclab-stacks).
+            let floor = QUIC_MIN_UDP_PAYLOAD + quiclab_fec::MAX_HEADER as u16;
+            if stack.quic_mtu.initial < floor {
+                return Err(refuse(
+                    "quic_mtu",
+                    format!(
+                        "with FEC a datagram also carries the FEC header ({} bytes): quic_mtu must be at least {floor}",
+                        quiclab_fec::MAX_HEADER
+                    ),
+                ));
+            }
         }
         if let Some(n) = s.fec {
             if link.switch.is_some() {
@@ -471,8 +529,8 @@ impl Params {
                     let key = if s.resume { "resume" } else { "zero_rtt" };
                     return Err(refuse(
                         key,
-                        "page loads start cold (a fresh browser, no session tickets); resumption is \
-                         measured with kind = \"bulk\"",
+                        "a page load resumes with warm = true (an untimed load first fills the \
+                         session cache; h3 then sends its requests in 0-RTT)",
                     ));
                 }
                 let page = p.page.clone().ok_or_else(|| {
@@ -488,10 +546,9 @@ impl Params {
                     stack,
                     timeout: self.timeout.unwrap_or_else(|| page.default_timeout(link)),
                     page,
+                    ipv6: self.ipv6,
+                    warm: p.warm,
                 };
-                if self.ipv6 {
-                    return Err(refuse("ipv6", "page loads over IPv6 are not built yet"));
-                }
                 run.validate().map_err(|(k, e)| refuse(k, e))?;
                 WorkloadSpec::Page(run)
             }

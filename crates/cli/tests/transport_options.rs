@@ -1,0 +1,319 @@
+//! What seed 002 measures and what users open: IPv6 as an address family of every workload,
+//! QUIC's datagram size (`--quic-mtu`), warm page loads (resumption and 0-RTT), Alt-Svc on
+//! HTTP/1.1 and HTTP/2 responses, and pcapng captures with the run's secrets inside — checked
+//! through real labs, the captures read back packet by packet and decrypted by tshark.
+
+use std::path::Path;
+
+use pcap_parser::PcapBlockOwned;
+use pcap_parser::pcapng::{Block, PcapNGSlice};
+use serde_json::Value;
+
+mod common;
+use common::*;
+
+/// `quiclab COMMAND ARGS --json`, which must succeed.
+fn run_json(command: &str, args: &[&str]) -> Value {
+    let out = quiclab()
+        .arg(command)
+        .args(args)
+        .arg("--json")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{command} {args:?}: {err}");
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{args:?}: {e}"))
+}
+
+/// Every packet of a capture: (interface, IP packet).
+fn packets(path: &Path) -> Vec<(u32, Vec<u8>)> {
+    let bytes = std::fs::read(path).unwrap();
+    PcapNGSlice::from_slice(&bytes)
+        .unwrap()
+        .filter_map(|b| match b.unwrap() {
+            PcapBlockOwned::NG(Block::EnhancedPacket(e)) => {
+                Some((e.if_id, e.data[..e.caplen as usize].to_vec()))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// The UDP payload length of an IPv4 or IPv6 packet (None: not UDP).
+fn udp_payload(p: &[u8]) -> Option<usize> {
+    match p[0] >> 4 {
+        4 if p[9] == 17 => Some(p.len() - usize::from(p[0] & 0x0f) * 4 - 8),
+        6 if p[6] == 17 => Some(p.len() - 48),
+        _ => None,
+    }
+}
+
+const LINK: &[&str] = &["--rate", "20mbit", "--rtt", "20ms"];
+
+#[test]
+fn bulk_and_page_loads_run_over_ipv6() {
+    if !root_or_skip("bulk_and_page_loads_run_over_ipv6") {
+        return;
+    }
+    let dir = temp_dir("ipv6");
+    for proto in ["h2", "h3"] {
+        let pcap = dir.join(format!("bulk-{proto}.pcapng"));
+        let mut args = vec!["--proto", proto, "--size", "200kB", "--ip", "6"];
+        args.extend(LINK);
+        args.extend(["--pcap", pcap.to_str().unwrap()]);
+        let d = run_json("bulk", &args);
+        assert_eq!(d["verified"], true, "{d}");
+        // Every packet on the wire is IPv6.
+        let all = packets(&pcap);
+        assert!(all.len() > 100, "{proto}: {} packets", all.len());
+        assert!(
+            all.iter().all(|(_, p)| p[0] >> 4 == 6),
+            "{proto}: an IPv4 packet"
+        );
+    }
+    let mut args = vec!["--proto", "h3", "--page", "carlucci-small", "--ip", "6"];
+    args.extend(LINK);
+    let d = run_json("page", &args);
+    assert_eq!(d["negotiated_protocols"], serde_json::json!(["h3"]), "{d}");
+    if !Path::new(quiclab_browser::DEFAULT_CHROMIUM).exists() {
+        quiclab_testkit::skip(
+            "bulk_and_page_loads_run_over_ipv6 (Chromium)",
+            "no Chromium (apt-get install chromium; scripts/test installs it)",
+        );
+        return;
+    }
+    for proto in ["h2", "h3"] {
+        let mut args = vec![
+            "--proto",
+            proto,
+            "--page",
+            "carlucci-small",
+            "--browser",
+            "chromium",
+            "--ip",
+            "6",
+        ];
+        args.extend(LINK);
+        let d = run_json("page", &args);
+        let want = if proto == "h3" { "h3" } else { "h2" };
+        assert_eq!(d["negotiated_protocols"], serde_json::json!([want]), "{d}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn quic_mtu_bounds_every_datagram_on_the_wire() {
+    if !root_or_skip("quic_mtu_bounds_every_datagram_on_the_wire") {
+        return;
+    }
+    let dir = temp_dir("quic-mtu");
+    for (mtu, ip) in [("1350", "4"), ("1350", "6"), ("1452", "4")] {
+        let pcap = dir.join(format!("h3-{mtu}-{ip}.pcapng"));
+        let mut args = vec![
+            "--proto",
+            "h3",
+            "--size",
+            "1MB",
+            "--ip",
+            ip,
+            "--quic-mtu",
+            mtu,
+        ];
+        args.extend(LINK);
+        args.extend(["--pcap", pcap.to_str().unwrap()]);
+        let d = run_json("bulk", &args);
+        let limit: usize = mtu.parse().unwrap();
+        let largest = packets(&pcap)
+            .iter()
+            .filter_map(|(_, p)| udp_payload(p))
+            .max()
+            .unwrap();
+        // A 1 MB download fills datagrams to the limit, and none is larger.
+        assert_eq!(largest, limit, "quic_mtu {mtu} over IPv{ip}");
+        assert_eq!(
+            d["fidelity"]["downlink"]["largest_udp_payload"], limit,
+            "the emulator's own count: {d}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_warm_h3_load_sends_in_0rtt_and_gets_its_first_byte_a_round_trip_sooner() {
+    let name = "a_warm_h3_load_sends_in_0rtt_and_gets_its_first_byte_a_round_trip_sooner";
+    if !root_or_skip(name) {
+        return;
+    }
+    let load = |warm: bool| {
+        let mut args = vec![
+            "--proto",
+            "h3",
+            "--page",
+            "carlucci-small",
+            "--rate",
+            "20mbit",
+            "--rtt",
+            "100ms",
+        ];
+        if warm {
+            args.push("--warm");
+        }
+        run_json("page", &args)
+    };
+    let (cold, warm) = (load(false), load(true));
+    assert_eq!(cold["warm"], false);
+    assert_eq!(cold["zero_rtt_accepted_connections"], 0, "{cold}");
+    assert_eq!(warm["warm"], true);
+    assert_eq!(warm["resumed_connections"], 1, "{warm}");
+    assert_eq!(warm["zero_rtt_accepted_connections"], 1, "{warm}");
+    let (c, w) = (
+        cold["ttfb_ms"].as_f64().unwrap(),
+        warm["ttfb_ms"].as_f64().unwrap(),
+    );
+    // Cold: a handshake round trip, then the request's. Warm: the request leaves in 0-RTT.
+    assert!(
+        c > 190.0 && w < 150.0 && c - w > 60.0,
+        "ttfb cold {c} ms, warm {w} ms"
+    );
+    // h1 and h2 resume every connection of the measured load (TLS 1.3 tickets).
+    for proto in ["h1", "h2"] {
+        let d = run_json(
+            "page",
+            &[
+                "--proto",
+                proto,
+                "--page",
+                "carlucci-small",
+                "--warm",
+                "--rtt",
+                "20ms",
+            ],
+        );
+        assert_eq!(d["resumed_connections"], d["connections"], "{proto}: {d}");
+    }
+}
+
+#[test]
+fn h2_responses_advertise_h3_unless_told_not_to() {
+    if !root_or_skip("h2_responses_advertise_h3_unless_told_not_to") {
+        return;
+    }
+    let mut args = vec!["--proto", "h2", "--size", "10kB"];
+    args.extend(LINK);
+    let d = run_json("bulk", &args);
+    assert_eq!(d["alt_svc"], "h3=\":443\"; ma=86400", "{d}");
+    args.push("--no-alt-svc");
+    let d = run_json("bulk", &args);
+    assert!(d["alt_svc"].is_null(), "{d}");
+}
+
+#[test]
+fn an_h3_capture_decrypts_in_tshark() {
+    let name = "an_h3_capture_decrypts_in_tshark";
+    if !root_or_skip(name) {
+        return;
+    }
+    if !Path::new("/usr/bin/tshark").exists() {
+        quiclab_testkit::skip(
+            name,
+            "no tshark (apt-get install tshark; QUICLAB_WITH_TSHARK=1 scripts/setup installs it)",
+        );
+        return;
+    }
+    let dir = temp_dir("tshark");
+    let pcap = dir.join("h3.pcapng");
+    let mut args = vec!["--proto", "h3", "--size", "300kB", "--loss", "1%"];
+    args.extend(LINK);
+    args.extend(["--pcap", pcap.to_str().unwrap()]);
+    let d = run_json("bulk", &args);
+    let c = &d["fidelity"]["capture"];
+    assert!(c["secrets"].as_u64().unwrap() >= 5, "{c}");
+    assert_eq!(c["over_cap"], 0);
+    let tshark = |filter: &str, field: &str| {
+        let out = std::process::Command::new("/usr/bin/tshark")
+            .args([
+                "-r",
+                pcap.to_str().unwrap(),
+                "-Y",
+                filter,
+                "-T",
+                "fields",
+                "-e",
+                field,
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    // Decrypted: the request's HEADERS and the response's DATA frames are visible.
+    let types = tshark("http3", "http3.frame_type");
+    assert!(types.contains('1'), "no HTTP/3 HEADERS frame: {types:?}");
+    assert!(types.contains('0'), "no HTTP/3 DATA frame: {types:?}");
+    // The link's random losses are marked in the capture.
+    let lost = tshark("frame.comment contains \"lost\"", "frame.number");
+    assert!(!lost.trim().is_empty(), "no packet marked lost at 1 % loss");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn bad_transport_options_are_refused_naming_the_flag() {
+    refused(
+        "bulk",
+        &["--proto", "h3", "--size", "1kB", "--ip", "5"],
+        &["--ip", "\"4\""],
+    );
+    refused(
+        "bulk",
+        &["--proto", "h3", "--size", "1kB", "--quic-mtu", "1199"],
+        &["--quic-mtu", "1200"],
+    );
+    refused(
+        "bulk",
+        &["--proto", "h3", "--size", "1kB", "--quic-mtu", "1473"],
+        &["--quic-mtu", "1472"],
+    );
+    refused(
+        "bulk",
+        &[
+            "--proto",
+            "h3",
+            "--size",
+            "1kB",
+            "--ip",
+            "6",
+            "--quic-mtu",
+            "1460",
+        ],
+        &["--quic-mtu", "1452", "IPv6"],
+    );
+    refused(
+        "page",
+        &[
+            "--proto",
+            "h3",
+            "--page",
+            "carlucci-small",
+            "--browser",
+            "chromium",
+            "--warm",
+        ],
+        &["--warm", "builtin"],
+    );
+    refused(
+        "bulk",
+        &[
+            "--proto",
+            "h3",
+            "--size",
+            "1kB",
+            "--pcap",
+            "/no/such/dir/x.pcapng",
+        ],
+        &["--pcap", "directory does not exist"],
+    );
+}
