@@ -15,6 +15,7 @@
 //! own `pre_exec` `setns`.
 
 mod cdp;
+pub mod netlog;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -46,6 +47,9 @@ pub struct BrowserOptions {
     pub timeout: Duration,
     /// Appended to the command line as they are.
     pub extra_args: Vec<String>,
+    /// h3 by discovery: QUIC is enabled but not forced, so Chromium starts over TCP and may move
+    /// to HTTP/3 once the server's `alt-svc` header has told it (seed 002's discovery).
+    pub discover: bool,
 }
 
 impl BrowserOptions {
@@ -58,6 +62,7 @@ impl BrowserOptions {
             origin: origin.to_string(),
             timeout: Duration::from_secs(60),
             extra_args: Vec::new(),
+            discover: false,
         }
     }
 }
@@ -133,6 +138,7 @@ pub fn command_line(opts: &BrowserOptions, profile_dir: &Path) -> Result<Vec<Str
             argv.push("--disable-http2".into());
         }
         Protocol::H2 => argv.push("--disable-quic".into()),
+        Protocol::H3 if opts.discover => argv.push("--enable-quic".into()),
         Protocol::H3 => {
             argv.push("--enable-quic".into());
             argv.push(format!("--origin-to-force-quic-on={host_port}"));
@@ -246,6 +252,51 @@ pub fn load(opts: &BrowserOptions, url: &str) -> Result<BrowserLoad> {
     load_with(opts, url, prefixed(Vec::new()))
 }
 
+/// Loads `url` `navigations` times, one after the other in one browser (one profile, one tab):
+/// what a returning visitor's browser knows after each load — Alt-Svc, sessions — carries over.
+/// For discovery runs ([`BrowserOptions::discover`]).
+pub fn load_repeatedly_with(
+    opts: &BrowserOptions,
+    url: &str,
+    navigations: usize,
+    launcher: impl FnOnce(&[String]) -> Command,
+) -> Result<RepeatedLoads> {
+    run_browser(opts, url, launcher, |session, deadline| {
+        let tab = open_tab(session, deadline)?;
+        // Each navigation fetches every object again: what carries over is what a browser
+        // learns about the server (Alt-Svc, TLS sessions, open connections), not the bodies.
+        let sid = Some(tab.sid.as_str());
+        session.call(sid, "Network.enable", serde_json::json!({}), deadline)?;
+        session.call(
+            sid,
+            "Network.setCacheDisabled",
+            serde_json::json!({ "cacheDisabled": true }),
+            deadline,
+        )?;
+        let mut loads = Vec::with_capacity(navigations);
+        for i in 0..navigations.max(1) {
+            let load = navigate(session, &tab, opts, url, deadline)
+                .with_context(|| format!("navigation {} of {navigations}", i + 1))?;
+            loads.push(load);
+        }
+        Ok(loads)
+    })
+    .map(|(mut loads, wall_ms, quic)| {
+        if let Some(last) = loads.last_mut() {
+            last.wall_ms = wall_ms;
+        }
+        RepeatedLoads { loads, quic }
+    })
+}
+
+/// The loads of [`load_repeatedly_with`] and, for discovery runs, what Chromium's NetLog says
+/// about its QUIC attempts (None: the log could not be read).
+#[derive(Debug, Clone)]
+pub struct RepeatedLoads {
+    pub loads: Vec<BrowserLoad>,
+    pub quic: Option<netlog::QuicAttempts>,
+}
+
 /// Loads `url` in Chromium started through `launcher`, which turns the command line (program
 /// first) into a [`Command`]; it may wrap it or add `pre_exec` hooks. This function then makes the
 /// process a group leader, sets its stdio and maps the CDP pipe onto fds 3 and 4. Blocking; call it
@@ -255,11 +306,37 @@ pub fn load_with(
     url: &str,
     launcher: impl FnOnce(&[String]) -> Command,
 ) -> Result<BrowserLoad> {
+    run_browser(opts, url, launcher, |session, deadline| {
+        let tab = open_tab(session, deadline)?;
+        navigate(session, &tab, opts, url, deadline)
+    })
+    .map(|(mut load, wall_ms, _)| {
+        load.wall_ms = wall_ms;
+        load
+    })
+}
+
+/// Starts Chromium through `launcher`, runs `work` on its CDP session, and cleans up; returns
+/// what `work` gave, the wall time from the spawn in ms and, for discovery runs, the QUIC attempts
+/// of Chromium's NetLog.
+fn run_browser<T>(
+    opts: &BrowserOptions,
+    url: &str,
+    launcher: impl FnOnce(&[String]) -> Command,
+    work: impl FnOnce(&mut cdp::Session, Instant) -> Result<T>,
+) -> Result<(T, f64, Option<netlog::QuicAttempts>)> {
     check_chromium(&opts.chromium)?;
     let started = Instant::now();
     let deadline = started + opts.timeout;
     let run_dir = RunDir::create()?;
-    let argv = command_line(opts, &run_dir.profile())?;
+    let mut argv = command_line(opts, &run_dir.profile())?;
+    let netlog_path = run_dir.dir.path().join("netlog.json");
+    if opts.discover {
+        // Before the URL (the last argument): why Chromium did or did not use QUIC.
+        let url_arg = argv.pop();
+        argv.push(format!("--log-net-log={}", netlog_path.display()));
+        argv.extend(url_arg);
+    }
     let stderr_path = run_dir.dir.path().join("chromium.stderr");
     let stderr = std::fs::File::create(&stderr_path)
         .with_context(|| format!("creating {}", stderr_path.display()))?;
@@ -273,11 +350,16 @@ pub fn load_with(
         .stdout(std::process::Stdio::null())
         .stderr(stderr);
     let result = cdp::Session::start(cmd, deadline).and_then(|mut session| {
-        let r = measure(&mut session, opts, url, deadline);
+        let r = work(&mut session, deadline);
         session.close();
         r
     });
     kill_strays(run_dir.dir.path());
+    let quic = opts
+        .discover
+        .then(|| std::fs::read_to_string(&netlog_path).ok())
+        .flatten()
+        .and_then(|t| netlog::quic_attempts(&t));
     let result = result.with_context(|| {
         format!(
             "Chromium loading {url} over {} (timeout {:?})",
@@ -285,10 +367,7 @@ pub fn load_with(
             opts.timeout
         )
     });
-    let result = result.map(|mut load| {
-        load.wall_ms = started.elapsed().as_secs_f64() * 1e3;
-        load
-    });
+    let result = result.map(|t| (t, started.elapsed().as_secs_f64() * 1e3, quic));
     result.map_err(|e| {
         let tail = stderr_tail(&stderr_path, 15);
         if tail.is_empty() {
@@ -347,12 +426,13 @@ struct PageTimings {
     href: String,
 }
 
-fn measure(
-    session: &mut cdp::Session,
-    opts: &BrowserOptions,
-    url: &str,
-    deadline: Instant,
-) -> Result<BrowserLoad> {
+/// A tab to load pages in: its CDP session id and the browser's version.
+struct Tab {
+    sid: String,
+    browser_version: String,
+}
+
+fn open_tab(session: &mut cdp::Session, deadline: Instant) -> Result<Tab> {
     let version = session.call(None, "Browser.getVersion", serde_json::json!({}), deadline)?;
     let browser_version = version["product"].as_str().unwrap_or("").to_string();
     let target = session.call(
@@ -375,7 +455,11 @@ fn measure(
         .as_str()
         .context("Target.attachToTarget: no sessionId")?
         .to_string();
-    let sid = Some(sid.as_str());
+    let tab = Tab {
+        sid,
+        browser_version,
+    };
+    let sid = Some(tab.sid.as_str());
     session.call(sid, "Page.enable", serde_json::json!({}), deadline)?;
     session.call(
         sid,
@@ -390,6 +474,18 @@ fn measure(
         serde_json::json!({ "source": "performance.setResourceTimingBufferSize(100000);" }),
         deadline,
     )?;
+    Ok(tab)
+}
+
+/// Navigates `tab` to `url` and reads the load's timings once its load event has fired.
+fn navigate(
+    session: &mut cdp::Session,
+    tab: &Tab,
+    opts: &BrowserOptions,
+    url: &str,
+    deadline: Instant,
+) -> Result<BrowserLoad> {
+    let sid = Some(tab.sid.as_str());
     let nav = session.call(
         sid,
         "Page.navigate",
@@ -431,7 +527,7 @@ fn measure(
         opts.protocol,
         timings.navigation,
         timings.resources,
-        browser_version,
+        tab.browser_version.clone(),
         &timings.href,
     ))
 }

@@ -45,6 +45,10 @@ pub struct PageArgs {
     /// (TLS 1.3 tickets for h1/h2, QUIC resumption and 0-RTT for h3); builtin loader only
     #[arg(long)]
     pub warm: bool,
+    /// Chromium and h3 only: QUIC enabled but not forced; three loads in one browser record what
+    /// each object came over and when Chromium moved to HTTP/3 after the server's alt-svc
+    #[arg(long)]
+    pub discover: bool,
     #[command(flatten)]
     pub stack: StackFlags,
     #[command(flatten)]
@@ -70,6 +74,7 @@ pub fn page_run(args: &PageArgs) -> Result<(LinkOptions, LinkSpec, PageRun)> {
     params.set("browser", "--browser", Some(&args.browser))?;
     params.set("max_streams", "--max-streams", args.max_streams.as_deref())?;
     params.set_flag("warm", "--warm", args.warm)?;
+    params.set_flag("discover", "--discover", args.discover)?;
     params.stack(&args.stack)?;
     params.run(&args.run)?;
     let options = args.link.options();

@@ -250,18 +250,84 @@ fn an_h3_capture_decrypts_in_tshark() {
         );
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
-    // Decrypted: the request's HEADERS and the response's DATA frames are visible.
-    let types = tshark("http3", "http3.frame_type");
-    assert!(types.contains('1'), "no HTTP/3 HEADERS frame: {types:?}");
-    assert!(types.contains('0'), "no HTTP/3 DATA frame: {types:?}");
+    // Decrypted: QUIC's STREAM frames (inside 1-RTT packets, so visible only with the keys) from
+    // both ends, and HTTP/3 frames on them. tshark 4.0 may not dissect a stream's later HTTP/3
+    // frames where the capture holds both a lost packet and its retransmission (1 run in 20 lost
+    // the response's HEADERS that way), so one HEADERS frame is required, not both.
+    let streams = tshark("quic.stream.stream_id", "ip.src");
+    let senders: std::collections::BTreeSet<&str> =
+        streams.lines().filter(|l| !l.is_empty()).collect();
+    assert!(
+        senders.contains("100.64.0.1") && senders.contains("100.64.0.2"),
+        "decrypted STREAM frames from both ends expected: {senders:?}"
+    );
+    let headers = tshark("http3.frame_type == 1", "frame.number");
+    assert!(!headers.trim().is_empty(), "no HTTP/3 HEADERS frame");
     // The link's random losses are marked in the capture.
     let lost = tshark("frame.comment contains \"lost\"", "frame.number");
     assert!(!lost.trim().is_empty(), "no packet marked lost at 1 % loss");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Seed 002's discovery: Chromium loads without forced QUIC, three times in one browser. What
+/// is checked is that the run records the evidence either way — Chromium saw the server's Alt-Svc,
+/// and it either moved to h3 or its NetLog says why its QUIC session closed.
+#[test]
+fn chromium_discovery_records_the_alt_svc_and_what_came_of_it() {
+    let name = "chromium_discovery_records_the_alt_svc_and_what_came_of_it";
+    if !root_or_skip(name) {
+        return;
+    }
+    if !Path::new(quiclab_browser::DEFAULT_CHROMIUM).exists() {
+        quiclab_testkit::skip(
+            name,
+            "no Chromium (apt-get install chromium; scripts/test installs it)",
+        );
+        return;
+    }
+    let mut args = vec![
+        "--proto",
+        "h3",
+        "--page",
+        "carlucci-small",
+        "--browser",
+        "chromium",
+        "--discover",
+    ];
+    args.extend(LINK);
+    let d = run_json("page", &args);
+    let disc = &d["discovery"];
+    let navigations = disc["navigations"].as_array().unwrap();
+    assert_eq!(navigations.len(), 3, "{disc}");
+    // The first load cannot know the Alt-Svc yet: its document goes over TCP.
+    assert!(
+        navigations[0]["objects_by_protocol"]["h2"]
+            .as_u64()
+            .unwrap()
+            >= 1,
+        "{disc}"
+    );
+    let quic = &disc["quic"];
+    assert!(quic["alt_svc_found"].as_u64().unwrap() > 0, "{disc}");
+    match disc["switched_at_navigation"].as_u64() {
+        Some(n) => assert!(
+            n >= 1 && quic["handshakes_done"].as_u64().unwrap() >= 1,
+            "{disc}"
+        ),
+        None => assert!(
+            !quic["close_reasons"].as_array().unwrap().is_empty(),
+            "no h3 and no reason: {disc}"
+        ),
+    }
+}
+
 #[test]
 fn bad_transport_options_are_refused_naming_the_flag() {
+    refused(
+        "page",
+        &["--proto", "h3", "--page", "carlucci-small", "--discover"],
+        &["--discover", "chromium"],
+    );
     refused(
         "bulk",
         &["--proto", "h3", "--size", "1kB", "--ip", "5"],

@@ -50,7 +50,7 @@ pub const BULK_KEYS: &[&str] = &[
 /// Keys accepted in `[workload]` when `kind = "page"`: `page` is a built-in page name or a
 /// directory with an index.html; `browser` is `builtin` or `chromium`; `max_streams` limits the
 /// concurrent requests of h2/h3.
-pub const PAGE_KEYS: &[&str] = &["kind", "page", "browser", "max_streams", "warm"];
+pub const PAGE_KEYS: &[&str] = &["kind", "page", "browser", "max_streams", "warm", "discover"];
 
 /// Keys accepted in `[workload]` when `kind = "flows"`: `flows` is the mix (an array of flow specs
 /// `PROTO[:CC]`, or one string `h3:gquic-cubic + h1`; in `[grid]` each value is one mix);
@@ -600,10 +600,12 @@ impl Parser<'_> {
                 Value::String(s) if !s.is_empty() => Ok(()),
                 _ => Err(bad("a congestion controller name (string)")),
             },
-            "resume" | "zero_rtt" | "quic_pmtud" | "alt_svc" | "warm" => match value.value {
-                Value::Bool(_) => Ok(()),
-                _ => Err(bad("true or false")),
-            },
+            "resume" | "zero_rtt" | "quic_pmtud" | "alt_svc" | "warm" | "discover" => {
+                match value.value {
+                    Value::Bool(_) => Ok(()),
+                    _ => Err(bad("true or false")),
+                }
+            }
             // `ip = "6"` and `ip = 6` both mean IPv6.
             "ip" => match &value.value {
                 Value::String(_) | Value::Integer(_)

@@ -201,3 +201,13 @@ impl RunningLab {
         Ok(report)
     }
 }
+
+impl Drop for RunningLab {
+    /// A run that ended without stopping its emulator (an error on the way) still finishes its
+    /// capture with the secrets the lab logged, before the lab and its key log go.
+    fn drop(&mut self) {
+        if self.emulator.is_some() {
+            let _ = self.stop_emulator();
+        }
+    }
+}

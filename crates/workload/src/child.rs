@@ -132,6 +132,9 @@ pub struct PageClientConfig {
     /// An untimed load first, then the measured one resumes (see `PageLoadOptions::warm`).
     #[serde(default)]
     pub warm: bool,
+    /// Chromium without forcing QUIC, [`DISCOVERY_NAVIGATIONS`] loads in one browser.
+    #[serde(default)]
+    pub discover: bool,
 }
 
 /// The client half of a flow mix: every flow in one process, so they share one clock and start
@@ -249,6 +252,71 @@ pub struct PageSummary {
     pub resumed_connections: Option<usize>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub zero_rtt_accepted_connections: Option<usize>,
+    /// `--discover` (Chromium, h3 not forced): what each navigation came over; the summary's
+    /// other figures are the first navigation's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub discovery: Option<Discovery>,
+}
+
+/// Navigations of a discovery run, one after the other in one browser.
+pub const DISCOVERY_NAVIGATIONS: usize = 3;
+
+/// How Chromium found HTTP/3 through the server's Alt-Svc: per navigation, what its objects came
+/// over, and the first navigation (1-based) with an object over h3.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Discovery {
+    pub navigations: Vec<DiscoveredLoad>,
+    /// None: no navigation used h3.
+    pub switched_at_navigation: Option<usize>,
+    /// Chromium's QUIC attempts over all navigations, from its NetLog (None: unreadable): did it
+    /// find the Alt-Svc, start QUIC, complete a handshake, and why sessions closed.
+    pub quic: Option<quiclab_browser::netlog::QuicAttempts>,
+}
+
+/// One navigation of a discovery run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DiscoveredLoad {
+    pub plt_ms: f64,
+    /// Objects (the document included) by `nextHopProtocol`.
+    pub objects_by_protocol: std::collections::BTreeMap<String, usize>,
+    /// When the first object over h3 started, ms after this navigation's start.
+    pub first_h3_start_ms: Option<f64>,
+}
+
+impl Discovery {
+    pub fn of(
+        loads: &[quiclab_browser::BrowserLoad],
+        quic: Option<quiclab_browser::netlog::QuicAttempts>,
+    ) -> Discovery {
+        let navigations: Vec<DiscoveredLoad> = loads
+            .iter()
+            .map(|l| {
+                let start = l.navigation.timing.start_time;
+                let entries = || std::iter::once(&l.navigation.timing).chain(&l.resources);
+                let mut by = std::collections::BTreeMap::new();
+                for e in entries() {
+                    *by.entry(e.next_hop_protocol.clone()).or_insert(0) += 1;
+                }
+                DiscoveredLoad {
+                    plt_ms: l.plt_ms,
+                    objects_by_protocol: by,
+                    first_h3_start_ms: entries()
+                        .filter(|e| e.next_hop_protocol == "h3")
+                        .map(|e| e.start_time - start)
+                        .reduce(f64::min),
+                }
+            })
+            .collect();
+        let switched_at_navigation = navigations
+            .iter()
+            .position(|n| n.first_h3_start_ms.is_some())
+            .map(|i| i + 1);
+        Discovery {
+            navigations,
+            switched_at_navigation,
+            quic,
+        }
+    }
 }
 
 /// What the page client reports: the summary and per-object timings (for a HAR and a waterfall).
@@ -507,9 +575,9 @@ pub fn flows_client(c: &FlowsClientConfig) -> Result<FlowsClientReport> {
     })
 }
 
-/// The name Chromium loads an IPv6 lab's page from (`--host-resolver-rules` maps it to the
-/// server's address; `.test` is reserved for this, RFC 6761).
-pub const CHROMIUM_V6_HOST: &str = "lab.quiclab.test";
+/// The name Chromium loads an IPv6 lab's page (and every discovery run's) from:
+/// `--host-resolver-rules` maps it to the server's address. The lab certificate's name.
+pub const CHROMIUM_V6_HOST: &str = quiclab_stacks::tls::SERVER_NAME;
 
 /// One page load by the built-in loader or Chromium.
 pub fn page_client(c: &PageClientConfig) -> Result<PageClientReport> {
@@ -523,13 +591,17 @@ pub fn page_client(c: &PageClientConfig) -> Result<PageClientReport> {
         Browser::Chromium => {
             // Over IPv6 Chromium loads a name mapped to the server's address: it does not match
             // an IPv6 literal against --origin-to-force-quic-on (it loaded h2 instead).
+            // Discovery runs use the name too: an origin learns its Alt-Svc under its name.
             let (origin, extra_args) = match c.server {
-                SocketAddr::V4(_) => (format!("https://{}", c.server), Vec::new()),
-                SocketAddr::V6(a) => (
-                    format!("https://{CHROMIUM_V6_HOST}:{}", a.port()),
+                SocketAddr::V4(_) if !c.discover => (format!("https://{}", c.server), Vec::new()),
+                _ => (
+                    format!("https://{CHROMIUM_V6_HOST}:{}", c.server.port()),
                     vec![format!(
-                        "--host-resolver-rules=MAP {CHROMIUM_V6_HOST} [{}]",
-                        a.ip()
+                        "--host-resolver-rules=MAP {CHROMIUM_V6_HOST} {}",
+                        match c.server.ip() {
+                            std::net::IpAddr::V6(a) => format!("[{a}]"),
+                            std::net::IpAddr::V4(a) => a.to_string(),
+                        }
                     )],
                 ),
             };
@@ -537,8 +609,23 @@ pub fn page_client(c: &PageClientConfig) -> Result<PageClientReport> {
                 quiclab_browser::BrowserOptions::new(c.proto, &origin, &cert.spki_sha256_base64);
             opts.timeout = timeout;
             opts.extra_args = extra_args;
-            let load = quiclab_browser::load(&opts, &format!("{origin}/index.html"))?;
-            load.check_protocol(c.proto)?;
+            opts.discover = c.discover;
+            let url = format!("{origin}/index.html");
+            let (load, discovery) = if c.discover {
+                let repeated = quiclab_browser::load_repeatedly_with(
+                    &opts,
+                    &url,
+                    DISCOVERY_NAVIGATIONS,
+                    quiclab_browser::prefixed(Vec::new()),
+                )?;
+                let discovery = Discovery::of(&repeated.loads, repeated.quic);
+                let first = repeated.loads.into_iter().next().context("no navigation")?;
+                (first, Some(discovery))
+            } else {
+                let load = quiclab_browser::load(&opts, &url)?;
+                load.check_protocol(c.proto)?;
+                (load, None)
+            };
             let objects = chromium_objects(&load);
             let entries = || std::iter::once(&load.navigation.timing).chain(&load.resources);
             // Resource Timing has no connection ids: count the entries that opened a connection.
@@ -565,6 +652,7 @@ pub fn page_client(c: &PageClientConfig) -> Result<PageClientReport> {
                     warm: false,
                     resumed_connections: None,
                     zero_rtt_accepted_connections: None,
+                    discovery,
                 },
                 objects,
                 fec: None,
@@ -602,6 +690,7 @@ pub fn page_client(c: &PageClientConfig) -> Result<PageClientReport> {
                             .filter(|c| c.zero_rtt_accepted == Some(true))
                             .count(),
                     ),
+                    discovery: None,
                 },
                 objects: report.objects,
                 fec: report.fec,

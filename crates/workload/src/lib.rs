@@ -521,6 +521,7 @@ mod tests {
                 warm: false,
                 resumed_connections: None,
                 zero_rtt_accepted_connections: None,
+                discovery: None,
             },
             page: "carlucci-small".into(),
             link: link(),

@@ -100,6 +100,8 @@ pub struct PageRun {
     pub ipv6: bool,
     /// `warm = true`: an untimed load fills the session cache, the measured one resumes.
     pub warm: bool,
+    /// `discover = true` (Chromium, h3): QUIC not forced; Chromium may find it through Alt-Svc.
+    pub discover: bool,
 }
 
 /// The result of one page load: the `quiclab page --json` contract.
@@ -139,6 +141,25 @@ impl PageRun {
                     "FEC is quiclab's own layer under quinn: Chromium's QUIC does not speak it; \
                      use the builtin loader"
                         .into(),
+                ));
+            }
+        }
+        if self.discover {
+            if self.browser != Browser::Chromium || self.proto != Protocol::H3 {
+                return Err((
+                    "discover",
+                    format!(
+                        "discovery is Chromium finding HTTP/3 through Alt-Svc: it needs browser = \
+                         \"chromium\" and protocol h3 (this load: {} with the {} loader)",
+                        self.proto,
+                        self.browser.name()
+                    ),
+                ));
+            }
+            if !self.stack.alt_svc {
+                return Err((
+                    "discover",
+                    "discovery needs the server's alt-svc header: drop alt_svc = false".into(),
                 ));
             }
         }
@@ -200,6 +221,17 @@ impl WorkloadResult for PageResult {
 }
 
 impl PageRun {
+    /// How many times the run loads the page (the timeout is per load).
+    fn loads(&self) -> usize {
+        if self.discover {
+            crate::child::DISCOVERY_NAVIGATIONS
+        } else if self.warm {
+            2
+        } else {
+            1
+        }
+    }
+
     /// The server's address in the lab, of the run's family.
     fn server_ip(&self, lab: &quiclab_lab::Lab) -> IpAddr {
         if self.ipv6 {
@@ -308,11 +340,14 @@ impl Workload for PageRun {
             Browser::Chromium => 2.5,
             Browser::Builtin => 0.0,
         } + 4.0 * rtt;
-        crate::bulk::transfer_estimate_seconds(self.page.total_bytes(), spec) + extra
+        let load =
+            crate::bulk::transfer_estimate_seconds(self.page.total_bytes(), spec) + 4.0 * rtt;
+        // Warm and discovery runs load the page more than once.
+        load * self.loads() as f64 + extra - 4.0 * rtt
     }
 
     fn time_limit(&self, _spec: &LinkSpec) -> Duration {
-        self.timeout
+        self.timeout * self.loads() as u32
     }
 
     fn run(
@@ -349,10 +384,16 @@ impl Workload for PageRun {
             browser: self.browser,
             cert: work.join("cert.pem"),
             server: SocketAddr::new(server_ip, 443),
-            timeout_ms: self.timeout.as_millis() as u64,
+            // The builtin loader's limit is per load; Chromium's covers its navigations.
+            timeout_ms: match self.browser {
+                Browser::Chromium => self.timeout * self.loads() as u32,
+                Browser::Builtin => self.timeout,
+            }
+            .as_millis() as u64,
             max_streams: self.max_streams,
             stack: self.stack,
             warm: self.warm,
+            discover: self.discover,
         });
         // Chromium needs a few seconds to start on top of the load itself.
         let grace = Duration::from_secs(match self.browser {
@@ -364,7 +405,7 @@ impl Workload for PageRun {
             &work,
             "page",
             &client,
-            self.timeout,
+            self.timeout * self.loads() as u32,
             grace,
         );
         let fidelity = if running.emulated() {

@@ -131,6 +131,7 @@ pub struct PageParams {
     pub browser: Option<Browser>,
     pub max_streams: Option<u64>,
     pub warm: bool,
+    pub discover: bool,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -322,6 +323,7 @@ impl Params {
                             })
                         }
                         "warm" => p.warm = boolean(v)?,
+                        "discover" => p.discover = boolean(v)?,
                         "max_streams" => {
                             p.max_streams = Some(
                                 v.parse::<u64>()
@@ -548,6 +550,7 @@ impl Params {
                     page,
                     ipv6: self.ipv6,
                     warm: p.warm,
+                    discover: p.discover,
                 };
                 run.validate().map_err(|(k, e)| refuse(k, e))?;
                 WorkloadSpec::Page(run)
