@@ -57,6 +57,9 @@ enum Command {
     Export(report_cmd::ExportArgs),
     /// Download --size bytes over h1, h2 or h3 across a fresh lab and report timings, goodput, CPU
     Bulk(stacks_cmd::BulkArgs),
+    /// The system calls of one bulk download, client and server, counted with strace -f -c (seed
+    /// 002's profiling; counts only, no times)
+    Syscalls(stacks_cmd::SyscallsArgs),
     /// Competing flows through one emulated bottleneck (e.g. --flow h3:gquic-cubic --flow h1:cubic
     /// --duration 60s): per-flow goodput over time, the bottleneck's per-flow counters, Jain's index
     Flows(flows_cmd::FlowsArgs),
@@ -104,6 +107,7 @@ fn main() {
         Command::Reproduce(args) => reproduce_cmd::run(args),
         Command::Export(args) => report_cmd::export(args),
         Command::Bulk(args) => stacks_cmd::bulk(args),
+        Command::Syscalls(args) => stacks_cmd::syscalls(args),
         Command::Flows(args) => flows_cmd::run(args),
         Command::Video(args) => video_cmd::run(args),
         Command::Serve(args) => stacks_cmd::serve(args),

@@ -300,3 +300,69 @@ pub fn bulk(args: BulkArgs) -> Result<i32> {
     run.qlog = true;
     execute("bulk", &run, (&options, &spec), &args.run, |_| {})
 }
+
+/// `quiclab syscalls`: one bulk download with the client and the server under `strace -f -c`.
+#[derive(Args, Debug)]
+pub struct SyscallsArgs {
+    #[command(flatten)]
+    pub bulk: BulkArgs,
+    /// Rows per process in the table
+    #[arg(long, default_value_t = 10)]
+    pub top: usize,
+}
+
+/// The system calls of one bulk download, per process (seed 002's QUIC profiling). Counts only:
+/// tracing slows the processes too much for any time to mean anything.
+pub fn syscalls(args: SyscallsArgs) -> Result<i32> {
+    use quiclab_workload::syscalls::{SyscallProfile, parse_strace_summary};
+    let (options, spec, run) = bulk_run(&args.bulk)?;
+    if !std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("strace").is_file()))
+    {
+        bail!("quiclab syscalls needs strace on PATH (apt-get install strace)");
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("quiclab-syscalls-")
+        .tempdir()?;
+    let keep = args.bulk.run.keep.as_deref();
+    let mut running = quiclab_workload::harness::start_lab(&options, &spec, keep, None)?;
+    running.lab.syscall_trace = Some(dir.path().to_path_buf());
+    let out = quiclab_workload::Workload::run(&run, &mut running, keep);
+    // The server's strace writes its table when the lab ends the server.
+    drop(running);
+    let out = out?;
+    if let Some(reason) = quiclab_workload::WorkloadResult::failure(&out.result) {
+        bail!("the traced download did not complete: {reason}");
+    }
+    let read = |name: &str| -> Result<SyscallProfile> {
+        let path = dir.path().join(format!("{name}.strace"));
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading strace's output {}", path.display()))?;
+        parse_strace_summary(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+    };
+    let (client, server) = (read("fetch")?, read("serve")?);
+    if args.bulk.run.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "proto": run.proto.to_string(),
+                "bytes": out.result.bytes,
+                "link": spec.describe(),
+                "client": client,
+                "server": server,
+                "note": "system call counts under strace -f -c (all threads); no times: tracing slows the processes",
+            }))?
+        );
+    } else {
+        for (who, p) in [("client", &client), ("server", &server)] {
+            println!(
+                "{who} ({}, {} bytes): {} system calls",
+                run.proto, out.result.bytes, p.total_calls
+            );
+            for (s, share) in p.top(args.top) {
+                println!("  {:>6.2} %  {:>9}  {}", share * 100.0, s.calls, s.name);
+            }
+        }
+    }
+    Ok(0)
+}

@@ -321,6 +321,45 @@ fn chromium_discovery_records_the_alt_svc_and_what_came_of_it() {
     }
 }
 
+/// Seed 002's profiling: the system calls of one download, per process, counted under strace.
+#[test]
+fn a_syscall_profile_counts_each_process_s_calls() {
+    let name = "a_syscall_profile_counts_each_process_s_calls";
+    if !root_or_skip(name) {
+        return;
+    }
+    if !Path::new("/usr/bin/strace").exists() {
+        quiclab_testkit::skip(
+            name,
+            "no strace (apt-get install strace; QUICLAB_WITH_TSHARK=1 scripts/setup installs it)",
+        );
+        return;
+    }
+    for proto in ["h2", "h3"] {
+        let mut args = vec!["--proto", proto, "--size", "1MB"];
+        args.extend(LINK);
+        let d = run_json("syscalls", &args);
+        for side in ["client", "server"] {
+            let p = &d[side];
+            let calls = p["syscalls"].as_array().unwrap();
+            let total = p["total_calls"].as_u64().unwrap();
+            let sum: u64 = calls.iter().map(|c| c["calls"].as_u64().unwrap()).sum();
+            assert_eq!(sum, total, "{proto} {side}: {p}");
+            // Whoever receives the download reads it: a receive call is among the top three.
+            if side == "client" {
+                let top: Vec<&str> = calls[..3]
+                    .iter()
+                    .map(|c| c["name"].as_str().unwrap())
+                    .collect();
+                assert!(
+                    top.iter().any(|n| n.starts_with("recv") || *n == "read"),
+                    "{proto} client: {top:?}"
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn bad_transport_options_are_refused_naming_the_flag() {
     refused(

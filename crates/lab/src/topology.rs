@@ -131,6 +131,9 @@ pub struct Lab {
     /// Where the lab's TLS and QUIC stacks log their secrets (`SSLKEYLOGFILE` of every command
     /// it starts), for a capture's Decryption Secrets Block; None: nowhere.
     pub key_log: Option<PathBuf>,
+    /// Syscall profile runs: the client and server processes run under `strace -f -c`, which
+    /// writes NAME.strace into this directory (see `quiclab_workload::syscalls`).
+    pub syscall_trace: Option<PathBuf>,
 }
 
 static NEXT_LAB: AtomicU32 = AtomicU32::new(0);
@@ -171,6 +174,7 @@ impl Lab {
             emulator_cpu: None,
             mtu: opts.mtu,
             key_log: None,
+            syscall_trace: None,
         };
         lab.build(opts)?;
         lab.setup_time = started.elapsed();

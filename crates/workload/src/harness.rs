@@ -213,7 +213,18 @@ fn child_command(
     quiclab_outputs::write_in_claimed(&file, &serde_json::to_vec_pretty(config)?)
         .with_context(|| format!("writing {}", file.display()))?;
     let exe = exe::path()?;
-    let mut cmd = lab.command(side, exe.to_str().context("executable path")?);
+    let exe = exe.to_str().context("executable path")?;
+    let mut cmd = match &lab.syscall_trace {
+        // A syscall profile run: strace counts every call of every thread, into NAME.strace.
+        Some(dir) => {
+            let mut cmd = lab.command(side, "strace");
+            cmd.args(["-f", "-c", "-U", crate::syscalls::STRACE_COLUMNS, "-o"])
+                .arg(dir.join(format!("{name}.strace")))
+                .arg(exe);
+            cmd
+        }
+        None => lab.command(side, exe),
+    };
     cmd.arg("child").arg(&file);
     Ok(cmd)
 }

@@ -27,6 +27,7 @@ pub mod harness;
 pub mod page;
 pub mod params;
 pub mod switch;
+pub mod syscalls;
 mod text;
 pub mod video;
 

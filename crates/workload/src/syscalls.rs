@@ -1,0 +1,120 @@
+//! Syscall profiles (seed 002's "QUIC profiling": recvmsg dominates QUIC's system calls). A
+//! profile run wraps the lab's client and server processes in `strace -f -c`, which counts every
+//! system call of every thread; this module reads those counts. Tracing slows the traced
+//! processes by an order of magnitude, so a profile run reports counts only — never times, and
+//! never beside timing runs.
+
+use serde::{Deserialize, Serialize};
+
+/// One system call's count in a process (all its threads).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SyscallCount {
+    pub name: String,
+    pub calls: u64,
+    pub errors: u64,
+}
+
+/// A process's system calls, most frequent first.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SyscallProfile {
+    pub syscalls: Vec<SyscallCount>,
+    pub total_calls: u64,
+}
+
+impl SyscallProfile {
+    /// Each call's share of all calls, for the `n` most frequent.
+    pub fn top(&self, n: usize) -> impl Iterator<Item = (&SyscallCount, f64)> {
+        let total = self.total_calls.max(1) as f64;
+        self.syscalls
+            .iter()
+            .take(n)
+            .map(move |s| (s, s.calls as f64 / total))
+    }
+}
+
+/// The columns quiclab asks `strace -c` for (`-U`): no times.
+pub const STRACE_COLUMNS: &str = "calls,errors,name";
+
+/// Reads the summary table of `strace -c -U calls,errors,name`: between dashed rules, one row per
+/// system call — calls, errors (blank when none), name — then a `total` row. An error names the
+/// line that does not read.
+pub fn parse_strace_summary(text: &str) -> Result<SyscallProfile, String> {
+    let mut profile = SyscallProfile::default();
+    let mut in_table = false;
+    for (i, line) in text.lines().enumerate() {
+        let t = line.trim();
+        if t.starts_with("calls") {
+            in_table = true;
+            continue;
+        }
+        if !in_table || t.is_empty() || t.starts_with("---") {
+            continue;
+        }
+        let bad = || format!("strace summary line {}: cannot read {t:?}", i + 1);
+        let f: Vec<&str> = t.split_whitespace().collect();
+        let (calls, errors, name) = match f.as_slice() {
+            [calls, name] => (calls.parse().map_err(|_| bad())?, 0, *name),
+            [calls, errors, name] => (
+                calls.parse().map_err(|_| bad())?,
+                errors.parse().map_err(|_| bad())?,
+                *name,
+            ),
+            _ => return Err(bad()),
+        };
+        if name == "total" {
+            profile.total_calls = calls;
+            break;
+        }
+        profile.syscalls.push(SyscallCount {
+            name: name.to_string(),
+            calls,
+            errors,
+        });
+    }
+    if profile.syscalls.is_empty() {
+        return Err("no strace summary table (strace -c writes one when the process exits)".into());
+    }
+    if profile.total_calls == 0 {
+        profile.total_calls = profile.syscalls.iter().map(|s| s.calls).sum();
+    }
+    profile
+        .syscalls
+        .sort_by(|a, b| b.calls.cmp(&a.calls).then(a.name.cmp(&b.name)));
+    Ok(profile)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The seed's table (Panda 2019, "QUIC profiling") in `-U calls,errors,name` form.
+    const SUMMARY: &str = "\
+    calls    errors syscall
+--------- --------- ----------------
+    80800           recvmsg
+     2191           epoll_wait
+     2141        12 sendmsg
+       96           brk
+--------- --------- ----------------
+    85228        12 total
+";
+
+    #[test]
+    fn the_seed_s_table_reads_back_most_frequent_first() {
+        let p = parse_strace_summary(SUMMARY).unwrap();
+        assert_eq!(p.total_calls, 85228);
+        assert_eq!(p.syscalls[0].name, "recvmsg");
+        assert_eq!(p.syscalls[0].calls, 80800);
+        assert_eq!(p.syscalls[2].errors, 12);
+        let (top, share) = p.top(1).next().unwrap();
+        assert_eq!(top.name, "recvmsg");
+        assert!((share - 80800.0 / 85228.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn output_without_a_table_is_an_error() {
+        assert!(parse_strace_summary("strace: attach: ptrace: Operation not permitted").is_err());
+        let e = parse_strace_summary("    calls syscall\n x y z recvmsg\n").unwrap_err();
+        assert!(e.contains("line 2"), "{e}");
+    }
+}
