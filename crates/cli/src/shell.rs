@@ -63,16 +63,7 @@ pub fn run(args: ShellArgs) -> Result<i32> {
     if let Some(f) = &args.fidelity_json {
         quiclab_outputs::check_user_file(f, "--fidelity-json", args.force)?;
     }
-    let capture = args
-        .pcap
-        .as_ref()
-        .map(|p| quiclab_lab::capture::CaptureConfig {
-            force: args.force,
-            ..quiclab_lab::capture::CaptureConfig::new(p)
-        });
-    if let Some(c) = &capture {
-        quiclab_outputs::check_user_file(&c.path, "--pcap", c.force)?;
-    }
+    let capture = quiclab_lab::capture::CaptureConfig::for_flag(args.pcap.as_deref(), args.force)?;
     let mut running =
         quiclab_lab::RunningLab::start_for(&options, &spec, args.log.clone(), capture)?;
     let lab = &running.lab;

@@ -181,16 +181,8 @@ where
     W::Output: std::fmt::Display,
 {
     let keep = flags.keep.as_deref();
-    let capture = flags
-        .pcap
-        .as_ref()
-        .map(|p| quiclab_lab::capture::CaptureConfig {
-            force: flags.force,
-            ..quiclab_lab::capture::CaptureConfig::new(p)
-        });
-    if let Some(c) = &capture {
-        quiclab_outputs::check_user_file(&c.path, "--pcap", c.force)?;
-    }
+    let capture =
+        quiclab_lab::capture::CaptureConfig::for_flag(flags.pcap.as_deref(), flags.force)?;
     let mut running = quiclab_workload::harness::start_lab(options, spec, keep, capture)?;
     let out = run.run(&mut running, keep)?;
     drop(running);

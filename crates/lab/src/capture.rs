@@ -46,6 +46,18 @@ pub struct CaptureConfig {
 }
 
 impl CaptureConfig {
+    /// The capture `--pcap FILE` asks for (None without the flag), checked before any lab is
+    /// built: a missing directory, an existing file without `force` or a symbolic link is an
+    /// error naming the flag.
+    pub fn for_flag(path: Option<&Path>, force: bool) -> Result<Option<CaptureConfig>> {
+        let Some(path) = path else { return Ok(None) };
+        quiclab_outputs::check_user_file(path, "--pcap", force)?;
+        Ok(Some(CaptureConfig {
+            force,
+            ..CaptureConfig::new(path)
+        }))
+    }
+
     pub fn new(path: impl Into<PathBuf>) -> CaptureConfig {
         CaptureConfig {
             path: path.into(),
