@@ -74,6 +74,20 @@ impl Bins {
         Some(bytes as f64 * 8.0 / (range.len() as f64 * self.bin_ns as f64 / 1e9))
     }
 
+    /// The coefficient of variation (population standard deviation over mean) of the bytes per
+    /// bin over the bins `range`: 0 for a perfectly steady flow, larger the more it swings from
+    /// bin to bin (a saw-tooth, stalls). None for fewer than two bins or a mean of 0.
+    pub fn cv(&self, range: std::ops::Range<usize>) -> Option<f64> {
+        let xs: Vec<f64> = self.bytes.get(range)?.iter().map(|&b| b as f64).collect();
+        let n = xs.len() as f64;
+        let mean = xs.iter().sum::<f64>() / n;
+        if xs.len() < 2 || mean <= 0.0 {
+            return None;
+        }
+        let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n;
+        Some(var.sqrt() / mean)
+    }
+
     /// Throughput of each bin in bit/s.
     pub fn rates_bps(&self) -> Vec<f64> {
         let s = self.bin_ns as f64 / 1e9;
@@ -121,6 +135,29 @@ mod tests {
     use super::*;
 
     const MS: u64 = 1_000_000;
+
+    #[test]
+    fn cv_on_hand_computed_values() {
+        let b = Bins {
+            start_ns: 0,
+            bin_ns: 100 * MS,
+            bytes: vec![9, 10, 10, 10, 10, 0, 20, 10, 10],
+        };
+        // Steady bins: no variation.
+        assert_eq!(b.cv(1..5), Some(0.0));
+        // 0, 20, 10, 10: mean 10, population sd √50.
+        assert!((b.cv(5..9).unwrap() - 50f64.sqrt() / 10.0).abs() < 1e-12);
+        // Fewer than two bins, a mean of 0, a range past the end: undefined.
+        assert_eq!(b.cv(1..2), None);
+        assert_eq!(b.cv(5..6), None);
+        assert_eq!(b.cv(8..12), None);
+        let idle = Bins {
+            start_ns: 0,
+            bin_ns: 1,
+            bytes: vec![0, 0, 0],
+        };
+        assert_eq!(idle.cv(0..3), None);
+    }
 
     #[test]
     fn jain_on_hand_computed_values() {

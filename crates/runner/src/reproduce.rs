@@ -496,16 +496,23 @@ pub fn run_pack(
     let mut planned = Vec::new();
     for scenario in &scenarios {
         let (file, s, text, plan) = plan_of(lib, scenario, opts)?;
-        let estimate: f64 = crate::dry_run(&file, &s, &plan)?
+        // A resumed pack skips the runs already stored: they are neither estimated nor counted.
+        let db = out.join(scenario).join("results.sqlite");
+        let stored = if opts.resume && db.is_file() {
+            Store::open(&db)?.done_keys()?
+        } else {
+            Default::default()
+        };
+        let (todo, estimate) = crate::dry_run(&file, &s, &plan)?
             .iter()
-            .map(|l| l.estimate_s)
-            .sum();
-        planned.push((scenario, file, s, text, plan, estimate));
+            .filter(|l| !stored.contains(&l.run.key))
+            .fold((0usize, 0.0), |(n, t), l| (n + 1, t + l.estimate_s));
+        planned.push((scenario, file, s, text, plan, todo, estimate));
     }
-    let total: f64 = planned.iter().map(|p| p.5).sum();
+    let total: f64 = planned.iter().map(|p| p.6).sum();
     let started = std::time::Instant::now();
     let mut estimated_done = 0.0;
-    for (i, (scenario, file, s, text, plan, estimate)) in planned.into_iter().enumerate() {
+    for (i, (scenario, file, s, text, plan, todo, estimate)) in planned.into_iter().enumerate() {
         let dir = out.join(scenario);
         let elapsed = started.elapsed().as_secs_f64();
         // Scale what is left by how long the finished scenarios took against their estimates.
@@ -515,7 +522,7 @@ pub fn run_pack(
             1.0
         };
         eprintln!(
-            "quiclab reproduce: {} — scenario {} of {}: {scenario} ({} runs, ≈ {}); pack: {} spent, ≈ {} left",
+            "quiclab reproduce: {} — scenario {} of {}: {scenario} ({todo} of {} runs to do, ≈ {}); pack: {} spent, ≈ {} left",
             study.name,
             i + 1,
             scenarios.len(),

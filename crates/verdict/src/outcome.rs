@@ -154,14 +154,78 @@ pub fn markdown(verdicts: &[FindingVerdict]) -> String {
             ));
         }
         out.push('\n');
+        // Findings judged on the same wins table (e.g. 001-1a and 001-1g) grow the same tree:
+        // it is printed once, naming them all.
+        let mut trees: Vec<(String, Vec<&str>)> = Vec::new();
         for v in verdicts.iter().filter(|v| v.study == study) {
             if let Some(t) = &v.tree {
-                out.push_str(&format!(
-                    "Decision tree of {} (Megyesi et al.'s Fig. 6 from these runs):\n\n```\n{t}```\n\n",
-                    v.id
-                ));
+                let t = t.to_string();
+                match trees.iter_mut().find(|(u, _)| *u == t) {
+                    Some((_, ids)) => ids.push(&v.id),
+                    None => trees.push((t, vec![&v.id])),
+                }
             }
+        }
+        for (t, ids) in trees {
+            out.push_str(&format!(
+                "Decision tree of {} (Megyesi et al.'s Fig. 6 from these runs):\n\n```\n{t}```\n\n",
+                ids.join(" and ")
+            ));
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tree::Tree;
+
+    fn verdict(id: &str, tree: Option<Tree>) -> FindingVerdict {
+        FindingVerdict {
+            study: "megyesi2016".into(),
+            id: id.into(),
+            source: "Fig. 6".into(),
+            claim: format!("claim of {id}"),
+            scenario: Some("megyesi2016".into()),
+            metric: Some("plt_ms".into()),
+            seed_value: None,
+            test_of: "wins".into(),
+            estimate_of: String::new(),
+            rule: None,
+            judgement: Judgement::bare(Verdict::Inconclusive { why: "n".into() }),
+            form: Some("quick".into()),
+            wins_table: None,
+            tree,
+        }
+    }
+
+    fn leaf(label: &str) -> Tree {
+        Tree::Leaf {
+            label: label.into(),
+            counts: [(label.to_string(), 2)].into_iter().collect(),
+        }
+    }
+
+    #[test]
+    fn findings_on_one_wins_table_print_its_tree_once() {
+        let same = Tree::Split {
+            param: "rtt".into(),
+            branches: vec![("18ms".into(), leaf("h1")), ("218ms".into(), leaf("h3"))],
+        };
+        let md = markdown(&[
+            verdict("001-1a", Some(same.clone())),
+            verdict("001-1g", Some(same)),
+            verdict("001-2", Some(leaf("h2"))),
+            verdict("001-3", None),
+        ]);
+        assert_eq!(md.matches("Decision tree of").count(), 2, "{md}");
+        assert!(md.contains("Decision tree of 001-1a and 001-1g ("), "{md}");
+        assert!(md.contains("Decision tree of 001-2 ("), "{md}");
+        assert_eq!(md.matches("rtt = 218ms → h3 (h3 2)").count(), 1, "{md}");
+        // Every finding still has its own row.
+        for id in ["001-1a", "001-1g", "001-2", "001-3"] {
+            assert!(md.contains(&format!("| {id} |")), "{id}: {md}");
+        }
+    }
 }

@@ -233,6 +233,11 @@ pub struct FlowResult {
     pub goodput_mbps: Option<f64>,
     /// `cutoff` or `whole transfer`.
     pub goodput_window: String,
+    /// How steady the flow was: the coefficient of variation of its bytes per bin over its
+    /// cutoff window (None when the window holds fewer than two bins; runs stored before it
+    /// existed read as None).
+    #[serde(default)]
+    pub goodput_cv: Option<f64>,
     /// Application bytes received.
     pub bytes: u64,
     pub complete: bool,
@@ -303,6 +308,32 @@ pub struct FlowsResult {
     pub series: Vec<TimeSeries>,
 }
 
+impl FlowsResult {
+    /// Of the datagrams the bottleneck dropped from the flows that ran FEC (data and parity,
+    /// downlink), the share the client rebuilt from a parity: seed 000's "packets recovered by
+    /// FEC" over the packets lost. None without FEC flows, when a flow's counters are missing
+    /// (unknown is not zero), or when nothing was dropped (no share to take).
+    pub fn fec_rebuilt_share(&self) -> Option<f64> {
+        rebuilt_share(
+            self.flows
+                .iter()
+                .filter_map(|f| Some((f.fec.as_ref()?.rebuilt, f.dropped_packets))),
+        )
+    }
+}
+
+/// Rebuilt over dropped datagrams summed over `(rebuilt, dropped)` of each FEC flow; None for no
+/// flow, a missing count, or nothing dropped.
+fn rebuilt_share(parts: impl IntoIterator<Item = (Option<u64>, Option<u64>)>) -> Option<f64> {
+    let (mut rebuilt, mut dropped, mut any) = (0u64, 0u64, false);
+    for (r, d) in parts {
+        rebuilt += r?;
+        dropped += d?;
+        any = true;
+    }
+    (any && dropped > 0).then(|| rebuilt as f64 / dropped as f64)
+}
+
 impl WorkloadResult for FlowsResult {
     const REPORT_METRICS: &'static [&'static str] = &[
         "goodput_mbps",
@@ -326,6 +357,16 @@ impl WorkloadResult for FlowsResult {
         MetricDef::higher("share_first", "First flow's goodput share", ""),
         MetricDef::lower("loss_ratio", "Loss ratio", ""),
         MetricDef::lower("first_flow_loss_ratio", "First flow's loss ratio", ""),
+        MetricDef::lower(
+            "first_flow_goodput_cv",
+            "First flow's goodput variation (CV per bin)",
+            "",
+        ),
+        MetricDef::higher(
+            "fec_rebuilt_share",
+            "Share of the FEC flows' lost datagrams rebuilt",
+            "",
+        ),
         MetricDef::lower("cpu_client_s", "Client CPU", "s"),
         MetricDef::lower("cpu_server_s", "Server CPU", "s"),
         crate::fec::METRICS[0],
@@ -347,6 +388,11 @@ impl WorkloadResult for FlowsResult {
                 "first_flow_loss_ratio",
                 self.flows.first().and_then(|f| f.loss_ratio),
             ),
+            (
+                "first_flow_goodput_cv",
+                self.flows.first().and_then(|f| f.goodput_cv),
+            ),
+            ("fec_rebuilt_share", self.fec_rebuilt_share()),
             ("cpu_client_s", Some(self.cpu_client_s)),
             ("cpu_server_s", Some(self.cpu_server_s)),
         ];
@@ -533,6 +579,7 @@ impl FlowsRun {
                 local_port: None,
                 goodput_mbps: None,
                 goodput_window: "cutoff".into(),
+                goodput_cv: None,
                 bytes: 0,
                 complete: false,
                 handshake_ms: None,
@@ -565,6 +612,7 @@ impl FlowsRun {
             );
             let (start, stop) = (r.start_ns, r.end_ns);
             let window = bins.window_in(start + cutoff_ns, stop.saturating_sub(cutoff_ns));
+            fr.goodput_cv = bins.cv(window.clone());
             fr.goodput_mbps = match bins.mean_bps(window) {
                 Some(g) => Some(g / 1e6),
                 None => {
@@ -807,6 +855,20 @@ mod tests {
             Duration::from_secs(5)
         );
         assert_eq!(run("h1", FlowAmount::Size(1000)).cutoff(), Duration::ZERO);
+    }
+
+    #[test]
+    fn the_rebuilt_share_is_of_the_fec_flows_drops_and_unknown_stays_unknown() {
+        assert_eq!(
+            rebuilt_share([(Some(3), Some(10)), (Some(1), Some(30))]),
+            Some(0.1)
+        );
+        // A flow whose counters are missing makes the share unknown, never smaller.
+        assert_eq!(rebuilt_share([(Some(3), Some(10)), (None, Some(30))]), None);
+        assert_eq!(rebuilt_share([(Some(3), Some(10)), (Some(1), None)]), None);
+        // Nothing dropped: no share to take; no FEC flow: none either.
+        assert_eq!(rebuilt_share([(Some(0), Some(0))]), None);
+        assert_eq!(rebuilt_share(std::iter::empty()), None);
     }
 
     #[test]
