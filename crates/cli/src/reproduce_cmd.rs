@@ -10,6 +10,10 @@ use quiclab_runner::reproduce::{self, FindingVerdict, Library, PackOptions};
 pub struct ReproduceArgs {
     /// A study (carlucci2015, …) or all
     pub study: Option<String>,
+    /// Only this finding (repeatable, e.g. --finding 000-5e): run just the scenarios it needs and
+    /// judge just it
+    #[arg(long = "finding", value_name = "ID")]
+    pub findings: Vec<String>,
     /// List the studies, their findings and the time of each pack, quick and full
     #[arg(long, conflicts_with = "judge")]
     pub list: bool,
@@ -42,7 +46,7 @@ pub struct ReproduceArgs {
 pub fn run(args: ReproduceArgs) -> Result<i32> {
     let lib = Library::find(args.repo.as_deref())?;
     let which = args.study.as_deref().unwrap_or("all");
-    let studies = lib.select(which)?;
+    let studies = reproduce::only_findings(lib.select(which)?, &args.findings)?;
     let opts = |quick| PackOptions {
         quick,
         repetitions: args.repetitions,

@@ -92,6 +92,17 @@ fn a_pack_runs_and_every_finding_gets_a_verdict_that_judging_again_repeats() {
     // Judged again from the stored runs: the same verdicts, nothing run.
     let again = json(&args(&["--judge", out.to_str().unwrap()]).output().unwrap());
     assert_eq!(again, first);
+    // Resumed, the pack finds every run stored: nothing is left to do or to wait for, and the
+    // verdicts stay the same.
+    let resumed = args(&["--quick", "--out", out.to_str().unwrap(), "--resume"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&resumed.stderr);
+    assert!(
+        err.contains("(0 of 12 runs to do, ≈ 0 s)") && err.contains("≈ 0 s left"),
+        "{err}"
+    );
+    assert_eq!(json(&resumed), first);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -136,6 +147,21 @@ fn bad_reproduce_input_is_refused_naming_it() {
     assert!(
         text.contains("tiny: 5 findings (4 runnable)") && text.contains("t-2"),
         "{text}"
+    );
+    // --finding picks findings; an unknown id is named with the ids there are.
+    let out = run(&["tiny", "--list", "--finding", "t-2"]);
+    assert_success(&out);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("tiny: 1 findings (1 runnable)") && !text.contains("t-1"),
+        "{text}"
+    );
+    let out = run(&["tiny", "--list", "--finding", "t-9"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--finding t-9") && err.contains("t-1, t-2, t-3, t-4, t-5"),
+        "{err}"
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

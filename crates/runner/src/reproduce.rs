@@ -106,6 +106,35 @@ impl Library {
     }
 }
 
+/// Keeps only the findings `ids` names (`--finding`): a pack then runs just the scenarios those
+/// findings need, and judges just them. Studies left without a finding are dropped. An id that no
+/// selected study has is an error listing the ids there are.
+pub fn only_findings(studies: Vec<Study>, ids: &[String]) -> Result<Vec<Study>> {
+    if ids.is_empty() {
+        return Ok(studies);
+    }
+    let known: Vec<&str> = studies
+        .iter()
+        .flat_map(|s| s.findings.iter().map(|f| f.id.as_str()))
+        .collect();
+    if let Some(unknown) = ids.iter().find(|id| !known.contains(&id.as_str())) {
+        let studies: Vec<&str> = studies.iter().map(|s| s.name.as_str()).collect();
+        bail!(
+            "--finding {unknown}: no such finding in {}; findings: {}",
+            studies.join(", "),
+            known.join(", ")
+        );
+    }
+    Ok(studies
+        .into_iter()
+        .map(|mut s| {
+            s.findings.retain(|f| ids.contains(&f.id));
+            s
+        })
+        .filter(|s| !s.findings.is_empty())
+        .collect())
+}
+
 /// The scenarios a study's findings run, each once, in the order they are first named.
 pub fn scenarios_of(study: &Study) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
@@ -724,5 +753,71 @@ mod tests {
                 .contains("\"inconclusive\"")
         );
         assert_eq!(std::fs::read_to_string(csv).unwrap().lines().count(), 3);
+    }
+
+    fn two_studies() -> Vec<Study> {
+        let parse = |name: &str, ids: &[&str]| {
+            let mut text = format!("study = \"{name}\"\ntitle = \"t\"\n");
+            for id in ids {
+                text.push_str(&format!(
+                    "[[finding]]\nid = \"{id}\"\nclaim = \"c\"\nnot_runnable = \"why\"\n"
+                ));
+            }
+            findings::parse(&text, "t.toml").unwrap()
+        };
+        vec![parse("one", &["1-a", "1-b"]), parse("two", &["2-a"])]
+    }
+
+    #[test]
+    fn findings_can_be_picked_and_an_unknown_id_is_named() {
+        let ids = |studies: &[Study]| -> Vec<String> {
+            studies
+                .iter()
+                .flat_map(|s| s.findings.iter().map(|f| format!("{}/{}", s.name, f.id)))
+                .collect()
+        };
+        assert_eq!(
+            ids(&only_findings(two_studies(), &[]).unwrap()),
+            ["one/1-a", "one/1-b", "two/2-a"]
+        );
+        // A study left without findings is dropped.
+        assert_eq!(
+            ids(&only_findings(two_studies(), &["1-b".into()]).unwrap()),
+            ["one/1-b"]
+        );
+        let e = only_findings(two_studies(), &["1-a".into(), "9-z".into()])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("--finding 9-z") && e.contains("one, two") && e.contains("1-a, 1-b, 2-a"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn judging_a_directory_of_another_scenario_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let other = quiclab_results::ScenarioRecord {
+            name: "s9".into(),
+            description: String::new(),
+            file: "s9.toml".into(),
+            text: "name = \"s9\"\n[workload]\nkind = \"page\"\npage = \"carlucci-small\"\n".into(),
+            planned_runs: 2,
+        };
+        let db = dir.path().join("s3").join("results.sqlite");
+        let mut store = Store::create_or_resume(&db, &other, false).unwrap();
+        store.begin_session(&Default::default()).unwrap();
+        drop(store);
+        let study = findings::parse(
+            "study = \"t\"\ntitle = \"t\"\n[[finding]]\nid = \"x\"\nclaim = \"h3 faster\"\n\
+             scenario = \"s3\"\nmetric = \"plt_ms\"\n\
+             compare = { axis = \"protocol\", a = \"h3\", b = \"h1\" }\n",
+            "t.toml",
+        )
+        .unwrap();
+        let e = judge_study(&study, &pack_dirs(&study, dir.path()), None)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("holds scenario \"s9\", not \"s3\""), "{e}");
     }
 }
