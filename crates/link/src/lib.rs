@@ -32,11 +32,14 @@
 //! - [`loss`]: seeded Bernoulli and Gilbert–Elliott loss.
 //! - [`model`]: the link model of one direction ([`LinkModel`]).
 //! - [`stats`]: percentile summaries shared with the I/O shell.
+//! - [`aqm`]: queue disciplines decided at dequeue time — CoDel, FQ-CoDel, PIE, with ECN marking —
+//!   beside tail drop, as pure state machines (not yet driving [`LinkModel`]).
 //! - [`spec`]: a whole link (both directions) as asked for ([`LinkSpec`]), turned into the two
 //!   directions' configurations.
 //! - [`options`]: the link options every lab command and scenario shares ([`LinkOptions`]), each
 //!   settable by name and parsed once by [`units`], and how they make a [`LinkSpec`].
 
+pub mod aqm;
 pub mod error;
 pub mod flow;
 pub mod loss;
