@@ -182,18 +182,9 @@ impl Codel {
         }
     }
 
-    pub(super) fn enqueue(&mut self, now: Nanos, mut p: QueuedPacket) -> Admission {
-        self.counters.offered += 1;
-        if !self
-            .limits
-            .admits(self.fifo.bytes, self.fifo.len(), p.bytes)
-        {
-            self.counters.overflow_drops += 1;
-            return Admission::Overflow;
-        }
-        p.enqueued_at = now;
-        self.fifo.push(p);
-        Admission::Queued
+    pub(super) fn enqueue(&mut self, now: Nanos, p: QueuedPacket) -> Admission {
+        self.fifo
+            .enqueue_tail(&self.limits, &mut self.counters, now, p)
     }
 
     pub(super) fn dequeue(

@@ -142,6 +142,34 @@ impl Fifo {
     fn len(&self) -> u64 {
         self.packets.len() as u64
     }
+
+    /// Counts an offer of a packet of `bytes`; false, counted as an overflow, when it does not
+    /// fit within `limits` (every single-queue discipline's first check).
+    fn offer(&self, limits: &Limits, counters: &mut AqmCounters, bytes: u32) -> bool {
+        counters.offered += 1;
+        let fits = limits.admits(self.bytes, self.len(), bytes);
+        if !fits {
+            counters.overflow_drops += 1;
+        }
+        fits
+    }
+
+    /// Tail drop's admission (tail drop's and CoDel's enqueue): refuse what does not fit, stamp
+    /// and append the rest.
+    fn enqueue_tail(
+        &mut self,
+        limits: &Limits,
+        counters: &mut AqmCounters,
+        now: Nanos,
+        mut p: QueuedPacket,
+    ) -> Admission {
+        if !self.offer(limits, counters, p.bytes) {
+            return Admission::Overflow;
+        }
+        p.enqueued_at = now;
+        self.push(p);
+        Admission::Queued
+    }
 }
 
 /// Which discipline, with its parameters: the `--queue-discipline` and scenario `aqm` value.
@@ -295,18 +323,9 @@ impl DropTail {
         }
     }
 
-    fn enqueue(&mut self, now: Nanos, mut p: QueuedPacket) -> Admission {
-        self.counters.offered += 1;
-        if !self
-            .limits
-            .admits(self.fifo.bytes, self.fifo.len(), p.bytes)
-        {
-            self.counters.overflow_drops += 1;
-            return Admission::Overflow;
-        }
-        p.enqueued_at = now;
-        self.fifo.push(p);
-        Admission::Queued
+    fn enqueue(&mut self, now: Nanos, p: QueuedPacket) -> Admission {
+        self.fifo
+            .enqueue_tail(&self.limits, &mut self.counters, now, p)
     }
 
     fn dequeue(&mut self, now: Nanos) -> Option<Departing> {

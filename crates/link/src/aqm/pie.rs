@@ -176,12 +176,7 @@ impl Pie {
 
     pub(super) fn enqueue(&mut self, now: Nanos, mut p: QueuedPacket) -> Admission {
         self.catch_up(now);
-        self.counters.offered += 1;
-        if !self
-            .limits
-            .admits(self.fifo.bytes, self.fifo.len(), p.bytes)
-        {
-            self.counters.overflow_drops += 1;
+        if !self.fifo.offer(&self.limits, &mut self.counters, p.bytes) {
             return Admission::Overflow;
         }
         let mut admission = Admission::Queued;
