@@ -50,6 +50,10 @@ pub struct BrowserOptions {
     /// h3 by discovery: QUIC is enabled but not forced, so Chromium starts over TCP and may move
     /// to HTTP/3 once the server's `alt-svc` header has told it (seed 002's discovery).
     pub discover: bool,
+    /// A warm load ([`load_warm_with`]): Chromium runs with `--enable-net-benchmarking`, whose
+    /// `chrome.benchmarking.closeConnections()` lets the measured navigation open new
+    /// connections that resume the warm-up's sessions.
+    pub warm: bool,
 }
 
 impl BrowserOptions {
@@ -63,7 +67,13 @@ impl BrowserOptions {
             timeout: Duration::from_secs(60),
             extra_args: Vec::new(),
             discover: false,
+            warm: false,
         }
+    }
+
+    /// Whether the run records Chromium's NetLog (what discovery and warm loads report).
+    fn wants_netlog(&self) -> bool {
+        self.discover || self.warm
     }
 }
 
@@ -143,6 +153,9 @@ pub fn command_line(opts: &BrowserOptions, profile_dir: &Path) -> Result<Vec<Str
             argv.push("--enable-quic".into());
             argv.push(format!("--origin-to-force-quic-on={host_port}"));
         }
+    }
+    if opts.warm {
+        argv.push("--enable-net-benchmarking".into());
     }
     argv.extend(opts.extra_args.iter().cloned());
     // The first tab stays blank; the page is loaded in a target created over CDP.
@@ -263,16 +276,7 @@ pub fn load_repeatedly_with(
 ) -> Result<RepeatedLoads> {
     run_browser(opts, url, launcher, |session, deadline| {
         let tab = open_tab(session, deadline)?;
-        // Each navigation fetches every object again: what carries over is what a browser
-        // learns about the server (Alt-Svc, TLS sessions, open connections), not the bodies.
-        let sid = Some(tab.sid.as_str());
-        session.call(sid, "Network.enable", serde_json::json!({}), deadline)?;
-        session.call(
-            sid,
-            "Network.setCacheDisabled",
-            serde_json::json!({ "cacheDisabled": true }),
-            deadline,
-        )?;
+        disable_cache(session, &tab, deadline)?;
         let mut loads = Vec::with_capacity(navigations);
         for i in 0..navigations.max(1) {
             let load = navigate(session, &tab, opts, url, deadline)
@@ -281,11 +285,14 @@ pub fn load_repeatedly_with(
         }
         Ok(loads)
     })
-    .map(|(mut loads, wall_ms, quic)| {
+    .map(|(mut loads, wall_ms, netlog)| {
         if let Some(last) = loads.last_mut() {
             last.wall_ms = wall_ms;
         }
-        RepeatedLoads { loads, quic }
+        RepeatedLoads {
+            loads,
+            quic: netlog.as_deref().and_then(netlog::quic_attempts),
+        }
     })
 }
 
@@ -295,6 +302,149 @@ pub fn load_repeatedly_with(
 pub struct RepeatedLoads {
     pub loads: Vec<BrowserLoad>,
     pub quic: Option<netlog::QuicAttempts>,
+}
+
+/// How long the browser rests on a blank page after the warm-up, before its connections are closed:
+/// time for anything the warm-up's page still had in flight to end.
+const WARM_SETTLE: Duration = Duration::from_millis(300);
+
+/// How long the browser rests between closing the warm-up's connections and the measured
+/// navigation: the NetLog's events are split there, and a connection opened in this gap (which the
+/// measured load could reuse) fails the run.
+const WARM_GAP: Duration = Duration::from_millis(100);
+
+/// How far the NetLog's split before the measured navigation is moved back, for the difference
+/// between Chromium's clock (as its NetLog maps it to the wall clock) and ours.
+const WARM_CLOCK_SLACK_MS: f64 = 25.0;
+
+/// A warm load: an untimed navigation fills Chromium's session caches (TLS session tickets, QUIC
+/// tokens and transport parameters), `chrome.benchmarking.closeConnections()` closes every
+/// connection it opened (TCP pools, HTTP/2 and QUIC sessions), and a second navigation in the same
+/// tab — the measured one — has to open new connections, which resume. The HTTP cache is
+/// disabled, so the second load fetches every object again: what carries over is what a
+/// returning visitor's browser knows about the server, not the bodies.
+pub fn load_warm_with(
+    opts: &BrowserOptions,
+    url: &str,
+    launcher: impl FnOnce(&[String]) -> Command,
+) -> Result<WarmLoad> {
+    if !opts.warm {
+        bail!("load_warm_with needs BrowserOptions::warm (Chromium's net benchmarking)");
+    }
+    run_browser(opts, url, launcher, |session, deadline| {
+        let tab = open_tab(session, deadline)?;
+        disable_cache(session, &tab, deadline)?;
+        let warm_up = navigate(session, &tab, opts, url, deadline).context("the warm-up load")?;
+        // Leave the page, so that nothing of it (its favicon request, a late resource) is still
+        // fetching, or starts a connection, once its connections are closed.
+        navigate_blank(session, &tab, deadline)?;
+        std::thread::sleep(WARM_SETTLE);
+        let close_unix_ms = unix_ms();
+        close_connections(session, &tab, deadline)?;
+        std::thread::sleep(WARM_GAP);
+        let measured_unix_ms = unix_ms();
+        let measured =
+            navigate(session, &tab, opts, url, deadline).context("the measured (warm) load")?;
+        Ok((warm_up, measured, close_unix_ms, measured_unix_ms))
+    })
+    .and_then(
+        |((warm_up, mut measured, close_unix_ms, measured_unix_ms), wall_ms, netlog)| {
+            measured.wall_ms = wall_ms;
+            // The NetLog's clock, mapped to the wall clock, is a few ms off ours (seen: the
+            // measured navigation's own preconnect logged 2 ms before we asked for it).
+            let split = measured_unix_ms - WARM_CLOCK_SLACK_MS;
+            let handshakes = netlog
+                .as_deref()
+                .and_then(|t| netlog::warm_handshakes(t, close_unix_ms, split));
+            if let Some(h) = &handshakes
+                && h.opened_between_loads > 0
+            {
+                bail!(
+                    "Chromium opened {} connection(s) between closing the warm-up's and the \
+                     measured load: the measured load could reuse one instead of resuming, so \
+                     it is not a warm load",
+                    h.opened_between_loads
+                );
+            }
+            Ok(WarmLoad {
+                warm_up,
+                measured,
+                handshakes,
+            })
+        },
+    )
+}
+
+/// The two loads of [`load_warm_with`] and, from Chromium's NetLog, the measured load's handshakes
+/// (None: the log could not be read).
+#[derive(Debug, Clone)]
+pub struct WarmLoad {
+    pub warm_up: BrowserLoad,
+    pub measured: BrowserLoad,
+    pub handshakes: Option<netlog::Handshakes>,
+}
+
+fn unix_ms() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64() * 1e3)
+}
+
+/// Every navigation fetches every object again.
+fn disable_cache(session: &mut cdp::Session, tab: &Tab, deadline: Instant) -> Result<()> {
+    let sid = Some(tab.sid.as_str());
+    session.call(sid, "Network.enable", serde_json::json!({}), deadline)?;
+    session.call(
+        sid,
+        "Network.setCacheDisabled",
+        serde_json::json!({ "cacheDisabled": true }),
+        deadline,
+    )?;
+    Ok(())
+}
+
+/// Navigates `tab` to `about:blank` (no network) and waits for its load event.
+fn navigate_blank(session: &mut cdp::Session, tab: &Tab, deadline: Instant) -> Result<()> {
+    let sid = Some(tab.sid.as_str());
+    let nav = session.call(
+        sid,
+        "Page.navigate",
+        serde_json::json!({ "url": "about:blank" }),
+        deadline,
+    )?;
+    let loader = nav["loaderId"].as_str().unwrap_or("").to_string();
+    session
+        .wait_event(deadline, |ev| {
+            ev.session_id.as_deref() == sid
+                && ev.method == "Page.lifecycleEvent"
+                && ev.params["name"] == "load"
+                && (loader.is_empty() || ev.params["loaderId"] == loader.as_str())
+        })
+        .context("waiting for about:blank between the warm-up and the measured load")?;
+    Ok(())
+}
+
+/// Closes every connection Chromium holds (`--enable-net-benchmarking`), from the loaded page.
+fn close_connections(session: &mut cdp::Session, tab: &Tab, deadline: Instant) -> Result<()> {
+    let value = session.call(
+        Some(tab.sid.as_str()),
+        "Runtime.evaluate",
+        serde_json::json!({
+            "expression": "(typeof chrome === 'object' && chrome.benchmarking && \
+                typeof chrome.benchmarking.closeConnections === 'function') \
+                ? (chrome.benchmarking.closeConnections(), 'closed') : 'missing'",
+            "returnByValue": true,
+        }),
+        deadline,
+    )?;
+    match value["result"]["value"].as_str() {
+        Some("closed") => Ok(()),
+        _ => bail!(
+            "chrome.benchmarking.closeConnections() is not available in this Chromium \
+             (started with --enable-net-benchmarking): cannot close the warm-up's connections \
+             ({value})"
+        ),
+    }
 }
 
 /// Loads `url` in Chromium started through `launcher`, which turns the command line (program
@@ -317,22 +467,23 @@ pub fn load_with(
 }
 
 /// Starts Chromium through `launcher`, runs `work` on its CDP session, and cleans up; returns
-/// what `work` gave, the wall time from the spawn in ms and, for discovery runs, the QUIC attempts
-/// of Chromium's NetLog.
+/// what `work` gave, the wall time from the spawn in ms and, for discovery and warm runs, the text
+/// of Chromium's NetLog (None: not written or unreadable).
 fn run_browser<T>(
     opts: &BrowserOptions,
     url: &str,
     launcher: impl FnOnce(&[String]) -> Command,
     work: impl FnOnce(&mut cdp::Session, Instant) -> Result<T>,
-) -> Result<(T, f64, Option<netlog::QuicAttempts>)> {
+) -> Result<(T, f64, Option<String>)> {
     check_chromium(&opts.chromium)?;
     let started = Instant::now();
     let deadline = started + opts.timeout;
     let run_dir = RunDir::create()?;
     let mut argv = command_line(opts, &run_dir.profile())?;
     let netlog_path = run_dir.dir.path().join("netlog.json");
-    if opts.discover {
-        // Before the URL (the last argument): why Chromium did or did not use QUIC.
+    if opts.wants_netlog() {
+        // Before the URL (the last argument): why Chromium did or did not use QUIC, and which
+        // handshakes resumed.
         let url_arg = argv.pop();
         argv.push(format!("--log-net-log={}", netlog_path.display()));
         argv.extend(url_arg);
@@ -355,11 +506,10 @@ fn run_browser<T>(
         r
     });
     kill_strays(run_dir.dir.path());
-    let quic = opts
-        .discover
+    let netlog = opts
+        .wants_netlog()
         .then(|| std::fs::read_to_string(&netlog_path).ok())
-        .flatten()
-        .and_then(|t| netlog::quic_attempts(&t));
+        .flatten();
     let result = result.with_context(|| {
         format!(
             "Chromium loading {url} over {} (timeout {:?})",
@@ -367,7 +517,7 @@ fn run_browser<T>(
             opts.timeout
         )
     });
-    let result = result.map(|t| (t, started.elapsed().as_secs_f64() * 1e3, quic));
+    let result = result.map(|t| (t, started.elapsed().as_secs_f64() * 1e3, netlog));
     result.map_err(|e| {
         let tail = stderr_tail(&stderr_path, 15);
         if tail.is_empty() {

@@ -42,7 +42,8 @@ pub struct PageArgs {
     #[arg(long)]
     pub max_streams: Option<String>,
     /// Warm load: an untimed load first fills the session cache, then the measured load resumes
-    /// (TLS 1.3 tickets for h1/h2, QUIC resumption and 0-RTT for h3); builtin loader only
+    /// (TLS 1.3 tickets for h1/h2, QUIC resumption and 0-RTT for h3). Chromium: two navigations
+    /// in one browser, its connections closed in between (--enable-net-benchmarking)
     #[arg(long)]
     pub warm: bool,
     /// Chromium and h3 only: QUIC enabled but not forced; three loads in one browser record what

@@ -246,12 +246,17 @@ pub struct PageSummary {
     #[serde(default)]
     pub warm: bool,
     /// Connections of the measured load whose TLS (or QUIC) handshake resumed a session, and
-    /// of those h3 ones whose 0-RTT requests the server accepted (None: Chromium, which does
-    /// not say).
+    /// of those h3 ones whose 0-RTT requests the server accepted. The built-in loader knows them
+    /// for every load; Chromium's come from its NetLog, recorded for warm loads only (None: a
+    /// cold Chromium load, or a warm one whose NetLog could not be read).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resumed_connections: Option<usize>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub zero_rtt_accepted_connections: Option<usize>,
+    /// A warm Chromium load: the measured navigation's handshakes as its NetLog lists them (TLS
+    /// and QUIC, resumed, 0-RTT accepted and rejected).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chromium_handshakes: Option<quiclab_browser::netlog::Handshakes>,
     /// `--discover` (Chromium, h3 not forced): what each navigation came over; the summary's
     /// other figures are the first navigation's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -610,8 +615,20 @@ pub fn page_client(c: &PageClientConfig) -> Result<PageClientReport> {
             opts.timeout = timeout;
             opts.extra_args = extra_args;
             opts.discover = c.discover;
+            opts.warm = c.warm;
             let url = format!("{origin}/index.html");
-            let (load, discovery) = if c.discover {
+            // A warm load's handshakes, from Chromium's NetLog (None: cold, or unreadable).
+            let mut handshakes = None;
+            let (load, discovery) = if c.warm {
+                let warm = quiclab_browser::load_warm_with(
+                    &opts,
+                    &url,
+                    quiclab_browser::prefixed(Vec::new()),
+                )?;
+                warm.measured.check_protocol(c.proto)?;
+                handshakes = warm.handshakes;
+                (warm.measured, None)
+            } else if c.discover {
                 let repeated = quiclab_browser::load_repeatedly_with(
                     &opts,
                     &url,
@@ -629,9 +646,14 @@ pub fn page_client(c: &PageClientConfig) -> Result<PageClientReport> {
             let objects = chromium_objects(&load);
             let entries = || std::iter::once(&load.navigation.timing).chain(&load.resources);
             // Resource Timing has no connection ids: count the entries that opened a connection.
-            let connections = entries()
-                .filter(|r| r.connect_end > r.connect_start)
-                .count();
+            // A warm load's NetLog counts them better: Chromium preconnects as a navigation
+            // starts, and Resource Timing then shows the navigation on a reused connection.
+            let connections = match &handshakes {
+                Some(h) => (h.tls + h.quic) as usize,
+                None => entries()
+                    .filter(|r| r.connect_end > r.connect_start)
+                    .count(),
+            };
             let bytes: f64 = entries().map(|r| r.encoded_body_size).sum();
             Ok(PageClientReport {
                 summary: PageSummary {
@@ -649,9 +671,12 @@ pub fn page_client(c: &PageClientConfig) -> Result<PageClientReport> {
                     max_streams: c.max_streams,
                     chromium_wall_ms: Some(load.wall_ms),
                     connection_details: None,
-                    warm: false,
-                    resumed_connections: None,
-                    zero_rtt_accepted_connections: None,
+                    warm: c.warm,
+                    resumed_connections: handshakes.as_ref().map(|h| h.resumed() as usize),
+                    zero_rtt_accepted_connections: handshakes
+                        .as_ref()
+                        .map(|h| h.quic_zero_rtt_accepted as usize),
+                    chromium_handshakes: handshakes,
                     discovery,
                 },
                 objects,
@@ -690,6 +715,7 @@ pub fn page_client(c: &PageClientConfig) -> Result<PageClientReport> {
                             .filter(|c| c.zero_rtt_accepted == Some(true))
                             .count(),
                     ),
+                    chromium_handshakes: None,
                     discovery: None,
                 },
                 objects: report.objects,
@@ -711,13 +737,21 @@ fn chromium_objects(load: &quiclab_browser::BrowserLoad) -> Vec<ObjectTiming> {
         .enumerate()
         .map(|(i, r)| {
             let new_connection = r.connect_end > r.connect_start;
+            // A request sent in 0-RTT starts before the handshake ends: HAR's phases follow one
+            // another, so the handshake's phases end when the request was sent and the rest of
+            // the handshake is part of the wait (their sum stays the object's time).
+            let connect_end = if new_connection && r.request_start < r.connect_end {
+                r.request_start.max(r.connect_start)
+            } else {
+                r.connect_end
+            };
             let tls = if new_connection && r.secure_connection_start > 0.0 {
-                (r.connect_end - r.secure_connection_start).max(0.0)
+                (connect_end - r.secure_connection_start).max(0.0)
             } else {
                 0.0
             };
             let connect = if new_connection {
-                (r.connect_end - r.connect_start - tls).max(0.0)
+                (connect_end - r.connect_start - tls).max(0.0)
             } else {
                 0.0
             };

@@ -522,6 +522,7 @@ mod tests {
                 warm: false,
                 resumed_connections: None,
                 zero_rtt_accepted_connections: None,
+                chromium_handshakes: None,
                 discovery: None,
             },
             page: "carlucci-small".into(),

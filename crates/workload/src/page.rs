@@ -164,12 +164,11 @@ impl PageRun {
             }
         }
         if self.warm {
-            if self.browser == Browser::Chromium {
+            if self.discover {
                 return Err((
                     "warm",
-                    "warm loads are built for the builtin loader only: Chromium keeps its \
-                     connections open between navigations (a second load would reuse them, not \
-                     resume), and quiclab cannot close them from outside yet"
+                    "a discovery run is three navigations in one browser already (the later ones \
+                     warm): warm and discover do not combine"
                         .into(),
                 ));
             }

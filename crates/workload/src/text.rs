@@ -129,6 +129,18 @@ impl Display for PageResult {
             s.connections,
             s.negotiated_protocols
         )?;
+        if s.warm {
+            // What the session cache bought: a warm load that resumed nothing is a cold one.
+            write!(
+                f,
+                "\n  warm: ttfb {} ms, resumed {} connection(s), 0-RTT accepted on {}",
+                opt(s.ttfb_ms, 1),
+                s.resumed_connections
+                    .map_or("? (no record)".into(), |n| n.to_string()),
+                s.zero_rtt_accepted_connections
+                    .map_or("? (no record)".into(), |n| n.to_string()),
+            )?;
+        }
         lines(f, self.fec.as_slice())
     }
 }
