@@ -7,6 +7,7 @@ use std::time::Duration;
 use anyhow::Result;
 use clap::Args;
 use quiclab_lab::LinkSpec;
+use quiclab_link::aqm::DisciplineSpec;
 use quiclab_link::options::{RateChoice, Steering, parse_rate_or_unlimited};
 use quiclab_link::{LinkOptions, LossSpec, Nanos, QueueLimit, units};
 
@@ -24,6 +25,17 @@ pub fn std_duration(s: &str) -> Result<Duration, String> {
 fn loss(s: &str) -> Result<LossSpec, String> {
     units::parse_loss(s).map_err(|e| e.to_string())
 }
+/// Prints what is allowed but does less than it may seem (`LinkOptions::notes`) to stderr.
+pub fn print_notes(options: &LinkOptions, spec: &LinkSpec) {
+    for note in options.notes(spec) {
+        eprintln!("quiclab: note: {note}");
+    }
+}
+
+fn discipline(s: &str) -> Result<DisciplineSpec, String> {
+    DisciplineSpec::parse(s)
+}
+
 fn queue(s: &str) -> Result<QueueLimit, String> {
     units::parse_queue(s).map_err(|e| e.to_string())
 }
@@ -82,6 +94,21 @@ pub struct LinkArgs {
     pub up_queue: Option<QueueLimit>,
     #[arg(long, value_parser = queue, value_name = "SIZE")]
     pub down_queue: Option<QueueLimit>,
+
+    /// Queue discipline: droptail (default), codel (RFC 8289: target 5 ms, interval 100 ms),
+    /// fq-codel (RFC 8290: 1024 flows, quantum 1514 B) or pie (RFC 8033: target 15 ms, t_update
+    /// 15 ms); the queue size is its limit (docs/link.md)
+    #[arg(long, value_parser = discipline, value_name = "NAME")]
+    pub queue_discipline: Option<DisciplineSpec>,
+    #[arg(long, value_parser = discipline, value_name = "NAME")]
+    pub up_queue_discipline: Option<DisciplineSpec>,
+    #[arg(long, value_parser = discipline, value_name = "NAME")]
+    pub down_queue_discipline: Option<DisciplineSpec>,
+
+    /// The queue discipline marks ECN-capable packets CE instead of dropping them, and the lab's
+    /// TCP asks for ECN (tcp_ecn = 1; quinn uses ECN by default). With droptail it marks nothing
+    #[arg(long)]
+    pub ecn: bool,
 
     /// Seed of the random-loss processes (a run with the same seed drops the same packets)
     #[arg(long, default_value_t = 1)]
@@ -178,6 +205,10 @@ impl LinkArgs {
             queue: self.queue,
             up_queue: self.up_queue,
             down_queue: self.down_queue,
+            queue_discipline: self.queue_discipline,
+            up_queue_discipline: self.up_queue_discipline,
+            down_queue_discipline: self.down_queue_discipline,
+            ecn: self.ecn,
             // --switch is its own flag group (SwitchArgs), taken by the commands whose clients
             // answer a switch (shell, bulk, video): see SwitchArgs::apply.
             switch: None,
@@ -197,7 +228,10 @@ impl LinkArgs {
 
     /// Builds the link, applying per-direction overrides over the shared flags.
     pub fn to_spec(&self) -> Result<LinkSpec> {
-        self.options().to_spec().map_err(anyhow::Error::msg)
+        let options = self.options();
+        let spec = options.to_spec().map_err(anyhow::Error::msg)?;
+        print_notes(&options, &spec);
+        Ok(spec)
     }
 }
 

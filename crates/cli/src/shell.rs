@@ -57,6 +57,7 @@ pub struct ShellArgs {
 pub fn run(args: ShellArgs) -> Result<i32> {
     let options = args.switch.apply(args.link.options());
     let spec = options.to_spec().map_err(anyhow::Error::msg)?;
+    crate::link_args::print_notes(&options, &spec);
     if let Some(log) = &args.log {
         quiclab_outputs::check_user_file(log, "--log", args.force)?;
     }

@@ -288,6 +288,7 @@ pub fn bulk_run(args: &BulkArgs) -> Result<(LinkOptions, LinkSpec, BulkRun)> {
     params.on_switch(&args.on_switch)?;
     let options = args.switch.apply(args.link.options());
     let spec = options.to_spec().map_err(anyhow::Error::msg)?;
+    crate::link_args::print_notes(&options, &spec);
     let WorkloadSpec::Bulk(run) = params.build(&spec)? else {
         bail!("bulk parameters built another workload");
     };

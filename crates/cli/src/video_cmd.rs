@@ -76,6 +76,7 @@ pub fn video_run(args: &VideoArgs) -> Result<(LinkOptions, LinkSpec, VideoRun)> 
     params.on_switch(&args.on_switch)?;
     let link = args.switch.apply(args.link.options());
     let spec = link.to_spec().map_err(anyhow::Error::msg)?;
+    crate::link_args::print_notes(&link, &spec);
     let WorkloadSpec::Video(run) = params.build(&spec)? else {
         bail!("video parameters built another workload");
     };

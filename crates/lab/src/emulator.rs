@@ -26,7 +26,7 @@ use anyhow::{Context, Result, bail};
 use hdrhistogram::Histogram;
 use quiclab_link::switch::AddressGate;
 use quiclab_link::switch::GateVerdict;
-use quiclab_link::{Departure, DirectionConfig, LinkModel, ModelSummary, Nanos, Verdict};
+use quiclab_link::{Departure, DirectionConfig, LinkModel, ModelSummary, Nanos, Settled, Verdict};
 use serde::{Deserialize, Serialize};
 
 use crate::capture::{CaptureConfig, CaptureWriter, Captured, Fate};
@@ -192,6 +192,37 @@ pub struct DirectionFidelity {
     /// `quic_mtu` bounds. None: no UDP packet arrived (or a result from before it was measured).
     #[serde(default)]
     pub largest_udp_payload: Option<u64>,
+    /// How long forwarded packets waited in the bottleneck's queue (arrival to the start of their
+    /// serialisation — the sojourn CoDel and PIE measure at dequeue), in ms; for every discipline,
+    /// tail drop too.
+    #[serde(default)]
+    pub sojourn_ms: SojournMs,
+    /// Marks a discipline decided that could not be written into the packet (see
+    /// `Lane::marks_not_applied`); 0 unless something is wrong.
+    #[serde(default)]
+    pub marks_not_applied: u64,
+}
+
+/// Percentiles of the queue's sojourn time, ms; null when no packet was forwarded (unknown, not 0).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SojournMs {
+    pub packets: u64,
+    pub p50: Option<f64>,
+    pub p90: Option<f64>,
+    pub p99: Option<f64>,
+}
+
+impl SojournMs {
+    /// From the model's queueing-delay distribution (µs).
+    pub fn of(queueing_delay_us: &Distribution) -> SojournMs {
+        let ms = |v: f64| (queueing_delay_us.count > 0).then_some(v / 1e3);
+        SojournMs {
+            packets: queueing_delay_us.count,
+            p50: ms(queueing_delay_us.p50),
+            p90: ms(queueing_delay_us.p90),
+            p99: ms(queueing_delay_us.p99),
+        }
+    }
 }
 
 /// The evidence of the emulator's own fidelity that goes with every result.
@@ -639,6 +670,20 @@ struct Lane {
     /// batch).
     batch: Vec<Queued>,
     written: Vec<bool>,
+    /// Packets a queue discipline holds until it dequeues them, by the id the model knows them by
+    /// (the slot's index); `free_slots` are the ids not in use.
+    held: Vec<Option<Pending>>,
+    free_slots: Vec<usize>,
+    /// Marks the discipline asked for that could not be written (a segment of an offload frame
+    /// shares its headers; the lab keeps offload off when ECN is on, so this stays 0).
+    marks_not_applied: u64,
+}
+
+/// A packet held by the link model's queue discipline.
+struct Pending {
+    arrival: Nanos,
+    len: usize,
+    held: Held,
 }
 
 /// Shared by both lanes: buffers, the clock, the log.
@@ -736,6 +781,81 @@ impl Lane {
             live,
             batch: Vec::new(),
             written: Vec::new(),
+            held: Vec::new(),
+            free_slots: Vec::new(),
+            marks_not_applied: 0,
+        }
+    }
+
+    /// When the lane must next run its model's queue discipline (a dequeue is due), with the
+    /// slack the model allows (nothing settled that late is released late).
+    fn next_dequeue(&self) -> Option<Nanos> {
+        self.model
+            .next_dequeue_at()
+            .map(|at| at + self.model.settle_slack())
+    }
+
+    /// Runs the model's queue discipline up to `now` and queues (or drops) what it decided.
+    fn settle(&mut self, shared: &mut Shared, now: Nanos) {
+        if self.held.is_empty() {
+            return;
+        }
+        self.model.advance(now);
+        let direction = self.direction;
+        while let Some(settled) = self.model.take_settled() {
+            let slot = settled.id() as usize;
+            let Some(Pending {
+                arrival,
+                len,
+                mut held,
+            }) = self.held.get_mut(slot).and_then(Option::take)
+            else {
+                continue;
+            };
+            self.free_slots.push(slot);
+            match settled {
+                Settled::Forward {
+                    departure:
+                        Departure {
+                            deliver_at,
+                            backlogged,
+                            ..
+                        },
+                    marked,
+                    ..
+                } => {
+                    if marked {
+                        let applied = match &mut held {
+                            Held::Owned(buf) => quiclab_link::wire::mark_ce(&mut buf[..len]),
+                            Held::Segment { .. } => false,
+                        };
+                        if !applied {
+                            self.marks_not_applied += 1;
+                        }
+                    }
+                    shared.capture(arrival, direction, Fate::Forwarded, || {
+                        packet_bytes(&held, len)
+                    });
+                    self.queue.push_back(Queued {
+                        deliver_at,
+                        arrival,
+                        backlogged,
+                        len,
+                        held,
+                    });
+                }
+                Settled::DroppedAqm { at, .. } | Settled::DroppedOverflow { at, .. } => {
+                    shared.capture(arrival, direction, Fate::DroppedQueue, || {
+                        packet_bytes(&held, len)
+                    });
+                    shared.emit(LogEvent::DroppedAtDequeue {
+                        t: at,
+                        direction,
+                        bytes: len as u32,
+                    });
+                    self.recycle(shared, held);
+                }
+            }
         }
     }
 
@@ -1003,11 +1123,23 @@ impl Lane {
         }
         // Keyed by 5-tuple so the bottleneck counts each flow's packets and losses.
         let key = quiclab_link::FlowKey::of_packet(packet);
-        let verdict = self.model.on_packet(arrival, bytes, key);
+        let ect = quiclab_link::wire::is_ect(packet);
+        // The id a queue discipline will know the packet by, should it hold it.
+        let slot = self.free_slots.last().copied().unwrap_or(self.held.len());
+        let verdict = self.model.offer(arrival, slot as u64, bytes, key, ect);
         let fate = match verdict {
             Verdict::Forward(_) => Fate::Forwarded,
-            Verdict::DroppedQueue => Fate::DroppedQueue,
+            Verdict::DroppedQueue | Verdict::DroppedAqm => Fate::DroppedQueue,
             Verdict::DroppedRandom => Fate::Lost,
+            Verdict::Held => {
+                // Its fate is decided at dequeue (`settle`), and captured then.
+                if self.free_slots.pop().is_none() {
+                    self.held.push(None);
+                }
+                self.held[slot] = Some(Pending { arrival, len, held });
+                self.settle(shared, arrival);
+                return;
+            }
         };
         shared.capture(arrival, direction, fate, || packet_bytes(&held, len));
         match verdict {
@@ -1022,7 +1154,7 @@ impl Lane {
                 len,
                 held,
             }),
-            Verdict::DroppedQueue => {
+            Verdict::DroppedQueue | Verdict::DroppedAqm => {
                 shared.emit(LogEvent::DroppedQueue {
                     t: arrival,
                     direction,
@@ -1030,6 +1162,7 @@ impl Lane {
                 });
                 self.recycle(shared, held);
             }
+            Verdict::Held => unreachable!("handled above"),
             Verdict::DroppedRandom => {
                 shared.emit(LogEvent::Lost {
                     t: arrival,
@@ -1057,12 +1190,15 @@ impl Lane {
     }
 
     fn fidelity(self, cpu_seconds: f64, realtime: bool) -> (DirectionFidelity, Histogram<u64>) {
+        let model = self.model.summary();
         let f = DirectionFidelity {
             direction: self.direction,
-            model: self.model.summary(),
+            sojourn_ms: SojournMs::of(&model.queueing_delay_us),
+            marks_not_applied: self.marks_not_applied,
+            model,
             delivered_packets: self.delivered_packets,
             delivered_bytes: self.delivered_bytes,
-            in_flight_at_stop: self.queue.len() as u64,
+            in_flight_at_stop: (self.queue.len() + self.model.held_packets()) as u64,
             lateness_us: distribution_us(&self.lateness),
             early_us: distribution_us(&self.earliness),
             backlogged_rate_bps: (self.backlogged_ns > 0)
@@ -1147,9 +1283,13 @@ impl Scheduler {
         let mut spinning_since: Option<Nanos> = None;
 
         while !self.stop.load(Ordering::Relaxed) {
-            // 1. Release what is due, in both directions (with offload, each direction's due
+            // 1. Run the queue disciplines up to now (their dequeues are decided in virtual time),
+            // then release what is due, in both directions (with offload, each direction's due
             // packets take the other's within its window along: one wake-up for both).
             let now = self.shared.now();
+            for lane in self.lanes.iter_mut() {
+                lane.settle(&mut self.shared, now);
+            }
             let due = self
                 .lanes
                 .each_ref()
@@ -1182,7 +1322,12 @@ impl Scheduler {
                 continue;
             }
             // 3. Sleep until just before the next release (or an arrival), spin the rest.
-            let next = self.lanes.iter().filter_map(Lane::next_due).min();
+            let next = self
+                .lanes
+                .iter()
+                .flat_map(|l| [l.next_due(), l.next_dequeue()])
+                .flatten()
+                .min();
             let now = self.shared.now();
             spin_budget = (spin_budget + (now - last_budget_update) / SPIN_BUDGET_DIVISOR)
                 .min(SPIN_BUDGET_CAP);

@@ -58,6 +58,13 @@ pub enum LogEvent {
         direction: Direction,
         bytes: u32,
     },
+    /// Dropped by a queue discipline when it left the queue (CoDel, FQ-CoDel; also FQ-CoDel's
+    /// overflow victims), at that time — unlike `DroppedQueue`, which refuses an arrival.
+    DroppedAtDequeue {
+        t: Nanos,
+        direction: Direction,
+        bytes: u32,
+    },
 }
 
 impl LogEvent {
@@ -67,7 +74,8 @@ impl LogEvent {
             | LogEvent::Delivered { t, .. }
             | LogEvent::DroppedQueue { t, .. }
             | LogEvent::Lost { t, .. }
-            | LogEvent::DroppedSwitch { t, .. } => t,
+            | LogEvent::DroppedSwitch { t, .. }
+            | LogEvent::DroppedAtDequeue { t, .. } => t,
         }
     }
 
@@ -77,7 +85,8 @@ impl LogEvent {
             | LogEvent::Delivered { direction, .. }
             | LogEvent::DroppedQueue { direction, .. }
             | LogEvent::Lost { direction, .. }
-            | LogEvent::DroppedSwitch { direction, .. } => direction,
+            | LogEvent::DroppedSwitch { direction, .. }
+            | LogEvent::DroppedAtDequeue { direction, .. } => direction,
         }
     }
 
@@ -117,6 +126,11 @@ impl LogEvent {
                 bytes,
             },
             "x" => LogEvent::DroppedSwitch {
+                t,
+                direction,
+                bytes,
+            },
+            "a" => LogEvent::DroppedAtDequeue {
                 t,
                 direction,
                 bytes,
@@ -195,7 +209,7 @@ impl LogWriter {
         }
         writeln!(
             out,
-            "# columns: t_us dir event bytes [one_way_us late_us]; events: + arrival, - delivery, d queue drop, l random loss, x stale address (network switch)"
+            "# columns: t_us dir event bytes [one_way_us late_us]; events: + arrival, - delivery, d queue drop, l random loss, x stale address (network switch), a dropped at dequeue (queue discipline)"
         )?;
         Ok(LogWriter { out })
     }
@@ -236,6 +250,11 @@ impl LogWriter {
                 direction,
                 bytes,
             } => writeln!(self.out, "{} {} x {bytes}", us(t), direction.label())?,
+            LogEvent::DroppedAtDequeue {
+                t,
+                direction,
+                bytes,
+            } => writeln!(self.out, "{} {} a {bytes}", us(t), direction.label())?,
         }
         Ok(())
     }
@@ -280,6 +299,11 @@ mod tests {
                 t: 1_000_000_000_000,
                 direction: d,
                 bytes: 1280,
+            },
+            LogEvent::DroppedAtDequeue {
+                t: 7_000,
+                direction: d,
+                bytes: 1500,
             },
         ];
         let dir = tempfile::tempdir().unwrap();

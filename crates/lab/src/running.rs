@@ -35,7 +35,9 @@ impl RunningLab {
         let lab = LabOptions {
             tcp_congestion_control: options.tcp_cc.clone(),
             steer_receive: options.steering.applies_to(spec),
-            offload: options.offload.applies_to(spec),
+            // A CE mark rewrites one packet's header: offload's segments share theirs.
+            offload: options.offload.applies_to(spec) && !spec.ecn(),
+            tcp_ecn: spec.ecn(),
             ..Default::default()
         };
         let scheduler = SchedulerOptions {

@@ -17,7 +17,7 @@ fn direction_lines(name: &str, d: &DirectionFidelity) -> String {
         })
         .unwrap_or_else(|| "never backlogged".into());
     format!(
-        "  {name:<8} offered {} pkts / {} B; delivered {} pkts / {} B; dropped: queue {} pkts, random loss {} pkts; loss ratio {:.4}\n\
+        "  {name:<8} offered {} pkts / {} B; delivered {} pkts / {} B; dropped: queue {} pkts, random loss {} pkts{}; loss ratio {:.4}\n\
          {:<10} rate {rate}; sojourn p50 {:.0} us p99 {:.0} us; queue peak {} B; lateness p50 {:.1} us p99 {:.1} us max {:.1} us",
         c.offered_packets,
         c.offered_bytes,
@@ -25,6 +25,13 @@ fn direction_lines(name: &str, d: &DirectionFidelity) -> String {
         d.delivered_bytes,
         c.dropped_queue_packets,
         c.dropped_random_packets,
+        match &d.model.aqm {
+            Some(_) => format!(
+                ", {} by {} pkts, marked CE {} pkts",
+                d.model.discipline, c.dropped_aqm_packets, c.marked_packets
+            ),
+            None => String::new(),
+        },
         c.loss_ratio(),
         "",
         d.model.sojourn_us.p50,

@@ -84,6 +84,9 @@ pub struct LabOptions {
     /// Join the namespaces with a plain veth pair instead of TUN devices and the emulator: no
     /// shaping at all, to measure what the stacks do without the emulator in the path.
     pub direct_veth: bool,
+    /// The kernels' TCP asks for ECN (`net.ipv4.tcp_ecn = 1`) instead of only answering it
+    /// (2, the kernel's default): with a queue discipline that marks (`--ecn`).
+    pub tcp_ecn: bool,
 }
 
 impl Default for LabOptions {
@@ -95,6 +98,7 @@ impl Default for LabOptions {
             steer_receive: false,
             offload: false,
             direct_veth: false,
+            tcp_ecn: false,
         }
     }
 }
@@ -222,6 +226,8 @@ impl Lab {
                 };
                 // Every lab is fresh: no cached ssthresh/RTT from an earlier connection.
                 netns::write_sysctl("net.ipv4.tcp_no_metrics_save", "1")?;
+                // Set either way, so a lab never depends on what a namespace inherits.
+                netns::write_sysctl("net.ipv4.tcp_ecn", if opts.tcp_ecn { "1" } else { "2" })?;
                 // A network switch adds the new address beside the old one (same /24) and then
                 // removes the old: without this the kernel would remove the new one with it.
                 netns::write_sysctl("net.ipv4.conf.all.promote_secondaries", "1")?;

@@ -33,7 +33,8 @@
 //! - [`model`]: the link model of one direction ([`LinkModel`]).
 //! - [`stats`]: percentile summaries shared with the I/O shell.
 //! - [`aqm`]: queue disciplines decided at dequeue time — CoDel, FQ-CoDel, PIE, with ECN marking —
-//!   beside tail drop, as pure state machines (not yet driving [`LinkModel`]).
+//!   beside tail drop, as pure state machines; [`LinkModel`] runs the one configured.
+//! - [`wire`]: the IP header fields the link reads or rewrites (ECN).
 //! - [`spec`]: a whole link (both directions) as asked for ([`LinkSpec`]), turned into the two
 //!   directions' configurations.
 //! - [`options`]: the link options every lab command and scenario shares ([`LinkOptions`]), each
@@ -51,6 +52,7 @@ pub mod stats;
 pub mod switch;
 pub mod trace;
 pub mod units;
+pub mod wire;
 
 /// A point in time or a duration, in nanoseconds. Points in time are relative to an
 /// arbitrary epoch chosen by the caller (typically the lab's start); only differences and
@@ -68,7 +70,8 @@ pub use error::ParseError;
 pub use flow::{FlowCounters, FlowKey, FlowSummary, Transport};
 pub use loss::LossProcess;
 pub use model::{
-    Counters, Departure, DirectionConfig, LinkModel, ModelError, ModelSummary, RateSpec, Verdict,
+    Counters, Departure, DirectionConfig, LinkModel, ModelError, ModelSummary, RateSpec, Settled,
+    Verdict,
 };
 pub use options::LinkOptions;
 pub use profile::{Profile, ProfileStep};

@@ -71,6 +71,7 @@ use std::sync::Arc;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
+use crate::aqm::{Admission, AqmCounters, DisciplineSpec, Limits, QueuedPacket};
 use crate::flow::{Fate, FlowKey, FlowTable};
 use crate::loss::LossProcess;
 use crate::profile::Profile;
@@ -117,6 +118,9 @@ pub struct DirectionConfig {
     /// kernels' own path), subtracted from every propagation delay (saturating at 0) so that what a
     /// user measures end to end is the delay configured. 0 in a pure model.
     pub delay_compensation: Nanos,
+    /// The queue discipline. Tail drop (the default) is decided at arrival, exactly; CoDel,
+    /// FQ-CoDel and PIE at dequeue, so the model holds their packets ([`Verdict::Held`]).
+    pub discipline: DisciplineSpec,
 }
 
 /// What happens to an offered packet.
@@ -128,6 +132,12 @@ pub enum Verdict {
     DroppedRandom,
     /// Tail drop: the queue was full.
     DroppedQueue,
+    /// Dropped at arrival by the queue discipline's own rule (PIE's early drop).
+    DroppedAqm,
+    /// Held by a queue discipline that decides at dequeue: its fate comes later, from
+    /// [`LinkModel::take_settled`] (call [`LinkModel::advance`] at
+    /// [`LinkModel::next_dequeue_at`]).
+    Held,
 }
 
 /// The schedule of a forwarded packet.
@@ -170,6 +180,15 @@ pub struct Counters {
     pub max_queue_bytes: u64,
     /// Peak packets waiting in the queue, counted the same way as `max_queue_bytes`.
     pub max_queue_packets: u64,
+    /// Packets the queue discipline dropped by its own rule (CoDel and FQ-CoDel at dequeue, PIE at
+    /// arrival); tail drop's and a discipline's overflow drops are `dropped_queue_*`.
+    #[serde(default)]
+    pub dropped_aqm_packets: u64,
+    #[serde(default)]
+    pub dropped_aqm_bytes: u64,
+    /// Packets marked CE instead of dropped (`--ecn`).
+    #[serde(default)]
+    pub marked_packets: u64,
 }
 
 impl Counters {
@@ -179,7 +198,8 @@ impl Counters {
         if self.offered_bytes == 0 {
             return 0.0;
         }
-        (self.dropped_random_bytes + self.dropped_queue_bytes) as f64 / self.offered_bytes as f64
+        (self.dropped_random_bytes + self.dropped_queue_bytes + self.dropped_aqm_bytes) as f64
+            / self.offered_bytes as f64
     }
 }
 
@@ -196,6 +216,12 @@ pub struct ModelSummary {
     pub queue_limit_bytes: Option<u64>,
     /// Packet limit of the queue; `None` when unlimited or byte-limited.
     pub queue_limit_packets: Option<u64>,
+    /// The queue discipline: `droptail`, `codel`, `fq-codel` or `pie` (with `+ecn` when it marks).
+    #[serde(default = "droptail_name")]
+    pub discipline: String,
+    /// The discipline's own counters (None for tail drop, whose drops are the counters').
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aqm: Option<AqmCounters>,
     /// The counters.
     pub counters: Counters,
     /// [`Counters::loss_ratio`].
@@ -213,6 +239,10 @@ pub struct ModelSummary {
     pub flows: Vec<crate::flow::FlowSummary>,
     /// Packets offered without a flow key (not TCP/UDP, or counted by [`LinkModel::on_arrival`]).
     pub unkeyed: crate::flow::FlowCounters,
+}
+
+fn droptail_name() -> String {
+    "droptail".into()
 }
 
 /// A configuration that cannot be modelled.
@@ -259,6 +289,14 @@ pub enum ModelError {
         /// The profile's name.
         name: String,
         /// What is wrong with it.
+        reason: String,
+    },
+    /// Queue-discipline parameters out of range.
+    #[error("queue discipline {name}: {reason}")]
+    InvalidDiscipline {
+        /// The discipline's name.
+        name: String,
+        /// What is wrong, naming the parameter.
         reason: String,
     },
     /// A loss spec with a probability outside [0, 1].
@@ -531,6 +569,23 @@ struct Service {
 }
 
 impl Server {
+    /// When a packet queued at `t` could start its service: `t` for a rate (the caller knows the
+    /// server is free by `t`), a trace's first opportunity at or after `t` with bytes left.
+    fn ready_at(&self, t: Nanos) -> Nanos {
+        match self {
+            Server::Fluid(_) => t,
+            Server::Trace(server) => {
+                if let Some((time, unused)) = server.last_used
+                    && unused > 0
+                    && time >= t
+                {
+                    return time;
+                }
+                server.time_of(server.next.max(server.first_at_or_after(t)))
+            }
+        }
+    }
+
     fn serve(&mut self, now: Nanos, bytes: u32) -> Service {
         match self {
             Server::Fluid(server) => {
@@ -580,6 +635,10 @@ pub struct LinkModel {
     sojourn_us: Histogram<u64>,
     queue_occupancy_bytes: Histogram<u64>,
     flows: FlowTable,
+    /// The discipline's name as reported.
+    discipline_name: String,
+    /// A discipline that decides at dequeue; None for tail drop (decided at arrival).
+    queue: Option<DisciplineQueue>,
 }
 
 fn loss_is_valid(spec: &LossSpec) -> bool {
@@ -729,6 +788,22 @@ impl LinkModel {
                 }
             };
         let (limit_bytes, limit_packets) = resolve_queue(&cfg, mean_rate_bps)?;
+        cfg.discipline
+            .validate()
+            .map_err(|reason| ModelError::InvalidDiscipline {
+                name: cfg.discipline.name().into(),
+                reason,
+            })?;
+        let queue = (cfg.discipline != DisciplineSpec::DropTail).then(|| {
+            DisciplineQueue::new(cfg.discipline.build(
+                Limits {
+                    bytes: limit_bytes,
+                    packets: limit_packets,
+                },
+                // PIE's coin: a stream of its own, apart from the random loss's.
+                cfg.seed ^ 0x5049_4500,
+            ))
+        });
         Ok(LinkModel {
             rate_description,
             delay_description,
@@ -754,20 +829,237 @@ impl LinkModel {
             sojourn_us: stats::new_histogram(),
             queue_occupancy_bytes: stats::new_histogram(),
             flows: FlowTable::default(),
+            discipline_name: cfg.discipline.label(),
+            queue,
         })
     }
 
     /// [`LinkModel::on_arrival`] for a packet whose flow is known: its fate is also counted
     /// against `key` (see [`crate::flow`]; None counts as unkeyed).
     pub fn on_packet(&mut self, now: Nanos, bytes: u32, key: Option<FlowKey>) -> Verdict {
+        self.offer(now, 0, bytes, key, false)
+    }
+
+    /// Offers a packet known to the caller as `id` (unique among the packets the model holds):
+    /// its fate is counted against `key`, and `ect` (ECN-capable transport) lets a discipline
+    /// with ECN mark it instead of dropping it. With tail drop the verdict is final; with a
+    /// discipline that decides at dequeue it is usually [`Verdict::Held`].
+    pub fn offer(
+        &mut self,
+        now: Nanos,
+        id: u64,
+        bytes: u32,
+        key: Option<FlowKey>,
+        ect: bool,
+    ) -> Verdict {
+        if self.queue.is_some() {
+            return self.offer_to_discipline(now, id, bytes, key, ect);
+        }
         let verdict = self.on_arrival_uncounted(now, bytes);
         let fate = match verdict {
             Verdict::Forward(_) => Fate::Forwarded,
             Verdict::DroppedRandom => Fate::DroppedRandom,
-            Verdict::DroppedQueue => Fate::DroppedQueue,
+            Verdict::DroppedQueue | Verdict::DroppedAqm | Verdict::Held => Fate::DroppedQueue,
         };
         self.flows.count(key, bytes, fate);
         verdict
+    }
+
+    /// When the bottleneck takes its next held packet (None: nothing held, or tail drop). The
+    /// caller calls [`Self::advance`] at that time (or later: decisions are made in virtual time
+    /// either way, but a late call makes the packet's release late if its delay is short).
+    pub fn next_dequeue_at(&self) -> Option<Nanos> {
+        self.queue.as_ref()?.next_dequeue(&self.server)
+    }
+
+    /// Runs the bottleneck up to `now`: every dequeue due by then is decided, at its own instant.
+    /// The fates are collected for [`Self::take_settled`].
+    pub fn advance(&mut self, now: Nanos) {
+        let now = now.max(self.latest_now);
+        self.latest_now = now;
+        while let Some(at) = self.next_dequeue_at().filter(|&at| at <= now) {
+            if !self.dequeue_one(at) {
+                break;
+            }
+        }
+    }
+
+    /// The fates decided so far of held packets, in the order they were decided (forwarded ones in
+    /// order of delivery).
+    pub fn take_settled(&mut self) -> Option<Settled> {
+        self.queue.as_mut()?.settled.pop_front()
+    }
+
+    /// How long after a dequeue's instant the caller may settle it without delivering anything
+    /// late: half the shortest propagation delay a packet can get, at most 1 ms (a dequeued packet
+    /// is delivered no sooner than its delay after). The caller can wake for dequeues this much
+    /// later, and so less often than for releases.
+    pub fn settle_slack(&self) -> Nanos {
+        let shortest = match &self.profile {
+            Some((profile, _)) => profile.steps.iter().map(|s| s.delay).min().unwrap_or(0),
+            None => self.fixed_delay,
+        }
+        .saturating_sub(self.delay_compensation);
+        (shortest / 2).min(NANOS_PER_MS)
+    }
+
+    /// How many packets a discipline holds.
+    pub fn held_packets(&self) -> usize {
+        self.queue.as_ref().map_or(0, |q| q.held.len())
+    }
+
+    fn offer_to_discipline(
+        &mut self,
+        now: Nanos,
+        id: u64,
+        bytes: u32,
+        key: Option<FlowKey>,
+        ect: bool,
+    ) -> Verdict {
+        self.advance(now);
+        let now = self.latest_now;
+        let size = u64::from(bytes);
+        self.counters.offered_packets += 1;
+        self.counters.offered_bytes += size;
+        if self.lose_at(now) {
+            self.counters.dropped_random_packets += 1;
+            self.counters.dropped_random_bytes += size;
+            self.flows.count(key, bytes, Fate::DroppedRandom);
+            return Verdict::DroppedRandom;
+        }
+        let queue = self.queue.as_mut().expect("a discipline");
+        let (backlog_bytes, _) = queue.discipline.backlog();
+        stats::record(&mut self.queue_occupancy_bytes, backlog_bytes);
+        let was_empty = queue.is_empty();
+        let mut packet = QueuedPacket::new(id, bytes, discipline::flow_hash(key.as_ref()));
+        packet.ect = ect;
+        let mut scratch = std::mem::take(&mut queue.scratch);
+        let admission = queue.discipline.enqueue(now, packet, &mut scratch);
+        // FQ-CoDel over its limit drops the fattest flow's head, another packet.
+        for victim in scratch.drain(..) {
+            queue.settled.push_back(Settled::DroppedOverflow {
+                id: victim.id,
+                at: now,
+            });
+            if let Some(h) = queue.held.remove(&victim.id) {
+                self.flows.count(h.key, victim.bytes, Fate::DroppedQueue);
+            }
+            self.counters.dropped_queue_packets += 1;
+            self.counters.dropped_queue_bytes += u64::from(victim.bytes);
+        }
+        queue.scratch = scratch;
+        let verdict = match admission {
+            Admission::Queued | Admission::QueuedMarked => {
+                queue.held.insert(id, HeldPacket { key, arrival: now });
+                if was_empty {
+                    queue.nonempty_since = now;
+                }
+                let (b, p) = queue.discipline.backlog();
+                self.counters.max_queue_bytes = self.counters.max_queue_bytes.max(b);
+                self.counters.max_queue_packets = self.counters.max_queue_packets.max(p);
+                Verdict::Held
+            }
+            Admission::Overflow => {
+                self.counters.dropped_queue_packets += 1;
+                self.counters.dropped_queue_bytes += size;
+                self.flows.count(key, bytes, Fate::DroppedQueue);
+                Verdict::DroppedQueue
+            }
+            Admission::DroppedEarly => {
+                self.counters.dropped_aqm_packets += 1;
+                self.counters.dropped_aqm_bytes += size;
+                self.flows.count(key, bytes, Fate::DroppedQueue);
+                Verdict::DroppedAqm
+            }
+        };
+        // An idle server takes the packet at once.
+        self.advance(now);
+        verdict
+    }
+
+    /// The server takes the discipline's next packet at `at`; false when the discipline had
+    /// nothing to give (it dropped what was left).
+    fn dequeue_one(&mut self, at: Nanos) -> bool {
+        let queue = self.queue.as_mut().expect("a discipline");
+        let mut scratch = std::mem::take(&mut queue.scratch);
+        let departing = queue.discipline.dequeue(at, &mut scratch);
+        for victim in scratch.drain(..) {
+            queue
+                .settled
+                .push_back(Settled::DroppedAqm { id: victim.id, at });
+            if let Some(h) = queue.held.remove(&victim.id) {
+                self.flows.count(h.key, victim.bytes, Fate::DroppedQueue);
+            }
+            self.counters.dropped_aqm_packets += 1;
+            self.counters.dropped_aqm_bytes += u64::from(victim.bytes);
+        }
+        queue.scratch = scratch;
+        let Some(d) = departing else {
+            return false;
+        };
+        let p = d.packet;
+        let held = queue.held.remove(&p.id);
+        let arrival = held.map_or(p.enqueued_at, |h| h.arrival);
+        let backlogged = !self.unlimited_rate
+            && self
+                .previous_end
+                .is_some_and(|(end_floor, _)| arrival <= end_floor);
+        let service = self.server.serve(at, p.bytes);
+        self.previous_end = Some((service.end_floor, service.end_ceil));
+        let deliver_at = self.deliver_at(service.end_ceil);
+        let queue = self.queue.as_mut().expect("a discipline");
+        queue.free_at = service.end_ceil;
+        let size = u64::from(p.bytes);
+        self.counters.forwarded_packets += 1;
+        self.counters.forwarded_bytes += size;
+        if d.marked {
+            self.counters.marked_packets += 1;
+        }
+        self.flows
+            .count(held.and_then(|h| h.key), p.bytes, Fate::Forwarded);
+        stats::record_micros(
+            &mut self.queueing_delay_us,
+            service.start.saturating_sub(arrival),
+        );
+        stats::record_micros(
+            &mut self.sojourn_us,
+            service.end_ceil.saturating_sub(arrival),
+        );
+        queue.settled.push_back(Settled::Forward {
+            id: p.id,
+            departure: Departure {
+                service_start: service.start,
+                service_end: service.end_ceil,
+                deliver_at,
+                backlogged,
+            },
+            marked: d.marked,
+        });
+        true
+    }
+
+    /// The random loss at `now` (a profile's step's, or the configured process).
+    fn lose_at(&mut self, now: Nanos) -> bool {
+        match &self.profile {
+            Some((profile, start)) => {
+                let loss = profile.step_at(now.saturating_sub(*start)).loss;
+                self.loss.lose_with(loss)
+            }
+            None => self.loss.lose(),
+        }
+    }
+
+    /// When a packet whose serialisation ends at `end` is delivered: after the propagation delay
+    /// in force then, never before the previous packet (the link does not reorder).
+    fn deliver_at(&mut self, end: Nanos) -> Nanos {
+        let delay = match &self.profile {
+            Some((profile, start)) => profile.step_at(end.saturating_sub(*start)).delay,
+            None => self.fixed_delay,
+        }
+        .saturating_sub(self.delay_compensation);
+        let deliver_at = end.saturating_add(delay).max(self.previous_deliver_at);
+        self.previous_deliver_at = deliver_at;
+        deliver_at
     }
 
     /// Offers a packet of `bytes` bytes arriving at `now` and returns its fate. `now` must
@@ -783,14 +1075,7 @@ impl LinkModel {
         self.counters.offered_packets += 1;
         self.counters.offered_bytes += size;
 
-        let lost = match &self.profile {
-            Some((profile, start)) => {
-                let loss = profile.step_at(now.saturating_sub(*start)).loss;
-                self.loss.lose_with(loss)
-            }
-            None => self.loss.lose(),
-        };
-        if lost {
+        if self.lose_at(now) {
             self.counters.dropped_random_packets += 1;
             self.counters.dropped_random_bytes += size;
             return Verdict::DroppedRandom;
@@ -840,20 +1125,7 @@ impl LinkModel {
             .max_queue_packets
             .max(self.waiting.len() as u64);
 
-        let delay = match &self.profile {
-            Some((profile, start)) => {
-                profile
-                    .step_at(service.end_ceil.saturating_sub(*start))
-                    .delay
-            }
-            None => self.fixed_delay,
-        }
-        .saturating_sub(self.delay_compensation);
-        let deliver_at = service
-            .end_ceil
-            .saturating_add(delay)
-            .max(self.previous_deliver_at);
-        self.previous_deliver_at = deliver_at;
+        let deliver_at = self.deliver_at(service.end_ceil);
 
         self.counters.forwarded_packets += 1;
         self.counters.forwarded_bytes += size;
@@ -899,6 +1171,8 @@ impl LinkModel {
             loss: self.loss_description.clone(),
             queue_limit_bytes: self.limit_bytes,
             queue_limit_packets: self.limit_packets,
+            discipline: self.discipline_name.clone(),
+            aqm: self.queue.as_ref().map(DisciplineQueue::counters),
             counters: self.counters.clone(),
             loss_ratio: self.counters.loss_ratio(),
             queueing_delay_us: Distribution::from_histogram(&self.queueing_delay_us),
@@ -910,5 +1184,9 @@ impl LinkModel {
     }
 }
 
+mod discipline;
 #[cfg(test)]
 mod tests;
+
+pub use discipline::Settled;
+use discipline::{DisciplineQueue, HeldPacket};

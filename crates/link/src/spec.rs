@@ -1,6 +1,7 @@
 //! A whole link (both directions) as the user asked for it, turned into the two sans-IO
 //! [`DirectionConfig`]s the emulator runs. Shared by every command that builds a lab.
 
+use crate::aqm::DisciplineSpec;
 use crate::{DirectionConfig, LossSpec, Nanos, QueueLimit, RateSpec};
 use serde::{Deserialize, Serialize};
 
@@ -13,6 +14,8 @@ pub struct DirectionSpec {
     pub delay: Nanos,
     pub loss: LossSpec,
     pub queue: QueueLimit,
+    /// The queue's discipline (tail drop unless asked), with ECN marking or not.
+    pub discipline: DisciplineSpec,
 }
 
 impl Default for DirectionSpec {
@@ -23,6 +26,7 @@ impl Default for DirectionSpec {
             delay: 0,
             loss: LossSpec::None,
             queue: QueueLimit::Bdp(1.0),
+            discipline: DisciplineSpec::DropTail,
         }
     }
 }
@@ -161,6 +165,12 @@ pub struct LinkDescription {
 }
 
 impl LinkSpec {
+    /// Whether either direction's discipline marks ECN (the lab then turns on the kernels'
+    /// `tcp_ecn`, and keeps TUN offload off: a mark rewrites one packet's header).
+    pub fn ecn(&self) -> bool {
+        self.uplink.discipline.ecn() || self.downlink.discipline.ecn()
+    }
+
     /// Round-trip propagation delay (base RTT) as configured.
     pub fn base_rtt(&self) -> Nanos {
         self.uplink.base_delay() + self.downlink.base_delay()
@@ -173,6 +183,7 @@ impl LinkSpec {
             rate: d.rate.clone(),
             delay: d.delay,
             delay_compensation: self.tun_compensation,
+            discipline: d.discipline,
             loss: d.loss,
             queue: d.queue,
             base_rtt: rtt,
@@ -243,6 +254,9 @@ pub fn describe_direction(d: &DirectionSpec) -> String {
                 QueueLimit::Unlimited => "unlimited".into(),
             }
         );
+        if d.discipline != DisciplineSpec::DropTail {
+            s += &format!(" {}", d.discipline.label());
+        }
     }
     s
 }
@@ -297,10 +311,19 @@ mod tests {
             delay: 25_000_000,
             loss: LossSpec::Bernoulli(0.02),
             queue: QueueLimit::Bytes(30_000),
+            discipline: DisciplineSpec::DropTail,
         };
         assert_eq!(
             describe_direction(&d),
             "10mbit, delay 25ms, loss 2%, queue 30000B"
+        );
+        let codel = DirectionSpec {
+            discipline: DisciplineSpec::parse("codel").unwrap().with_ecn(true),
+            ..d
+        };
+        assert_eq!(
+            describe_direction(&codel),
+            "10mbit, delay 25ms, loss 2%, queue 30000B codel+ecn"
         );
     }
 }

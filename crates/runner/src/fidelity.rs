@@ -48,6 +48,12 @@ pub fn flags(spec: &LinkSpec, f: &FidelityReport, host_steal: Option<f64>) -> Ve
                 d.write_errors
             ));
         }
+        if d.marks_not_applied > 0 {
+            out.push(format!(
+                "{name}: {} ECN mark(s) the queue discipline decided could not be written",
+                d.marks_not_applied
+            ));
+        }
         // Losses nobody configured: the emulator's own, never the link's.
         if let Some(o) = &d.offload {
             if o.dropped_unsplittable > 0 {
@@ -119,6 +125,8 @@ mod tests {
             realtime: true,
             offload: None,
             largest_udp_payload: None,
+            sojourn_ms: Default::default(),
+            marks_not_applied: 0,
         };
         let report = FidelityReport {
             uplink: direction(Direction::Uplink, up),

@@ -60,6 +60,11 @@ pub fn queue_series(run_key: &str, log: &str, delay_us: f64) -> Vec<Series> {
             LogEvent::DroppedQueue { .. }
             | LogEvent::Lost { .. }
             | LogEvent::DroppedSwitch { .. } => last_arrival = None,
+            // A queue discipline's drop at dequeue: the packet was queued and leaves now.
+            LogEvent::DroppedAtDequeue { bytes, .. } => {
+                changes.extend(last_arrival.take());
+                changes.push((t_s, -(bytes as f64)));
+            }
             LogEvent::Delivered { bytes, one_way, .. } => {
                 let one_way_us = one_way as f64 / 1e3;
                 let queued_us = (one_way_us - delay_us).max(0.0);
@@ -142,5 +147,26 @@ mod tests {
             .unwrap()
             .points;
         assert_eq!(d, &vec![(0.0108, 0.8), (0.0116, 1.5)]);
+    }
+
+    #[test]
+    fn a_drop_at_dequeue_leaves_the_queue_then_not_at_the_next_arrival() {
+        // CoDel drops the first packet when it reaches the head (2 ms); the second, which
+        // arrived in between, is delivered. The occupancy counts both arrivals and two exits.
+        let log = "0.000 down + 1000\n\
+                   1000.000 down + 1000\n\
+                   2000.000 down a 1000\n\
+                   13000.000 down - 1000 12000.000 1.0\n";
+        let s = queue_series("k", log, 10_000.0);
+        let q = &s.iter().find(|s| s.name == "queue_bytes").unwrap().points;
+        assert_eq!(
+            q,
+            &vec![
+                (0.0, 1000.0),
+                (0.001, 2000.0),
+                (0.002, 1000.0),
+                (0.003, 0.0)
+            ]
+        );
     }
 }

@@ -13,8 +13,9 @@
 //! it, as Linux's qdiscs do; a packet that is not ECN-capable is dropped as without ECN. Tail
 //! drop never marks.
 //!
-//! Not yet wired into [`crate::model::LinkModel`]: the model still fixes departures at arrival
-//! (docs/link.md). The disciplines are tested here against the RFCs' behaviour in virtual time.
+//! [`crate::model::LinkModel`] runs them (`DirectionConfig::discipline`): tail drop keeps its exact
+//! decision at arrival, the others hold their packets until the bottleneck dequeues them. The
+//! disciplines are tested here against the RFCs' behaviour in virtual time.
 
 mod codel;
 mod fq_codel;
@@ -22,7 +23,7 @@ mod pie;
 
 use std::collections::VecDeque;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::{NANOS_PER_MS, Nanos};
 
@@ -85,7 +86,7 @@ pub struct Departing {
 
 /// Counters of one discipline. Every offered packet ends in exactly one of `overflow_drops`,
 /// `aqm_drops` (at enqueue or dequeue) or `dequeued`, or is still queued.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AqmCounters {
     /// Packets offered to enqueue.
     pub offered: u64,
@@ -173,8 +174,9 @@ impl Fifo {
 }
 
 /// Which discipline, with its parameters: the `--queue-discipline` and scenario `aqm` value.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub enum DisciplineSpec {
+    #[default]
     DropTail,
     Codel(CodelParams),
     FqCodel(FqCodelParams),
@@ -185,18 +187,79 @@ impl DisciplineSpec {
     /// The names a flag or scenario takes.
     pub const NAMES: [&'static str; 4] = ["droptail", "codel", "fq-codel", "pie"];
 
-    /// A discipline by name with its RFC's defaults.
-    pub fn parse(name: &str) -> Result<DisciplineSpec, String> {
-        match name {
-            "droptail" => Ok(DisciplineSpec::DropTail),
-            "codel" => Ok(DisciplineSpec::Codel(CodelParams::default())),
-            "fq-codel" | "fq_codel" => Ok(DisciplineSpec::FqCodel(FqCodelParams::default())),
-            "pie" => Ok(DisciplineSpec::Pie(PieParams::default())),
-            other => Err(format!(
-                "unknown queue discipline {other:?}; allowed: {}",
-                Self::NAMES.join(", ")
-            )),
+    /// A discipline by name with its RFC's defaults, or with some of them replaced:
+    /// `NAME[:KEY=VALUE,…]`, e.g. `codel:target=10ms,interval=200ms`, `fq-codel:flows=64`,
+    /// `pie:target=20ms,tupdate=30ms`. Keys: codel and fq-codel `target`, `interval` (durations);
+    /// fq-codel `flows`, `quantum` (bytes); pie `target`, `tupdate`, `alpha`, `beta`,
+    /// `max-burst`. Values are checked ([`Self::validate`]); errors name the key.
+    pub fn parse(text: &str) -> Result<DisciplineSpec, String> {
+        let (name, params) = match text.split_once(':') {
+            Some((n, p)) => (n, Some(p)),
+            None => (text, None),
+        };
+        let mut spec = match name {
+            "droptail" => DisciplineSpec::DropTail,
+            "codel" => DisciplineSpec::Codel(CodelParams::default()),
+            "fq-codel" | "fq_codel" => DisciplineSpec::FqCodel(FqCodelParams::default()),
+            "pie" => DisciplineSpec::Pie(PieParams::default()),
+            other => {
+                return Err(format!(
+                    "unknown queue discipline {other:?}; allowed: {} (with parameters: \
+                     codel:target=5ms,interval=100ms)",
+                    Self::NAMES.join(", ")
+                ));
+            }
+        };
+        for pair in params.into_iter().flat_map(|p| p.split(',')) {
+            let (key, value) = pair.split_once('=').ok_or_else(|| {
+                format!("{name}: parameter {pair:?} is not KEY=VALUE (e.g. target=5ms)")
+            })?;
+            spec.set(key.trim(), value.trim())
+                .map_err(|e| format!("{name}: {key}={value}: {e}"))?;
         }
+        spec.validate()?;
+        Ok(spec)
+    }
+
+    /// Sets one parameter by name.
+    fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
+        let duration = || crate::units::parse_duration(value).map_err(|e| e.to_string());
+        let number = || {
+            value
+                .parse::<u32>()
+                .map_err(|_| format!("expected a whole number; got {value:?}"))
+        };
+        let real = || {
+            value
+                .parse::<f64>()
+                .map_err(|_| format!("expected a number; got {value:?}"))
+        };
+        let name = self.name();
+        let unknown = |keys: &str| Err(format!("unknown parameter; {name} takes {keys}"));
+        match self {
+            DisciplineSpec::DropTail => return Err("droptail takes no parameters".into()),
+            DisciplineSpec::Codel(p) => match key {
+                "target" => p.target = duration()?,
+                "interval" => p.interval = duration()?,
+                _ => return unknown("target, interval"),
+            },
+            DisciplineSpec::FqCodel(p) => match key {
+                "target" => p.codel.target = duration()?,
+                "interval" => p.codel.interval = duration()?,
+                "flows" => p.flows = number()?,
+                "quantum" => p.quantum = number()?,
+                _ => return unknown("target, interval, flows, quantum"),
+            },
+            DisciplineSpec::Pie(p) => match key {
+                "target" => p.target = duration()?,
+                "tupdate" | "t_update" => p.t_update = duration()?,
+                "alpha" => p.alpha = real()?,
+                "beta" => p.beta = real()?,
+                "max-burst" | "max_burst" => p.max_burst = duration()?,
+                _ => return unknown("target, tupdate, alpha, beta, max-burst"),
+            },
+        }
+        Ok(())
     }
 
     pub fn name(&self) -> &'static str {
@@ -218,6 +281,25 @@ impl DisciplineSpec {
                 ..p
             }),
             DisciplineSpec::Pie(p) => DisciplineSpec::Pie(PieParams { ecn, ..p }),
+        }
+    }
+
+    /// Whether it marks ECN-capable packets instead of dropping them.
+    pub fn ecn(&self) -> bool {
+        match self {
+            DisciplineSpec::DropTail => false,
+            DisciplineSpec::Codel(p) => p.ecn,
+            DisciplineSpec::FqCodel(p) => p.codel.ecn,
+            DisciplineSpec::Pie(p) => p.ecn,
+        }
+    }
+
+    /// The name as reported: `codel`, or `codel+ecn` when it marks.
+    pub fn label(&self) -> String {
+        if self.ecn() {
+            format!("{}+ecn", self.name())
+        } else {
+            self.name().to_string()
         }
     }
 
@@ -353,6 +435,39 @@ mod tests {
     use super::*;
 
     const MS: Nanos = NANOS_PER_MS;
+
+    #[test]
+    fn parameters_replace_the_defaults_and_bad_ones_are_named() {
+        let DisciplineSpec::Codel(c) =
+            DisciplineSpec::parse("codel:target=10ms,interval=200ms").unwrap()
+        else {
+            panic!("codel")
+        };
+        assert_eq!((c.target, c.interval), (10 * MS, 200 * MS));
+        let DisciplineSpec::FqCodel(f) = DisciplineSpec::parse("fq-codel:flows=64").unwrap() else {
+            panic!("fq-codel")
+        };
+        assert_eq!((f.flows, f.quantum), (64, 1514));
+        let DisciplineSpec::Pie(p) = DisciplineSpec::parse("pie:tupdate=30ms").unwrap() else {
+            panic!("pie")
+        };
+        assert_eq!((p.target, p.t_update), (15 * MS, 30 * MS));
+        for (text, words) in [
+            ("codel:target=200ms", &["target", "interval"][..]),
+            ("codel:target=0ms", &["target", "above 0"]),
+            ("codel:target=-1ms", &["target"]),
+            ("codel:speed=3", &["speed", "target, interval"]),
+            ("codel:target", &["KEY=VALUE"]),
+            ("pie:alpha=x", &["alpha", "number"]),
+            ("fq-codel:flows=0", &["flows", "1 to 65536"]),
+            ("droptail:x=1", &["no parameters"]),
+        ] {
+            let e = DisciplineSpec::parse(text).unwrap_err();
+            for w in words {
+                assert!(e.contains(w), "{text}: {e:?} lacks {w:?}");
+            }
+        }
+    }
 
     #[test]
     fn names_parse_to_their_rfcs_defaults_and_unknown_ones_are_named() {

@@ -18,6 +18,7 @@ fn config(rate: RateSpec) -> DirectionConfig {
         seed: 1,
         start: 0,
         delay_compensation: 0,
+        discipline: Default::default(),
     }
 }
 
@@ -248,6 +249,7 @@ fn byte_limit_admits_one_in_service_plus_what_fits() {
             dropped_queue_bytes: 118_500,
             max_queue_bytes: 30_000,
             max_queue_packets: 20,
+            ..Counters::default()
         }
     );
     assert_eq!(counters.loss_ratio(), 0.79);
@@ -324,7 +326,7 @@ fn random_drops_consume_no_capacity() {
                 slot += 1;
             }
             Verdict::DroppedRandom => {}
-            Verdict::DroppedQueue => panic!("the queue is large enough"),
+            other => panic!("the queue is large enough: {other:?}"),
         }
     }
     let counters = link.counters();
@@ -849,4 +851,277 @@ fn nothing_offered_means_zero_loss_ratio() {
     let link = model(config(constant(1_000_000)));
     assert_eq!(link.counters().loss_ratio(), 0.0);
     assert_eq!(link.summary().queueing_delay_us.count, 0);
+}
+
+// ---- Queue disciplines decided at dequeue (issue 27) ----
+
+fn with_discipline(rate: RateSpec, queue: QueueLimit, name: &str, ecn: bool) -> LinkModel {
+    model(DirectionConfig {
+        queue,
+        delay: 10 * MS,
+        discipline: crate::aqm::DisciplineSpec::parse(name)
+            .unwrap()
+            .with_ecn(ecn),
+        ..config(rate)
+    })
+}
+
+/// Offers `(time, bytes)` arrivals with ids 0, 1, … and settles everything up to `until`:
+/// (id → departure) of the forwarded ones, and the ids dropped.
+fn run_held(
+    m: &mut LinkModel,
+    arrivals: &[(Nanos, u32, Option<FlowKey>, bool)],
+    until: Nanos,
+) -> (Vec<(u64, Departure, bool)>, Vec<u64>) {
+    let (mut forwarded, mut dropped) = (Vec::new(), Vec::new());
+    let drain =
+        |m: &mut LinkModel, forwarded: &mut Vec<(u64, Departure, bool)>, dropped: &mut Vec<u64>| {
+            while let Some(s) = m.take_settled() {
+                match s {
+                    Settled::Forward {
+                        id,
+                        departure,
+                        marked,
+                    } => forwarded.push((id, departure, marked)),
+                    Settled::DroppedAqm { id, .. } | Settled::DroppedOverflow { id, .. } => {
+                        dropped.push(id)
+                    }
+                }
+            }
+        };
+    for (i, &(t, bytes, key, ect)) in arrivals.iter().enumerate() {
+        // What the I/O shell does: run the bottleneck up to each arrival, then offer it.
+        while let Some(at) = m.next_dequeue_at().filter(|&at| at <= t) {
+            m.advance(at);
+        }
+        match m.offer(t, i as u64, bytes, key, ect) {
+            Verdict::Held => {}
+            Verdict::DroppedQueue | Verdict::DroppedAqm | Verdict::DroppedRandom => {
+                dropped.push(i as u64)
+            }
+            // Tail drop decides at arrival.
+            Verdict::Forward(d) => forwarded.push((i as u64, d, false)),
+        }
+        drain(m, &mut forwarded, &mut dropped);
+    }
+    m.advance(until);
+    drain(m, &mut forwarded, &mut dropped);
+    (forwarded, dropped)
+}
+
+#[test]
+fn codel_below_its_target_departs_exactly_like_tail_drop() {
+    // Random arrivals at ~45 % load: queues form but never for 100 ms above 5 ms, so CoDel
+    // never drops, and each packet's schedule is tail drop's, nanosecond for nanosecond.
+    let mut droptail = model(DirectionConfig {
+        delay: 10 * MS,
+        queue: QueueLimit::Bytes(100_000),
+        ..config(constant(10_000_000))
+    });
+    let mut codel = with_discipline(
+        constant(10_000_000),
+        QueueLimit::Bytes(100_000),
+        "codel",
+        false,
+    );
+    let mut rng = 12345u64;
+    let mut t = 0;
+    let mut arrivals = Vec::new();
+    for _ in 0..5000 {
+        rng = rng
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        t += 1_500 * US + (rng >> 33) % (1_400 * US);
+        arrivals.push((t, 1000 + ((rng >> 20) % 500) as u32, None, false));
+    }
+    let expected: Vec<Departure> = arrivals
+        .iter()
+        .map(|&(t, b, _, _)| forward(droptail.on_arrival(t, b)))
+        .collect();
+    let (got, dropped) = run_held(&mut codel, &arrivals, t + 10 * S);
+    assert!(dropped.is_empty());
+    assert_eq!(got.len(), expected.len());
+    for (id, departure, marked) in got {
+        assert!(!marked);
+        assert_eq!(departure, expected[id as usize], "packet {id}");
+    }
+    assert_eq!(codel.summary().discipline, "codel");
+    assert_eq!(codel.held_packets(), 0);
+}
+
+/// An unresponsive 15 Mbit/s stream into 10 Mbit/s for `secs` seconds through a deep (1 MB)
+/// buffer: the sojourn times of the packets forwarded in the last half.
+fn overload(name: &str, ecn: bool, secs: u64) -> (LinkModel, Vec<Nanos>) {
+    let mut m = with_discipline(
+        constant(10_000_000),
+        QueueLimit::Bytes(1_000_000),
+        name,
+        ecn,
+    );
+    let gap = 1500 * 8 * S / 15_000_000;
+    let arrivals: Vec<_> = (0..secs * S / gap)
+        .map(|i| (i * gap, 1500u32, None, ecn))
+        .collect();
+    let (forwarded, _) = run_held(&mut m, &arrivals, secs * S + 10 * S);
+    let sojourns = forwarded
+        .iter()
+        .filter(|(id, ..)| arrivals[*id as usize].0 > secs * S / 2)
+        .map(|(id, d, _)| d.service_start - arrivals[*id as usize].0)
+        .collect();
+    (m, sojourns)
+}
+
+fn median(mut v: Vec<Nanos>) -> Nanos {
+    v.sort_unstable();
+    v[v.len() / 2]
+}
+
+#[test]
+fn codel_drains_a_standing_queue_that_tail_drop_keeps() {
+    // 1 s at 15 Mbit/s into 10 Mbit/s builds half a second of queue; then 9.5 Mbit/s, which
+    // tail drop can drain only at 0.5 Mbit/s (10 s). CoDel drops until the queue is back near
+    // its 5 ms target. (Against a source that never slows down CoDel cannot hold its target —
+    // its control law needs about 8 s of drops to match a 50 % overload; it is built for
+    // responsive flows.)
+    let standing = |name: &str| {
+        let mut m = with_discipline(
+            constant(10_000_000),
+            QueueLimit::Bytes(1_000_000),
+            name,
+            false,
+        );
+        let mut arrivals = Vec::new();
+        let (mut t, end) = (0, 10 * S);
+        while t < end {
+            arrivals.push((t, 1500u32, None, false));
+            let rate = if t < S { 15_000_000 } else { 9_500_000 };
+            t += 1500 * 8 * S / rate;
+        }
+        let (forwarded, _) = run_held(&mut m, &arrivals, end + 10 * S);
+        let late: Vec<Nanos> = forwarded
+            .iter()
+            .filter(|(id, ..)| arrivals[*id as usize].0 > 6 * S)
+            .map(|(id, d, _)| d.service_start - arrivals[*id as usize].0)
+            .collect();
+        (m, median(late))
+    };
+    let (_, tail) = standing("droptail");
+    let (codel, held) = standing("codel");
+    assert!(tail > 100 * MS, "tail drop: {} ms", tail / MS);
+    assert!(held < 15 * MS, "codel: {} ms", held / MS);
+    let c = codel.counters();
+    assert!(
+        c.dropped_aqm_packets > 0 && c.dropped_queue_packets == 0,
+        "{c:?}"
+    );
+    assert_eq!(c.marked_packets, 0);
+    let aqm = codel.summary().aqm.unwrap();
+    assert_eq!(aqm.aqm_drops, c.dropped_aqm_packets);
+    assert_eq!(aqm.dequeued, c.forwarded_packets);
+}
+
+#[test]
+fn pie_holds_about_its_15_ms_target_and_with_ecn_marks_instead_of_dropping() {
+    let (pie, sojourns) = overload("pie", false, 20);
+    let m = median(sojourns);
+    assert!(
+        (5 * MS..40 * MS).contains(&m),
+        "median sojourn {} ms",
+        m / MS
+    );
+    assert!(pie.counters().dropped_aqm_packets > 0);
+    // With ECN every packet is ECN-capable: PIE marks (it drops only past its 10 % mark limit,
+    // RFC 8033 §5.1, which a 50 % overload exceeds).
+    let (pie_ecn, _) = overload("pie", true, 5);
+    let c = pie_ecn.counters();
+    assert!(c.marked_packets > 0, "{c:?}");
+    assert_eq!(pie_ecn.summary().discipline, "pie+ecn");
+}
+
+#[test]
+fn fq_codel_keeps_a_thin_flow_out_of_a_fat_flows_queue() {
+    use std::net::SocketAddr;
+    let key = |port: u16| {
+        let a: SocketAddr = format!("10.0.0.1:{port}").parse().unwrap();
+        let b: SocketAddr = "10.0.0.2:443".parse().unwrap();
+        Some(FlowKey::new(crate::flow::Transport::Udp, a, b))
+    };
+    let (fat, thin) = (key(1000), key(2000));
+    for name in ["droptail", "fq-codel"] {
+        let mut m = with_discipline(
+            constant(10_000_000),
+            QueueLimit::Bytes(300_000),
+            name,
+            false,
+        );
+        // The fat flow: 12 Mbit/s of 1500 B; the thin one: 100 B every 10 ms.
+        let mut arrivals = Vec::new();
+        let gap = 1500 * 8 * S / 12_000_000;
+        for i in 0..(10 * S / gap) {
+            arrivals.push((i * gap, 1500u32, fat, false));
+        }
+        for i in 0..1000 {
+            arrivals.push((i * 10 * MS + 7 * US, 100u32, thin, false));
+        }
+        arrivals.sort_by_key(|a| a.0);
+        let (forwarded, _) = run_held(&mut m, &arrivals, 20 * S);
+        let thin_sojourns: Vec<Nanos> = forwarded
+            .iter()
+            .filter(|(id, ..)| arrivals[*id as usize].2 == thin && arrivals[*id as usize].0 > 2 * S)
+            .map(|(id, d, _)| d.service_start - arrivals[*id as usize].0)
+            .collect();
+        let p = median(thin_sojourns);
+        if name == "droptail" {
+            assert!(p > 100 * MS, "tail drop: thin flow waits {} ms", p / MS);
+        } else {
+            // Its packets are served as a new (sparse) flow's: at most a packet's time.
+            assert!(p < 3 * MS, "fq-codel: thin flow waits {} µs", p / US);
+        }
+    }
+}
+
+#[test]
+fn a_trace_link_serves_a_disciplines_packets_at_its_opportunities() {
+    // Opportunities at 1, 2, 3 … 10 ms (1500 B each), period 10 ms.
+    let text: String = (1..=10).map(|i| format!("{i}\n")).collect();
+    let mut m = with_discipline(
+        RateSpec::Trace(trace(&text)),
+        QueueLimit::Unlimited,
+        "codel",
+        false,
+    );
+    let arrivals: Vec<_> = (0..5)
+        .map(|i| (i * 100 * US, 1500u32, None, false))
+        .collect();
+    let (forwarded, dropped) = run_held(&mut m, &arrivals, S);
+    assert!(dropped.is_empty());
+    let starts: Vec<Nanos> = forwarded.iter().map(|(_, d, _)| d.service_start).collect();
+    assert_eq!(starts, vec![MS, 2 * MS, 3 * MS, 4 * MS, 5 * MS]);
+}
+
+#[test]
+fn a_discipline_with_bad_parameters_or_no_rate_is_refused() {
+    let bad = crate::aqm::DisciplineSpec::Codel(crate::aqm::CodelParams {
+        target: 200 * MS,
+        ..Default::default()
+    });
+    let err = LinkModel::new(DirectionConfig {
+        discipline: bad,
+        ..config(constant(10_000_000))
+    })
+    .unwrap_err();
+    assert!(err.to_string().contains("codel"), "{err}");
+    let mut o = crate::LinkOptions::default();
+    o.set("aqm", "codel").unwrap();
+    assert!(o.to_spec().unwrap_err().contains("no rate"));
+    assert!(o.set("aqm", "red").unwrap_err().contains("fq-codel"));
+    assert!(o.set("ecn", "maybe").is_err());
+    o.set("rate", "10mbit").unwrap();
+    o.set("rtt", "50ms").unwrap();
+    o.set("ecn", "true").unwrap();
+    o.set("down-queue-discipline", "pie").unwrap();
+    let spec = o.to_spec().unwrap();
+    assert_eq!(spec.uplink.discipline.label(), "codel+ecn");
+    assert_eq!(spec.downlink.discipline.label(), "pie+ecn");
+    assert!(spec.ecn());
 }
