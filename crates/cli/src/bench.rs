@@ -54,6 +54,10 @@ pub struct BenchLinkArgs {
     /// With offload: coalescing window of the releases (default 100 µs)
     #[arg(long, value_parser = crate::link_args::duration)]
     pub offload_window: Option<u64>,
+    /// Queue discipline of the TCP parts (gbit, max): droptail, codel, fq-codel or pie, to compare
+    /// their CPU cost (docs/link.md)
+    #[arg(long, default_value = "droptail", value_parser = quiclab_link::aqm::DisciplineSpec::parse, value_name = "NAME")]
+    pub queue_discipline: quiclab_link::aqm::DisciplineSpec,
     /// Longest sleep within 2 ms of a release (0 = sleep straight to it); default 50 µs
     #[arg(long, value_parser = crate::link_args::duration)]
     pub nap: Option<u64>,
@@ -92,6 +96,7 @@ fn bench_link(args: BenchLinkArgs) -> Result<i32> {
         },
         steering: args.steering,
         offload: args.offload,
+        discipline: args.queue_discipline,
         quick: args.quick,
         log: true,
     };

@@ -693,7 +693,7 @@ impl Parser<'_> {
                     _ => "a duration such as \"20s\"",
                 })),
             },
-            "live" => match value.value {
+            "live" | "ecn" => match value.value {
                 Value::Bool(_) => Ok(()),
                 _ => Err(bad("true or false")),
             },
@@ -1432,7 +1432,8 @@ loss = ["0%", "2%"]
             e,
             "s.toml:12: unknown key \"rtts\" in [link]; known keys: rate, up-rate, down-rate, \
              delay, rtt, up-delay, down-delay, loss, up-loss, down-loss, queue, up-queue, \
-             down-queue, trace, profile, up-trace, down-trace, up-profile, down-profile, switch, switch-gap, gap, seed"
+             down-queue, queue-discipline, up-queue-discipline, down-queue-discipline, aqm, ecn, \
+             trace, profile, up-trace, down-trace, up-profile, down-profile, switch, switch-gap, gap, seed"
         );
     }
 

@@ -61,6 +61,8 @@ pub struct LinkBench {
     pub scheduler: SchedulerOptions,
     pub steering: Steering,
     pub offload: Offload,
+    /// The queue discipline of the TCP parts (`gbit`, `max`): what its CPU costs.
+    pub discipline: quiclab_link::aqm::DisciplineSpec,
     /// Shorter runs (a quick look; the documented figures use the default lengths).
     pub quick: bool,
     /// Each figure on stderr as it is measured.
@@ -155,7 +157,10 @@ impl LinkBench {
     }
 
     fn tcp(&self, rate_bps: u64, rtt_ms: f64) -> Result<Value> {
-        let spec = link(Some(rate_bps), rtt_ms, 0.0);
+        let mut spec = link(Some(rate_bps), rtt_ms, 0.0);
+        for d in [&mut spec.uplink, &mut spec.downlink] {
+            d.discipline = self.discipline;
+        }
         let mut running = self.start(&spec)?;
         let secs = if self.quick { 4 } else { 10 };
         let bulk =
@@ -178,11 +183,15 @@ impl LinkBench {
             "emulator_cpu_us_per_packet": cpu_us_per_packet,
 
             "queue_drops": f.downlink.model.counters.dropped_queue_packets,
+            "discipline": f.downlink.model.discipline,
+            "discipline_drops": f.downlink.model.counters.dropped_aqm_packets,
+            "sojourn_ms": f.downlink.sojourn_ms,
             "realtime": f.downlink.realtime,
         });
         self.say(format!(
-            "tcp {}: delivered {:.3} Mbit/s ({:+.2}%) while backlogged, carried {:.1}% of the rate, goodput {:.3} Mbit/s, lateness p50 {:.1} p99 {:.1} max {:.1} us, emulator CPU {:.1}% of a core ({:.2} us/packet)",
+            "tcp {} {}: delivered {:.3} Mbit/s ({:+.2}%) while backlogged, carried {:.1}% of the rate, goodput {:.3} Mbit/s, lateness p50 {:.1} p99 {:.1} max {:.1} us, emulator CPU {:.1}% of a core ({:.2} us/packet)",
             units::format_rate(rate_bps),
+            f.downlink.model.discipline,
             measured / 1e6,
             err * 100.0,
             carried * 100.0,
