@@ -13,7 +13,6 @@
 //! Every release is timed against its schedule; the lateness distribution, the delivered rate while
 //! backlogged and the drops by cause form the [`FidelityReport`] that every quiclab result carries.
 
-use std::collections::VecDeque;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -24,9 +23,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use hdrhistogram::Histogram;
+use quiclab_link::lane::{Arrived, Decision, DropCause};
 use quiclab_link::switch::AddressGate;
 use quiclab_link::switch::GateVerdict;
-use quiclab_link::{Departure, DirectionConfig, LinkModel, ModelSummary, Nanos, Settled, Verdict};
+use quiclab_link::{DirectionConfig, LinkModel, ModelSummary, Nanos};
 use serde::{Deserialize, Serialize};
 
 use crate::capture::{CaptureConfig, CaptureWriter, Captured, Fate};
@@ -557,15 +557,8 @@ fn new_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 100_000_000_000, 3).expect("valid histogram bounds")
 }
 
-/// One queued packet waiting for its release time.
-struct Queued {
-    deliver_at: Nanos,
-    arrival: Nanos,
-    backlogged: bool,
-    /// The IP packet's length.
-    len: usize,
-    held: Held,
-}
+/// A packet scheduled for release, its bytes held by the lane.
+type Queued = quiclab_link::lane::Release<Held>;
 
 /// Where a queued packet's bytes are.
 enum Held {
@@ -586,13 +579,24 @@ fn packet_bytes(held: &Held, len: usize) -> Vec<u8> {
     }
 }
 
-impl Queued {
-    /// The packet's headers (a segment's are its frame's), for flow keys and addresses.
-    fn headers(&self) -> &[u8] {
-        match &self.held {
-            Held::Owned(buf) => &buf[..self.len],
-            Held::Segment { frame, .. } => frame.packet(),
+/// A packet's headers (a segment's are its frame's), for flow keys and addresses.
+fn headers(held: &Held, len: usize) -> &[u8] {
+    match held {
+        Held::Owned(buf) => &buf[..len],
+        Held::Segment { frame, .. } => frame.packet(),
+    }
+}
+
+/// Returns a packet's buffer to the pool it came from (a frame's, once its last segment has left).
+fn recycle(io: &mut LaneIo, shared: &mut Shared, held: Held) {
+    match (held, io) {
+        (Held::Owned(buf), _) => shared.pool.push(buf),
+        (Held::Segment { frame, .. }, LaneIo::Offload(o)) => {
+            if let Ok(frame) = Arc::try_unwrap(frame) {
+                o.recycle(frame);
+            }
         }
+        (Held::Segment { .. }, LaneIo::Plain { .. }) => {}
     }
 }
 
@@ -648,9 +652,9 @@ impl LiveCounters {
 /// One direction inside the scheduler thread: its model, its TUN fds, its queue and its figures.
 struct Lane {
     direction: Direction,
-    model: LinkModel,
+    /// The link model, the packets a queue discipline holds and the release queue (sans-IO).
+    link: quiclab_link::lane::Lane<Held>,
     io: LaneIo,
-    queue: VecDeque<Queued>,
     lateness: Histogram<u64>,
     earliness: Histogram<u64>,
     delivered_packets: u64,
@@ -670,20 +674,9 @@ struct Lane {
     /// batch).
     batch: Vec<Queued>,
     written: Vec<bool>,
-    /// Packets a queue discipline holds until it dequeues them, by the id the model knows them by
-    /// (the slot's index); `free_slots` are the ids not in use.
-    held: Vec<Option<Pending>>,
-    free_slots: Vec<usize>,
     /// Marks the discipline asked for that could not be written (a segment of an offload frame
     /// shares its headers; the lab keeps offload off when ECN is on, so this stays 0).
     marks_not_applied: u64,
-}
-
-/// A packet held by the link model's queue discipline.
-struct Pending {
-    arrival: Nanos,
-    len: usize,
-    held: Held,
 }
 
 /// Shared by both lanes: buffers, the clock, the log.
@@ -763,9 +756,8 @@ impl Lane {
     fn new(direction: Direction, model: LinkModel, io: LaneIo, live: Arc<LiveCounters>) -> Lane {
         Lane {
             direction,
-            model,
+            link: quiclab_link::lane::Lane::new(model),
             io,
-            queue: VecDeque::new(),
             lateness: new_histogram(),
             earliness: new_histogram(),
             delivered_packets: 0,
@@ -781,82 +773,47 @@ impl Lane {
             live,
             batch: Vec::new(),
             written: Vec::new(),
-            held: Vec::new(),
-            free_slots: Vec::new(),
             marks_not_applied: 0,
         }
     }
 
-    /// When the lane must next run its model's queue discipline (a dequeue is due), with the
-    /// slack the model allows (nothing settled that late is released late).
-    fn next_dequeue(&self) -> Option<Nanos> {
-        self.model
-            .next_dequeue_at()
-            .map(|at| at + self.model.settle_slack())
-    }
-
-    /// Runs the model's queue discipline up to `now` and queues (or drops) what it decided.
+    /// Runs the link's queue discipline up to `now`: what it schedules may be marked (and is
+    /// captured, at ingress, as it arrived), what it drops is captured, logged and recycled.
     fn settle(&mut self, shared: &mut Shared, now: Nanos) {
-        if self.held.is_empty() {
-            return;
-        }
-        self.model.advance(now);
         let direction = self.direction;
-        while let Some(settled) = self.model.take_settled() {
-            let slot = settled.id() as usize;
-            let Some(Pending {
-                arrival,
-                len,
-                mut held,
-            }) = self.held.get_mut(slot).and_then(Option::take)
-            else {
-                continue;
-            };
-            self.free_slots.push(slot);
-            match settled {
-                Settled::Forward {
-                    departure:
-                        Departure {
-                            deliver_at,
-                            backlogged,
-                            ..
-                        },
-                    marked,
-                    ..
-                } => {
-                    if marked {
-                        let applied = match &mut held {
-                            Held::Owned(buf) => quiclab_link::wire::mark_ce(&mut buf[..len]),
-                            Held::Segment { .. } => false,
-                        };
-                        if !applied {
-                            self.marks_not_applied += 1;
-                        }
+        let (io, marks_not_applied) = (&mut self.io, &mut self.marks_not_applied);
+        self.link.settle(now, |decision| match decision {
+            Decision::Scheduled(r) => {
+                shared.capture(r.arrival, direction, Fate::Forwarded, || {
+                    packet_bytes(&r.packet, r.len)
+                });
+                if r.marked {
+                    let applied = match &mut r.packet {
+                        Held::Owned(buf) => quiclab_link::wire::mark_ce(&mut buf[..r.len]),
+                        Held::Segment { .. } => false,
+                    };
+                    if !applied {
+                        *marks_not_applied += 1;
                     }
-                    shared.capture(arrival, direction, Fate::Forwarded, || {
-                        packet_bytes(&held, len)
-                    });
-                    self.queue.push_back(Queued {
-                        deliver_at,
-                        arrival,
-                        backlogged,
-                        len,
-                        held,
-                    });
-                }
-                Settled::DroppedAqm { at, .. } | Settled::DroppedOverflow { at, .. } => {
-                    shared.capture(arrival, direction, Fate::DroppedQueue, || {
-                        packet_bytes(&held, len)
-                    });
-                    shared.emit(LogEvent::DroppedAtDequeue {
-                        t: at,
-                        direction,
-                        bytes: len as u32,
-                    });
-                    self.recycle(shared, held);
                 }
             }
-        }
+            Decision::Dropped {
+                at,
+                arrival,
+                len,
+                packet,
+            } => {
+                shared.capture(arrival, direction, Fate::DroppedQueue, || {
+                    packet_bytes(&packet, len)
+                });
+                shared.emit(LogEvent::DroppedAtDequeue {
+                    t: at,
+                    direction,
+                    bytes: len as u32,
+                });
+                recycle(io, shared, packet);
+            }
+        });
     }
 
     fn ingress_fd(&self) -> RawFd {
@@ -866,18 +823,8 @@ impl Lane {
         }
     }
 
-    /// Returns a packet's buffer to the pool it came from (a frame's, once its last segment
-    /// has left).
     fn recycle(&mut self, shared: &mut Shared, held: Held) {
-        match (held, &mut self.io) {
-            (Held::Owned(buf), _) => shared.pool.push(buf),
-            (Held::Segment { frame, .. }, LaneIo::Offload(o)) => {
-                if let Ok(frame) = Arc::try_unwrap(frame) {
-                    o.recycle(frame);
-                }
-            }
-            (Held::Segment { .. }, LaneIo::Plain { .. }) => {}
-        }
+        recycle(&mut self.io, shared, held);
     }
 
     /// Writes every packet that is due to the egress TUN, timing each write against its schedule.
@@ -891,18 +838,17 @@ impl Lane {
         let mut released = 0;
         // Once one packet is due, those due within the batch window go with it.
         let mut batch_until: Option<Nanos> = None;
-        while let Some(front) = self.queue.front() {
+        loop {
             let now = shared.now();
-            let horizon = batch_until.unwrap_or(now);
-            if front.deliver_at > horizon.max(now) {
+            let horizon = batch_until.unwrap_or(now).max(now);
+            let Some(p) = self.link.pop_due(horizon) else {
                 break;
-            }
+            };
             if batch_until.is_none() && shared.batch_ns > 0 {
                 batch_until = Some(now + shared.batch_ns);
             }
-            let p = self.queue.pop_front().expect("front exists");
             if self.drop_if_stale(shared, now, &p) {
-                self.recycle(shared, p.held);
+                self.recycle(shared, p.packet);
                 continue;
             }
             let LaneIo::Plain { egress, .. } = &self.io else {
@@ -912,12 +858,12 @@ impl Lane {
             let n = unsafe {
                 libc::write(
                     egress.as_raw_fd(),
-                    p.headers().as_ptr() as *const libc::c_void,
+                    headers(&p.packet, p.len).as_ptr() as *const libc::c_void,
                     p.len,
                 )
             };
             self.account_release(shared, now, &p, n >= 0);
-            self.recycle(shared, p.held);
+            self.recycle(shared, p.packet);
             released += 1;
         }
         released
@@ -939,9 +885,9 @@ impl Lane {
         loop {
             let now = shared.now();
             if self
-                .queue
-                .front()
-                .is_none_or(|f| f.deliver_at > now + trigger_early)
+                .link
+                .next_due()
+                .is_none_or(|due| due > now + trigger_early)
             {
                 self.batch = batch;
                 self.written = written;
@@ -950,11 +896,10 @@ impl Lane {
             trigger_early = 0;
             let horizon = now + window;
             while batch.len() < OFFLOAD_BATCH
-                && self.queue.front().is_some_and(|f| f.deliver_at <= horizon)
+                && let Some(p) = self.link.pop_due(horizon)
             {
-                let p = self.queue.pop_front().expect("front exists");
                 if self.drop_if_stale(shared, now, &p) {
-                    self.recycle(shared, p.held);
+                    self.recycle(shared, p.packet);
                     continue;
                 }
                 batch.push(p);
@@ -962,7 +907,7 @@ impl Lane {
             if let LaneIo::Offload(o) = &mut self.io {
                 let refs: Vec<(&Frame, usize)> = batch
                     .iter()
-                    .map(|p| match &p.held {
+                    .map(|p| match &p.packet {
                         Held::Segment { frame, index } => (&**frame, *index),
                         Held::Owned(_) => unreachable!("an offload lane queues segments"),
                     })
@@ -972,14 +917,14 @@ impl Lane {
             released += batch.len();
             for (p, ok) in batch.drain(..).zip(written.drain(..)) {
                 self.account_release(shared, now, &p, ok);
-                self.recycle(shared, p.held);
+                self.recycle(shared, p.packet);
             }
         }
     }
 
     /// Drops a queued packet whose client address belongs to a network the client has left.
     fn drop_if_stale(&mut self, shared: &mut Shared, now: Nanos, p: &Queued) -> bool {
-        if !self.gate_drops(shared.gate(now, p.headers()), p.len) {
+        if !self.gate_drops(shared.gate(now, headers(&p.packet, p.len)), p.len) {
             return false;
         }
         shared.emit(LogEvent::DroppedSwitch {
@@ -1124,52 +1069,36 @@ impl Lane {
         // Keyed by 5-tuple so the bottleneck counts each flow's packets and losses.
         let key = quiclab_link::FlowKey::of_packet(packet);
         let ect = quiclab_link::wire::is_ect(packet);
-        // The id a queue discipline will know the packet by, should it hold it.
-        let slot = self.free_slots.last().copied().unwrap_or(self.held.len());
-        let verdict = self.model.offer(arrival, slot as u64, bytes, key, ect);
-        let fate = match verdict {
-            Verdict::Forward(_) => Fate::Forwarded,
-            Verdict::DroppedQueue | Verdict::DroppedAqm => Fate::DroppedQueue,
-            Verdict::DroppedRandom => Fate::Lost,
-            Verdict::Held => {
-                // Its fate is decided at dequeue (`settle`), and captured then.
-                if self.free_slots.pop().is_none() {
-                    self.held.push(None);
-                }
-                self.held[slot] = Some(Pending { arrival, len, held });
-                self.settle(shared, arrival);
-                return;
-            }
-        };
-        shared.capture(arrival, direction, fate, || packet_bytes(&held, len));
-        match verdict {
-            Verdict::Forward(Departure {
-                deliver_at,
-                backlogged,
-                ..
-            }) => self.queue.push_back(Queued {
-                deliver_at,
-                arrival,
-                backlogged,
-                len,
-                held,
-            }),
-            Verdict::DroppedQueue | Verdict::DroppedAqm => {
-                shared.emit(LogEvent::DroppedQueue {
-                    t: arrival,
-                    direction,
-                    bytes,
+        match self.link.arrive(arrival, held, len, key, ect) {
+            Arrived::Scheduled(r) => {
+                shared.capture(arrival, direction, Fate::Forwarded, || {
+                    packet_bytes(&r.packet, len)
                 });
-                self.recycle(shared, held);
             }
-            Verdict::Held => unreachable!("handled above"),
-            Verdict::DroppedRandom => {
-                shared.emit(LogEvent::Lost {
-                    t: arrival,
-                    direction,
-                    bytes,
-                });
-                self.recycle(shared, held);
+            // Its fate is decided at dequeue, and captured then; an idle bottleneck takes it now.
+            Arrived::Held => self.settle(shared, arrival),
+            Arrived::Dropped { packet, cause } => {
+                let (fate, event) = match cause {
+                    DropCause::Random => (
+                        Fate::Lost,
+                        LogEvent::Lost {
+                            t: arrival,
+                            direction,
+                            bytes,
+                        },
+                    ),
+                    DropCause::Queue | DropCause::Discipline => (
+                        Fate::DroppedQueue,
+                        LogEvent::DroppedQueue {
+                            t: arrival,
+                            direction,
+                            bytes,
+                        },
+                    ),
+                };
+                shared.capture(arrival, direction, fate, || packet_bytes(&packet, len));
+                shared.emit(event);
+                self.recycle(shared, packet);
             }
         }
     }
@@ -1186,11 +1115,11 @@ impl Lane {
     }
 
     fn next_due(&self) -> Option<Nanos> {
-        self.queue.front().map(|p| p.deliver_at)
+        self.link.next_due()
     }
 
     fn fidelity(self, cpu_seconds: f64, realtime: bool) -> (DirectionFidelity, Histogram<u64>) {
-        let model = self.model.summary();
+        let model = self.link.model().summary();
         let f = DirectionFidelity {
             direction: self.direction,
             sojourn_ms: SojournMs::of(&model.queueing_delay_us),
@@ -1198,7 +1127,7 @@ impl Lane {
             model,
             delivered_packets: self.delivered_packets,
             delivered_bytes: self.delivered_bytes,
-            in_flight_at_stop: (self.queue.len() + self.model.held_packets()) as u64,
+            in_flight_at_stop: self.link.in_flight() as u64,
             lateness_us: distribution_us(&self.lateness),
             early_us: distribution_us(&self.earliness),
             backlogged_rate_bps: (self.backlogged_ns > 0)
@@ -1322,12 +1251,7 @@ impl Scheduler {
                 continue;
             }
             // 3. Sleep until just before the next release (or an arrival), spin the rest.
-            let next = self
-                .lanes
-                .iter()
-                .flat_map(|l| [l.next_due(), l.next_dequeue()])
-                .flatten()
-                .min();
+            let next = self.lanes.iter().filter_map(|l| l.link.next_wake()).min();
             let now = self.shared.now();
             spin_budget = (spin_budget + (now - last_budget_update) / SPIN_BUDGET_DIVISOR)
                 .min(SPIN_BUDGET_CAP);
