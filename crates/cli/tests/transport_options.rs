@@ -138,29 +138,36 @@ fn quic_mtu_bounds_every_datagram_on_the_wire() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// One load of carlucci-small at 20 Mbit/s and 100 ms RTT, cold or warm.
+fn carlucci_small(browser: &str, proto: &str, warm: bool) -> Value {
+    let mut args = vec![
+        "--proto",
+        proto,
+        "--page",
+        "carlucci-small",
+        "--browser",
+        browser,
+        "--rate",
+        "20mbit",
+        "--rtt",
+        "100ms",
+    ];
+    if warm {
+        args.push("--warm");
+    }
+    run_json("page", &args)
+}
+
 #[test]
 fn a_warm_h3_load_sends_in_0rtt_and_gets_its_first_byte_a_round_trip_sooner() {
     let name = "a_warm_h3_load_sends_in_0rtt_and_gets_its_first_byte_a_round_trip_sooner";
     if !root_or_skip(name) {
         return;
     }
-    let load = |warm: bool| {
-        let mut args = vec![
-            "--proto",
-            "h3",
-            "--page",
-            "carlucci-small",
-            "--rate",
-            "20mbit",
-            "--rtt",
-            "100ms",
-        ];
-        if warm {
-            args.push("--warm");
-        }
-        run_json("page", &args)
-    };
-    let (cold, warm) = (load(false), load(true));
+    let (cold, warm) = (
+        carlucci_small("builtin", "h3", false),
+        carlucci_small("builtin", "h3", true),
+    );
     assert_eq!(cold["warm"], false);
     assert_eq!(cold["zero_rtt_accepted_connections"], 0, "{cold}");
     assert_eq!(warm["warm"], true);
@@ -202,24 +209,7 @@ fn a_warm_chromium_load_resumes_and_sends_its_h3_request_in_0rtt() {
     if !root_or_skip(name) {
         return;
     }
-    let load = |proto: &str, warm: bool| {
-        let mut args = vec![
-            "--proto",
-            proto,
-            "--page",
-            "carlucci-small",
-            "--browser",
-            "chromium",
-            "--rate",
-            "20mbit",
-            "--rtt",
-            "100ms",
-        ];
-        if warm {
-            args.push("--warm");
-        }
-        run_json("page", &args)
-    };
+    let load = |proto: &str, warm: bool| carlucci_small("chromium", proto, warm);
     let (cold, warm) = (load("h3", false), load("h3", true));
     assert_eq!(cold["warm"], false);
     // A cold Chromium load records no NetLog: unknown, not 0.
