@@ -79,24 +79,7 @@ const MAX_PHASES: usize = 16;
 /// Releases later than this count as "late" in `late_share` (the per-packet fidelity target).
 pub const LATE_THRESHOLD_NS: Nanos = 100_000;
 
-/// Which way a packet travels.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Direction {
-    /// client → server
-    Uplink,
-    /// server → client
-    Downlink,
-}
-
-impl Direction {
-    pub fn label(self) -> &'static str {
-        match self {
-            Direction::Uplink => "up",
-            Direction::Downlink => "down",
-        }
-    }
-}
+pub use quiclab_link::wire::log::Direction;
 
 /// How the shell schedules.
 #[derive(Debug, Clone)]
