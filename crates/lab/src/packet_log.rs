@@ -69,38 +69,17 @@ mod tests {
 
     #[test]
     fn what_the_writer_writes_the_reader_reads() {
-        let d = Direction::Downlink;
+        // Every event's line is checked in quiclab_link::wire::log; here, that the file's header
+        // does not hide them from the reader.
         let events = vec![
             LogEvent::Arrival {
                 t: 1_234_567,
                 direction: Direction::Uplink,
                 bytes: 1500,
             },
-            LogEvent::Delivered {
-                t: 26_001_001,
-                direction: d,
-                bytes: 1500,
-                one_way: 25_000_999,
-                lateness: 12_345,
-            },
-            LogEvent::DroppedQueue {
-                t: 5,
-                direction: d,
-                bytes: 60,
-            },
-            LogEvent::Lost {
-                t: 999,
-                direction: d,
-                bytes: 1,
-            },
-            LogEvent::DroppedSwitch {
-                t: 1_000_000_000_000,
-                direction: d,
-                bytes: 1280,
-            },
             LogEvent::DroppedAtDequeue {
                 t: 7_000,
-                direction: d,
+                direction: Direction::Downlink,
                 bytes: 1500,
             },
         ];
