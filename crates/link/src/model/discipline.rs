@@ -86,12 +86,55 @@ impl DisciplineQueue {
     }
 }
 
-/// A stable 64-bit hash of a flow (FQ-CoDel's bucket): FNV-1a over the key's text, the same
-/// across runs and machines (std's hasher is not promised to be).
+/// A stable 64-bit hash of a flow (FQ-CoDel's bucket): FNV-1a over the key's bytes (protocol,
+/// then each end's address and port), the same across runs and machines (std's hasher is not
+/// promised to be). Called per packet: no allocation.
 pub(super) fn flow_hash(key: Option<&FlowKey>) -> u64 {
     let Some(key) = key else { return 0 };
-    let text = format!("{:?}{}{}", key.transport, key.low, key.high);
-    text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
+    let fnv = |h: u64, bytes: &[u8]| {
+        bytes
+            .iter()
+            .fold(h, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+    };
+    let end = |h: u64, a: &std::net::SocketAddr| {
+        let h = match a.ip() {
+            std::net::IpAddr::V4(ip) => fnv(h, &ip.octets()),
+            std::net::IpAddr::V6(ip) => fnv(h, &ip.octets()),
+        };
+        fnv(h, &a.port().to_be_bytes())
+    };
+    let proto = match key.transport {
+        crate::flow::Transport::Tcp => 6u8,
+        crate::flow::Transport::Udp => 17,
+    };
+    end(
+        end(fnv(0xcbf2_9ce4_8422_2325, &[proto]), &key.low),
+        &key.high,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flows_hash_apart_and_both_directions_alike() {
+        let key = |a: &str, b: &str| {
+            FlowKey::new(
+                crate::flow::Transport::Tcp,
+                a.parse().unwrap(),
+                b.parse().unwrap(),
+            )
+        };
+        let k = key("10.0.0.1:1000", "10.0.0.2:443");
+        assert_eq!(
+            flow_hash(Some(&k)),
+            flow_hash(Some(&key("10.0.0.2:443", "10.0.0.1:1000")))
+        );
+        assert_ne!(
+            flow_hash(Some(&k)),
+            flow_hash(Some(&key("10.0.0.1:1001", "10.0.0.2:443")))
+        );
+        assert_eq!(flow_hash(None), 0);
+    }
 }
