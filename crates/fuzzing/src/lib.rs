@@ -30,7 +30,7 @@ pub const TARGETS: &[(&str, Target)] = &[
 /// accepted as segments that are whole IP packets no longer than the MTU whose transport
 /// checksums are valid once the receiving kernel completes them.
 pub fn tun_frame(data: &[u8]) {
-    use quiclab_lab::offload::{FrameReader, LARGE};
+    use quiclab_link::wire::offload::{FrameReader, LARGE};
     const MTU: usize = 1500;
     if data.len() > LARGE {
         return;
@@ -52,7 +52,7 @@ pub fn tun_frame(data: &[u8]) {
         let mut one = frame.run_frame(i, i);
         let mut out = [vec![0u8; MTU + 64]];
         let mut sizes = [0usize];
-        let got = quiclab_lab::offload::split_frame(&mut one, &mut out, &mut sizes, 0)
+        let got = quiclab_link::wire::offload::split_frame(&mut one, &mut out, &mut sizes, 0)
             .expect("a segment of an accepted frame is itself a valid frame");
         assert_eq!(got, 1);
         assert_eq!(sizes[0], len);
@@ -64,7 +64,7 @@ pub fn tun_frame(data: &[u8]) {
         let mut all = frame.run_frame(0, n - 1);
         let mut out: Vec<Vec<u8>> = (0..n).map(|_| vec![0u8; MTU + 64]).collect();
         let mut sizes = vec![0usize; n];
-        let got = quiclab_lab::offload::split_frame(&mut all, &mut out, &mut sizes, 0)
+        let got = quiclab_link::wire::offload::split_frame(&mut all, &mut out, &mut sizes, 0)
             .expect("a run of an accepted frame splits");
         assert_eq!(got, n);
         for (i, s) in sizes.iter().enumerate() {

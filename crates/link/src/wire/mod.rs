@@ -1,12 +1,14 @@
 //! What crosses the TUN devices, at the level the link needs to read or rewrite: the ECN field of
-//! IPv4 and IPv6 headers (here), and the packet log's lines ([`log`]). (Flow keys are read in
-//! [`crate::flow`]; the virtio-net offload frames are still parsed in the lab's I/O code.)
+//! IPv4 and IPv6 headers (here), the packet log's lines ([`log`]) and the virtio-net frames of an
+//! offload TUN, split into segments and written back as runs ([`offload`]). (Flow keys are read in
+//! [`crate::flow`].)
 //!
 //! ECN (RFC 3168) is the low two bits of IPv4's TOS byte and of IPv6's traffic class: 00 not
 //! ECN-capable, 10 ECT(0), 01 ECT(1), 11 CE. A queue discipline with ECN marks an ECN-capable
 //! packet CE instead of dropping it.
 
 pub mod log;
+pub mod offload;
 
 /// The ECN field of an IP packet (None: not IPv4/IPv6, or too short).
 pub fn ecn_field(packet: &[u8]) -> Option<u8> {
