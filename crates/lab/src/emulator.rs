@@ -23,9 +23,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use hdrhistogram::Histogram;
-use quiclab_link::lane::{Arrived, Decision, DropCause};
+use quiclab_link::lane::{Arrived, Batching, Decision, DropCause, Headers};
 use quiclab_link::switch::AddressGate;
-use quiclab_link::switch::GateVerdict;
 use quiclab_link::{DirectionConfig, LinkModel, ModelSummary, Nanos};
 use serde::{Deserialize, Serialize};
 
@@ -346,7 +345,13 @@ impl Emulator {
             };
             let counters = Arc::new(LiveCounters::default());
             live.push(counters.clone());
-            lanes.push(Lane::new(direction, model, io, counters));
+            lanes.push(Lane::new(
+                direction,
+                model,
+                io,
+                counters,
+                config.gate.clone(),
+            ));
         }
         let [up, down]: [Lane; 2] = lanes.try_into().ok().expect("two lanes");
         let scheduler = Scheduler {
@@ -359,7 +364,6 @@ impl Emulator {
                 capture: capture_tx,
                 capture_dropped: 0,
                 batch_ns: config.scheduler.batch_window.as_nanos() as Nanos,
-                gate: config.gate.clone(),
                 phase: phase.clone(),
                 phase_lateness: Vec::new(),
             },
@@ -643,18 +647,14 @@ struct Lane {
     delivered_packets: u64,
     delivered_bytes: u64,
     write_errors: u64,
-    dropped_stale_packets: u64,
-    dropped_stale_bytes: u64,
-    /// Dropped by the gate for naming an address of a network not reached yet (never expected).
-    dropped_not_yet_valid_packets: u64,
     /// The largest UDP payload that arrived (see `DirectionFidelity::largest_udp_payload`).
     largest_udp_payload: Option<u64>,
     last_release: Option<Nanos>,
     backlogged_bytes: u64,
     backlogged_ns: u64,
     live: Arc<LiveCounters>,
-    /// An offload lane's batch and its write results, kept between releases (no allocation per
-    /// batch).
+    /// The batch being written and (offload) its write results, kept between releases (no
+    /// allocation per batch).
     batch: Vec<Queued>,
     written: Vec<bool>,
     /// Marks the discipline asked for that could not be written (a segment of an offload frame
@@ -674,23 +674,9 @@ struct Shared {
     capture_dropped: u64,
     /// Batch window in ns (see `SchedulerOptions::batch_window`).
     batch_ns: Nanos,
-    gate: Option<AddressGate>,
     /// The caller's current phase and the lateness of each phase's releases.
     phase: Arc<AtomicUsize>,
     phase_lateness: Vec<Histogram<u64>>,
-}
-
-impl Shared {
-    /// What the switch gate does with this packet at `t`.
-    fn gate(&self, t: Nanos, packet: &[u8]) -> GateVerdict {
-        match (
-            &self.gate,
-            quiclab_link::FlowKey::addresses_of_packet(packet),
-        ) {
-            (Some(gate), Some((src, dst))) => gate.judge(t, src, dst),
-            _ => GateVerdict::Admit,
-        }
-    }
 }
 
 impl Shared {
@@ -736,19 +722,22 @@ impl Shared {
 }
 
 impl Lane {
-    fn new(direction: Direction, model: LinkModel, io: LaneIo, live: Arc<LiveCounters>) -> Lane {
+    fn new(
+        direction: Direction,
+        model: LinkModel,
+        io: LaneIo,
+        live: Arc<LiveCounters>,
+        gate: Option<AddressGate>,
+    ) -> Lane {
         Lane {
             direction,
-            link: quiclab_link::lane::Lane::new(model),
+            link: quiclab_link::lane::Lane::new(model).with_gate(gate),
             io,
             lateness: new_histogram(),
             earliness: new_histogram(),
             delivered_packets: 0,
             delivered_bytes: 0,
             write_errors: 0,
-            dropped_stale_packets: 0,
-            dropped_stale_bytes: 0,
-            dropped_not_yet_valid_packets: 0,
             largest_udp_payload: None,
             last_release: None,
             backlogged_bytes: 0,
@@ -811,111 +800,88 @@ impl Lane {
     }
 
     /// Writes every packet that is due to the egress TUN, timing each write against its schedule.
-    /// Returns how many packets it wrote.
-    /// `companion`: the other direction is releasing now; an offload lane then also sends what
-    /// falls in its coalescing window, so that both directions share one wake-up.
+    /// Returns how many packets it wrote. What goes in a batch is the link lane's rule
+    /// (`quiclab_link::lane::Lane::take_batch`): a plain lane's batch window, an offload lane's
+    /// coalescing window. `companion`: the other direction is releasing now; an offload lane then
+    /// also sends what falls in its coalescing window, so that both directions share one wake-up.
     fn release_due(&mut self, shared: &mut Shared, companion: bool) -> usize {
-        if matches!(self.io, LaneIo::Offload(_)) {
-            return self.release_due_offload(shared, companion);
-        }
-        let mut released = 0;
-        // Once one packet is due, those due within the batch window go with it.
-        let mut batch_until: Option<Nanos> = None;
-        loop {
-            let now = shared.now();
-            let horizon = batch_until.unwrap_or(now).max(now);
-            let Some(p) = self.link.pop_due(horizon) else {
-                break;
-            };
-            if batch_until.is_none() && shared.batch_ns > 0 {
-                batch_until = Some(now + shared.batch_ns);
+        let (batching, early) = match &self.io {
+            LaneIo::Plain { .. } => (
+                Batching {
+                    window: shared.batch_ns,
+                    max: OFFLOAD_BATCH,
+                },
+                0,
+            ),
+            LaneIo::Offload(o) => {
+                let window = o.window_ns();
+                let batching = Batching {
+                    window,
+                    max: OFFLOAD_BATCH,
+                };
+                (batching, if companion { window } else { 0 })
             }
-            if self.drop_if_stale(shared, now, &p) {
-                self.recycle(shared, p.packet);
-                continue;
-            }
-            let LaneIo::Plain { egress, .. } = &self.io else {
-                unreachable!("plain lane")
-            };
-            // SAFETY: writing `len` initialised bytes of our buffer to our TUN fd.
-            let n = unsafe {
-                libc::write(
-                    egress.as_raw_fd(),
-                    headers(&p.packet, p.len).as_ptr() as *const libc::c_void,
-                    p.len,
-                )
-            };
-            self.account_release(shared, now, &p, n >= 0);
-            self.recycle(shared, p.packet);
-            released += 1;
-        }
-        released
-    }
-
-    /// The offload lane's releases: every packet due now and those due within the coalescing
-    /// window go out in one batch, each run of consecutive segments of one frame as one GSO write
-    /// (`OffloadIo::write`).
-    fn release_due_offload(&mut self, shared: &mut Shared, companion: bool) -> usize {
+        };
         let mut batch = std::mem::take(&mut self.batch);
         let mut written = std::mem::take(&mut self.written);
         let mut released = 0;
-        let LaneIo::Offload(o) = &self.io else {
-            unreachable!("offload lane")
-        };
-        let window = o.window_ns();
         // A companion's release takes what is due within the window now, once.
-        let mut trigger_early = if companion { window } else { 0 };
+        let mut early = early;
         loop {
             let now = shared.now();
-            if self
+            let direction = self.direction;
+            let taken = self
                 .link
-                .next_due()
-                .is_none_or(|due| due > now + trigger_early)
-            {
-                self.batch = batch;
-                self.written = written;
-                return released;
+                .take_batch(now, early, batching, &mut batch, |r, _| {
+                    shared.emit(LogEvent::DroppedSwitch {
+                        t: now,
+                        direction,
+                        bytes: r.len as u32,
+                    });
+                    recycle(&mut self.io, shared, r.packet);
+                });
+            if !taken {
+                break;
             }
-            trigger_early = 0;
-            let horizon = now + window;
-            while batch.len() < OFFLOAD_BATCH
-                && let Some(p) = self.link.pop_due(horizon)
-            {
-                if self.drop_if_stale(shared, now, &p) {
-                    self.recycle(shared, p.packet);
-                    continue;
+            early = 0;
+            match &mut self.io {
+                LaneIo::Plain { egress, .. } => {
+                    let fd = egress.as_raw_fd();
+                    for p in batch.drain(..) {
+                        let now = shared.now();
+                        // SAFETY: writing `len` initialised bytes of our buffer to our TUN fd.
+                        let n = unsafe {
+                            libc::write(
+                                fd,
+                                headers(&p.packet, p.len).as_ptr() as *const libc::c_void,
+                                p.len,
+                            )
+                        };
+                        self.account_release(shared, now, &p, n >= 0);
+                        self.recycle(shared, p.packet);
+                        released += 1;
+                    }
                 }
-                batch.push(p);
-            }
-            if let LaneIo::Offload(o) = &mut self.io {
-                let refs: Vec<(&Frame, usize)> = batch
-                    .iter()
-                    .map(|p| match &p.packet {
-                        Held::Segment { frame, index } => (&**frame, *index),
-                        Held::Owned(_) => unreachable!("an offload lane queues segments"),
-                    })
-                    .collect();
-                o.write(&refs, &mut written);
-            }
-            released += batch.len();
-            for (p, ok) in batch.drain(..).zip(written.drain(..)) {
-                self.account_release(shared, now, &p, ok);
-                self.recycle(shared, p.packet);
+                LaneIo::Offload(o) => {
+                    let refs: Vec<(&Frame, usize)> = batch
+                        .iter()
+                        .map(|p| match &p.packet {
+                            Held::Segment { frame, index } => (&**frame, *index),
+                            Held::Owned(_) => unreachable!("an offload lane queues segments"),
+                        })
+                        .collect();
+                    o.write(&refs, &mut written);
+                    released += batch.len();
+                    for (p, ok) in batch.drain(..).zip(written.drain(..)) {
+                        self.account_release(shared, now, &p, ok);
+                        self.recycle(shared, p.packet);
+                    }
+                }
             }
         }
-    }
-
-    /// Drops a queued packet whose client address belongs to a network the client has left.
-    fn drop_if_stale(&mut self, shared: &mut Shared, now: Nanos, p: &Queued) -> bool {
-        if !self.gate_drops(shared.gate(now, headers(&p.packet, p.len)), p.len) {
-            return false;
-        }
-        shared.emit(LogEvent::DroppedSwitch {
-            t: now,
-            direction: self.direction,
-            bytes: p.len as u32,
-        });
-        true
+        self.batch = batch;
+        self.written = written;
+        released
     }
 
     /// Timing, counters and the log of one packet released at `now` (`ok`: the write succeeded).
@@ -1009,18 +975,6 @@ impl Lane {
         Ok(count)
     }
 
-    /// Counts a packet the switch gate drops (`len` bytes); false when it admits it.
-    fn gate_drops(&mut self, verdict: GateVerdict, len: usize) -> bool {
-        match verdict {
-            GateVerdict::Admit => return false,
-            GateVerdict::Stale => {}
-            GateVerdict::NotYetValid => self.dropped_not_yet_valid_packets += 1,
-        }
-        self.dropped_stale_packets += 1;
-        self.dropped_stale_bytes += len as u64;
-        true
-    }
-
     /// One arrived packet (`len` bytes, held in `held`) through the link model.
     fn admit(&mut self, shared: &mut Shared, arrival: Nanos, held: Held, len: usize) {
         let (direction, bytes) = (self.direction, len as u32);
@@ -1037,22 +991,8 @@ impl Lane {
             let n = n as u64;
             self.largest_udp_payload = Some(self.largest_udp_payload.map_or(n, |m| m.max(n)));
         }
-        if self.gate_drops(shared.gate(arrival, packet), len) {
-            shared.capture(arrival, direction, Fate::DroppedSwitch, || {
-                packet_bytes(&held, len)
-            });
-            shared.emit(LogEvent::DroppedSwitch {
-                t: arrival,
-                direction,
-                bytes,
-            });
-            self.recycle(shared, held);
-            return;
-        }
-        // Keyed by 5-tuple so the bottleneck counts each flow's packets and losses.
-        let key = quiclab_link::FlowKey::of_packet(packet);
-        let ect = quiclab_link::wire::is_ect(packet);
-        match self.link.arrive(arrival, held, len, key, ect) {
+        let headers = Headers::of(packet);
+        match self.link.arrive(arrival, held, len, headers) {
             Arrived::Scheduled(r) => {
                 shared.capture(arrival, direction, Fate::Forwarded, || {
                     packet_bytes(&r.packet, len)
@@ -1062,6 +1002,14 @@ impl Lane {
             Arrived::Held => self.settle(shared, arrival),
             Arrived::Dropped { packet, cause } => {
                 let (fate, event) = match cause {
+                    DropCause::Switch(_) => (
+                        Fate::DroppedSwitch,
+                        LogEvent::DroppedSwitch {
+                            t: arrival,
+                            direction,
+                            bytes,
+                        },
+                    ),
                     DropCause::Random => (
                         Fate::Lost,
                         LogEvent::Lost {
@@ -1103,6 +1051,7 @@ impl Lane {
 
     fn fidelity(self, cpu_seconds: f64, realtime: bool) -> (DirectionFidelity, Histogram<u64>) {
         let model = self.link.model().summary();
+        let switch = self.link.switch_drops();
         let f = DirectionFidelity {
             direction: self.direction,
             sojourn_ms: SojournMs::of(&model.queueing_delay_us),
@@ -1118,9 +1067,9 @@ impl Lane {
             backlogged_bytes: self.backlogged_bytes,
             backlogged_seconds: self.backlogged_ns as f64 / 1e9,
             write_errors: self.write_errors,
-            dropped_stale_address_packets: self.dropped_stale_packets,
-            dropped_stale_address_bytes: self.dropped_stale_bytes,
-            dropped_not_yet_valid_address_packets: self.dropped_not_yet_valid_packets,
+            dropped_stale_address_packets: switch.packets,
+            dropped_stale_address_bytes: switch.bytes,
+            dropped_not_yet_valid_address_packets: switch.not_yet_valid_packets,
             cpu_seconds,
             realtime,
             offload: match &self.io {

@@ -2,17 +2,62 @@
 //! the packets it holds while a queue discipline decides, and the packets scheduled for release.
 //!
 //! The shell reads a packet, offers it ([`Lane::arrive`]), runs the disciplines up to its clock
-//! ([`Lane::settle`]), writes what is due ([`Lane::pop_due`]) and sleeps until [`Lane::next_wake`].
+//! ([`Lane::settle`]), takes the batch to write ([`Lane::take_batch`]: what is due, with what falls
+//! in the batching or coalescing window) and sleeps until [`Lane::next_wake`]. A network switch's
+//! address gate ([`Lane::with_gate`]) is judged here too, at arrival and again at release.
 //! `P` is the shell's handle on a packet's bytes (a buffer, a segment of an offload frame); the
 //! lane never looks inside it, it only hands it back — scheduled, or dropped with its cause — so
 //! every packet is accounted for exactly once. Everything here runs in virtual time and is tested
 //! that way; the shell keeps only reads, writes, the clock and what it measures about them.
 
 use std::collections::VecDeque;
+use std::net::IpAddr;
 
 use crate::Nanos;
 use crate::flow::FlowKey;
 use crate::model::{Departure, LinkModel, Settled, Verdict};
+use crate::switch::{AddressGate, GateVerdict};
+
+/// What the lane reads of a packet's headers; the shell reads them once ([`Headers::of`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Headers {
+    /// Its flow (the bottleneck counts each flow's packets and losses; FQ-CoDel queues by it).
+    pub key: Option<FlowKey>,
+    /// ECN-capable transport: a discipline with ECN marks it instead of dropping it.
+    pub ect: bool,
+    /// Source and destination, for the switch gate.
+    pub addresses: Option<(IpAddr, IpAddr)>,
+}
+
+impl Headers {
+    /// The headers of an IP packet (a super-packet's first headers stand for all its segments).
+    pub fn of(packet: &[u8]) -> Headers {
+        Headers {
+            key: FlowKey::of_packet(packet),
+            ect: crate::wire::is_ect(packet),
+            addresses: FlowKey::addresses_of_packet(packet),
+        }
+    }
+}
+
+/// How the shell groups its writes ([`Lane::take_batch`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Batching {
+    /// Once a packet is due, the packets due within this much later go in the same batch (each up
+    /// to `window` early): fewer wake-ups, and with offload, runs of segments to coalesce.
+    pub window: Nanos,
+    /// The most packets in one batch.
+    pub max: usize,
+}
+
+/// Packets the switch gate dropped (at arrival or at release).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SwitchDrops {
+    pub packets: u64,
+    pub bytes: u64,
+    /// Of those, packets that named an address of a network not reached yet (never expected).
+    pub not_yet_valid_packets: u64,
+}
 
 /// A packet scheduled for release.
 #[derive(Debug)]
@@ -28,6 +73,8 @@ pub struct Release<P> {
     /// A queue discipline marked it CE: the shell rewrites its ECN field (`crate::wire::mark_ce`).
     pub marked: bool,
     pub packet: P,
+    /// Its addresses, kept only while a switch gate judges releases.
+    addresses: Option<(IpAddr, IpAddr)>,
 }
 
 /// Why a packet did not cross.
@@ -39,6 +86,8 @@ pub enum DropCause {
     Random,
     /// A queue discipline's own rule (CoDel/FQ-CoDel at dequeue, PIE's early drop).
     Discipline,
+    /// The switch gate: it names a client address of another network than the current one.
+    Switch(GateVerdict),
 }
 
 /// What [`Lane::arrive`] did with a packet.
@@ -71,6 +120,7 @@ struct Waiting<P> {
     arrival: Nanos,
     len: usize,
     packet: P,
+    addresses: Option<(IpAddr, IpAddr)>,
 }
 
 /// One direction: the model, the packets a discipline holds (by slot, the id the model knows them
@@ -81,6 +131,8 @@ pub struct Lane<P> {
     releases: VecDeque<Release<P>>,
     held: Vec<Option<Waiting<P>>>,
     free_slots: Vec<usize>,
+    gate: Option<AddressGate>,
+    switch_drops: SwitchDrops,
 }
 
 impl<P> Lane<P> {
@@ -90,25 +142,73 @@ impl<P> Lane<P> {
             releases: VecDeque::new(),
             held: Vec::new(),
             free_slots: Vec::new(),
+            gate: None,
+            switch_drops: SwitchDrops::default(),
         }
+    }
+
+    /// A lane that carries only the current network's client addresses (a network switch): a
+    /// packet that names another network's is dropped at arrival, and at release if a switch
+    /// came while it was queued.
+    pub fn with_gate(mut self, gate: Option<AddressGate>) -> Lane<P> {
+        self.gate = gate;
+        self
+    }
+
+    /// Packets the switch gate dropped so far.
+    pub fn switch_drops(&self) -> SwitchDrops {
+        self.switch_drops
+    }
+
+    /// The gate's verdict on a packet with `addresses` at `now` (counted when it drops).
+    fn judge(
+        &mut self,
+        now: Nanos,
+        addresses: Option<(IpAddr, IpAddr)>,
+        len: usize,
+    ) -> GateVerdict {
+        let verdict = match (&self.gate, addresses) {
+            (Some(gate), Some((src, dst))) => gate.judge(now, src, dst),
+            _ => GateVerdict::Admit,
+        };
+        if verdict != GateVerdict::Admit {
+            self.switch_drops.packets += 1;
+            self.switch_drops.bytes += len as u64;
+            if verdict == GateVerdict::NotYetValid {
+                self.switch_drops.not_yet_valid_packets += 1;
+            }
+        }
+        verdict
     }
 
     pub fn model(&self) -> &LinkModel {
         &self.model
     }
 
-    /// Offers a packet of `len` bytes that arrived at `now` (its flow `key`, ECN-capable or not).
-    /// A held packet's fate comes from [`Self::settle`], which the caller runs next.
+    /// Offers a packet of `len` bytes that arrived at `now`, with its `headers`. The switch gate
+    /// judges it first (a packet it drops never reaches the model); a held packet's fate comes
+    /// from [`Self::settle`], which the caller runs next.
     pub fn arrive(
         &mut self,
         now: Nanos,
         packet: P,
         len: usize,
-        key: Option<FlowKey>,
-        ect: bool,
+        headers: Headers,
     ) -> Arrived<'_, P> {
+        let verdict = self.judge(now, headers.addresses, len);
+        if verdict != GateVerdict::Admit {
+            return Arrived::Dropped {
+                packet,
+                cause: DropCause::Switch(verdict),
+            };
+        }
+        // Kept only for the gate's second look, at release.
+        let addresses = self.gate.as_ref().and(headers.addresses);
         let slot = self.free_slots.last().copied().unwrap_or(self.held.len());
-        match self.model.offer(now, slot as u64, len as u32, key, ect) {
+        match self
+            .model
+            .offer(now, slot as u64, len as u32, headers.key, headers.ect)
+        {
             Verdict::Forward(Departure {
                 deliver_at,
                 backlogged,
@@ -121,6 +221,7 @@ impl<P> Lane<P> {
                     len,
                     marked: false,
                     packet,
+                    addresses,
                 });
                 Arrived::Scheduled(self.releases.back().expect("just pushed"))
             }
@@ -132,6 +233,7 @@ impl<P> Lane<P> {
                     arrival: now,
                     len,
                     packet,
+                    addresses,
                 });
                 Arrived::Held
             }
@@ -163,6 +265,7 @@ impl<P> Lane<P> {
                 arrival,
                 len,
                 packet,
+                addresses,
             }) = self.held.get_mut(slot).and_then(Option::take)
             else {
                 continue;
@@ -179,6 +282,7 @@ impl<P> Lane<P> {
                         len,
                         marked,
                         packet,
+                        addresses,
                     });
                     on(Decision::Scheduled(
                         self.releases.back_mut().expect("just pushed"),
@@ -225,6 +329,39 @@ impl<P> Lane<P> {
         } else {
             None
         }
+    }
+
+    /// The batch to write at `now`, in release order, into `out` (cleared first): nothing unless
+    /// a packet is due by `now + early`; then every packet due by `now + batching.window`, at
+    /// most `batching.max`. `early` lets a release in the other direction take this one's
+    /// packets within its window along (one wake-up for both). A packet the switch gate no longer
+    /// admits at `now` (a switch came while it was queued) goes to `stale` instead. Returns
+    /// whether a batch was taken (`out` may then hold only what the gate let through).
+    pub fn take_batch(
+        &mut self,
+        now: Nanos,
+        early: Nanos,
+        batching: Batching,
+        out: &mut Vec<Release<P>>,
+        mut stale: impl FnMut(Release<P>, GateVerdict),
+    ) -> bool {
+        out.clear();
+        if self
+            .next_due()
+            .is_none_or(|due| due > now.saturating_add(early))
+        {
+            return false;
+        }
+        let horizon = now.saturating_add(batching.window);
+        while out.len() < batching.max.max(1)
+            && let Some(r) = self.pop_due(horizon)
+        {
+            match self.judge(now, r.addresses, r.len) {
+                GateVerdict::Admit => out.push(r),
+                verdict => stale(r, verdict),
+            }
+        }
+        true
     }
 
     /// Packets scheduled or held: neither released nor dropped.
@@ -281,10 +418,15 @@ mod tests {
                 }
             })
         };
-        let release = |l: &mut Lane<u32>, now: Nanos, out: &mut Vec<(u32, Nanos)>| {
+        let mut batch = Vec::new();
+        let mut release = |l: &mut Lane<u32>, now: Nanos, out: &mut Vec<(u32, Nanos)>| {
             // Once one is due, the window's packets go with it.
-            if l.next_due().is_some_and(|d| d <= now) {
-                while let Some(r) = l.pop_due(now + window) {
+            let batching = Batching {
+                window,
+                max: usize::MAX,
+            };
+            while l.take_batch(now, 0, batching, &mut batch, |_, _| panic!("no gate")) {
+                for r in batch.drain(..) {
                     assert!(r.deliver_at <= now + window);
                     out.push((r.packet, now));
                 }
@@ -300,7 +442,7 @@ mod tests {
             }
             t = at;
             settle(l, t, &mut dropped);
-            match l.arrive(t, id, 1500, None, false) {
+            match l.arrive(t, id, 1500, Headers::default()) {
                 Arrived::Dropped { packet, .. } => dropped.push(packet),
                 Arrived::Held => settle(l, t, &mut dropped),
                 Arrived::Scheduled(r) => assert_eq!(r.packet, id),
@@ -376,9 +518,15 @@ mod tests {
     fn a_held_packet_wakes_the_shell_for_its_dequeue_with_the_models_slack() {
         let mut l = lane("codel", 0.0);
         // The first packet goes into service at once; the second waits for the first's 1 ms.
-        assert!(matches!(l.arrive(0, 1, 1500, None, false), Arrived::Held));
+        assert!(matches!(
+            l.arrive(0, 1, 1500, Headers::default()),
+            Arrived::Held
+        ));
         l.settle(0, |_| {});
-        assert!(matches!(l.arrive(0, 2, 1500, None, false), Arrived::Held));
+        assert!(matches!(
+            l.arrive(0, 2, 1500, Headers::default()),
+            Arrived::Held
+        ));
         l.settle(0, |_| {});
         assert_eq!(l.in_flight(), 2);
         assert_eq!(l.next_due(), Some(11 * MS));
@@ -413,5 +561,178 @@ mod tests {
             (0..2000).collect::<Vec<_>>()
         );
         assert!(l.held.len() <= 2, "{} slots", l.held.len());
+    }
+
+    /// A tail-drop lane at `bps` with a 1 ms delay and a 1 MB queue.
+    fn fast_lane(bps: u64) -> Lane<u32> {
+        Lane::new(
+            LinkModel::new(DirectionConfig {
+                rate: RateSpec::Constant { bps },
+                delay: MS,
+                loss: LossSpec::None,
+                queue: QueueLimit::Bytes(1_000_000),
+                base_rtt: 2 * MS,
+                seed: 1,
+                start: 0,
+                delay_compensation: 0,
+                discipline: DisciplineSpec::parse("droptail").unwrap(),
+            })
+            .unwrap(),
+        )
+    }
+
+    /// Drains `l` as the offload shell does, waking at each due packet: batches of at most `max`
+    /// within `window`. Returns each batch as (wake time, [(id, deliver_at)]).
+    fn batches(l: &mut Lane<u32>, window: Nanos, max: usize) -> Vec<(Nanos, Vec<(u32, Nanos)>)> {
+        let mut out = Vec::new();
+        let mut batch = Vec::new();
+        while let Some(t) = l.next_due() {
+            assert!(
+                l.take_batch(t, 0, Batching { window, max }, &mut batch, |_, _| {
+                    panic!("no gate")
+                })
+            );
+            out.push((t, batch.iter().map(|r| (r.packet, r.deliver_at)).collect()));
+        }
+        out
+    }
+
+    #[test]
+    fn a_super_packets_segments_coalesce_within_the_window_and_never_leave_late() {
+        // 44 segments of 1500 B arrive together at 1 Gbit/s: 12 µs of service each.
+        let mut l = fast_lane(1_000_000_000);
+        for id in 0..44 {
+            l.arrive(0, id, 1500, Headers::default());
+        }
+        // A 50 µs window: a batch holds the due segment and those due up to 50 µs later (5).
+        let got = batches(&mut l, 50 * US, 64);
+        assert_eq!(got.iter().map(|b| b.1.len()).sum::<usize>(), 44);
+        for (t, b) in &got {
+            assert_eq!(b[0].1, *t, "a batch starts with the packet that is due");
+            assert!(b.iter().all(|&(_, at)| at >= *t && at <= t + 50 * US));
+        }
+        assert_eq!(got[0].1.len(), 5, "12 µs apart: 0, 12, 24, 36, 48 µs");
+        assert_eq!(got.len(), 9, "44 segments in batches of 5 (the last of 4)");
+        // In order: ids 0..44.
+        let ids: Vec<u32> = got.iter().flat_map(|b| b.1.iter().map(|p| p.0)).collect();
+        assert_eq!(ids, (0..44).collect::<Vec<_>>());
+        // The batch limit cuts a window's batch; the rest waits for its own wake-up.
+        let mut l = fast_lane(1_000_000_000);
+        for id in 0..10 {
+            l.arrive(0, id, 1500, Headers::default());
+        }
+        let got = batches(&mut l, 1_000 * US, 4);
+        assert_eq!(
+            got.iter().map(|b| b.1.len()).collect::<Vec<_>>(),
+            vec![4, 4, 2]
+        );
+        // Window 0: one packet per batch, each at its own time.
+        let mut l = fast_lane(1_000_000_000);
+        for id in 0..3 {
+            l.arrive(0, id, 1500, Headers::default());
+        }
+        let got = batches(&mut l, 0, 64);
+        assert_eq!(got.len(), 3);
+        assert!(got.iter().all(|(t, b)| b.len() == 1 && b[0].1 == *t));
+    }
+
+    #[test]
+    fn nothing_is_taken_before_a_packet_is_due_unless_the_other_direction_releases() {
+        let mut l = fast_lane(1_000_000_000);
+        l.arrive(0, 1, 1500, Headers::default());
+        let due = l.next_due().unwrap();
+        let batching = Batching {
+            window: 100 * US,
+            max: 64,
+        };
+        let mut batch = Vec::new();
+        // 30 µs before it is due, alone: nothing.
+        assert!(!l.take_batch(due - 30 * US, 0, batching, &mut batch, |_, _| {}));
+        assert!(batch.is_empty());
+        // The other direction releases then: within its window, this one goes along, early.
+        assert!(l.take_batch(due - 30 * US, 100 * US, batching, &mut batch, |_, _| {}));
+        assert_eq!(batch.len(), 1);
+        // But not when it is further away than the window.
+        let mut l = fast_lane(1_000_000_000);
+        l.arrive(0, 1, 1500, Headers::default());
+        let due = l.next_due().unwrap();
+        assert!(!l.take_batch(due - 150 * US, 100 * US, batching, &mut batch, |_, _| {}));
+        assert_eq!(l.in_flight(), 1);
+    }
+
+    #[test]
+    fn the_switch_gate_drops_at_arrival_and_at_release_and_counts_both() {
+        use crate::switch::SwitchSchedule;
+        let schedule = SwitchSchedule::parse("wifi@0s,lte@10ms", 0).unwrap();
+        let client = |k: usize| -> IpAddr { format!("100.64.0.{}", 17 + k).parse().unwrap() };
+        let server: IpAddr = "100.64.0.2".parse().unwrap();
+        let gate = AddressGate::new(&schedule, |k| vec![client(k)]);
+        let mut l = fast_lane(12_000_000).with_gate(Some(gate));
+        let from = |k: usize| Headers {
+            addresses: Some((client(k), server)),
+            ..Headers::default()
+        };
+        // Before the switch: the old address passes, the new one is not valid yet.
+        assert!(matches!(
+            l.arrive(0, 1, 1500, from(0)),
+            Arrived::Scheduled(_)
+        ));
+        assert!(matches!(
+            l.arrive(0, 2, 1500, from(1)),
+            Arrived::Dropped {
+                packet: 2,
+                cause: DropCause::Switch(GateVerdict::NotYetValid)
+            }
+        ));
+        // Queued before the switch, due after it (9 ms into a 1 ms-per-packet queue): stale.
+        for id in 3..12 {
+            l.arrive(MS, id, 1500, from(0));
+        }
+        // Packets without addresses (not IP) pass whatever the gate.
+        l.arrive(MS, 99, 1500, Headers::default());
+        let (mut batch, mut stale) = (Vec::new(), Vec::new());
+        let mut released = Vec::new();
+        let batching = Batching { window: 0, max: 64 };
+        while let Some(t) = l.next_due() {
+            l.take_batch(t, 0, batching, &mut batch, |r, v| {
+                stale.push((r.packet, t, v))
+            });
+            released.extend(batch.drain(..).map(|r| (r.packet, t)));
+        }
+        // Service 1 ms each and 1 ms of delay: packet 1 at 2 ms, packet k of 3..=11 at k ms;
+        // from the switch at 10 ms on only the new network's address crosses.
+        let before: Vec<u32> = released
+            .iter()
+            .filter(|r| r.1 < 10 * MS)
+            .map(|r| r.0)
+            .collect();
+        assert_eq!(before, vec![1, 3, 4, 5, 6, 7, 8, 9]);
+        assert!(
+            stale
+                .iter()
+                .all(|s| s.1 >= 10 * MS && s.2 == GateVerdict::Stale)
+        );
+        assert_eq!(stale.iter().map(|s| s.0).collect::<Vec<_>>(), vec![10, 11]);
+        assert_eq!(released.last(), Some(&(99, 12 * MS)));
+        // After the switch the new address passes at arrival and the old one is stale.
+        assert!(matches!(
+            l.arrive(20 * MS, 20, 1500, from(1)),
+            Arrived::Scheduled(_)
+        ));
+        assert!(matches!(
+            l.arrive(20 * MS, 21, 1500, from(0)),
+            Arrived::Dropped {
+                cause: DropCause::Switch(GateVerdict::Stale),
+                ..
+            }
+        ));
+        assert_eq!(
+            l.switch_drops(),
+            SwitchDrops {
+                packets: 4,
+                bytes: 6000,
+                not_yet_valid_packets: 1
+            }
+        );
     }
 }
