@@ -48,10 +48,10 @@ pub struct BenchLinkArgs {
     /// Spin this long before each release (default: the scheduler's default)
     #[arg(long, value_parser = crate::link_args::duration)]
     pub spin: Option<u64>,
-    /// TUN offload (TSO/USO reads, coalesced writes): auto = for links >= 400 Mbit/s
+    /// TUN offload (TSO/USO reads, coalesced writes): auto = for links >= 200 Mbit/s
     #[arg(long, default_value = "auto", value_name = "auto|on|off")]
     pub offload: quiclab_link::options::Offload,
-    /// With offload: coalescing window of the releases (default 100 µs)
+    /// With offload: coalescing window of the releases (default 200 µs)
     #[arg(long, value_parser = crate::link_args::duration)]
     pub offload_window: Option<u64>,
     /// Queue discipline of the TCP parts (gbit, max): droptail, codel, fq-codel or pie, to compare

@@ -142,14 +142,14 @@ pub struct LinkArgs {
     pub steering: Steering,
 
     /// TUN offload: the kernels hand over TSO/USO super-packets (split into MTU packets for the
-    /// link model) and take back coalesced writes; auto = only for links of 400 Mbit/s or more,
+    /// link model) and take back coalesced writes; auto = only for links of 200 Mbit/s or more,
     /// so slower links keep strict per-packet releases (see docs/link.md)
     #[arg(long, default_value = "auto", value_name = "auto|on|off")]
     pub offload: quiclab_link::options::Offload,
 
     /// With offload: write the segments due within this window after a due one together, one
     /// coalesced packet per flow (0 = each segment on its own); earliness is reported
-    #[arg(long, value_parser = duration, value_name = "DURATION", default_value = "100us")]
+    #[arg(long, value_parser = duration, value_name = "DURATION", default_value = "200us")]
     pub offload_window: Nanos,
 
     /// Default TCP congestion control inside the lab's namespaces (the host's default is not inherited)

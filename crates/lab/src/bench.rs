@@ -72,8 +72,8 @@ pub struct LinkBench {
 impl LinkBench {
     fn start(&self, spec: &LinkSpec) -> Result<RunningLab> {
         let options = crate::LabOptions {
-            steer_receive: self.steering.applies_to(spec),
-            offload: self.offload.applies_to(spec),
+            steer_receive: self.steering.resolve(spec.wants_receive_steering()),
+            offload: self.offload.resolve(spec.wants_offload()),
             ..Default::default()
         };
         RunningLab::start(spec, &options, self.scheduler.clone(), None, None)

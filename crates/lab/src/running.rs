@@ -34,9 +34,9 @@ impl RunningLab {
     ) -> Result<RunningLab> {
         let lab = LabOptions {
             tcp_congestion_control: options.tcp_cc.clone(),
-            steer_receive: options.steering.applies_to(spec),
+            steer_receive: options.steering.resolve(spec.wants_receive_steering()),
             // A CE mark rewrites one packet's header: offload's segments share theirs.
-            offload: options.offload.applies_to(spec) && !spec.ecn(),
+            offload: options.offload.resolve(spec.wants_offload()) && !spec.ecn(),
             tcp_ecn: spec.ecn(),
             ..Default::default()
         };

@@ -21,12 +21,20 @@ use crate::{LossSpec, Nanos, QueueLimit, RateSpec, units};
 /// much one-way latency on its own.
 pub const DEFAULT_TUN_COMPENSATION: Nanos = 63_000;
 
-/// Default coalescing window of TUN offload (`--offload-window`): segments due within 100 µs
-/// after a due one leave with it, so each is at most that early (mean about half). About the
-/// interrupt moderation of a 1–10 Gbit/s NIC, which batches a receiver's packets over 50–125 µs.
-/// At 1 Gbit/s it halves the emulator's wake-ups and writes against 50 µs: 49–51 % instead of
-/// 62–67 % of a core (docs/link.md).
-pub const DEFAULT_OFFLOAD_WINDOW: Nanos = 100_000;
+/// Default coalescing window of TUN offload (`--offload-window`): segments due within 200 µs
+/// after a due one leave with it, so each is at most that early (mean about half). The order of
+/// a 1–10 Gbit/s NIC's interrupt moderation, which batches a receiver's packets over 50–125 µs or
+/// more. Each wake-up of the emulator (a VM exit on this class of host) is its largest cost left:
+/// at 1 Gbit/s, measured 2026-11-25 over 5 interleaved runs each, 100 µs took 55–61 % of a core,
+/// 150 µs 50.3–50.5 %, 200 µs 46.3–47.5 %; at 250 Mbit/s 200 µs took 42–44 % (docs/link.md).
+pub const DEFAULT_OFFLOAD_WINDOW: Nanos = 200_000;
+
+/// `--steering auto` turns receive steering on for links this fast (see
+/// `LinkSpec::wants_receive_steering`).
+pub const STEERING_THRESHOLD_BPS: f64 = 400e6;
+
+/// `--offload auto` turns TUN offload on for links this fast (see `LinkSpec::wants_offload`).
+pub const OFFLOAD_THRESHOLD_BPS: f64 = 200e6;
 
 /// Keys accepted by [`LinkOptions::set`]: the link's own (`[link]` of scenarios, the LINK OPTIONS
 /// flags without their `--`).
@@ -71,9 +79,9 @@ pub const PATH_KEYS: &[&str] = &[
     "down-profile",
 ];
 
-/// A lab feature that pays off only on fast links: `on`, `off`, or `auto` = only for links of
-/// 400 Mbit/s or more ([`LinkSpec::wants_receive_steering`]), so slower links keep the simple,
-/// strictly per-packet path.
+/// A lab feature that pays off only on fast links: `on`, `off`, or `auto` = only for links fast
+/// enough ([`LinkSpec::wants_receive_steering`], [`LinkSpec::wants_offload`]), so slower links
+/// keep the simple, strictly per-packet path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum FastLinkChoice {
     #[default]
@@ -83,12 +91,12 @@ pub enum FastLinkChoice {
 }
 
 impl FastLinkChoice {
-    /// Resolves the choice for a link.
-    pub fn applies_to(self, spec: &LinkSpec) -> bool {
+    /// Resolves the choice; `auto` is what `auto` gives for the link at hand.
+    pub fn resolve(self, auto: bool) -> bool {
         match self {
             FastLinkChoice::On => true,
             FastLinkChoice::Off => false,
-            FastLinkChoice::Auto => spec.wants_receive_steering(),
+            FastLinkChoice::Auto => auto,
         }
     }
 }
