@@ -185,7 +185,9 @@ pub struct DirectionFidelity {
     pub marks_not_applied: u64,
 }
 
-/// Percentiles of the queue's sojourn time, ms; null when no packet was forwarded (unknown, not 0).
+/// Percentiles of the queue's sojourn time — arrival to the start of serialisation, what CoDel and
+/// PIE measure (the model's `queueing_delay_us`) — in ms; null when no packet was forwarded (unknown,
+/// not 0). Not the model's older `sojourn_us`, which runs to the end of serialisation.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SojournMs {
     pub packets: u64,
