@@ -39,8 +39,9 @@ use crate::topology::{Lab, Side};
 const BUF_SIZE: usize = 65_536;
 /// At most this many packets are read in one go before due packets are released again.
 const READ_BURST: usize = 32;
-/// Most segments in one offload batch (a GSO packet carries at most 64 kB anyway).
-const OFFLOAD_BATCH: usize = 128;
+/// Most packets in one batch (an offload lane's GSO packet carries at most 64 kB anyway; a plain
+/// lane goes back to reading after this many writes).
+const MAX_BATCH: usize = 128;
 /// While the scheduler loop runs without sleeping, the ingress devices are polled this often: an
 /// arrival is timestamped at most this late (plus the loop's own pass).
 const POLL_INTERVAL: Nanos = 5_000;
@@ -807,28 +808,19 @@ impl Lane {
     /// coalescing window. `companion`: the other direction is releasing now; an offload lane then
     /// also sends what falls in its coalescing window, so that both directions share one wake-up.
     fn release_due(&mut self, shared: &mut Shared, companion: bool) -> usize {
-        let (batching, early) = match &self.io {
-            LaneIo::Plain { .. } => (
-                Batching {
-                    window: shared.batch_ns,
-                    max: OFFLOAD_BATCH,
-                },
-                0,
-            ),
-            LaneIo::Offload(o) => {
-                let window = o.window_ns();
-                let batching = Batching {
-                    window,
-                    max: OFFLOAD_BATCH,
-                };
-                (batching, if companion { window } else { 0 })
-            }
+        let (window, offload) = match &self.io {
+            LaneIo::Plain { .. } => (shared.batch_ns, false),
+            LaneIo::Offload(o) => (o.window_ns(), true),
+        };
+        let batching = Batching {
+            window,
+            max: MAX_BATCH,
         };
         let mut batch = std::mem::take(&mut self.batch);
         let mut written = std::mem::take(&mut self.written);
         let mut released = 0;
         // A companion's release takes what is due within the window now, once.
-        let mut early = early;
+        let mut early = if offload && companion { window } else { 0 };
         loop {
             let now = shared.now();
             let direction = self.direction;
