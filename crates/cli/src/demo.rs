@@ -16,7 +16,7 @@ pub struct DemoArgs {
     #[arg(long, default_value = "quiclab-demo")]
     pub out: PathBuf,
     /// Repetitions per protocol and setting
-    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=quiclab_experiment::MAX_REPETITIONS as i64), allow_hyphen_values = true)]
     pub repetitions: u32,
 }
 
@@ -27,18 +27,20 @@ pub const SCENARIO: &str = include_str!("../../../scenarios/demo.toml");
 
 pub fn run(args: DemoArgs) -> Result<i32> {
     quiclab_lab::topology::check_privileges()?;
-    claim_demo_dir(&args.out)?;
-    // Marked as quiclab's (the runner writes results only into such a directory); the check above
-    // made sure it is empty or an earlier demo's.
-    quiclab_outputs::claim_dir(&args.out, "--out", &["demo.toml"])?;
+    // A new or empty directory, or one quiclab claimed (an earlier demo's): its marker, not a
+    // file name a user could have, says so.
+    quiclab_outputs::claim_dir(&args.out, "--out")?;
     let file = args.out.join("demo.toml");
-    std::fs::write(&file, SCENARIO).with_context(|| format!("writing {}", file.display()))?;
-    // A demo always starts afresh: the previous demo's results are replaced, never mixed in.
-    for old in ["results.sqlite", "report.html"] {
-        let _ = std::fs::remove_file(args.out.join(old));
+    quiclab_outputs::write_in_claimed(&file, SCENARIO.as_bytes())
+        .with_context(|| format!("writing {}", file.display()))?;
+    // A demo always starts afresh: the previous demo's results are replaced, never mixed in. Only
+    // what quiclab's manifest lists goes.
+    quiclab_outputs::remove_listed(&args.out, |n| {
+        n == "results.sqlite" || n == "report.html" || n.starts_with("results.sqlite-")
+    })?;
+    for sub in ["figures", "traces"] {
+        quiclab_outputs::remove_claimed_dir(&args.out.join(sub))?;
     }
-    let _ = std::fs::remove_dir_all(args.out.join("figures"));
-    let _ = std::fs::remove_dir_all(args.out.join("traces"));
 
     let (scenario, text, plan) = quiclab_runner::load(&file, Some(args.repetitions), false)?;
     println!(
@@ -54,6 +56,7 @@ pub fn run(args: DemoArgs) -> Result<i32> {
         &plan,
         &args.out,
         quiclab_runner::Resume::No,
+        quiclab_runner::PlanForm::default(),
         &crate::signals::set_exit_hint,
     )?;
     let report = crate::report_cmd::write(&args.out, &Default::default())?;
@@ -107,30 +110,4 @@ pub fn run(args: DemoArgs) -> Result<i32> {
         args.out.display()
     );
     Ok(if outcome.failed > 0 { 1 } else { 0 })
-}
-
-/// Makes the demo's directory, or accepts it when it is empty or holds an earlier demo (its
-/// demo.toml): the demo replaces its own earlier results there, so it must never clear a directory
-/// of someone else's files (`--out ~` would have lost ~/figures).
-fn claim_demo_dir(out: &std::path::Path) -> Result<()> {
-    match std::fs::read_dir(out) {
-        Ok(mut entries) => {
-            let empty = entries.next().is_none();
-            let earlier_demo = std::fs::read_to_string(out.join("demo.toml"))
-                .is_ok_and(|t| t.starts_with("# quiclab demo: written by `quiclab demo`"));
-            if !empty && !earlier_demo {
-                anyhow::bail!(
-                    "--out {}: the directory holds files that are not an earlier quiclab demo; give \
-                     a new or empty directory (the demo replaces its own earlier results and never \
-                     touches anything else)",
-                    out.display()
-                );
-            }
-            Ok(())
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))
-        }
-        Err(e) => Err(anyhow::anyhow!("--out {}: {e}", out.display())),
-    }
 }

@@ -68,5 +68,5 @@ pub fn flows_run(args: &FlowsArgs) -> Result<(LinkOptions, LinkSpec, FlowsRun)> 
 
 pub fn run(args: FlowsArgs) -> Result<i32> {
     let (options, spec, run) = flows_run(&args)?;
-    execute("flows", &run, (&options, &spec), &args.run, |_| {})
+    execute("flows", &run, (&options, &spec), &args.run, |_| Ok(()))
 }

@@ -1,7 +1,7 @@
 //! `quiclab page`: one page load across a fresh lab by quiclab's loader or headless Chromium, with
 //! a HAR and a waterfall. Flags in, text or JSON out; the work is quiclab-workload's `page`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Result, bail};
 use clap::Args;
@@ -88,25 +88,45 @@ pub fn page_run(args: &PageArgs) -> Result<(LinkOptions, LinkSpec, PageRun)> {
 
 pub fn page(args: PageArgs) -> Result<i32> {
     let (options, spec, run) = page_run(&args)?;
-    // Before the lab starts, so that a refusal costs no run.
-    if let Some(har) = &args.har {
-        quiclab_outputs::check_user_file(har, "--har", args.run.force)?;
-    }
-    if let Some(w) = &args.waterfall {
-        quiclab_outputs::check_user_file(w, "--waterfall", args.run.force)?;
-        if w.extension().is_some_and(|e| e == "png") {
-            quiclab_outputs::check_user_file(
-                &w.with_extension("svg"),
-                "--waterfall",
-                args.run.force,
-            )?;
+    // Before the lab starts, so that a refusal costs no run: every output path checked, no two
+    // flags naming one file (the capture's too), and the HAR and waterfall files created now.
+    let force = args.run.force;
+    let (svg, png) = match &args.waterfall {
+        Some(w) if w.extension().is_some_and(|e| e == "png") => {
+            (Some(w.with_extension("svg")), Some(w.clone()))
         }
-    }
-    let (har, waterfall) = (args.har.as_deref(), args.waterfall.as_deref());
-    let artifacts = |r: &_| {
-        for note in run.write_har_and_waterfall(r, &spec, har, waterfall) {
+        Some(w) => (Some(w.clone()), None),
+        None => (None, None),
+    };
+    let named: Vec<(&Path, &str)> = [
+        (args.run.pcap.as_deref(), "--pcap"),
+        (args.har.as_deref(), "--har"),
+        (svg.as_deref(), "--waterfall"),
+        (png.as_deref(), "--waterfall"),
+    ]
+    .into_iter()
+    .filter_map(|(p, f)| p.map(|p| (p, f)))
+    .collect();
+    quiclab_outputs::distinct(&named)?;
+    let reserve = |p: &Option<PathBuf>, flag| {
+        p.as_deref()
+            .map(|p| quiclab_outputs::UserFile::reserve(p, flag, force))
+            .transpose()
+    };
+    let mut har = reserve(&args.har, "--har")?;
+    let mut svg = reserve(&svg, "--waterfall")?;
+    let mut png = reserve(&png, "--waterfall")?;
+    let artifacts = |r: &_| -> Result<()> {
+        let waterfall = svg
+            .as_mut()
+            .map(|svg| quiclab_workload::page::WaterfallFiles {
+                svg,
+                png: png.as_mut(),
+            });
+        for note in run.write_har_and_waterfall(r, &spec, har.as_mut(), waterfall)? {
             eprintln!("quiclab page: {note}");
         }
+        Ok(())
     };
     execute("page", &run, (&options, &spec), &args.run, artifacts)
 }

@@ -67,11 +67,11 @@ pub fn write(dir: &std::path::Path, choice: &ReportChoice) -> Result<quiclab_rep
 }
 
 pub fn export(args: ExportArgs) -> Result<i32> {
+    // Read-only: the database is never changed (an older schema is read through a copy).
     let store = Store::open(&args.dir.join("results.sqlite"))?;
     let to = args.to.unwrap_or(args.dir);
     // runs.csv and series.csv replace only quiclab's own files: --to names a new or empty
-    // directory, an earlier export's, or a results directory.
-    quiclab_outputs::claim_dir(&to, "--to", &["results.sqlite"])?;
+    // directory, or one quiclab claimed (an earlier export's, a results directory).
     let s = quiclab_results::export_csv(&store, &to)?;
     println!(
         "{} ({} runs)\n{} ({} points)",

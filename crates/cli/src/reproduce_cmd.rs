@@ -24,11 +24,12 @@ pub struct ReproduceArgs {
     #[arg(long)]
     pub quick: bool,
     /// Override every scenario's repetitions
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=quiclab_experiment::MAX_REPETITIONS as i64), allow_hyphen_values = true)]
     pub repetitions: Option<u32>,
-    /// Where the packs' results and the verdicts go (default quiclab-reproduce)
-    #[arg(long, value_name = "DIR", default_value = "quiclab-reproduce")]
-    pub out: PathBuf,
+    /// Where the packs' results and the verdicts go (default quiclab-reproduce). With --judge:
+    /// where the verdicts and reports go (default: the judged DIR, when quiclab made it)
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
     /// Continue an interrupted pack: runs already stored are skipped
     #[arg(long)]
     pub resume: bool,
@@ -46,7 +47,11 @@ pub struct ReproduceArgs {
 pub fn run(args: ReproduceArgs) -> Result<i32> {
     let lib = Library::find(args.repo.as_deref())?;
     let which = args.study.as_deref().unwrap_or("all");
-    let studies = reproduce::only_findings(lib.select(which)?, &args.findings)?;
+    let (selected, broken) = lib.select(which)?;
+    for e in &broken {
+        eprintln!("quiclab reproduce: a study file is broken and left out: {e}");
+    }
+    let studies = reproduce::only_findings(selected, &args.findings)?;
     let opts = |quick| PackOptions {
         quick,
         repetitions: args.repetitions,
@@ -59,44 +64,74 @@ pub fn run(args: ReproduceArgs) -> Result<i32> {
             true => println!("{}", serde_json::to_string_pretty(&rows)?),
             false => rows.iter().for_each(|r| println!("{r}")),
         }
-        return Ok(0);
+        for e in &broken {
+            println!("broken: {e}");
+        }
+        return Ok(if broken.is_empty() { 0 } else { 1 });
     }
-    let dir = match &args.judge {
-        Some(d) if !d.is_dir() => bail!("--judge {}: no such directory", d.display()),
-        Some(d) => d.clone(),
-        None => quiclab_outputs::claim_dir(&args.out, "--out", &["verdicts.json"])?,
+    // Where results are read from, and where verdicts and reports are written: the same claimed
+    // directory, or with --judge DIR --out OUT, DIR only read and OUT written.
+    let (results, out) = match (&args.judge, &args.out) {
+        (Some(d), _) if !d.is_dir() => bail!("--judge {}: no such directory", d.display()),
+        (Some(d), Some(o)) => (d.clone(), quiclab_outputs::claim_dir(o, "--out")?),
+        (Some(d), None) if quiclab_outputs::is_claimed(d) => (d.clone(), d.clone()),
+        (Some(d), None) => bail!(
+            "--judge {}: quiclab did not make this directory (it has no quiclab marker), so it \
+             writes no verdicts there; give --out DIR for them (DIR is only read)",
+            d.display()
+        ),
+        (None, o) => {
+            let o = o
+                .clone()
+                .unwrap_or_else(|| PathBuf::from("quiclab-reproduce"));
+            let o = quiclab_outputs::claim_dir(&o, "--out")?;
+            (o.clone(), o)
+        }
     };
     let mut verdicts: Vec<FindingVerdict> = Vec::new();
+    let mut judged = Vec::new();
     for s in &studies {
-        let study_dir = dir.join(&s.name);
+        let study_dir = results.join(&s.name);
         let dirs = match &args.judge {
             Some(_) => reproduce::pack_dirs(s, &study_dir),
-            None => reproduce::run_pack(
-                &lib,
-                s,
-                &study_dir,
-                &opts(args.quick),
-                &crate::signals::set_exit_hint,
-            )?,
+            None => {
+                quiclab_outputs::claim_subdir(&out, &s.name, "--out")?;
+                reproduce::run_pack(
+                    &lib,
+                    s,
+                    &study_dir,
+                    &opts(args.quick),
+                    &crate::signals::set_exit_hint,
+                )?
+            }
         };
         if args.judge.is_some() && dirs.is_empty() {
-            bail!(
-                "--judge {}: no results of study {} there ({}/SCENARIO/results.sqlite)",
-                dir.display(),
+            eprintln!(
+                "quiclab reproduce: --judge {}: no results of study {} there \
+                 ({}/SCENARIO/results.sqlite); not judged",
+                results.display(),
                 s.name,
                 study_dir.display()
             );
+            continue;
         }
         verdicts.extend(reproduce::judge_study(s, &dirs, Some(&lib))?);
+        judged.push(s.clone());
     }
-    let (json, csv) = reproduce::write_verdicts(&dir, &verdicts)?;
+    if verdicts.is_empty() {
+        bail!(
+            "no study had results in {}: no verdicts written (earlier ones, if any, are kept)",
+            results.display()
+        );
+    }
+    let (json, csv) = reproduce::write_verdicts(&out, &verdicts)?;
     let registry = quiclab_runner::metric_registry();
-    let html = quiclab_report::reproduction::write(&dir, &studies, &verdicts, &registry)?;
+    let html = quiclab_report::reproduction::write(&results, &out, &judged, &verdicts, &registry)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&verdicts)?);
     } else {
         verdicts.iter().for_each(|v| println!("{v}"));
         println!("{}\n{}\n{}", json.display(), csv.display(), html.display());
     }
-    Ok(0)
+    Ok(if broken.is_empty() { 0 } else { 1 })
 }

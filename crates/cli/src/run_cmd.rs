@@ -28,7 +28,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=quiclab_experiment::scenario::MAX_RETRY_FLAGGED as i64))]
     pub retry_flagged: Option<u32>,
     /// Override the scenario's `repetitions`
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=quiclab_experiment::MAX_REPETITIONS as i64), allow_hyphen_values = true)]
     pub repetitions: Option<u32>,
     /// Write the report (DIR/report.html) when the runs are done
     #[arg(long)]
@@ -80,6 +80,10 @@ pub fn run(args: RunArgs) -> Result<i32> {
         &plan,
         &out,
         resume,
+        quiclab_runner::PlanForm {
+            quick: args.quick,
+            shard: args.shard,
+        },
         &crate::signals::set_exit_hint,
     )?;
     if args.report {
@@ -102,10 +106,28 @@ pub struct MergeArgs {
 }
 
 pub fn merge(args: MergeArgs) -> Result<i32> {
-    let out = quiclab_outputs::claim_dir(&args.out, "--out", &[])?;
-    let outcome = quiclab_runner::shards::merge(&args.shards, &out, args.allow_mixed_versions)?;
-    println!("{outcome}");
-    Ok(0)
+    let was_claimed = quiclab_outputs::is_claimed(&args.out);
+    let (out, created) = quiclab_outputs::claim(&args.out, "--out")?;
+    match quiclab_runner::shards::merge(&args.shards, &out, args.allow_mixed_versions) {
+        Ok(outcome) => {
+            println!("{outcome}");
+            Ok(0)
+        }
+        Err(e) => {
+            // A failed merge leaves nothing behind: the directory it made, or the files it
+            // wrote into an empty one it claimed.
+            if created {
+                let _ = quiclab_outputs::remove_claimed_dir(&out);
+            } else {
+                let _ = quiclab_outputs::remove_listed(&out, |_| true);
+                let _ = quiclab_outputs::remove_claimed_dir(&out.join("traces"));
+                if !was_claimed {
+                    let _ = std::fs::remove_file(out.join(quiclab_outputs::MARKER));
+                }
+            }
+            Err(e)
+        }
+    }
 }
 
 fn print_dry_run(

@@ -156,7 +156,7 @@ pub fn serve(args: ServeArgs) -> Result<i32> {
         }
     }
     if let Some(d) = &args.qlog_dir {
-        quiclab_outputs::claim_dir(d, "--qlog-dir", &[])?;
+        quiclab_outputs::claim_dir(d, "--qlog-dir")?;
     }
     quiclab_workload::child::serve(&ServeConfig {
         cert: args.cert,
@@ -190,7 +190,7 @@ pub fn fetch(args: FetchArgs) -> Result<i32> {
         ),
     };
     if let Some(d) = &args.qlog_dir {
-        quiclab_outputs::claim_dir(d, "--qlog-dir", &[])?;
+        quiclab_outputs::claim_dir(d, "--qlog-dir")?;
     }
     let out = quiclab_workload::child::fetch(&FetchConfig {
         proto: args.proto,
@@ -299,7 +299,7 @@ pub fn bulk(args: BulkArgs) -> Result<i32> {
     let (options, spec, mut run) = bulk_run(&args)?;
     // The command line keeps qlogs with --keep (the runner does not: they are large).
     run.qlog = true;
-    execute("bulk", &run, (&options, &spec), &args.run, |_| {})
+    execute("bulk", &run, (&options, &spec), &args.run, |_| Ok(()))
 }
 
 /// `quiclab syscalls`: one bulk download with the client and the server under `strace -f -c`.

@@ -95,5 +95,5 @@ pub fn run(args: VideoArgs) -> Result<i32> {
             run.estimate_seconds(&spec)
         );
     }
-    execute("video", &run, (&link, &spec), &args.run, |_| {})
+    execute("video", &run, (&link, &spec), &args.run, |_| Ok(()))
 }

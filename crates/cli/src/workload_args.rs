@@ -175,7 +175,7 @@ pub fn execute<W: Workload>(
     run: &W,
     (options, spec): (&LinkOptions, &LinkSpec),
     flags: &RunFlags,
-    artifacts: impl FnOnce(&W::Output),
+    artifacts: impl FnOnce(&W::Output) -> Result<()>,
 ) -> Result<i32>
 where
     W::Output: std::fmt::Display,
@@ -189,11 +189,16 @@ where
     if let Some(c) = out.fidelity.as_ref().and_then(|f| f.capture.as_ref()) {
         eprintln!("{}", crate::shell::capture_line(c));
     }
-    artifacts(&out.result);
+    // The result is printed whatever became of the files written from it.
+    let written = artifacts(&out.result);
     if flags.json {
         println!("{}", serde_json::to_string_pretty(&out.result)?);
     } else {
         println!("{}", out.result);
+    }
+    if let Err(e) = written {
+        eprintln!("quiclab {command}: error: {e:#} (the run's result is printed above)");
+        return Ok(1);
     }
     Ok(match out.result.failure() {
         Some(reason) => {

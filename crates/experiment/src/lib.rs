@@ -20,7 +20,10 @@ pub mod scenario;
 pub mod stats;
 
 pub use metric::{Better, MetricDef};
-pub use plan::{RunSpec, Shard, estimate_seconds, expand, shard_of};
+pub use plan::{
+    MAX_PLAN_RUNS, MAX_REPETITIONS, RunSpec, Shard, check_plan_size, estimate_seconds, expand,
+    shard_of,
+};
 pub use scenario::{
     Located, Order, Quick, Scenario, ScenarioError, TraceRuns, Value, WorkloadKind, load, parse,
 };

@@ -211,6 +211,39 @@ pub fn expand(s: &Scenario) -> Vec<RunSpec> {
     runs
 }
 
+/// The most repetitions a scenario or `--repetitions` may ask for.
+pub const MAX_REPETITIONS: u32 = 10_000;
+
+/// The most runs a plan may hold: a plan is built, listed and estimated in memory before it runs
+/// (≈ 1 kB a run), and a million runs of even 10 s each would take 4 months.
+pub const MAX_PLAN_RUNS: u64 = 1_000_000;
+
+/// Counts the runs of `s`'s plan before it is built (before exclusions, which only remove), and
+/// refuses a plan over [`MAX_PLAN_RUNS`] naming the product of its axes.
+pub fn check_plan_size(s: &Scenario) -> Result<u64, String> {
+    let mut n: u128 = u128::from(s.repetitions);
+    let mut parts = Vec::new();
+    for (k, v) in &s.grid {
+        n = n.saturating_mul(v.len() as u128);
+        parts.push(format!("{} ({k})", v.len()));
+    }
+    parts.push(format!("{} repetitions", s.repetitions));
+    if s.repetitions > MAX_REPETITIONS {
+        return Err(format!(
+            "repetitions = {}: expected 1 to {MAX_REPETITIONS}",
+            s.repetitions
+        ));
+    }
+    if n > u128::from(MAX_PLAN_RUNS) {
+        return Err(format!(
+            "the plan has {} = {n} runs; at most {MAX_PLAN_RUNS} are allowed (split the grid into \
+             several scenarios, or fewer repetitions)",
+            parts.join(" × ")
+        ));
+    }
+    Ok(n as u64)
+}
+
 /// Expected total duration: the sum of `per_run` over the runs.
 pub fn estimate_seconds(runs: &[RunSpec], per_run: impl Fn(&RunSpec) -> f64) -> f64 {
     runs.iter().map(per_run).sum()

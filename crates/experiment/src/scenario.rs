@@ -376,7 +376,49 @@ pub fn parse(text: &str, source_name: &str) -> Result<Scenario, ScenarioError> {
     let mut scenario = parser.scenario()?;
     scenario.exclude = parser.exclude(&scenario)?;
     scenario.quick = parser.quick(&scenario)?;
+    check_aliases(&scenario, source_name)?;
+    crate::plan::check_plan_size(&scenario).map_err(|message| ScenarioError::File {
+        file: source_name.to_string(),
+        message,
+    })?;
     Ok(scenario)
+}
+
+/// One name per setting: a scenario that gives both names of a pair of aliases
+/// (`queue-discipline` and `aqm`), in `[link]`, `[grid]` or `[quick]`, is refused.
+fn check_aliases(s: &Scenario, file: &str) -> Result<(), ScenarioError> {
+    let line_of = |key: &str| -> Option<usize> {
+        s.link
+            .get(key)
+            .map(|v| v.line)
+            .or_else(|| {
+                s.grid
+                    .iter()
+                    .find(|(k, _)| k == key)
+                    .and_then(|(_, v)| v.first().map(|x| x.line))
+            })
+            .or_else(|| {
+                s.quick.as_ref().and_then(|q| {
+                    q.set
+                        .iter()
+                        .find(|(k, _)| k == key)
+                        .and_then(|(_, v)| v.first().map(|x| x.line))
+                })
+            })
+    };
+    for (a, b) in quiclab_link::options::LINK_ALIASES {
+        if let (Some(la), Some(lb)) = (line_of(a), line_of(b)) {
+            return Err(ScenarioError::At {
+                file: file.to_string(),
+                line: la.max(lb),
+                message: format!(
+                    "keys \"{a}\" (line {la}) and \"{b}\" (line {lb}) name one setting; give one \
+                     of them"
+                ),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// A scenario's `[quick]` table: the quick form `quiclab run --quick` runs (shorter content,
@@ -857,8 +899,13 @@ impl Parser<'_> {
                         .get_ref()
                         .as_integer()
                         .and_then(|i| u32::from_str_radix(i.as_str(), i.radix()).ok())
-                        .filter(|&n| n >= 1)
-                        .ok_or_else(|| type_err("an integer ≥ 1"))?;
+                        .filter(|&n| (1..=crate::plan::MAX_REPETITIONS).contains(&n))
+                        .ok_or_else(|| {
+                            type_err(&format!(
+                                "an integer from 1 to {}",
+                                crate::plan::MAX_REPETITIONS
+                            ))
+                        })?;
                 }
                 "seed" => {
                     seed = v
@@ -1242,11 +1289,15 @@ impl Parser<'_> {
                     v.get_ref()
                         .as_integer()
                         .and_then(|i| u32::from_str_radix(i.as_str(), i.radix()).ok())
-                        .filter(|&n| n >= 1)
+                        .filter(|&n| (1..=crate::plan::MAX_REPETITIONS).contains(&n))
                         .ok_or_else(|| {
                             self.at(
                                 v.span(),
-                                "key \"repetitions\" in [quick]: expected an integer ≥ 1".into(),
+                                format!(
+                                    "key \"repetitions\" in [quick]: expected an integer from 1 \
+                                     to {}",
+                                    crate::plan::MAX_REPETITIONS
+                                ),
                             )
                         })?,
                 );
@@ -1301,6 +1352,57 @@ loss = ["0%", "2%"]
 
     fn err(text: &str) -> String {
         parse(text, "s.toml").unwrap_err().to_string()
+    }
+
+    #[test]
+    fn repetitions_and_plans_are_bounded_before_a_plan_is_built() {
+        for bad in ["4294967295", "10001", "4294967296"] {
+            let e = err(&with_line(3, &format!("repetitions = {bad}")));
+            assert!(
+                e.starts_with("s.toml:3: key \"repetitions\"") && e.contains("1 to 10000"),
+                "{e}"
+            );
+        }
+        // 3 × 1000 × 2 × 10 000 repetitions: refused naming the product of the axes.
+        let losses: Vec<String> = (0..1000)
+            .map(|i| format!("\"{}%\"", i as f64 / 100.0))
+            .collect();
+        let big = with_line(3, "repetitions = 10000").replace(
+            "loss = [\"0%\", \"2%\"]",
+            &format!("loss = [{}]", losses.join(", ")),
+        );
+        let e = err(&big);
+        assert!(
+            e.contains("3 (protocol) × 2 (rate) × 1000 (loss) × 10000 repetitions = 60000000 runs")
+                && e.contains("at most 1000000"),
+            "{e}"
+        );
+        let q = format!("{EXAMPLE}\n[quick]\nrepetitions = 99999\n");
+        assert!(err(&q).contains("from 1 to 10000"), "{}", err(&q));
+    }
+
+    #[test]
+    fn a_setting_has_one_name_in_a_scenario() {
+        let both = EXAMPLE.replace("queue = \"1bdp\"", "queue = \"1bdp\"\naqm = \"codel\"")
+            + "queue-discipline = [\"pie\", \"codel\"]\n";
+        let e = err(&both);
+        assert!(
+            e.contains("\"queue-discipline\"")
+                && e.contains("\"aqm\"")
+                && e.contains("one setting"),
+            "{e}"
+        );
+        let gaps = EXAMPLE.replace(
+            "rtt = \"50ms\"",
+            "rtt = \"50ms\"\ngap = \"1s\"\nswitch-gap = \"2s\"",
+        );
+        assert!(err(&gaps).contains("one setting"), "{}", err(&gaps));
+        // One name alone is fine.
+        parse(
+            &(EXAMPLE.to_string() + "queue-discipline = [\"pie\", \"codel\"]\n"),
+            "s.toml",
+        )
+        .unwrap();
     }
 
     /// EXAMPLE with one line replaced (1-based), to aim errors at known lines.
@@ -1741,7 +1843,7 @@ abr = ["basic"]
         assert!(e.contains("unknown key \"speed\" in [quick]"), "{e}");
         let e = err(&VIDEO.replace("repetitions = 1", "repetitions = 0"));
         assert!(
-            e.starts_with("v.toml:12:") && e.contains("integer ≥ 1"),
+            e.starts_with("v.toml:12:") && e.contains("integer from 1 to 10000"),
             "{e}"
         );
         let e = err(&VIDEO.replace("name = \"v\"", "name = \"v\"\nprotocol = \"h3\""));

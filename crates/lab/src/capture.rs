@@ -214,6 +214,11 @@ pub fn secrets_block(key_log: &[u8]) -> Vec<u8> {
 /// The capture of one run while it goes on (see the module's documentation).
 pub struct CaptureWriter {
     config: CaptureConfig,
+    /// The output, reserved when the capture starts (created empty, or an existing regular file
+    /// with `force`).
+    output: quiclab_outputs::UserFile,
+    /// The packets as they come: quiclab's own temporary file beside the output, created
+    /// exclusively (never a file that was there) and removed at the end.
     part_path: PathBuf,
     part: BufWriter<File>,
     /// Unix time of the emulator's epoch, in ns.
@@ -223,24 +228,14 @@ pub struct CaptureWriter {
     over_cap: u64,
 }
 
-/// The side file of `path`: hidden, beside it, named after it.
-fn part_path(path: &Path) -> PathBuf {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "capture".into());
-    path.with_file_name(format!(".{name}.quiclab-part"))
-}
-
 impl CaptureWriter {
     /// Checks that the output may be written (before anything runs) and opens the side file.
     pub fn create(config: &CaptureConfig, epoch_unix_ns: u64) -> Result<CaptureWriter> {
-        quiclab_outputs::check_user_file(&config.path, "--pcap", config.force)?;
-        let part_path = part_path(&config.path);
-        let part = quiclab_outputs::create_in_claimed(&part_path)
-            .with_context(|| format!("--pcap: creating {}", part_path.display()))?;
+        let output = quiclab_outputs::UserFile::reserve(&config.path, "--pcap", config.force)?;
+        let (part_path, part) = output.temp()?;
         Ok(CaptureWriter {
             config: config.clone(),
+            output,
             part_path,
             part: BufWriter::with_capacity(1 << 20, part),
             epoch_unix_ns,
@@ -281,11 +276,8 @@ impl CaptureWriter {
         let path = self.config.path.clone();
         let result = (|| -> Result<CaptureSummary> {
             self.part.flush()?;
-            let mut out = BufWriter::new(quiclab_outputs::create_user_file(
-                &path,
-                "--pcap",
-                self.config.force,
-            )?);
+            let (out_tmp, out_file) = self.output.temp()?;
+            let mut out = BufWriter::new(out_file);
             let mut note = comment.to_string();
             if self.over_cap > 0 {
                 note.push_str(&format!(
@@ -320,6 +312,8 @@ impl CaptureWriter {
             let mut part = File::open(&self.part_path)?;
             std::io::copy(&mut part, &mut out)?;
             out.flush()?;
+            drop(out);
+            self.output.commit(&out_tmp)?;
             let bytes = std::fs::metadata(&path)?.len();
             Ok(CaptureSummary {
                 path: path.clone(),
@@ -330,7 +324,7 @@ impl CaptureWriter {
                 secrets,
             })
         })();
-        // The side file is quiclab's own: gone whatever happened.
+        // The side file is quiclab's own (created exclusively by it): gone whatever happened.
         let _ = std::fs::remove_file(&self.part_path);
         result.with_context(|| format!("--pcap: writing {}", path.display()))
     }

@@ -69,6 +69,11 @@ pub const LINK_KEYS: &[&str] = &[
     "seed",
 ];
 
+/// Pairs of keys that name one setting (the flag's name, and the shorter name scenarios may
+/// use). A scenario gives at most one of each pair: with both, a run key would record two
+/// values while only one is applied.
+pub const LINK_ALIASES: &[(&str, &str)] = &[("queue-discipline", "aqm"), ("switch-gap", "gap")];
+
 /// Keys whose value names a file (resolved against a scenario file's directory by the runner).
 pub const PATH_KEYS: &[&str] = &[
     "trace",
@@ -279,9 +284,12 @@ impl LinkOptions {
             // `gap` is the name for it; `switch-gap` the flag's.
             "switch-gap" | "gap" => self.switch_gap = Some(dur(value)?),
             "seed" => {
-                self.seed = value
-                    .parse()
-                    .map_err(|_| format!("expected a whole number ≥ 0; got {value:?}"))?
+                self.seed = value.parse().map_err(|_| {
+                    format!(
+                        "expected a whole number from 0 to {}; got {value:?}",
+                        u64::MAX
+                    )
+                })?
             }
             _ => {
                 return Err(format!(

@@ -391,9 +391,22 @@ pub fn write_waterfall(
     let Some(png) = png else {
         return Ok(out);
     };
+    match draw_png(objects, options, png)? {
+        Some(note) => out.note = Some(note),
+        None => out.png = Some(png.to_path_buf()),
+    }
+    Ok(out)
+}
+
+/// Draws the waterfall as PNG into `png` (a path the caller made safe to write: quiclab's own
+/// temporary file). `Ok(Some(note))` when no font was found and nothing was drawn.
+pub fn draw_png(
+    objects: &[ObjectTiming],
+    options: &WaterfallOptions,
+    png: &Path,
+) -> Result<Option<String>, WaterfallError> {
     if let Err(note) = register_font(options.font_path.as_deref()) {
-        out.note = Some(note);
-        return Ok(out);
+        return Ok(Some(note));
     }
     let rows = rows(objects);
     let load = options
@@ -408,8 +421,7 @@ pub fn write_waterfall(
     let title = full_title(&options.title, objects.len());
     draw(&root, &rows, &title, load, size.0).map_err(|e| draw_err(&e))?;
     root.present().map_err(|e| draw_err(&e))?;
-    out.png = Some(png.to_path_buf());
-    Ok(out)
+    Ok(None)
 }
 
 /// The first font file that exists: `preferred`, then the usual places ([`quiclab_fonts::find`]).

@@ -795,10 +795,12 @@ pub fn emit(
     match draw_svg(spec) {
         Ok(svg) => {
             let path = dir.join(format!("{}.svg", spec.stem));
-            std::fs::write(&path, &svg).map_err(|source| ReportError::Io {
-                action: "writing",
-                path: path.clone(),
-                source,
+            quiclab_outputs::write_in_claimed(&path, svg.as_bytes()).map_err(|source| {
+                ReportError::Io {
+                    action: "writing",
+                    path: path.clone(),
+                    source,
+                }
             })?;
             out.files.push(path);
             out.svg = Some(svg);
@@ -807,7 +809,7 @@ pub fn emit(
     }
     if png {
         let path = dir.join(format!("{}.png", spec.stem));
-        match draw_png(spec, &path) {
+        match quiclab_outputs::write_in_claimed_with(&path, |tmp| draw_png(spec, tmp)) {
             Ok(()) => out.files.push(path),
             Err(e) => notes.push(format!("PNG of \"{}\" could not be drawn: {e}", spec.title)),
         }

@@ -100,6 +100,17 @@ pub fn write_report(
     choice: &ReportChoice,
     registry: &[MetricDef],
 ) -> Result<ReportOutput> {
+    write_report_to(dir, dir, choice, registry)
+}
+
+/// [`write_report`] of the results in `dir` into `out` (report.html and figures/; `out` must be
+/// new, empty or quiclab's). The database is only read.
+pub fn write_report_to(
+    dir: &Path,
+    out: &Path,
+    choice: &ReportChoice,
+    registry: &[MetricDef],
+) -> Result<ReportOutput> {
     let store = Store::open(&dir.join("results.sqlite"))?;
     let scenario = store.scenario()?;
     let runs = store.runs_as::<WorkloadOutput>()?;
@@ -206,8 +217,8 @@ pub fn write_report(
             })
             .collect(),
     };
-    let mut out = crate::render(&input, options, dir)
-        .map_err(|e| anyhow::anyhow!("writing the report into {}: {e}", dir.display()))?;
+    let mut out = crate::render(&input, options, out)
+        .map_err(|e| anyhow::anyhow!("writing the report into {}: {e}", out.display()))?;
     for m in &metrics {
         if quiclab_experiment::metric::find(registry, m).is_none() {
             out.notes.push(format!(

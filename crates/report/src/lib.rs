@@ -226,31 +226,27 @@ pub fn render_with_fonts(
     let agg = aggregate::aggregate(input, options);
     let mut notes = agg.notes.clone();
 
-    let fig_dir = out_dir.join("figures");
-    std::fs::create_dir_all(&fig_dir).map_err(|source| ReportError::Io {
-        action: "creating",
-        path: fig_dir.clone(),
-        source,
-    })?;
-    // figures/ holds this report's figures only: those of an earlier report of the same results
-    // (another --series choice, other metrics) would otherwise stay beside them and mislead.
-    for entry in std::fs::read_dir(&fig_dir)
-        .map_err(|source| ReportError::Io {
-            action: "reading",
-            path: fig_dir.clone(),
-            source,
-        })?
-        .flatten()
-    {
-        let path = entry.path();
-        if path.is_file() && path.extension().is_some_and(|e| e == "svg" || e == "png") {
-            std::fs::remove_file(&path).map_err(|source| ReportError::Io {
-                action: "removing",
-                path: path.clone(),
-                source,
-            })?;
+    // Only into a directory quiclab claimed (its marker): a results directory, or a new one. The
+    // page and figures/ are checked before anything is written or removed.
+    let io = |action: &'static str, path: &Path| {
+        let path = path.to_path_buf();
+        move |e: std::io::Error| ReportError::Io {
+            action,
+            path,
+            source: e,
         }
-    }
+    };
+    quiclab_outputs::claim_dir(out_dir, "the report's directory")
+        .map_err(|e| io("claiming", out_dir)(e.into()))?;
+    let html_path = out_dir.join("report.html");
+    quiclab_outputs::check_in_claimed(&[&html_path]).map_err(io("writing", &html_path))?;
+    let fig_dir = quiclab_outputs::claim_subdir(out_dir, "figures", "the report's figures/")
+        .map_err(|e| io("claiming", &out_dir.join("figures"))(e.into()))?;
+    // figures/ holds this report's figures only: those of an earlier report of the same results
+    // (another --series choice, other metrics) would otherwise stay beside them and mislead. Only
+    // the files quiclab's manifest lists go; a user's file there stays.
+    quiclab_outputs::remove_listed(&fig_dir, |n| n.ends_with(".svg") || n.ends_with(".png"))
+        .map_err(io("clearing", &fig_dir))?;
 
     let font = fonts::ensure_font(font_candidates);
     if font.is_none() {
@@ -270,12 +266,8 @@ pub fn render_with_fonts(
 
     let video = video::rows(input, options.include_flagged);
     let page = html::page(input, options, &agg, &fairness, &video, &rendered, &notes);
-    let html_path = out_dir.join("report.html");
-    std::fs::write(&html_path, page).map_err(|source| ReportError::Io {
-        action: "writing",
-        path: html_path.clone(),
-        source,
-    })?;
+    quiclab_outputs::write_in_claimed(&html_path, page.as_bytes())
+        .map_err(io("writing", &html_path))?;
 
     Ok(ReportOutput {
         html: html_path,

@@ -59,11 +59,13 @@ fn pack_scenario(study: &str, scenario: &str, dir: &Path) -> Result<PackScenario
     })
 }
 
-/// Writes `dir/reproduction.html` for `studies` judged into `verdicts`, and each judged scenario's
-/// own report (`dir/STUDY/SCENARIO/report.html`, linked from its findings). A scenario report
-/// that cannot be drawn is said on the page, not fatal.
+/// Writes `out/reproduction.html` for `studies` judged into `verdicts` from the results under
+/// `dir`, and each judged scenario's own report (`out/STUDY/SCENARIO/report.html`, linked from its
+/// findings; `out` may be `dir`). A scenario report that cannot be drawn is said on the page,
+/// not fatal. Only directories quiclab claimed are written.
 pub fn write(
     dir: &Path,
+    out: &Path,
     studies: &[Study],
     verdicts: &[FindingVerdict],
     registry: &[MetricDef],
@@ -83,14 +85,19 @@ pub fn write(
         if let Some(form) = &v.form {
             p.form.clone_from(form);
         }
-        match crate::from_store::write_report(&sdir, &Default::default(), registry) {
+        let report_dir = quiclab_outputs::claim_subdir(out, &v.study, "--out")
+            .and_then(|d| quiclab_outputs::claim_subdir(&d, scenario, "--out"));
+        let written = report_dir.map_err(anyhow::Error::from).and_then(|rdir| {
+            crate::from_store::write_report_to(&sdir, &rdir, &Default::default(), registry)
+        });
+        match written {
             Ok(_) => p.report = Some(format!("{}/{scenario}/report.html", v.study)),
             Err(e) => notes.push(format!("{}/{scenario}: no report ({e:#})", v.study)),
         }
         packs.push(p);
     }
     let html = page(studies, verdicts, &packs, &notes);
-    let path = dir.join("reproduction.html");
+    let path = out.join("reproduction.html");
     quiclab_outputs::write_in_claimed(&path, html.as_bytes())?;
     Ok(path)
 }

@@ -8,15 +8,23 @@ use quiclab_report::{ReportInput, ReportOptions, RunStatus, render};
 #[test]
 fn full_report() {
     let dir = temp_dir("full");
-    // A figure of an earlier report of the same directory is removed; other files are kept.
-    std::fs::create_dir_all(dir.join("figures")).unwrap();
-    std::fs::write(dir.join("figures/timeseries_99_old.svg"), "<svg/>").unwrap();
+    // A figure of an earlier report of the same directory (in quiclab's manifest) is removed;
+    // files a user put there, figures or not, are kept.
+    std::fs::remove_dir(&dir).unwrap();
+    quiclab_outputs::claim_dir(&dir, "--out").unwrap();
+    let fig = quiclab_outputs::claim_subdir(&dir, "figures", "figures").unwrap();
+    quiclab_outputs::write_in_claimed(&fig.join("timeseries_99_old.svg"), b"<svg/>").unwrap();
     std::fs::write(dir.join("figures/notes.txt"), "mine").unwrap();
+    std::fs::write(dir.join("figures/mine.svg"), "<svg>mine</svg>").unwrap();
     let out = render(&synthetic(), &ReportOptions::default(), &dir).unwrap();
     let html = std::fs::read_to_string(&out.html).unwrap();
     assert_eq!(out.html, dir.join("report.html"));
     assert!(!dir.join("figures/timeseries_99_old.svg").exists());
     assert!(dir.join("figures/notes.txt").exists());
+    assert_eq!(
+        std::fs::read_to_string(dir.join("figures/mine.svg")).unwrap(),
+        "<svg>mine</svg>"
+    );
 
     // Figures: total_ms, ttfb_ms, goodput_mbps and handshake_ms have values
     // (loss_ratio is missing everywhere and skipped): 4 bar + 4 improvement

@@ -16,9 +16,11 @@ fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
-/// A copy of fixture `kind` as DIR/results.sqlite (the upgrade writes to it).
+/// A copy of fixture `kind` as DIR/results.sqlite in a directory quiclab claimed (as `quiclab
+/// run` made it), so that a report may be written beside it.
 fn copy(kind: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
+    quiclab_outputs::claim_dir(dir.path(), "--out").unwrap();
     std::fs::copy(
         fixture(&format!("v3-{kind}.sqlite")),
         dir.path().join("results.sqlite"),
@@ -62,10 +64,22 @@ fn a_schema_3_database_is_upgraded_and_reads_with_types() {
             Status::Failed => panic!("{}: no run of the fixture failed", r.key),
         }
     }
-    // Opening it again finds schema 4 and changes nothing.
+    // Reading never changes the file: it is read through an upgraded copy, every time.
     drop(store);
+    assert_eq!(
+        std::fs::read(dir.path().join("results.sqlite")).unwrap(),
+        std::fs::read(fixture("v3-bulk.sqlite")).unwrap()
+    );
     let again = Store::open(&dir.path().join("results.sqlite")).unwrap();
     assert_eq!(again.runs_as::<WorkloadOutput>().unwrap().len(), 4);
+    drop(again);
+    // Writing upgrades it in place (quiclab's marker is there), after a backup copy.
+    let w = Store::open_to_write(&dir.path().join("results.sqlite")).unwrap();
+    assert_eq!(w.runs_as::<WorkloadOutput>().unwrap().len(), 4);
+    assert_eq!(
+        std::fs::read(dir.path().join("results.sqlite.schema-3.bak")).unwrap(),
+        std::fs::read(fixture("v3-bulk.sqlite")).unwrap()
+    );
 
     let dir = copy("video");
     let store = Store::open(&dir.path().join("results.sqlite")).unwrap();

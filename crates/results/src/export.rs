@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, anyhow};
 
 use crate::store::Store;
 
@@ -45,7 +45,9 @@ fn opt(v: Option<f64>) -> String {
 /// Writes `out_dir/runs.csv` and `out_dir/series.csv` from `store`. Missing values are empty
 /// cells (pandas reads them as NaN).
 pub fn export_csv(store: &Store, out_dir: &Path) -> Result<ExportSummary> {
-    std::fs::create_dir_all(out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
+    // Only into a directory quiclab claimed; both files checked before either is written.
+    quiclab_outputs::claim_dir(out_dir, "--to")?;
+    quiclab_outputs::check_in_claimed(&[&out_dir.join("runs.csv"), &out_dir.join("series.csv")])?;
     let runs = store.runs()?;
     let params: BTreeSet<&str> = runs
         .iter()
@@ -59,8 +61,7 @@ pub fn export_csv(store: &Store, out_dir: &Path) -> Result<ExportSummary> {
         .collect();
 
     let runs_csv = out_dir.join("runs.csv");
-    let mut w = csv::Writer::from_path(&runs_csv)
-        .with_context(|| format!("writing {}", runs_csv.display()))?;
+    let mut w = csv::Writer::from_writer(Vec::new());
     let header: Vec<String> = RUN_COLUMNS
         .iter()
         .map(|c| c.to_string())
@@ -97,11 +98,11 @@ pub fn export_csv(store: &Store, out_dir: &Path) -> Result<ExportSummary> {
         row.extend(metrics.iter().map(|m| opt(r.metrics.get(*m).copied())));
         w.write_record(&row)?;
     }
-    w.flush()?;
+    quiclab_outputs::write_in_claimed(&runs_csv, &w.into_inner().map_err(|e| anyhow!("{e}"))?)
+        .with_context(|| format!("writing {}", runs_csv.display()))?;
 
     let series_csv = out_dir.join("series.csv");
-    let mut w = csv::Writer::from_path(&series_csv)
-        .with_context(|| format!("writing {}", series_csv.display()))?;
+    let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record(["run_key", "name", "unit", "t_s", "value"])?;
     let mut points = 0;
     for s in store.series()? {
@@ -116,7 +117,8 @@ pub fn export_csv(store: &Store, out_dir: &Path) -> Result<ExportSummary> {
             points += 1;
         }
     }
-    w.flush()?;
+    quiclab_outputs::write_in_claimed(&series_csv, &w.into_inner().map_err(|e| anyhow!("{e}"))?)
+        .with_context(|| format!("writing {}", series_csv.display()))?;
     Ok(ExportSummary {
         runs_csv,
         series_csv,

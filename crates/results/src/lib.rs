@@ -14,6 +14,6 @@ mod store;
 pub use document::RunDocument;
 pub use export::{ExportSummary, export_csv};
 pub use store::{
-    Attempt, Environment, SCHEMA, SCHEMA_VERSION, ScenarioRecord, Series, Session, Status, Store,
-    StoredRun,
+    APPLICATION_ID, Attempt, Environment, PlanRecord, SCHEMA, SCHEMA_VERSION, ScenarioRecord,
+    Series, Session, Status, Store, StoredRun,
 };

@@ -7,9 +7,11 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use rusqlite::{Connection, OpenFlags, params};
+use std::os::unix::fs::MetadataExt;
 
-use crate::store::{SCHEMA_VERSION, ScenarioRecord, Store};
+use rusqlite::{Connection, params};
+
+use crate::store::{PlanRecord, ScenarioRecord, Store};
 
 /// What a merge did.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -25,9 +27,31 @@ pub struct MergeReport {
 }
 
 struct Input {
-    path: PathBuf,
+    /// The shard as the user named it.
+    dir: PathBuf,
+    /// Its database (the file itself, or an upgraded copy of an older schema).
+    store: Store,
     scenario: ScenarioRecord,
     builds: BTreeSet<String>,
+    plan: PlanRecord,
+    /// The file's device and inode: the same shard named twice (a link, a trailing slash).
+    inode: (u64, u64),
+    /// The `--repetitions` its sessions' command lines gave, when the plan row does not say.
+    repetitions: Option<u32>,
+}
+
+/// The `--repetitions N` a session's command line gave, if any.
+pub fn repetitions_of(command: &str) -> Option<u32> {
+    let mut words = command.split_whitespace();
+    while let Some(w) = words.next() {
+        if let Some(v) = w.strip_prefix("--repetitions=") {
+            return v.parse().ok();
+        }
+        if w == "--repetitions" {
+            return words.next()?.parse().ok();
+        }
+    }
+    None
 }
 
 fn read_input(dir: &Path) -> Result<Input> {
@@ -38,30 +62,99 @@ fn read_input(dir: &Path) -> Result<Input> {
             dir.display()
         );
     }
-    let conn = Connection::open_with_flags(&path, OpenFlags::SQLITE_OPEN_READ_ONLY)
-        .with_context(|| format!("opening {} read-only", path.display()))?;
-    let version: i64 = conn
-        .pragma_query_value(None, "user_version", |r| r.get(0))
-        .with_context(|| format!("{}: not an SQLite database", path.display()))?;
-    if version != SCHEMA_VERSION {
-        bail!(
-            "{}: results schema version {version}, merge reads version {SCHEMA_VERSION}: open it once \
-             with this quiclab (`quiclab report {}`) to upgrade it, then merge",
-            path.display(),
-            dir.display()
-        );
-    }
-    let scenario = crate::store::read_scenario(&conn, &path)?;
-    let mut stmt =
-        conn.prepare("SELECT DISTINCT quiclab_version || ' ' || git_commit FROM sessions")?;
-    let builds = stmt
-        .query_map([], |r| r.get::<_, String>(0))?
-        .collect::<rusqlite::Result<BTreeSet<String>>>()?;
+    // Read-only: a shard is never changed (an older schema is read through an upgraded copy).
+    let store = Store::open(&path)?;
+    let scenario = store.scenario()?;
+    let sessions = store.sessions()?;
+    let builds = sessions
+        .iter()
+        .map(|s| {
+            format!(
+                "{} {}",
+                s.environment.quiclab_version, s.environment.git_commit
+            )
+        })
+        .collect();
+    let repetitions = sessions
+        .iter()
+        .find_map(|s| repetitions_of(&s.environment.command));
+    let plan = store.plan()?;
+    let meta = std::fs::metadata(&path)?;
     Ok(Input {
-        path,
+        dir: dir.to_path_buf(),
+        store,
         scenario,
         builds,
+        plan,
+        inode: (meta.dev(), meta.ino()),
+        repetitions,
     })
+}
+
+/// Refuses shards that cannot be one plan's parts: the same shard twice (by its database's
+/// identity, not its path), different quick/full forms, repetitions or shard counts, or two
+/// shards of the same K/N.
+fn check_one_plan(inputs: &[Input]) -> Result<()> {
+    for (i, a) in inputs.iter().enumerate() {
+        for b in &inputs[..i] {
+            if a.inode == b.inode || a.plan.database_id == b.plan.database_id {
+                bail!(
+                    "{} and {} are the same shard (database {}): give each shard once",
+                    b.dir.display(),
+                    a.dir.display(),
+                    a.plan.database_id
+                );
+            }
+            let reps = |x: &Input| x.plan.repetitions.or(x.repetitions);
+            if reps(a) != reps(b) {
+                let say =
+                    |r: Option<u32>| r.map_or("the scenario's own".to_string(), |r| r.to_string());
+                bail!(
+                    "{} ran {} repetitions and {} ran {}: shards of one plan have the same \
+                     repetitions (rerun one with --repetitions)",
+                    b.dir.display(),
+                    say(reps(b)),
+                    a.dir.display(),
+                    say(reps(a))
+                );
+            }
+            if let (Some(qa), Some(qb)) = (a.plan.quick, b.plan.quick)
+                && qa != qb
+            {
+                bail!(
+                    "{} and {} ran different forms of the scenario (quick and full): merge shards \
+                     of one plan",
+                    b.dir.display(),
+                    a.dir.display()
+                );
+            }
+            let n_of = |s: &Option<String>| {
+                s.as_ref()
+                    .and_then(|s| s.split('/').nth(1))
+                    .map(str::to_string)
+            };
+            if a.plan.quick.is_some() && b.plan.quick.is_some() {
+                if n_of(&a.plan.shard) != n_of(&b.plan.shard) {
+                    bail!(
+                        "{} is shard {} and {} is shard {}: shards of one plan split it the same way",
+                        b.dir.display(),
+                        b.plan.shard.as_deref().unwrap_or("(the whole plan)"),
+                        a.dir.display(),
+                        a.plan.shard.as_deref().unwrap_or("(the whole plan)")
+                    );
+                }
+                if a.plan.shard.is_some() && a.plan.shard == b.plan.shard {
+                    bail!(
+                        "{} and {} are both shard {}: each part of the plan once",
+                        b.dir.display(),
+                        a.dir.display(),
+                        a.plan.shard.as_deref().unwrap_or_default()
+                    );
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 const RUN_COLUMNS: &str = "key, run_index, setting, setting_label, contender, repetition, seed, \
@@ -81,6 +174,14 @@ pub fn merge(shards: &[PathBuf], out: &Path, allow_mixed_versions: bool) -> Resu
         .iter()
         .map(|d| read_input(d))
         .collect::<Result<_>>()?;
+    check_one_plan(&inputs)?;
+    if out.join("results.sqlite").exists() {
+        bail!(
+            "--out {}: holds a results database already; merge writes a new one (give a new or \
+             empty --out)",
+            out.display()
+        );
+    }
     let first = &inputs[0];
     for other in &inputs[1..] {
         if other.scenario.name != first.scenario.name || other.scenario.text != first.scenario.text
@@ -88,9 +189,9 @@ pub fn merge(shards: &[PathBuf], out: &Path, allow_mixed_versions: bool) -> Resu
             bail!(
                 "{} holds scenario {:?} and {} holds {:?}{}: merge shards of one scenario (the same \
                  file text and seed) only",
-                first.path.display(),
+                first.dir.display(),
                 first.scenario.name,
-                other.path.display(),
+                other.dir.display(),
                 other.scenario.name,
                 if other.scenario.name == first.scenario.name {
                     " with another text"
@@ -113,6 +214,9 @@ pub fn merge(shards: &[PathBuf], out: &Path, allow_mixed_versions: bool) -> Resu
         ..first.scenario.clone()
     };
     let store = Store::create_or_resume(&out.join("results.sqlite"), &record, false)?;
+    if let Some(quick) = first.plan.quick {
+        store.check_and_set_plan(quick, first.plan.repetitions.unwrap_or_default(), None)?;
+    }
     let conn = store.connection();
     let mut report = MergeReport {
         mixed_versions: if builds.len() > 1 {
@@ -123,10 +227,11 @@ pub fn merge(shards: &[PathBuf], out: &Path, allow_mixed_versions: bool) -> Resu
         ..MergeReport::default()
     };
     for input in &inputs {
-        let uri = format!("file:{}?mode=ro", input.path.display());
+        let file = input.store.read_path();
+        let uri = format!("file:{}?mode=ro", file.display());
         conn.execute("ATTACH DATABASE ?1 AS src", params![uri])
-            .with_context(|| format!("attaching {}", input.path.display()))?;
-        let copied = copy_shard(conn, &input.path, &mut report);
+            .with_context(|| format!("attaching {}", file.display()))?;
+        let copied = copy_shard(conn, &input.dir.join("results.sqlite"), &mut report);
         conn.execute_batch("DETACH DATABASE src")?;
         copied?;
     }
@@ -138,19 +243,25 @@ pub fn merge(shards: &[PathBuf], out: &Path, allow_mixed_versions: bool) -> Resu
     Ok(report)
 }
 
-/// Copies what of `from` is not yet in `to`, recursively (nothing is overwritten).
+/// Copies what of `from` is not yet in `to`, recursively (nothing is overwritten; `to` and its
+/// subdirectories are claimed as quiclab's, links in `from` are not followed).
 fn copy_missing(from: &Path, to: &Path) -> Result<()> {
-    if !from.is_dir() {
+    if !std::fs::symlink_metadata(from).is_ok_and(|m| m.is_dir()) {
         return Ok(());
     }
-    std::fs::create_dir_all(to).with_context(|| format!("creating {}", to.display()))?;
+    quiclab_outputs::claim_dir(to, "--out")?;
     for entry in std::fs::read_dir(from).with_context(|| format!("reading {}", from.display()))? {
         let entry = entry?;
         let target = to.join(entry.file_name());
-        if entry.file_type()?.is_dir() {
+        let kind = entry.file_type()?;
+        if kind.is_dir() {
             copy_missing(&entry.path(), &target)?;
-        } else if !target.exists() {
-            std::fs::copy(entry.path(), &target)
+        } else if kind.is_file() && std::fs::symlink_metadata(&target).is_err() {
+            if entry.file_name() == quiclab_outputs::MARKER {
+                continue;
+            }
+            let mut dst = quiclab_outputs::create_in_claimed(&target)?;
+            std::io::copy(&mut std::fs::File::open(entry.path())?, &mut dst)
                 .with_context(|| format!("copying {}", entry.path().display()))?;
         }
     }
@@ -337,5 +448,62 @@ mod tests {
         assert!(e.to_string().contains("--allow-mixed-versions"), "{e}");
         let r = merge(&[a, d], &dir.path().join("o4"), true).unwrap();
         assert_eq!(r.mixed_versions.len(), 2);
+    }
+
+    #[test]
+    fn repetitions_come_from_the_command_line() {
+        assert_eq!(
+            repetitions_of("quiclab run s.toml --repetitions 3 --shard 1/2"),
+            Some(3)
+        );
+        assert_eq!(
+            repetitions_of("quiclab run s.toml --repetitions=4"),
+            Some(4)
+        );
+        assert_eq!(repetitions_of("quiclab run s.toml --shard 1/2"), None);
+    }
+
+    #[test]
+    fn the_same_shard_twice_or_shards_of_two_plans_are_refused_and_nothing_is_left() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b, c, out) = (
+            dir.path().join("a"),
+            dir.path().join("b"),
+            dir.path().join("c"),
+            dir.path().join("out"),
+        );
+        shard(&a, "t", "c1", &[("x", Status::Ok, 1.0)]);
+        shard(&b, "t", "c1", &[("y", Status::Ok, 1.0)]);
+        shard(&c, "t", "c1", &[("z", Status::Ok, 1.0)]);
+        let plan = |d: &Path, reps: u32, shard: &str| {
+            Store::open_to_write(&d.join("results.sqlite"))
+                .unwrap()
+                .check_and_set_plan(false, reps, Some(shard.into()))
+                .unwrap()
+        };
+        plan(&a, 2, "1/2");
+        plan(&b, 4, "2/2");
+        plan(&c, 2, "1/2");
+        // The same shard by another spelling, by a link, and by a copy of its file.
+        let slash = PathBuf::from(format!("{}/", a.display()));
+        std::os::unix::fs::symlink(&a, dir.path().join("link")).unwrap();
+        let copy = dir.path().join("copy");
+        std::fs::create_dir(&copy).unwrap();
+        std::fs::copy(a.join("results.sqlite"), copy.join("results.sqlite")).unwrap();
+        for twice in [slash, dir.path().join("link"), copy] {
+            let e = merge(&[a.clone(), twice], &out, false)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("same shard"), "{e}");
+        }
+        let e = merge(&[a.clone(), b.clone()], &out, false)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("repetitions"), "{e}");
+        let e = merge(&[a.clone(), c.clone()], &out, false)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("both shard 1/2"), "{e}");
+        assert!(!out.join("results.sqlite").exists());
     }
 }

@@ -1,17 +1,21 @@
 //! SQLite schema and access.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::document::RunDocument;
 
 /// Bumped on any incompatible change of [`SCHEMA`]; stored in `PRAGMA user_version`.
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 5;
+
+/// `PRAGMA application_id` of every results database quiclab creates ("QLAB"): with the
+/// directory's quiclab marker, what says a database is quiclab's before it is ever upgraded.
+pub const APPLICATION_ID: i32 = 0x514C_4142;
 
 /// The whole schema. Kept as one string so that `docs/results.md` can quote it and a test can
 /// check that the documentation and the code agree.
@@ -98,6 +102,16 @@ CREATE TABLE series (
     value    REAL NOT NULL
 );
 CREATE INDEX series_by_run ON series (run_key, name);
+-- One row: the plan this database was made for and the database's own identity (`quiclab merge`
+-- refuses shards of different plans, and the same shard twice however it is named).
+CREATE TABLE plan (
+    id            INTEGER PRIMARY KEY CHECK (id = 1),
+    database_id   TEXT NOT NULL,      -- random at creation; a copy of the file keeps it
+    quick         INTEGER,            -- 1: the scenario's quick form (NULL: not recorded, as in
+                                      -- a database upgraded from schema 4)
+    repetitions   INTEGER,            -- the repetitions the plan was expanded with
+    shard         TEXT                -- K/N of `quiclab run --shard`; NULL: the whole plan
+);
 ";
 
 /// The `CREATE TABLE attempts` statement of [`SCHEMA`].
@@ -138,13 +152,12 @@ fn stored_kind(conn: &Connection) -> Result<String> {
         .to_string())
 }
 
-/// Schema 3 → 4 in one transaction: every run's and attempt's document enveloped by outcome
+/// Schema 3 → 4 (inside [`upgrade`]'s transaction): every run's and attempt's document enveloped by outcome
 /// ([`document::upgrade_v3`]); video's metric `switches` renamed `bitrate_switches`. Nothing
 /// is dropped: a document that is not an object is kept as the result as it was.
 fn upgrade_3_to_4(conn: &Connection) -> Result<()> {
     let kind = stored_kind(conn)?;
-    conn.execute_batch("BEGIN")?;
-    let work = || -> Result<()> {
+    {
         for table in ["runs", "attempts"] {
             let key_col = if table == "runs" {
                 "key"
@@ -199,19 +212,8 @@ fn upgrade_3_to_4(conn: &Connection) -> Result<()> {
         }
         // The NOT NULL of the new result columns is documentation here: SQLite cannot add it to
         // an existing column, and every row now has a document.
-        conn.execute_batch("PRAGMA user_version = 4;")?;
-        Ok(())
-    };
-    match work() {
-        Ok(()) => {
-            conn.execute_batch("COMMIT")?;
-            Ok(())
-        }
-        Err(e) => {
-            let _ = conn.execute_batch("ROLLBACK");
-            Err(e)
-        }
     }
+    Ok(())
 }
 
 /// What `quiclab run` was asked to do.
@@ -372,6 +374,8 @@ pub struct Store {
     conn: Connection,
     path: PathBuf,
     session: Option<i64>,
+    /// The temporary directory of an upgraded copy read in place of an older database.
+    _copy: Option<tempfile::TempDir>,
 }
 
 fn now_unix() -> f64 {
@@ -469,52 +473,256 @@ pub(crate) fn read_scenario(conn: &Connection, path: &Path) -> Result<ScenarioRe
     .with_context(|| format!("{}: holds no scenario", path.display()))
 }
 
-impl Store {
-    /// Opens an existing results database (for `--resume`, `report`, `export`).
-    pub fn open(path: &Path) -> Result<Store> {
-        if !path.is_file() {
-            bail!(
-                "{}: no such results database (made by `quiclab run FILE --out DIR`)",
-                path.display()
-            );
-        }
-        let conn = Connection::open(path).with_context(|| format!("opening {}", path.display()))?;
-        let version: i64 = conn
-            .pragma_query_value(None, "user_version", |r| r.get(0))
+/// The plan a database was made for (its `plan` row), as `quiclab run` records it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PlanRecord {
+    /// Random at creation: the same database however it is named or copied.
+    pub database_id: String,
+    pub quick: Option<bool>,
+    pub repetitions: Option<u32>,
+    /// `K/N` of `--shard`, or None for the whole plan.
+    pub shard: Option<String>,
+}
+
+/// What a file claimed to be a results database is.
+enum Kind {
+    /// quiclab's, at `version` (1 ..= SCHEMA_VERSION).
+    Quiclab { version: i64, marked: bool },
+}
+
+fn random_id() -> String {
+    let mut b = [0u8; 16];
+    if let Ok(mut f) = std::fs::File::open("/dev/urandom") {
+        let _ = std::io::Read::read_exact(&mut f, &mut b);
+    }
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!(
+        "{}-{t:x}-{:x}",
+        b.iter().map(|x| format!("{x:02x}")).collect::<String>(),
+        std::process::id()
+    )
+}
+
+/// Reads what `conn` (the file `path`) is, refusing what quiclab did not make: a file that is not
+/// SQLite, an empty or foreign database, one of a newer quiclab.
+fn identify(conn: &Connection, path: &Path) -> Result<Kind> {
+    let version: i64 = conn
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .with_context(|| format!("{}: not an SQLite database", path.display()))?;
+    let app: i32 = conn.pragma_query_value(None, "application_id", |r| r.get(0))?;
+    let tables: BTreeSet<String> = {
+        let mut stmt = conn
+            .prepare("SELECT name FROM sqlite_master WHERE type = 'table'")
             .with_context(|| format!("{}: not an SQLite database", path.display()))?;
+        stmt.query_map([], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?
+    };
+    if tables.is_empty() && version == 0 {
+        bail!(
+            "{}: an empty database, not quiclab's results (made by `quiclab run FILE --out DIR`)",
+            path.display()
+        );
+    }
+    let quiclab_tables = ["scenario", "sessions", "runs", "metrics", "series"]
+        .iter()
+        .all(|t| tables.contains(*t));
+    if (app != 0 && app != APPLICATION_ID) || version == 0 || !quiclab_tables {
+        bail!(
+            "{}: not a quiclab results database (PRAGMA user_version {version}, application_id              {app:#x}, tables: {}); quiclab reads only the databases `quiclab run` made, and never              changes another program's",
+            path.display(),
+            tables.into_iter().collect::<Vec<_>>().join(", ")
+        );
+    }
+    if version > SCHEMA_VERSION {
+        bail!(
+            "{}: results schema version {version}, written by a newer quiclab; this quiclab reads              versions 1 to {SCHEMA_VERSION} (update quiclab to read it)",
+            path.display()
+        );
+    }
+    let marked = app == APPLICATION_ID
+        || path.parent().is_some_and(|d| {
+            quiclab_outputs::is_claimed(if d.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                d
+            })
+        });
+    Ok(Kind::Quiclab { version, marked })
+}
+
+/// Upgrades `conn` from `version` to [`SCHEMA_VERSION`] in one transaction: every step or none.
+fn upgrade(conn: &Connection, version: i64) -> Result<()> {
+    conn.execute_batch("BEGIN IMMEDIATE")?;
+    let work = || -> Result<()> {
         if version == 1 {
             // Version 1 called the contender `protocol` (every run was one protocol).
-            conn.execute_batch(
-                "BEGIN; ALTER TABLE runs RENAME COLUMN protocol TO contender; \
-                 PRAGMA user_version = 2; COMMIT;",
-            )
-            .with_context(|| format!("{}: upgrading the results schema 1 → 2", path.display()))?;
+            conn.execute_batch("ALTER TABLE runs RENAME COLUMN protocol TO contender;")
+                .context("schema 1 → 2")?;
         }
         if version <= 2 {
             // Version 3 keeps every attempt of a run (retry_flagged, --retry-failed).
             conn.execute_batch(&format!(
-                "BEGIN; ALTER TABLE runs ADD COLUMN attempt INTEGER NOT NULL DEFAULT 1; \
-                 {} PRAGMA user_version = 3; COMMIT;",
+                "ALTER TABLE runs ADD COLUMN attempt INTEGER NOT NULL DEFAULT 1; {}",
                 attempts_table_v3()
             ))
-            .with_context(|| format!("{}: upgrading the results schema 2 → 3", path.display()))?;
+            .context("schema 2 → 3")?;
         }
         if version <= 3 {
             // Version 4 stores each run's document by outcome and with its kind (RunDocument).
-            upgrade_3_to_4(&conn).with_context(|| {
-                format!("{}: upgrading the results schema 3 → 4", path.display())
-            })?;
-        } else if version != SCHEMA_VERSION {
+            upgrade_3_to_4(conn).context("schema 3 → 4")?;
+        }
+        if version <= 4 {
+            // Version 5 records the plan and the database's identity (merge's checks); what an
+            // older database never recorded stays NULL.
+            conn.execute_batch(&format!("{};", plan_table()))
+                .context("schema 4 → 5")?;
+            conn.execute(
+                "INSERT INTO plan (id, database_id) VALUES (1, ?1)",
+                params![random_id()],
+            )?;
+        }
+        conn.execute_batch(&format!(
+            "PRAGMA user_version = {SCHEMA_VERSION}; PRAGMA application_id = {APPLICATION_ID};"
+        ))?;
+        Ok(())
+    };
+    match work() {
+        Ok(()) => {
+            conn.execute_batch("COMMIT")?;
+            Ok(())
+        }
+        Err(e) => {
+            let _ = conn.execute_batch("ROLLBACK");
+            Err(e)
+        }
+    }
+}
+
+/// The `CREATE TABLE plan` statement of [`SCHEMA`].
+fn plan_table() -> &'static str {
+    let start = SCHEMA.find("CREATE TABLE plan").unwrap_or(0);
+    let len = SCHEMA[start..].find(");").map_or(0, |e| e + 1);
+    &SCHEMA[start..start + len]
+}
+
+fn must_exist(path: &Path) -> Result<()> {
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_file() => Ok(()),
+        Ok(_) => bail!(
+            "{}: not a file (expected a results database)",
+            path.display()
+        ),
+        Err(_) => bail!(
+            "{}: no such results database (made by `quiclab run FILE --out DIR`)",
+            path.display()
+        ),
+    }
+}
+
+impl Store {
+    /// Opens an existing results database to read it (`report`, `export`, `reproduce --judge`,
+    /// merge's inputs): read-only, so the file is never changed. A database of an older schema
+    /// is read through an upgraded copy in a temporary directory (the file stays as it is;
+    /// [`Store::open_to_write`] upgrades it in place). A foreign, empty or newer database is
+    /// refused, saying what it is.
+    pub fn open(path: &Path) -> Result<Store> {
+        must_exist(path)?;
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .with_context(|| format!("opening {} read-only", path.display()))?;
+        let Kind::Quiclab { version, .. } = identify(&conn, path)?;
+        if version == SCHEMA_VERSION {
+            conn.busy_timeout(std::time::Duration::from_secs(5))?;
+            return Ok(Store {
+                conn,
+                path: path.to_owned(),
+                session: None,
+                _copy: None,
+            });
+        }
+        drop(conn);
+        let tmp = tempfile::tempdir().context("a temporary directory for an upgraded copy")?;
+        let copy = tmp.path().join("results.sqlite");
+        std::fs::copy(path, &copy).with_context(|| format!("copying {}", path.display()))?;
+        let conn = Connection::open(&copy)?;
+        upgrade(&conn, version).with_context(|| {
+            format!(
+                "{}: reading schema {version} through an upgraded copy",
+                path.display()
+            )
+        })?;
+        Ok(Store {
+            conn,
+            path: path.to_owned(),
+            session: None,
+            _copy: Some(tmp),
+        })
+    }
+
+    /// Opens an existing results database to add to it (`quiclab run --resume`). A database of
+    /// an older schema is upgraded in place — only when quiclab made it (its application id, or
+    /// the quiclab marker of its directory), after a backup copy beside it
+    /// (`results.sqlite.schema-N.bak`), in one transaction.
+    pub fn open_to_write(path: &Path) -> Result<Store> {
+        must_exist(path)?;
+        if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
             bail!(
-                "{}: results schema version {version}, this quiclab reads version {SCHEMA_VERSION}",
+                "{}: is a symbolic link; quiclab never writes through one",
                 path.display()
             );
+        }
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE
+                | OpenFlags::SQLITE_OPEN_URI
+                | OpenFlags::SQLITE_OPEN_NOFOLLOW,
+        )
+        .with_context(|| format!("opening {}", path.display()))?;
+        let Kind::Quiclab { version, marked } = identify(&conn, path)?;
+        if version < SCHEMA_VERSION {
+            if !marked {
+                bail!(
+                    "{}: results schema {version} in a directory without quiclab's marker:                      quiclab upgrades only the databases it says it made; read it with `quiclab                      report` (an upgraded copy), or run into a new --out",
+                    path.display()
+                );
+            }
+            let backup = path.with_file_name(format!(
+                "{}.schema-{version}.bak",
+                path.file_name()
+                    .map_or("results.sqlite".into(), |n| n.to_string_lossy())
+            ));
+            let mut dst = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&backup)
+                .with_context(|| {
+                    format!(
+                        "{}: the backup copy before upgrading schema {version} (move the earlier                          backup away)",
+                        backup.display()
+                    )
+                })?;
+            std::io::copy(&mut std::fs::File::open(path)?, &mut dst)
+                .with_context(|| format!("writing {}", backup.display()))?;
+            dst.sync_all()?;
+            let _ = quiclab_outputs::list_in_manifest(&backup);
+            upgrade(&conn, version).with_context(|| {
+                format!(
+                    "{}: upgrading the results schema {version} → {SCHEMA_VERSION} (unchanged;                      the copy is {})",
+                    path.display(),
+                    backup.display()
+                )
+            })?;
         }
         Self::tune(&conn)?;
         Ok(Store {
             conn,
             path: path.to_owned(),
             session: None,
+            _copy: None,
         })
     }
 
@@ -522,8 +730,8 @@ impl Store {
     /// the same scenario. Without `resume`, an existing database with runs is an error: runs are
     /// never overwritten.
     pub fn create_or_resume(path: &Path, scenario: &ScenarioRecord, resume: bool) -> Result<Store> {
-        if path.exists() {
-            let store = Store::open(path)?;
+        if path.exists() || std::fs::symlink_metadata(path).is_ok() {
+            let store = Store::open_to_write(path)?;
             let stored = store.scenario()?;
             let done = store.run_count()?;
             if !resume {
@@ -551,11 +759,18 @@ impl Store {
         {
             std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         }
-        let conn =
-            Connection::open(path).with_context(|| format!("creating {}", path.display()))?;
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE
+                | OpenFlags::SQLITE_OPEN_CREATE
+                | OpenFlags::SQLITE_OPEN_URI
+                | OpenFlags::SQLITE_OPEN_NOFOLLOW,
+        )
+        .with_context(|| format!("creating {}", path.display()))?;
         Self::tune(&conn)?;
         conn.execute_batch(&format!(
-            "BEGIN; {SCHEMA} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
+            "BEGIN; {SCHEMA} PRAGMA user_version = {SCHEMA_VERSION}; \
+             PRAGMA application_id = {APPLICATION_ID}; COMMIT;"
         ))
         .with_context(|| format!("creating the schema in {}", path.display()))?;
         conn.execute(
@@ -570,11 +785,83 @@ impl Store {
                 now_unix()
             ],
         )?;
+        conn.execute(
+            "INSERT INTO plan (id, database_id) VALUES (1, ?1)",
+            params![random_id()],
+        )?;
+        quiclab_outputs::list_in_manifest(path)
+            .with_context(|| format!("listing {} in its directory's manifest", path.display()))?;
         Ok(Store {
             conn,
             path: path.to_owned(),
             session: None,
+            _copy: None,
         })
+    }
+
+    /// The file this store reads: the database itself, or the upgraded copy of an older one.
+    pub fn read_path(&self) -> PathBuf {
+        match &self._copy {
+            Some(t) => t.path().join("results.sqlite"),
+            None => self.path.clone(),
+        }
+    }
+
+    /// The plan row: what the database was made for, and its identity.
+    pub fn plan(&self) -> Result<PlanRecord> {
+        Ok(self.conn.query_row(
+            "SELECT database_id, quick, repetitions, shard FROM plan WHERE id = 1",
+            [],
+            |r| {
+                Ok(PlanRecord {
+                    database_id: r.get(0)?,
+                    quick: r.get::<_, Option<i64>>(1)?.map(|q| q != 0),
+                    repetitions: r.get::<_, Option<i64>>(2)?.map(|n| n as u32),
+                    shard: r.get(3)?,
+                })
+            },
+        )?)
+    }
+
+    /// Records the plan (`quiclab run`, at its start): a database already holding runs of
+    /// another plan — another shard, quick form or repetitions — is refused, so a resumed run
+    /// cannot mix two plans in one database.
+    pub fn check_and_set_plan(
+        &self,
+        quick: bool,
+        repetitions: u32,
+        shard: Option<String>,
+    ) -> Result<()> {
+        let stored = self.plan()?;
+        let runs = self.run_count()?;
+        let differs = |what: &str, was: String, now: String| -> Result<()> {
+            bail!(
+                "{} holds {runs} run(s) of {what} {was}, and this run is of {what} {now}: one                  database holds one plan (give another --out)",
+                self.path.display()
+            )
+        };
+        if runs > 0 {
+            if let Some(q) = stored.quick
+                && q != quick
+            {
+                let form = |q: bool| if q { "the quick form" } else { "the full form" }.to_string();
+                return differs("plan", form(q), form(quick));
+            }
+            if let Some(r) = stored.repetitions
+                && r != repetitions
+            {
+                return differs("repetitions", r.to_string(), repetitions.to_string());
+            }
+            if stored.quick.is_some() && stored.shard != shard {
+                let s = |s: &Option<String>| s.clone().unwrap_or_else(|| "the whole plan".into());
+                return differs("shard", s(&stored.shard), s(&shard));
+            }
+        }
+        self.conn.execute(
+            "UPDATE plan SET quick = ?1, repetitions = ?2, shard = ?3 WHERE id = 1",
+            params![quick as i64, repetitions as i64, shard],
+        )?;
+        Ok(())
     }
 
     fn tune(conn: &Connection) -> Result<()> {
@@ -1055,7 +1342,11 @@ pub(crate) mod tests {
             // A copy: forgetting failed runs leaves the ok ones alone.
             let copy = path.with_file_name("copy.sqlite");
             std::fs::copy(&path, &copy).unwrap();
-            let mut c = Store::open(&copy).unwrap();
+            // Read-only: forgetting is refused and the file unchanged.
+            let before = std::fs::read(&copy).unwrap();
+            assert!(Store::open(&copy).unwrap().forget_failed().is_err());
+            assert_eq!(std::fs::read(&copy).unwrap(), before);
+            let mut c = Store::open_to_write(&copy).unwrap();
             assert_eq!(c.forget_failed().unwrap(), 1);
             assert_eq!(c.done_keys().unwrap(), HashSet::from(["a".to_string()]));
             assert_eq!(c.series().unwrap().len(), 1);
@@ -1122,11 +1413,13 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn a_version_2_database_is_upgraded() {
+    fn a_version_2_database_is_read_through_a_copy_and_upgraded_only_when_quiclabs() {
         let path = temp_db("v2");
         {
             let c = Connection::open(&path).unwrap();
-            let v2 = SCHEMA.replace(attempts_table(), "");
+            let v2 = SCHEMA
+                .replace(attempts_table(), "")
+                .replace(plan_table(), "");
             let v2: String = v2
                 .replace("result        TEXT NOT NULL,", "result        TEXT ")
                 .lines()
@@ -1145,12 +1438,94 @@ pub(crate) mod tests {
             )
             .unwrap();
         }
-        let mut s = Store::open(&path).unwrap();
+        let before = std::fs::read(&path).unwrap();
+        // Reading: an upgraded copy; the file is unchanged.
+        let s = Store::open(&path).unwrap();
+        assert_eq!(s.runs().unwrap().len(), 0);
+        assert_ne!(s.read_path(), path);
+        drop(s);
+        assert_eq!(std::fs::read(&path).unwrap(), before);
+        // Writing: no quiclab marker in its directory, no application id: refused, unchanged.
+        let e = Store::open_to_write(&path).err().unwrap().to_string();
+        assert!(e.contains("marker"), "{e}");
+        assert_eq!(std::fs::read(&path).unwrap(), before);
+        // In a directory quiclab claimed: a backup copy, then the upgrade.
+        let dir = path.parent().unwrap();
+        std::fs::remove_dir_all(dir).unwrap();
+        quiclab_outputs::claim_dir(dir, "--out").unwrap();
+        std::fs::write(&path, &before).unwrap();
+        let mut s = Store::open_to_write(&path).unwrap();
+        let backup = dir.join("results.sqlite.schema-2.bak");
+        assert_eq!(std::fs::read(&backup).unwrap(), before);
         s.begin_session(&Environment::default()).unwrap();
         s.record(&run("a", 0, Status::Ok), &[]).unwrap();
         s.record_attempt(&run("b", 1, Status::Ok)).unwrap();
         assert_eq!(s.runs().unwrap()[0].attempt, 1);
         assert_eq!(s.attempts().unwrap().len(), 1);
+        assert_eq!(s.plan().unwrap().repetitions, None);
+    }
+
+    #[test]
+    fn foreign_empty_and_newer_databases_are_refused_unchanged() {
+        let path = temp_db("foreign");
+        {
+            let c = Connection::open(&path).unwrap();
+            c.execute_batch(
+                "CREATE TABLE runs (key TEXT, value REAL); INSERT INTO runs VALUES ('a', 1);",
+            )
+            .unwrap();
+        }
+        let before = std::fs::read(&path).unwrap();
+        for e in [
+            Store::open(&path).err().unwrap().to_string(),
+            Store::open_to_write(&path).err().unwrap().to_string(),
+            Store::create_or_resume(&path, &scenario(), true)
+                .err()
+                .unwrap()
+                .to_string(),
+        ] {
+            assert!(e.contains("not a quiclab results database"), "{e}");
+        }
+        assert_eq!(std::fs::read(&path).unwrap(), before);
+        std::fs::write(&path, "").unwrap();
+        let e = Store::open(&path).err().unwrap().to_string();
+        assert!(e.contains("empty database"), "{e}");
+        assert_eq!(std::fs::read(&path).unwrap(), b"");
+        std::fs::remove_file(&path).unwrap();
+        {
+            let s = Store::create_or_resume(&path, &scenario(), false).unwrap();
+            s.conn.execute_batch("PRAGMA user_version = 99;").unwrap();
+        }
+        let e = Store::open(&path).err().unwrap().to_string();
+        assert!(e.contains("newer quiclab") && e.contains("99"), "{e}");
+    }
+
+    #[test]
+    fn a_database_holds_one_plan() {
+        let path = temp_db("plan");
+        let mut s = Store::create_or_resume(&path, &scenario(), false).unwrap();
+        s.check_and_set_plan(false, 3, Some("1/2".into())).unwrap();
+        s.begin_session(&Environment::default()).unwrap();
+        s.record(&run("a", 0, Status::Ok), &[]).unwrap();
+        s.check_and_set_plan(false, 3, Some("1/2".into())).unwrap();
+        for (quick, reps, shard, word) in [
+            (false, 3, Some("3/3"), "shard"),
+            (false, 3, None, "shard"),
+            (false, 4, Some("1/2"), "repetitions"),
+            (true, 3, Some("1/2"), "quick form"),
+        ] {
+            let e = s
+                .check_and_set_plan(quick, reps, shard.map(String::from))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(word) && e.contains("one plan"), "{e}");
+        }
+        let p = s.plan().unwrap();
+        assert_eq!(
+            (p.quick, p.repetitions, p.shard.as_deref()),
+            (Some(false), Some(3), Some("1/2"))
+        );
+        assert!(!p.database_id.is_empty());
     }
 
     #[test]

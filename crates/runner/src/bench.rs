@@ -49,13 +49,16 @@ pub fn run(runs: u32, out: Option<&Path>) -> Result<BenchRunnerReport> {
     // quiclab runs as root: it writes only into a directory it creates (or an empty one) and
     // removes only the temporary directory it created itself.
     let (out, temp) = match out {
-        Some(dir) => (quiclab_outputs::claim_dir(dir, "--out", &[])?, None),
+        Some(dir) => (quiclab_outputs::claim_dir(dir, "--out")?, None),
         None => {
             let temp = tempfile::Builder::new()
                 .prefix("quiclab-bench-runner-")
                 .tempdir()
                 .context("creating a temporary directory")?;
-            (temp.path().to_path_buf(), Some(temp))
+            (
+                quiclab_outputs::claim_dir(temp.path(), "--out")?,
+                Some(temp),
+            )
         }
     };
     let file = out.join("bench-runner.toml");
@@ -77,6 +80,7 @@ pub fn run(runs: u32, out: Option<&Path>) -> Result<BenchRunnerReport> {
         &plan,
         &out,
         super::Resume::No,
+        super::PlanForm::default(),
         &|_| {},
     )?;
     let wall = t.elapsed().as_secs_f64();

@@ -95,6 +95,9 @@ pub fn load(
     if let Some(r) = repetitions {
         scenario.repetitions = r;
     }
+    // Counted before it is built: a grid over the bound is refused naming its axes.
+    quiclab_experiment::check_plan_size(&scenario)
+        .map_err(|e| anyhow!("{}: {e}", file.display()))?;
     let plan = quiclab_experiment::expand(&scenario);
     let preparer = Preparer::new(&scenario, file);
     for run in &plan {
@@ -149,6 +152,14 @@ pub enum Resume {
     RetryFailed,
 }
 
+/// Which form of a scenario's plan a run executes: recorded in the database, so that a resumed
+/// or merged run cannot mix two plans.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PlanForm {
+    pub quick: bool,
+    pub shard: Option<quiclab_experiment::Shard>,
+}
+
 /// Runs the plan's runs not yet stored in `out/results.sqlite`.
 /// `on_hint` receives, before the first run, what to tell a user who interrupts the grid (how to
 /// resume it).
@@ -159,6 +170,7 @@ pub fn execute(
     plan: &[RunSpec],
     out: &Path,
     resume: Resume,
+    form: PlanForm,
     on_hint: &dyn Fn(String),
 ) -> Result<RunOutcome> {
     quiclab_lab::topology::check_privileges()?;
@@ -172,7 +184,7 @@ pub fn execute(
     }
     // A results directory is new, empty or quiclab's (an earlier run's database): the report and
     // figures written into it must never replace someone else's files.
-    quiclab_outputs::claim_dir(out, "--out", &["results.sqlite"])?;
+    quiclab_outputs::claim_dir(out, "--out")?;
     let preparer = Preparer::new(scenario, file);
     let db = out.join("results.sqlite");
     let record = ScenarioRecord {
@@ -183,6 +195,13 @@ pub fn execute(
         planned_runs: plan.len(),
     };
     let mut store = Store::create_or_resume(&db, &record, resume != Resume::No)?;
+    // One database, one plan: a resumed run of another shard, form or repetitions is refused
+    // before it changes anything.
+    store.check_and_set_plan(
+        form.quick,
+        scenario.repetitions,
+        form.shard.map(|s| s.to_string()),
+    )?;
     store.set_planned_runs(plan.len())?;
     if resume == Resume::RetryFailed {
         let n = store.forget_failed()?;
@@ -237,7 +256,13 @@ pub fn execute(
             TraceRuns::First => run.repetition == 1,
             TraceRuns::None => false,
         };
-        let trace_dir = traced.then(|| out.join("traces").join(format!("run-{:05}", run.index)));
+        let trace_dir = match traced {
+            true => Some(
+                quiclab_outputs::claim_subdir(out, "traces", "--out")?
+                    .join(format!("run-{:05}", run.index)),
+            ),
+            false => None,
+        };
         let captured = match scenario.pcap {
             TraceRuns::All => true,
             TraceRuns::First => run.repetition == 1,
@@ -258,20 +283,14 @@ pub fn execute(
             // interrupted before it was stored) must not be read as this attempt's. The directory
             // is quiclab's, under the results directory it claimed.
             if let Some(dir) = &trace_dir {
-                match std::fs::remove_dir_all(dir) {
-                    Ok(()) => {}
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                    Err(e) => anyhow::bail!("clearing {}: {e}", dir.display()),
-                }
+                quiclab_outputs::remove_claimed_dir(dir)
+                    .with_context(|| format!("clearing {}", dir.display()))?;
             }
             let t = Instant::now();
             let prepared = preparer.prepare(run)?;
             outcome.bookkeeping_s += t.elapsed().as_secs_f64();
-            if let Some(c) = &capture
-                && let Some(dir) = c.path.parent()
-            {
-                std::fs::create_dir_all(dir)
-                    .with_context(|| format!("creating {}", dir.display()))?;
+            if capture.is_some() {
+                quiclab_outputs::claim_subdir(out, "captures", "--out")?;
             }
             let (mut stored, series) =
                 execute_one(scenario, run, prepared, trace_dir.clone(), capture.clone());

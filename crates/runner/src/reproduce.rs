@@ -57,8 +57,10 @@ impl Library {
         self.root.join("scenarios").join(format!("{name}.toml"))
     }
 
-    /// Every study, parsed and checked against the scenarios and the metric registry.
-    pub fn studies(&self) -> Result<Vec<Study>> {
+    /// Every study file of `studies/`, each parsed and checked against the scenarios and the
+    /// metric registry on its own: a broken file is reported as such and blocks no other study.
+    /// A repository without any study file is an error.
+    pub fn study_files(&self) -> Result<Vec<StudyFile>> {
         let dir = self.root.join("studies");
         let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
             .with_context(|| format!("reading {}", dir.display()))?
@@ -67,43 +69,129 @@ impl Library {
             .filter(|p| p.extension().is_some_and(|e| e == "toml"))
             .collect();
         files.sort();
-        let mut out = Vec::new();
+        if files.is_empty() {
+            bail!(
+                "{}: no study files (studies/STUDY.toml); nothing to reproduce",
+                dir.display()
+            );
+        }
+        let mut out: Vec<StudyFile> = Vec::new();
+        let mut ids: BTreeMap<String, String> = BTreeMap::new();
         for file in files {
-            let name = file.display().to_string();
-            let text = std::fs::read_to_string(&file).with_context(|| format!("reading {name}"))?;
-            let study = findings::parse(&text, &name).map_err(|e| anyhow!(e))?;
-            findings::validate(
-                &study,
-                &name,
-                |s| {
-                    let p = self.scenario_path(s);
-                    Some((std::fs::read_to_string(&p).ok()?, p.display().to_string()))
-                },
-                |kind, metric| {
-                    quiclab_workload::kind_metrics(kind)
-                        .iter()
-                        .any(|m| m.name == metric)
-                },
-            )
-            .map_err(|e| anyhow!(e))?;
-            out.push(study);
+            let stem = file
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let parsed = self.study_file(&file, &stem).and_then(|study| {
+                // A finding's id names it in every table and in --finding: once in the library.
+                for f in &study.findings {
+                    if let Some(other) = ids.get(&f.id) {
+                        return Err(format!(
+                            "{}:{}: finding {:?}: key \"id\": also a finding of study {other}; \
+                             ids are unique across studies",
+                            file.display(),
+                            f.line,
+                            f.id
+                        ));
+                    }
+                }
+                for f in &study.findings {
+                    ids.insert(f.id.clone(), study.name.clone());
+                }
+                Ok(study)
+            });
+            out.push(StudyFile {
+                file,
+                name: stem,
+                study: parsed,
+            });
         }
         Ok(out)
     }
 
-    /// The studies `which` names (`all`, or one study's name); an unknown name lists the known.
-    pub fn select(&self, which: &str) -> Result<Vec<Study>> {
-        let all = self.studies()?;
-        if which == "all" {
-            return Ok(all);
+    fn study_file(&self, file: &Path, stem: &str) -> std::result::Result<Study, String> {
+        let name = file.display().to_string();
+        let text = std::fs::read_to_string(file).map_err(|e| format!("reading {name}: {e}"))?;
+        let study = findings::parse(&text, &name)?;
+        // The study's name becomes a directory under --out: a plain name, the file's own (so
+        // that two files cannot name one study).
+        quiclab_outputs::plain_name(&study.name, "study").map_err(|e| format!("{name}: {e}"))?;
+        for f in &study.findings {
+            if let Judged::Run { scenario, .. } = &f.judged {
+                quiclab_outputs::plain_name(scenario, "scenario").map_err(|e| {
+                    format!(
+                        "{name}:{}: finding {:?}: key \"scenario\": {e}",
+                        f.line, f.id
+                    )
+                })?;
+            }
         }
-        let names: Vec<String> = all.iter().map(|s| s.name.clone()).collect();
-        let chosen: Vec<Study> = all.into_iter().filter(|s| s.name == which).collect();
-        if chosen.is_empty() {
-            bail!("no study {which:?}; studies: {}, or all", names.join(", "));
+        if study.name != stem {
+            return Err(format!(
+                "{name}: study = {:?} but the file is {stem}.toml; a study's name is its file's",
+                study.name
+            ));
         }
-        Ok(chosen)
+        findings::validate(
+            &study,
+            &name,
+            |s| {
+                let p = self.scenario_path(s);
+                Some((std::fs::read_to_string(&p).ok()?, p.display().to_string()))
+            },
+            |kind, metric| {
+                quiclab_workload::kind_metrics(kind)
+                    .iter()
+                    .any(|m| m.name == metric)
+            },
+        )?;
+        Ok(study)
     }
+
+    /// Every study that parses and checks (see [`Library::study_files`] for the broken ones).
+    pub fn studies(&self) -> Result<Vec<Study>> {
+        Ok(self
+            .study_files()?
+            .into_iter()
+            .filter_map(|f| f.study.ok())
+            .collect())
+    }
+
+    /// The studies `which` names (`all`, or one study's name) and the errors of the broken study
+    /// files `all` leaves out; a broken study named alone is an error with its own message; an
+    /// unknown name lists the known.
+    pub fn select(&self, which: &str) -> Result<(Vec<Study>, Vec<String>)> {
+        let files = self.study_files()?;
+        if which == "all" {
+            let mut good = Vec::new();
+            let mut broken = Vec::new();
+            for f in files {
+                match f.study {
+                    Ok(s) => good.push(s),
+                    Err(e) => broken.push(e),
+                }
+            }
+            if good.is_empty() {
+                bail!("no study file checks:\n{}", broken.join("\n"));
+            }
+            return Ok((good, broken));
+        }
+        let names: Vec<String> = files.iter().map(|f| f.name.clone()).collect();
+        match files.into_iter().find(|f| f.name == which) {
+            Some(StudyFile { study: Ok(s), .. }) => Ok((vec![s], Vec::new())),
+            Some(StudyFile { study: Err(e), .. }) => bail!("study {which} is broken: {e}"),
+            None => bail!("no study {which:?}; studies: {}, or all", names.join(", ")),
+        }
+    }
+}
+
+/// One file of `studies/`, and the study it holds or why it is broken.
+#[derive(Debug)]
+pub struct StudyFile {
+    pub file: PathBuf,
+    /// The file's name without `.toml`.
+    pub name: String,
+    pub study: std::result::Result<Study, String>,
 }
 
 /// Keeps only the findings `ids` names (`--finding`): a pack then runs just the scenarios those
@@ -565,7 +653,12 @@ pub fn run_pack(
         } else {
             crate::Resume::No
         };
-        crate::execute(&file, &s, &text, &plan, &dir, resume, on_hint)?;
+        let form = crate::PlanForm {
+            // A scenario without a [quick] table runs its full form at one repetition.
+            quick: opts.quick && s.name.ends_with("-quick"),
+            shard: opts.shard,
+        };
+        crate::execute(&file, &s, &text, &plan, &dir, resume, form, on_hint)?;
         estimated_done += estimate;
         dirs.insert(scenario.clone(), dir);
     }
@@ -595,6 +688,13 @@ pub fn pack_dirs(study: &Study, dir: &Path) -> BTreeMap<String, PathBuf> {
 /// Markdown tables for the docs).
 pub fn write_verdicts(dir: &Path, verdicts: &[FindingVerdict]) -> Result<(PathBuf, PathBuf)> {
     let json = dir.join("verdicts.json");
+    // All three checked before any is written: a refusal leaves the earlier verdicts whole.
+    quiclab_outputs::check_in_claimed(&[
+        &json,
+        &dir.join("verdicts.csv"),
+        &dir.join("verdicts.md"),
+        &dir.join("reproduction.html"),
+    ])?;
     quiclab_outputs::write_in_claimed(&json, serde_json::to_string_pretty(verdicts)?.as_bytes())?;
     let csv_path = dir.join("verdicts.csv");
     let mut w = csv::Writer::from_writer(Vec::new());

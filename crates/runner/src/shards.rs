@@ -21,25 +21,11 @@ pub struct MergeOutcome {
     pub planned: usize,
 }
 
-/// The `--repetitions N` a session's command line gave, if any.
-fn repetitions_of(command: &str) -> Option<u32> {
-    let mut words = command.split_whitespace();
-    while let Some(w) = words.next() {
-        if let Some(v) = w.strip_prefix("--repetitions=") {
-            return v.parse().ok();
-        }
-        if w == "--repetitions" {
-            return words.next()?.parse().ok();
-        }
-    }
-    None
-}
-
 /// Merges `shards` into `out` and compares the result with the whole plan of its scenario (the
 /// stored text; its quick form when the shards ran it; the repetitions their command lines gave).
 pub fn merge(shards: &[PathBuf], out: &Path, allow_mixed_versions: bool) -> Result<MergeOutcome> {
     let report = quiclab_results::merge::merge(shards, out, allow_mixed_versions)?;
-    let store = Store::open(&out.join("results.sqlite"))?;
+    let store = Store::open_to_write(&out.join("results.sqlite"))?;
     let stored = store.scenario()?;
     let sessions = store.sessions()?;
     let mut scenario = quiclab_experiment::parse(&stored.text, &stored.file)
@@ -50,12 +36,15 @@ pub fn merge(shards: &[PathBuf], out: &Path, allow_mixed_versions: bool) -> Resu
             .quick_form(&stored.file)
             .map_err(|e| anyhow!("{e}"))?;
     }
-    let repetitions = sessions
-        .iter()
-        .find_map(|s| repetitions_of(&s.environment.command));
+    let repetitions = store.plan()?.repetitions.or_else(|| {
+        sessions
+            .iter()
+            .find_map(|s| quiclab_results::merge::repetitions_of(&s.environment.command))
+    });
     if let Some(r) = repetitions {
         scenario.repetitions = r;
     }
+    quiclab_experiment::check_plan_size(&scenario).map_err(|e| anyhow!("{e}"))?;
     let plan = quiclab_experiment::expand(&scenario);
     let done: BTreeSet<String> = store.runs()?.into_iter().map(|r| r.key).collect();
     let missing: Vec<String> = plan
@@ -116,23 +105,5 @@ impl std::fmt::Display for MergeOutcome {
             )?;
         }
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn repetitions_come_from_the_command_line() {
-        assert_eq!(
-            repetitions_of("quiclab run s.toml --repetitions 3 --shard 1/2"),
-            Some(3)
-        );
-        assert_eq!(
-            repetitions_of("quiclab run s.toml --repetitions=4"),
-            Some(4)
-        );
-        assert_eq!(repetitions_of("quiclab run s.toml --shard 1/2"), None);
     }
 }

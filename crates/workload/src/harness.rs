@@ -146,7 +146,7 @@ impl WorkDir {
 
 /// Claims a `--keep` directory (see `quiclab_outputs::claim_dir`).
 pub fn claim_keep_dir(dir: &Path) -> Result<PathBuf> {
-    Ok(quiclab_outputs::claim_dir(dir, "--keep", &[])?)
+    Ok(quiclab_outputs::claim_dir(dir, "--keep")?)
 }
 
 /// A fresh lab for a workload, with its emulator running; with `keep`, the directory is claimed

@@ -6,6 +6,7 @@
 //! client's typed report. The client runs the loader (`quiclab_stacks::page_load`) or Chromium
 //! (`quiclab_browser`) from inside the client namespace, so neither needs to know about namespaces.
 
+use quiclab_outputs::UserFile;
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -268,19 +269,70 @@ impl PageRun {
     }
 
     /// Writes the HAR and/or the waterfall (FILE.svg, or FILE.png with an SVG beside it) of a
-    /// load; returns notes and errors as text (a figure that cannot be written does not fail a
-    /// measurement).
+    /// load into the files reserved for them before the run ([`quiclab_outputs::UserFile`]).
+    /// Returns notes (a PNG without a font); a file that cannot be written is an error (the
+    /// caller keeps and prints the run's result all the same).
     pub fn write_har_and_waterfall(
         &self,
         result: &PageResult,
         spec: &LinkSpec,
-        har: Option<&Path>,
-        waterfall: Option<&Path>,
-    ) -> Vec<String> {
+        har: Option<&mut UserFile>,
+        waterfall: Option<WaterfallFiles<'_>>,
+    ) -> anyhow::Result<Vec<String>> {
         let mut notes = Vec::new();
+        if let Some(file) = har {
+            file.write(self.har_json(result, spec)?.as_bytes())?;
+        }
+        if let Some(WaterfallFiles { svg, png }) = waterfall {
+            svg.write(self.waterfall_svg(result, spec)?.as_bytes())?;
+            if let Some(png) = png {
+                let (tmp, f) = png.temp()?;
+                drop(f);
+                match quiclab_page::waterfall::draw_png(
+                    &result.objects,
+                    &self.waterfall_options(result, spec),
+                    &tmp,
+                ) {
+                    Ok(None) => png.commit(&tmp)?,
+                    Ok(Some(note)) => {
+                        let _ = std::fs::remove_file(&tmp);
+                        notes.push(format!("note: {note}"));
+                    }
+                    Err(e) => {
+                        let _ = std::fs::remove_file(&tmp);
+                        return Err(e.into());
+                    }
+                }
+            }
+        }
+        Ok(notes)
+    }
+
+    fn waterfall_options(
+        &self,
+        result: &PageResult,
+        spec: &LinkSpec,
+    ) -> quiclab_page::waterfall::WaterfallOptions {
+        quiclab_page::waterfall::WaterfallOptions {
+            title: self.title(spec),
+            page_load_ms: Some(result.summary.plt_ms),
+            ..Default::default()
+        }
+    }
+
+    fn waterfall_svg(&self, result: &PageResult, spec: &LinkSpec) -> anyhow::Result<String> {
+        let options = self.waterfall_options(result, spec);
+        Ok(quiclab_page::waterfall::svg_string(
+            &result.objects,
+            &options,
+        )?)
+    }
+
+    /// The load's HAR as JSON.
+    fn har_json(&self, result: &PageResult, spec: &LinkSpec) -> anyhow::Result<String> {
         let title = self.title(spec);
         let (origin, server_ip) = self.origin();
-        if let Some(path) = har {
+        {
             let har = quiclab_page::har::build_har(
                 &HarPage {
                     title: title.clone(),
@@ -294,31 +346,15 @@ impl PageRun {
                 },
                 &result.objects,
             );
-            if let Err(e) = har.write_to(path) {
-                notes.push(format!("error: writing {}: {e}", path.display()));
-            }
+            Ok(har.to_json()?)
         }
-        if let Some(path) = waterfall {
-            let (svg, png) = match path.extension().and_then(|e| e.to_str()) {
-                Some("png") => (path.with_extension("svg"), Some(path.to_path_buf())),
-                _ => (path.to_path_buf(), None),
-            };
-            match quiclab_page::waterfall::write_waterfall(
-                &result.objects,
-                &quiclab_page::waterfall::WaterfallOptions {
-                    title,
-                    page_load_ms: Some(result.summary.plt_ms),
-                    ..Default::default()
-                },
-                &svg,
-                png.as_deref(),
-            ) {
-                Ok(out) => notes.extend(out.note.map(|n| format!("note: {n}"))),
-                Err(e) => notes.push(format!("error: writing the waterfall: {e}")),
-            }
-        }
-        notes
     }
+}
+
+/// The files a waterfall goes to: an SVG, and a PNG beside it when asked for.
+pub struct WaterfallFiles<'a> {
+    pub svg: &'a mut UserFile,
+    pub png: Option<&'a mut UserFile>,
 }
 
 impl Workload for PageRun {
@@ -436,11 +472,19 @@ impl Workload for PageRun {
         dir: &Path,
         spec: &LinkSpec,
     ) -> Vec<String> {
-        self.write_har_and_waterfall(
-            &out.result,
-            spec,
-            Some(&dir.join("page.har")),
-            Some(&dir.join("waterfall.svg")),
-        )
+        // A traced run's directory is quiclab's: its own files, replaced through a temporary
+        // file. What cannot be written is a note; the run's measurement stands.
+        let mut notes = Vec::new();
+        let har = self.har_json(&out.result, spec);
+        let svg = self.waterfall_svg(&out.result, spec);
+        for (name, text) in [("page.har", har), ("waterfall.svg", svg)] {
+            let path = dir.join(name);
+            if let Err(e) = text.and_then(|t| {
+                quiclab_outputs::write_in_claimed(&path, t.as_bytes()).map_err(Into::into)
+            }) {
+                notes.push(format!("error: writing {}: {e:#}", path.display()));
+            }
+        }
+        notes
     }
 }

@@ -232,12 +232,10 @@ impl Params {
                 self.stack.cc = Some(v.to_string());
             }
             "gquic_n" => {
-                self.stack.gquic_n = Some(
-                    v.parse::<u32>()
-                        .ok()
-                        .filter(|&n| n >= 1)
-                        .ok_or_else(|| format!("expected a whole number ≥ 1; got {v:?}"))?,
-                )
+                self.stack.gquic_n =
+                    Some(v.parse::<u32>().ok().filter(|&n| n >= 1).ok_or_else(|| {
+                        format!("expected a whole number from 1 to {}; got {v:?}", u32::MAX)
+                    })?)
             }
             "resume" => self.stack.resume = boolean(v)?,
             "zero_rtt" => self.stack.zero_rtt = boolean(v)?,

@@ -225,9 +225,12 @@ impl DisciplineSpec {
     fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
         let duration = || crate::units::parse_duration(value).map_err(|e| e.to_string());
         let number = || {
-            value
-                .parse::<u32>()
-                .map_err(|_| format!("expected a whole number; got {value:?}"))
+            value.parse::<u32>().map_err(|_| {
+                format!(
+                    "expected a whole number from 0 to {}; got {value:?}",
+                    u32::MAX
+                )
+            })
         };
         let real = || {
             value
