@@ -868,6 +868,81 @@ mod tests {
         vec![parse("one", &["1-a", "1-b"]), parse("two", &["2-a"])]
     }
 
+    /// A library in a temporary directory: `studies/NAME.toml` for each (name, text), no
+    /// scenarios (not_runnable findings need none).
+    fn library(files: &[(&str, &str)]) -> (tempfile::TempDir, Library) {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("studies")).unwrap();
+        std::fs::create_dir(dir.path().join("scenarios")).unwrap();
+        for (name, text) in files {
+            std::fs::write(
+                dir.path().join("studies").join(format!("{name}.toml")),
+                text,
+            )
+            .unwrap();
+        }
+        let lib = Library::find(Some(dir.path())).unwrap();
+        (dir, lib)
+    }
+
+    fn study_text(name: &str, id: &str) -> String {
+        format!(
+            "study = \"{name}\"\ntitle = \"t\"\n[[finding]]\nid = \"{id}\"\nclaim = \"c\"\n\
+             not_runnable = \"why\"\n"
+        )
+    }
+
+    #[test]
+    fn a_broken_study_names_itself_and_blocks_no_other() {
+        let (_d, lib) = library(&[
+            ("good", &study_text("good", "g-1")),
+            ("bad", "study = \"bad\"\ntitle = 3\n"),
+        ]);
+        let (good, broken) = lib.select("all").unwrap();
+        assert_eq!(good.len(), 1);
+        assert_eq!(good[0].name, "good");
+        assert_eq!(broken.len(), 1);
+        assert!(
+            broken[0].contains("bad.toml:2") && broken[0].contains("key \"title\""),
+            "{broken:?}"
+        );
+        let e = lib.select("bad").unwrap_err().to_string();
+        assert!(
+            e.contains("study bad is broken") && e.contains("bad.toml"),
+            "{e}"
+        );
+        assert_eq!(lib.select("good").unwrap().0.len(), 1);
+    }
+
+    #[test]
+    fn study_names_are_their_files_plain_and_ids_unique() {
+        // Two files naming one study: the second's name is not its file's.
+        let (_d, lib) = library(&[
+            ("a", &study_text("a", "x-1")),
+            ("b", &study_text("a", "x-2")),
+        ]);
+        let files = lib.study_files().unwrap();
+        let e = files[1].study.as_ref().unwrap_err();
+        assert!(e.contains("the file is b.toml"), "{e}");
+        // A name that would escape --out.
+        for name in ["/abs/path", "../x", "a/b"] {
+            let (_d, lib) = library(&[("c", &study_text(name, "y-1"))]);
+            let e = lib.study_files().unwrap()[0].study.clone().unwrap_err();
+            assert!(e.contains("not a plain name"), "{name}: {e}");
+        }
+        // An id in two studies.
+        let (_d, lib) = library(&[
+            ("a", &study_text("a", "same")),
+            ("b", &study_text("b", "same")),
+        ]);
+        let e = lib.study_files().unwrap()[1].study.clone().unwrap_err();
+        assert!(e.contains("also a finding of study a"), "{e}");
+        // No study at all is an error, not an empty success.
+        let (_d, lib) = library(&[]);
+        let e = lib.select("all").unwrap_err().to_string();
+        assert!(e.contains("no study files"), "{e}");
+    }
+
     #[test]
     fn findings_can_be_picked_and_an_unknown_id_is_named() {
         let ids = |studies: &[Study]| -> Vec<String> {

@@ -182,12 +182,59 @@ fn line_of(text: &str, offset: usize) -> usize {
     text[..offset.min(text.len())].matches('\n').count() + 1
 }
 
+/// The key whose value starts at `offset` (TOML's type errors point at the value but do not name
+/// it): the keys written before it on its line, outermost first (`approx.value`).
+fn key_at(text: &str, offset: usize) -> Option<String> {
+    let offset = offset.min(text.len());
+    let start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
+    let before = &text[start..offset];
+    let mut keys = Vec::new();
+    for part in before
+        .split('=')
+        .collect::<Vec<_>>()
+        .iter()
+        .rev()
+        .skip(1)
+        .rev()
+    {
+        let key: String = part
+            .trim_end()
+            .chars()
+            .rev()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-')
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
+        if !key.is_empty() {
+            keys.push(key);
+        }
+    }
+    match keys.len() {
+        0 => None,
+        1 => keys.pop(),
+        _ => Some(format!("{}.{}", keys[0], keys[keys.len() - 1])),
+    }
+}
+
 /// Parses a study file; `file` names it in errors (`FILE:LINE: …`).
 pub fn parse(text: &str, file: &str) -> Result<Study, String> {
     let de: FileDe = toml::from_str(text).map_err(|e| {
         let line = e.span().map_or(0, |s| line_of(text, s.start));
-        format!("{file}:{line}: {}", e.message())
+        let key = e
+            .span()
+            .and_then(|s| key_at(text, s.start))
+            .filter(|_| e.message().starts_with("invalid type"));
+        match key {
+            Some(k) => format!("{file}:{line}: key \"{k}\": {}", e.message()),
+            None => format!("{file}:{line}: {}", e.message()),
+        }
     })?;
+    for (key, value) in [("study", &de.study), ("title", &de.title)] {
+        if value.trim().is_empty() {
+            return Err(format!("{file}:1: key \"{key}\": must not be empty"));
+        }
+    }
     let mut ids = std::collections::BTreeSet::new();
     let mut findings = Vec::new();
     for spanned in de.finding {
@@ -196,8 +243,36 @@ pub fn parse(text: &str, file: &str) -> Result<Study, String> {
         let at = |key: &str, msg: String| {
             format!("{file}:{line}: finding {:?}: key \"{key}\": {msg}", f.id)
         };
+        if f.id.is_empty() || f.id.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            return Err(at(
+                "id",
+                "expected a non-empty id without spaces (e.g. \"000-5a\")".into(),
+            ));
+        }
         if !ids.insert(f.id.clone()) {
             return Err(at("id", "a second finding with this id".into()));
+        }
+        if f.claim.trim().is_empty() {
+            return Err(at("claim", "must not be empty: the seed's sentence".into()));
+        }
+        // Numbers a rule compares with: NaN or ∞ would make any verdict meaningless.
+        for (key, v) in [
+            ("at_least", f.at_least),
+            ("at_most", f.at_most),
+            ("approx.value", f.approx.as_ref().map(|a| a.value)),
+            ("approx.tolerance", f.approx.as_ref().map(|a| a.tolerance)),
+            (
+                "wins_share.at_least",
+                f.wins_share.as_ref().map(|w| w.at_least),
+            ),
+            ("seed_value", f.seed_value),
+            ("alpha", f.alpha),
+        ] {
+            if let Some(v) = v
+                && !v.is_finite()
+            {
+                return Err(at(key, format!("expected a finite number; got {v}")));
+            }
         }
         let judged = match &f.not_runnable {
             Some(why) => {
@@ -233,12 +308,56 @@ pub fn parse(text: &str, file: &str) -> Result<Study, String> {
                     f.wins_share.is_some(),
                     f.no_best_everywhere.is_some(),
                 ];
-                if claims.iter().filter(|&&c| c).count() != 1 {
+                let names = [
+                    "compare",
+                    "at_least",
+                    "at_most",
+                    "approx",
+                    "wins_share",
+                    "no_best_everywhere",
+                ];
+                let given: Vec<&str> = names
+                    .iter()
+                    .zip(claims)
+                    .filter(|(_, c)| *c)
+                    .map(|(n, _)| *n)
+                    .collect();
+                if given.len() != 1 {
+                    let key = given.last().copied().unwrap_or("compare");
+                    return Err(at(
+                        key,
+                        format!(
+                            "give exactly one of compare (with approx: a ratio), at_least, \
+                             at_most, approx, wins_share, no_best_everywhere; got {}",
+                            if given.is_empty() {
+                                "none".to_string()
+                            } else {
+                                given.join(" and ")
+                            }
+                        ),
+                    ));
+                }
+                if let Some(c) = &f.compare
+                    && render(&c.a) == render(&c.b)
+                {
                     return Err(at(
                         "compare",
-                        "give exactly one of compare (with approx: a ratio), at_least, at_most, \
-                         approx, wins_share, no_best_everywhere"
-                            .into(),
+                        format!(
+                            "a and b are both {:?}: a comparison needs two different values",
+                            render(&c.a)
+                        ),
+                    ));
+                }
+                if let Some(a) = &f.approx
+                    && !(a.value > 0.0)
+                {
+                    return Err(at(
+                        "approx",
+                        format!(
+                            "value must be positive (a quantity or a ratio, with a tolerance as \
+                             a share of it); got {}",
+                            a.value
+                        ),
                     ));
                 }
                 if let Some(a) = &f.approx
@@ -387,6 +506,7 @@ pub fn validate(
             filter,
             metric,
             claim,
+            rule,
             ..
         } = &f.judged
         else {
@@ -461,6 +581,36 @@ pub fn validate(
                     format!("no run of {scenario} within `where` has {axis} = {side:?}"),
                 ));
             }
+        }
+        // The most observations the full plan can give the rule: pairs for a comparison, runs
+        // per side and setting for Megyesi's rule, runs for a threshold. A min_n above it could
+        // never be met: every verdict would be inconclusive by construction.
+        let count = |axis: &str, v: &str| {
+            matching
+                .iter()
+                .filter(|r| r.params.get(axis).map(String::as_str) == Some(v))
+                .count()
+        };
+        let (reachable, of) = match claim {
+            crate::judge::Claim::Better { axis, a, b }
+            | crate::judge::Claim::Ratio { axis, a, b, .. } => {
+                (count(axis, a).min(count(axis, b)), "pairs")
+            }
+            crate::judge::Claim::WinsShare { .. }
+            | crate::judge::Claim::NoBestEverywhere { .. } => {
+                (s.repetitions as usize, "runs per side and setting")
+            }
+            _ => (matching.len(), "runs"),
+        };
+        if rule.min_n > reachable {
+            return Err(at(
+                "min_n",
+                format!(
+                    "{} but {scenario}'s plan within `where` gives at most {reachable} {of} \
+                     ({} repetitions): the rule could never judge",
+                    rule.min_n, s.repetitions
+                ),
+            ));
         }
         if !metric_known(s.kind, metric) {
             return Err(at(
@@ -581,10 +731,89 @@ not_runnable = "the public Internet"
         );
     }
 
-    const S3: &str = "name = \"carlucci2015-s3\"\n[workload]\nkind = \"page\"\n[link]\nrtt = \"50ms\"\n\
+    #[test]
+    fn numbers_ids_and_sides_are_checked_naming_file_line_and_key() {
+        let bad = |from: &str, to: &str| {
+            let text = FILE.replace(from, to);
+            assert_ne!(text, FILE, "{from:?} not found");
+            parse(&text, "t.toml").unwrap_err()
+        };
+        // NaN and infinities, wherever a rule compares with a number.
+        let e = bad(
+            "compare = { axis = \"protocol\", a = \"h3\", b = \"h1\" }",
+            "at_least = nan",
+        );
+        assert!(
+            e.starts_with("t.toml:5:") && e.contains("key \"at_least\"") && e.contains("finite"),
+            "{e}"
+        );
+        for v in ["nan", "inf", "-inf"] {
+            let e = bad(
+                "approx = { value = 3.0,",
+                &format!("approx = {{ value = {v},"),
+            );
+            assert!(
+                e.contains("key \"approx.value\"") && e.contains("finite"),
+                "{e}"
+            );
+        }
+        let e = bad("approx = { value = 3.0,", "approx = { value = -3.0,");
+        assert!(
+            e.contains("key \"approx\"") && e.contains("positive"),
+            "{e}"
+        );
+        let e = bad("seed_value = 3.0", "seed_value = nan");
+        assert!(e.contains("key \"seed_value\""), "{e}");
+        // A comparison of a value with itself.
+        let e = bad("b = \"h1\"", "b = \"h3\"");
+        assert!(
+            e.contains("key \"compare\"") && e.contains("two different"),
+            "{e}"
+        );
+        // Empty or spaced ids, empty claims.
+        let e = bad("id = \"000-4a\"", "id = \"\"");
+        assert!(e.contains("key \"id\"") && e.contains("non-empty"), "{e}");
+        let e = bad("id = \"000-4a\"", "id = \"000 4a\"");
+        assert!(e.contains("key \"id\""), "{e}");
+        let e = bad("claim = \"3x at 13 kB\"", "claim = \" \"");
+        assert!(e.contains("key \"claim\""), "{e}");
+        // Type errors name their key.
+        let e = bad("min_n = 10", "min_n = \"ten\"");
+        assert!(
+            e.starts_with("t.toml:14: key \"min_n\": invalid type"),
+            "{e}"
+        );
+        let e = bad("tolerance = 0.25", "tolerance = \"a quarter\"");
+        assert!(e.contains("key \"approx.tolerance\""), "{e}");
+        // Two claims: the error names the keys given, not always compare.
+        let e = bad(
+            "approx = { value = 3.0, tolerance = 0.25 }",
+            "at_least = 1.0\nwins_share = { axis = \"protocol\", a = \"h3\", at_least = 0.5 }",
+        );
+        assert!(
+            e.contains("key \"wins_share\"") && e.contains("at_least and wins_share"),
+            "{e}"
+        );
+        let e = bad("title = \"A test study\"", "title = \"\"");
+        assert!(e.contains("key \"title\""), "{e}");
+    }
+
+    #[test]
+    fn a_min_n_the_plan_cannot_reach_is_refused() {
+        check(FILE).unwrap();
+        let e = check(&FILE.replace("min_n = 10", "min_n = 11")).unwrap_err();
+        assert!(
+            e.starts_with("t.toml:5:")
+                && e.contains("key \"min_n\"")
+                && e.contains("at most 10 pairs"),
+            "{e}"
+        );
+    }
+
+    const S3: &str = "name = \"carlucci2015-s3\"\nrepetitions = 10\n[workload]\nkind = \"page\"\n[link]\nrtt = \"50ms\"\n\
                       [grid]\nprotocol = [\"h1\", \"h3\"]\npage = [\"carlucci-small\"]\n\
                       rate = [\"3mbit\"]\nloss = [\"0%\"]\n";
-    const S2: &str = "name = \"carlucci2015-s2\"\n[workload]\nkind = \"flows\"\nduration = \"40s\"\n\
+    const S2: &str = "name = \"carlucci2015-s2\"\nrepetitions = 5\n[workload]\nkind = \"flows\"\nduration = \"40s\"\n\
                       [link]\nrate = \"5mbit\"\n[grid]\nflows = [\"h3 + h1\"]\nqueue = [\"13kB\"]\n";
 
     fn check(text: &str) -> Result<(), String> {
