@@ -55,8 +55,7 @@ pub fn run(args: DemoArgs) -> Result<i32> {
         &text,
         &plan,
         &args.out,
-        quiclab_runner::Resume::No,
-        quiclab_runner::PlanForm::default(),
+        quiclab_runner::Mode::default(),
         &crate::signals::set_exit_hint,
     )?;
     let report = crate::report_cmd::write(&args.out, &Default::default())?;

@@ -79,8 +79,8 @@ pub fn run(args: RunArgs) -> Result<i32> {
         &text,
         &plan,
         &out,
-        resume,
-        quiclab_runner::PlanForm {
+        quiclab_runner::Mode {
+            resume,
             quick: args.quick,
             shard: args.shard,
         },

@@ -494,7 +494,7 @@ pub fn write_user_file(
     bytes: &[u8],
 ) -> Result<(), OutputError> {
     let mut f = create_user_file(path, flag, force)?;
-    f.write_all(&bytes[..])
+    f.write_all(bytes)
         .map_err(|e| error(flag, path, format!("writing: {e}")))
 }
 

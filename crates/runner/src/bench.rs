@@ -79,8 +79,7 @@ pub fn run(runs: u32, out: Option<&Path>) -> Result<BenchRunnerReport> {
         &text,
         &plan,
         &out,
-        super::Resume::No,
-        super::PlanForm::default(),
+        super::Mode::default(),
         &|_| {},
     )?;
     let wall = t.elapsed().as_secs_f64();

@@ -152,12 +152,23 @@ pub enum Resume {
     RetryFailed,
 }
 
-/// Which form of a scenario's plan a run executes: recorded in the database, so that a resumed
-/// or merged run cannot mix two plans.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct PlanForm {
+/// How an invocation runs a plan: whether it resumes, and which form of the scenario's plan it
+/// is (recorded in the database, so that a resumed or merged run cannot mix two plans).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Mode {
+    pub resume: Resume,
     pub quick: bool,
     pub shard: Option<quiclab_experiment::Shard>,
+}
+
+impl Default for Mode {
+    fn default() -> Mode {
+        Mode {
+            resume: Resume::No,
+            quick: false,
+            shard: None,
+        }
+    }
 }
 
 /// Runs the plan's runs not yet stored in `out/results.sqlite`.
@@ -169,10 +180,10 @@ pub fn execute(
     text: &str,
     plan: &[RunSpec],
     out: &Path,
-    resume: Resume,
-    form: PlanForm,
+    mode: Mode,
     on_hint: &dyn Fn(String),
 ) -> Result<RunOutcome> {
+    let (resume, form) = (mode.resume, mode);
     quiclab_lab::topology::check_privileges()?;
     // Labs of an earlier runner killed with SIGKILL (which no handler sees) go first.
     let cleaned = quiclab_lab::topology::clean_stale()?;

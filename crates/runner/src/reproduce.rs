@@ -653,12 +653,13 @@ pub fn run_pack(
         } else {
             crate::Resume::No
         };
-        let form = crate::PlanForm {
+        let mode = crate::Mode {
+            resume,
             // A scenario without a [quick] table runs its full form at one repetition.
             quick: opts.quick && s.name.ends_with("-quick"),
             shard: opts.shard,
         };
-        crate::execute(&file, &s, &text, &plan, &dir, resume, form, on_hint)?;
+        crate::execute(&file, &s, &text, &plan, &dir, mode, on_hint)?;
         estimated_done += estimate;
         dirs.insert(scenario.clone(), dir);
     }

@@ -349,7 +349,7 @@ pub fn parse(text: &str, file: &str) -> Result<Study, String> {
                     ));
                 }
                 if let Some(a) = &f.approx
-                    && !(a.value > 0.0)
+                    && a.value <= 0.0
                 {
                     return Err(at(
                         "approx",
