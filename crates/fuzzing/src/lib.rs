@@ -23,6 +23,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("profile", profile),
     ("content", content),
     ("scenario", scenario),
+    ("study", study),
     ("range", range),
 ];
 
@@ -160,6 +161,77 @@ pub fn content(data: &[u8]) {
         }
         let cut = c.truncated(c.duration_ms / 2 + 1);
         assert!(cut.segments() <= c.segments());
+    }
+}
+
+/// A study file: an error naming the file, or findings whose rules can be applied — unique,
+/// non-empty ids, finite numbers, two different sides of a comparison, a level in (0, 0.5), a
+/// minimum n of at least 1 — and whose check against a scenario errs naming the file or passes.
+pub fn study(data: &[u8]) {
+    use quiclab_verdict::findings::{Judged, parse, validate};
+    use quiclab_verdict::judge::Claim;
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let study = match parse(text, "fuzz.toml") {
+        Ok(s) => s,
+        Err(e) => {
+            assert!(e.contains("fuzz.toml"), "an error that names no file: {e}");
+            return;
+        }
+    };
+    assert!(!study.name.trim().is_empty() && !study.findings.is_empty());
+    let mut ids = std::collections::BTreeSet::new();
+    for f in &study.findings {
+        assert!(
+            !f.id.is_empty() && ids.insert(f.id.clone()),
+            "id {:?}",
+            f.id
+        );
+        let Judged::Run {
+            claim,
+            rule,
+            seed_value,
+            ..
+        } = &f.judged
+        else {
+            continue;
+        };
+        assert!(
+            rule.min_n >= 1 && rule.alpha > 0.0 && rule.alpha < 0.5,
+            "{rule:?}"
+        );
+        assert!(seed_value.is_none_or(f64::is_finite));
+        match claim {
+            Claim::Better { a, b, .. } => assert_ne!(a, b),
+            Claim::Ratio {
+                a,
+                b,
+                value,
+                tolerance,
+                ..
+            } => {
+                assert_ne!(a, b);
+                assert!(value.is_finite() && *value > 0.0 && *tolerance > 0.0 && *tolerance < 1.0);
+            }
+            Claim::Approx { value, tolerance } => {
+                assert!(value.is_finite() && *value > 0.0 && *tolerance > 0.0 && *tolerance < 1.0);
+            }
+            Claim::AtLeast { value } | Claim::AtMost { value } => assert!(value.is_finite()),
+            Claim::WinsShare { at_least, .. } => assert!(*at_least > 0.0 && *at_least <= 1.0),
+            Claim::NoBestEverywhere { .. } => {}
+        }
+    }
+    // Checked against one small scenario whatever a finding names (scenarios are fuzzed apart).
+    const SCENARIO: &str = "name = \"s\"\nrepetitions = 5\n[workload]\nkind = \"page\"\n\
+                            [grid]\nprotocol = [\"h1\", \"h3\"]\nloss = [\"0%\", \"2%\"]\n";
+    if let Err(e) = validate(
+        &study,
+        "fuzz.toml",
+        |_| Some((SCENARIO.to_string(), "s.toml".to_string())),
+        |_, m| m == "plt_ms",
+    ) {
+        assert!(e.contains("fuzz.toml"), "an error that names no file: {e}");
     }
 }
 

@@ -351,6 +351,24 @@ impl PageRun {
     }
 }
 
+/// Writes a built-in page's files under `dir` (a directory of the run's work directory, which
+/// may be a kept one): every directory claimed as quiclab's (never a link), every file written
+/// through quiclab's write path.
+fn write_page(page: &quiclab_page::corpus::PageSpec, dir: &Path) -> anyhow::Result<PathBuf> {
+    let root = quiclab_outputs::claim_dir(dir, "--keep")?;
+    for (path, body) in page.generate() {
+        let mut parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+        let name = parts.pop().unwrap_or_default();
+        let mut at = root.clone();
+        for part in parts {
+            at = quiclab_outputs::claim_subdir(&at, part, "--keep")?;
+        }
+        quiclab_outputs::plain_name(name, "a page's file name").map_err(anyhow::Error::msg)?;
+        quiclab_outputs::write_in_claimed(&at.join(name), &body)?;
+    }
+    Ok(root)
+}
+
 /// The files a waterfall goes to: an SVG, and a PNG beside it when asked for.
 pub struct WaterfallFiles<'a> {
     pub svg: &'a mut UserFile,
@@ -395,12 +413,10 @@ impl Workload for PageRun {
         let lab = &running.lab;
         let page_dir = match &self.page {
             PageSource::Builtin(name) => {
-                let dir = work.join("page");
-                quiclab_page::corpus::lookup(name)
-                    .map_err(|e| RunError::Failed(e.to_string()))?
-                    .write_to(&dir)
+                let page = quiclab_page::corpus::lookup(name)
                     .map_err(|e| RunError::Failed(e.to_string()))?;
-                dir
+                write_page(&page, &work.join("page"))
+                    .map_err(|e| RunError::Failed(e.to_string()))?
             }
             PageSource::Dir(d) => d.clone(),
         };
