@@ -16,7 +16,7 @@ pub struct DemoArgs {
     #[arg(long, default_value = "quiclab-demo")]
     pub out: PathBuf,
     /// Repetitions per protocol and setting
-    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=quiclab_experiment::MAX_REPETITIONS as i64), allow_hyphen_values = true)]
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=quiclab_experiment::MAX_REPETITIONS as i64))]
     pub repetitions: u32,
 }
 
@@ -34,7 +34,16 @@ pub fn run(args: DemoArgs) -> Result<i32> {
     quiclab_outputs::write_in_claimed(&file, SCENARIO.as_bytes())
         .with_context(|| format!("writing {}", file.display()))?;
     // A demo always starts afresh: the previous demo's results are replaced, never mixed in. Only
-    // what quiclab's manifest lists goes.
+    // what quiclab's manifest lists goes: a demo made before quiclab kept a manifest is not
+    // cleared by guesswork.
+    let unlisted = !quiclab_outputs::manifest(&args.out).contains("results.sqlite")
+        && args.out.join("results.sqlite").exists();
+    if unlisted {
+        anyhow::bail!(
+            "--out {}: holds a results.sqlite that quiclab's manifest of the directory does not list              (an earlier demo by an older quiclab, or a file of someone else's); quiclab deletes only              what it lists as its own: remove the directory yourself or give another --out",
+            args.out.display()
+        );
+    }
     quiclab_outputs::remove_listed(&args.out, |n| {
         n == "results.sqlite" || n == "report.html" || n.starts_with("results.sqlite-")
     })?;

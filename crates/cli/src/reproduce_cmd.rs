@@ -24,7 +24,7 @@ pub struct ReproduceArgs {
     #[arg(long)]
     pub quick: bool,
     /// Override every scenario's repetitions
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=quiclab_experiment::MAX_REPETITIONS as i64), allow_hyphen_values = true)]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=quiclab_experiment::MAX_REPETITIONS as i64))]
     pub repetitions: Option<u32>,
     /// Where the packs' results and the verdicts go (default quiclab-reproduce). With --judge:
     /// where the verdicts and reports go (default: the judged DIR, when quiclab made it)

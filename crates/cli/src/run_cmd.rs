@@ -28,7 +28,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=quiclab_experiment::scenario::MAX_RETRY_FLAGGED as i64))]
     pub retry_flagged: Option<u32>,
     /// Override the scenario's `repetitions`
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=quiclab_experiment::MAX_REPETITIONS as i64), allow_hyphen_values = true)]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=quiclab_experiment::MAX_REPETITIONS as i64))]
     pub repetitions: Option<u32>,
     /// Write the report (DIR/report.html) when the runs are done
     #[arg(long)]

@@ -528,7 +528,7 @@ fn demo_refuses_a_directory_that_is_not_an_earlier_demo() {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("not an earlier quiclab demo"), "{err}");
+    assert!(err.contains("quiclab did not create"), "{err}");
     assert!(mine.exists(), "the demo removed a file it did not create");
     let _ = std::fs::remove_dir_all(&dir);
 }

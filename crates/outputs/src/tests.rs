@@ -285,3 +285,15 @@ fn a_reserved_file_holds_its_name_and_goes_when_unused() {
     assert_eq!(std::fs::read_to_string(&unused).unwrap(), "theirs");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+#[test]
+fn a_write_that_fails_is_an_error_naming_the_flag() {
+    let d = scratch("fails");
+    let sub = d.join("sub");
+    std::fs::create_dir(&sub).unwrap();
+    let mut r = UserFile::reserve(&sub.join("x.har"), "--har", false).unwrap();
+    std::fs::remove_dir_all(&sub).unwrap();
+    let e = r.write(b"{}").unwrap_err().to_string();
+    assert!(e.starts_with("--har ") && e.contains("x.har"), "{e}");
+    let _ = std::fs::remove_dir_all(&d);
+}

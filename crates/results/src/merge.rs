@@ -174,7 +174,6 @@ pub fn merge(shards: &[PathBuf], out: &Path, allow_mixed_versions: bool) -> Resu
         .iter()
         .map(|d| read_input(d))
         .collect::<Result<_>>()?;
-    check_one_plan(&inputs)?;
     if out.join("results.sqlite").exists() {
         bail!(
             "--out {}: holds a results database already; merge writes a new one (give a new or \
@@ -201,6 +200,8 @@ pub fn merge(shards: &[PathBuf], out: &Path, allow_mixed_versions: bool) -> Resu
             );
         }
     }
+    // Parts of one scenario first, then of one plan of it.
+    check_one_plan(&inputs)?;
     let builds: BTreeSet<String> = inputs.iter().flat_map(|i| i.builds.clone()).collect();
     if builds.len() > 1 && !allow_mixed_versions {
         bail!(
