@@ -183,7 +183,7 @@ pub fn execute(
     mode: Mode,
     on_hint: &dyn Fn(String),
 ) -> Result<RunOutcome> {
-    let (resume, form) = (mode.resume, mode);
+    let resume = mode.resume;
     quiclab_lab::topology::check_privileges()?;
     // Labs of an earlier runner killed with SIGKILL (which no handler sees) go first.
     let cleaned = quiclab_lab::topology::clean_stale()?;
@@ -193,8 +193,8 @@ pub fn execute(
             cleaned.namespaces.len()
         );
     }
-    // A results directory is new, empty or quiclab's (an earlier run's database): the report and
-    // figures written into it must never replace someone else's files.
+    // A results directory is new, empty or quiclab's (its marker, from an earlier run): the report
+    // and figures written into it must never replace someone else's files.
     quiclab_outputs::claim_dir(out, "--out")?;
     let preparer = Preparer::new(scenario, file);
     let db = out.join("results.sqlite");
@@ -209,9 +209,9 @@ pub fn execute(
     // One database, one plan: a resumed run of another shard, form or repetitions is refused
     // before it changes anything.
     store.check_and_set_plan(
-        form.quick,
+        mode.quick,
         scenario.repetitions,
-        form.shard.map(|s| s.to_string()),
+        mode.shard.map(|s| s.to_string()),
     )?;
     store.set_planned_runs(plan.len())?;
     if resume == Resume::RetryFailed {
