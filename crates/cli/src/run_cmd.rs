@@ -44,6 +44,28 @@ pub struct RunArgs {
 }
 
 pub fn run(args: RunArgs) -> Result<i32> {
+    if args.dry_run {
+        // Streamed: each run is built, estimated, printed and dropped (a plan is never held).
+        let (mut scenario, _) =
+            quiclab_runner::load_scenario(&args.file, args.repetitions, args.quick)?;
+        if let Some(n) = args.retry_flagged {
+            scenario.retry_flagged = Some(n);
+        }
+        let out = args
+            .out
+            .clone()
+            .unwrap_or_else(|| quiclab_runner::default_out(&scenario, args.shard));
+        // A reader that stops early (`| head`) closes the pipe: that ends the listing, quietly.
+        return match print_dry_run(&args, &scenario, &out) {
+            Err(e)
+                if e.downcast_ref::<std::io::Error>()
+                    .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe) =>
+            {
+                Ok(0)
+            }
+            r => r.map(|()| 0),
+        };
+    }
     let (mut scenario, text, mut plan) =
         quiclab_runner::load(&args.file, args.repetitions, args.quick)?;
     if let Some(shard) = args.shard {
@@ -56,15 +78,6 @@ pub fn run(args: RunArgs) -> Result<i32> {
         .out
         .clone()
         .unwrap_or_else(|| quiclab_runner::default_out(&scenario, args.shard));
-
-    if args.dry_run {
-        let lines = quiclab_runner::dry_run(&args.file, &scenario, &plan)?;
-        // A reader that stops early (`| head`) closes the pipe: that ends the listing, quietly.
-        return match print_dry_run(&args, &scenario, &plan, &lines, &out) {
-            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(0),
-            r => r.map(|()| 0).map_err(Into::into),
-        };
-    }
 
     let resume = if args.retry_failed {
         Resume::RetryFailed
@@ -133,18 +146,24 @@ pub fn merge(args: MergeArgs) -> Result<i32> {
 fn print_dry_run(
     args: &RunArgs,
     scenario: &quiclab_experiment::Scenario,
-    plan: &[quiclab_experiment::RunSpec],
-    lines: &[quiclab_runner::DryRunLine<'_>],
     out: &std::path::Path,
-) -> std::io::Result<()> {
+) -> Result<()> {
     use std::io::Write;
+    // A first pass counts the plan for the header (runs are built one at a time and dropped).
+    let (mut runs, mut settings) = (0usize, 0usize);
+    let mut filter = args.shard.map(quiclab_experiment::ShardFilter::new);
+    quiclab_experiment::for_each_run(scenario, |r| {
+        if filter.as_mut().is_none_or(|f| f.keeps(&r)) {
+            runs += 1;
+            settings = settings.max(r.setting + 1);
+        }
+        true
+    });
     let mut w = std::io::stdout().lock();
     writeln!(
         w,
-        "{}: {} run(s) = {} setting(s) × {} repetition(s) × contenders, order {:?}",
+        "{}: {runs} run(s) = {settings} setting(s) × {} repetition(s) × contenders, order {:?}",
         args.file.display(),
-        plan.len(),
-        plan.iter().map(|r| r.setting).max().map_or(0, |m| m + 1),
         scenario.repetitions,
         scenario.order
     )?;
@@ -154,25 +173,34 @@ fn print_dry_run(
         "run", "seed", "≈ s", "limit s"
     )?;
     let mut total = 0.0;
-    for l in lines {
+    // The slowest run (key, estimate, limit), and the runs whose limit leaves too little headroom:
+    // transfers run longer than their estimate under loss; timed runs (video, flows for a
+    // duration) as long as it.
+    let mut slowest: Option<(String, f64, f64)> = None;
+    let mut tight: (usize, Option<String>) = (0, None);
+    let mut written = Ok(());
+    quiclab_runner::dry_run_each(&args.file, scenario, args.shard, |l| {
         total += l.estimate_s;
-        writeln!(
+        if slowest.as_ref().is_none_or(|s| l.estimate_s >= s.1) {
+            slowest = Some((l.run.key.clone(), l.estimate_s, l.limit_s));
+        }
+        if l.limit_s < l.estimate_s * 1.2 + 20.0 {
+            tight.0 += 1;
+            tight.1.get_or_insert_with(|| l.run.key.clone());
+        }
+        written = writeln!(
             w,
             "{:>5}  {:>20}  {:>8.1}  {:>8.0}  {}",
             l.run.index, l.run.seed, l.estimate_s, l.limit_s, l.run.key
-        )?;
-    }
-    let slowest = lines
-        .iter()
-        .max_by(|a, b| a.estimate_s.total_cmp(&b.estimate_s));
-    if let Some(l) = slowest {
+        );
+        written.is_ok()
+    })?;
+    written?;
+    if let Some((key, estimate, limit)) = &slowest {
         writeln!(
             w,
-            "slowest run: {} ≈ {:.0} s, time limit {:.0} s{} (a run past its limit is stored as \
-             timed out and reported as censored)",
-            l.run.key,
-            l.estimate_s,
-            l.limit_s,
+            "slowest run: {key} ≈ {estimate:.0} s, time limit {limit:.0} s{} (a run past its limit \
+             is stored as timed out and reported as censored)",
             if scenario.timeout.is_some() {
                 " (the scenario's timeout)"
             } else {
@@ -180,19 +208,11 @@ fn print_dry_run(
             }
         )?;
     }
-    let tight: Vec<_> = lines
-        .iter()
-        // Transfers run longer than their estimate under loss; timed runs (video, flows for a
-        // duration) as long as it: either way, this little headroom is too little.
-        .filter(|l| l.limit_s < l.estimate_s * 1.2 + 20.0)
-        .collect();
-    if !tight.is_empty() {
+    if let (n, Some(first)) = &tight {
         writeln!(
             w,
-            "warning: {} run(s) have a time limit under 1.2 × their estimate + 20 s (first: {}); \
-             raise timeout",
-            tight.len(),
-            tight[0].run.key
+            "warning: {n} run(s) have a time limit under 1.2 × their estimate + 20 s (first: \
+             {first}); raise timeout"
         )?;
     }
     writeln!(
@@ -208,5 +228,6 @@ fn print_dry_run(
          loss-limited rate; an estimate) → {}",
         format_duration(total),
         out.join("results.sqlite").display()
-    )
+    )?;
+    Ok(())
 }

@@ -21,8 +21,8 @@ pub mod stats;
 
 pub use metric::{Better, MetricDef};
 pub use plan::{
-    MAX_PLAN_RUNS, MAX_REPETITIONS, RunSpec, Shard, check_plan_size, estimate_seconds, expand,
-    shard_of,
+    MAX_PLAN_RUNS, MAX_REPETITIONS, RunSpec, Shard, ShardFilter, check_plan_size, estimate_seconds,
+    expand, for_each_run, shard_of,
 };
 pub use scenario::{
     Located, Order, Quick, Scenario, ScenarioError, TraceRuns, Value, WorkloadKind, load, parse,

@@ -80,24 +80,6 @@ pub fn run_seed(scenario_seed: u64, setting_key: &str, repetition: u32) -> u64 {
     h ^ (h >> 31)
 }
 
-/// All index tuples of a cartesian product, first dimension outermost.
-fn product(dims: &[usize]) -> Vec<Vec<usize>> {
-    let mut out = vec![Vec::new()];
-    for &d in dims {
-        out = out
-            .into_iter()
-            .flat_map(|prefix| {
-                (0..d).map(move |i| {
-                    let mut p = prefix.clone();
-                    p.push(i);
-                    p
-                })
-            })
-            .collect();
-    }
-    out
-}
-
 /// Expands the grid × repetitions into runs in the scenario's [`Order`]:
 ///
 /// * `Sequential`: grid points in grid order (first axis outermost, the
@@ -108,6 +90,18 @@ fn product(dims: &[usize]) -> Vec<Vec<usize>> {
 /// * `Random`: the interleaved list shuffled with ChaCha8 seeded from the
 ///   scenario seed (reproducible).
 pub fn expand(s: &Scenario) -> Vec<RunSpec> {
+    let mut runs = Vec::new();
+    for_each_run(s, |r| {
+        runs.push(r);
+        true
+    });
+    runs
+}
+
+/// Streams the runs of [`expand`] to `f` in the same order with the same indices, building one
+/// run at a time (a dry run of a large plan lists it without holding it): `f` returns false to
+/// stop. Only a random order holds a compact permutation (12 bytes a run).
+pub fn for_each_run(s: &Scenario, mut f: impl FnMut(RunSpec) -> bool) {
     let mut base = BTreeMap::new();
     for table in [&s.link, &s.workload, &s.protocol] {
         for (k, v) in table {
@@ -128,7 +122,17 @@ pub fn expand(s: &Scenario) -> Vec<RunSpec> {
         .filter(|&i| Some(i) != proto_axis)
         .collect();
     let other_dims: Vec<usize> = others.iter().map(|&i| s.grid[i].1.len()).collect();
-    let settings = product(&other_dims);
+    let n_settings: usize = other_dims.iter().product();
+    // The coordinates of setting `i` (mixed radix, first axis outermost), as `product` numbers
+    // them.
+    let setting_coords = |mut i: usize| -> Vec<usize> {
+        let mut c = vec![0; other_dims.len()];
+        for (slot, &d) in c.iter_mut().zip(&other_dims).rev() {
+            *slot = i % d;
+            i /= d;
+        }
+        c
+    };
     // A scenario built by hand without a protocol axis still expands, with
     // runs that carry no protocol.
     let n_protos = proto_axis.map_or(1, |p| s.grid[p].1.len());
@@ -138,7 +142,7 @@ pub fn expand(s: &Scenario) -> Vec<RunSpec> {
     let make = |setting: usize, proto: usize, rep: u32| -> RunSpec {
         let mut params = base.clone();
         let mut setting_parts = Vec::new();
-        for (&axis, &vi) in others.iter().zip(&settings[setting]) {
+        for (&axis, &vi) in others.iter().zip(&setting_coords(setting)) {
             let (k, vals) = &s.grid[axis];
             let v = vals[vi].value.to_string();
             setting_parts.push(format!("{k}={v}"));
@@ -172,43 +176,69 @@ pub fn expand(s: &Scenario) -> Vec<RunSpec> {
         }
     };
 
-    let reps = 1..=s.repetitions;
-    let mut runs = Vec::with_capacity(settings.len() * n_protos * s.repetitions as usize);
+    // Points the scenario excludes (combinations that cannot run) are left out before numbering.
+    let mut index = 0;
+    let mut emit = |setting: usize, proto: usize, rep: u32| -> bool {
+        let mut r = make(setting, proto, rep);
+        if s.excludes(&r.params) {
+            return true;
+        }
+        r.index = index;
+        index += 1;
+        f(r)
+    };
     match s.order {
         Order::Sequential => {
-            let dims: Vec<usize> = s.grid.iter().map(|(_, v)| v.len()).collect();
-            for point in product(&dims) {
-                // Mixed-radix index of the non-protocol coordinates, matching
-                // the numbering of `settings`.
-                let setting = others
-                    .iter()
-                    .zip(&other_dims)
-                    .fold(0, |acc, (&axis, &d)| acc * d + point[axis]);
-                let proto = proto_axis.map_or(0, |p| point[p]);
-                for rep in reps.clone() {
-                    runs.push(make(setting, proto, rep));
-                }
-            }
-        }
-        Order::Interleaved | Order::Random => {
-            for setting in 0..settings.len() {
-                for rep in reps.clone() {
-                    for proto in 0..n_protos {
-                        runs.push(make(setting, proto, rep));
+            // Grid points in grid order (the protocol axis where it stands), repetitions
+            // innermost: the protocol's place among the axes decides how it nests.
+            let p_pos =
+                proto_axis.map_or(others.len(), |p| others.iter().filter(|&&o| o < p).count());
+            let outer: usize = other_dims[..p_pos].iter().product();
+            let inner: usize = other_dims[p_pos..].iter().product();
+            for o in 0..outer {
+                for proto in 0..n_protos {
+                    for i in 0..inner {
+                        let setting = o * inner + i;
+                        for rep in 1..=s.repetitions {
+                            if !emit(setting, proto, rep) {
+                                return;
+                            }
+                        }
                     }
                 }
             }
-            if s.order == Order::Random {
-                runs.shuffle(&mut ChaCha8Rng::seed_from_u64(s.seed));
+        }
+        Order::Interleaved => {
+            for setting in 0..n_settings {
+                for rep in 1..=s.repetitions {
+                    for proto in 0..n_protos {
+                        if !emit(setting, proto, rep) {
+                            return;
+                        }
+                    }
+                }
+            }
+        }
+        Order::Random => {
+            // The interleaved list's coordinates, shuffled exactly as the runs themselves were
+            // (a shuffle depends only on the length and the generator): the same order.
+            let mut order: Vec<(u32, u32, u32)> =
+                Vec::with_capacity(n_settings * n_protos * s.repetitions as usize);
+            for setting in 0..n_settings {
+                for rep in 1..=s.repetitions {
+                    for proto in 0..n_protos {
+                        order.push((setting as u32, proto as u32, rep));
+                    }
+                }
+            }
+            order.shuffle(&mut ChaCha8Rng::seed_from_u64(s.seed));
+            for (setting, proto, rep) in order {
+                if !emit(setting as usize, proto as usize, rep) {
+                    return;
+                }
             }
         }
     }
-    // Points the scenario excludes (combinations that cannot run) are left out before numbering.
-    runs.retain(|r| !s.excludes(&r.params));
-    for (i, r) in runs.iter_mut().enumerate() {
-        r.index = i;
-    }
-    runs
 }
 
 /// The most repetitions a scenario or `--repetitions` may ask for.
@@ -286,20 +316,202 @@ impl std::fmt::Display for Shard {
 /// pair, so a group is never split — and the groups, numbered in plan order, are dealt round-robin:
 /// every run lands in exactly one shard for any N, and the same plan and K/N give the same runs.
 pub fn shard_of(plan: &[RunSpec], shard: Shard) -> Vec<RunSpec> {
-    let mut groups: BTreeMap<u64, usize> = BTreeMap::new();
-    let mut out = Vec::new();
-    for r in plan {
-        let next = groups.len();
-        let g = *groups.entry(r.seed).or_insert(next);
-        if g % shard.n as usize == (shard.k - 1) as usize {
-            out.push(r.clone());
+    let mut filter = ShardFilter::new(shard);
+    plan.iter().filter(|r| filter.keeps(r)).cloned().collect()
+}
+
+/// [`shard_of`] one run at a time, for runs streamed in plan order ([`for_each_run`]).
+#[derive(Debug, Clone)]
+pub struct ShardFilter {
+    shard: Shard,
+    /// Each seed's group number, in the order groups first appear.
+    groups: BTreeMap<u64, usize>,
+}
+
+impl ShardFilter {
+    pub fn new(shard: Shard) -> ShardFilter {
+        ShardFilter {
+            shard,
+            groups: BTreeMap::new(),
         }
     }
-    out
+
+    /// Whether `r`, the next run of the plan, is in the shard.
+    pub fn keeps(&mut self, r: &RunSpec) -> bool {
+        let next = self.groups.len();
+        let g = *self.groups.entry(r.seed).or_insert(next);
+        g % self.shard.n as usize == (self.shard.k - 1) as usize
+    }
 }
 
 #[cfg(test)]
 mod tests {
+    // The plan as it was built before it was streamed (commit aef940b): every run held, the
+    // interleaved list shuffled whole. `for_each_run` must give exactly this, in this order.
+    fn product(dims: &[usize]) -> Vec<Vec<usize>> {
+        let mut out = vec![Vec::new()];
+        for &d in dims {
+            out = out
+                .into_iter()
+                .flat_map(|prefix| {
+                    (0..d).map(move |i| {
+                        let mut p = prefix.clone();
+                        p.push(i);
+                        p
+                    })
+                })
+                .collect();
+        }
+        out
+    }
+
+    fn reference_expand(s: &Scenario) -> Vec<RunSpec> {
+        let mut base = BTreeMap::new();
+        for table in [&s.link, &s.workload, &s.protocol] {
+            for (k, v) in table {
+                base.insert(k.clone(), v.value.to_string());
+            }
+        }
+
+        // The contender axis: the protocol, or for flows the mix.
+        let contender_key = s.kind.contender_key();
+        let proto_axis = s.grid.iter().position(|(k, _)| k == contender_key);
+        let key_name = if contender_key == "protocol" {
+            "proto"
+        } else {
+            contender_key
+        };
+        // Non-protocol axes, in file order.
+        let others: Vec<usize> = (0..s.grid.len())
+            .filter(|&i| Some(i) != proto_axis)
+            .collect();
+        let other_dims: Vec<usize> = others.iter().map(|&i| s.grid[i].1.len()).collect();
+        let settings = product(&other_dims);
+        // A scenario built by hand without a protocol axis still expands, with
+        // runs that carry no protocol.
+        let n_protos = proto_axis.map_or(1, |p| s.grid[p].1.len());
+
+        // Builds the run of (setting, protocol index, repetition); index is set
+        // once the order is known.
+        let make = |setting: usize, proto: usize, rep: u32| -> RunSpec {
+            let mut params = base.clone();
+            let mut setting_parts = Vec::new();
+            for (&axis, &vi) in others.iter().zip(&settings[setting]) {
+                let (k, vals) = &s.grid[axis];
+                let v = vals[vi].value.to_string();
+                setting_parts.push(format!("{k}={v}"));
+                params.insert(k.clone(), v);
+            }
+            let seed_key = others
+                .iter()
+                .zip(&setting_parts)
+                .filter(|&(&axis, _)| !CLIENT_AXES.contains(&s.grid[axis].0.as_str()))
+                .map(|(_, part)| part.as_str())
+                .collect::<Vec<_>>()
+                .join(";");
+            let mut key_parts = Vec::new();
+            let mut contender = String::new();
+            if let Some(p) = proto_axis {
+                let v = s.grid[p].1[proto].value.to_string();
+                key_parts.push(format!("{key_name}={v}"));
+                params.insert(contender_key.to_string(), v.clone());
+                contender = v;
+            }
+            key_parts.extend(setting_parts);
+            key_parts.push(format!("rep={rep}"));
+            RunSpec {
+                index: 0,
+                setting,
+                repetition: rep,
+                params,
+                seed: run_seed(s.seed, &seed_key, rep),
+                key: key_parts.join(";"),
+                contender,
+            }
+        };
+
+        let reps = 1..=s.repetitions;
+        let mut runs = Vec::with_capacity(settings.len() * n_protos * s.repetitions as usize);
+        match s.order {
+            Order::Sequential => {
+                let dims: Vec<usize> = s.grid.iter().map(|(_, v)| v.len()).collect();
+                for point in product(&dims) {
+                    // Mixed-radix index of the non-protocol coordinates, matching
+                    // the numbering of `settings`.
+                    let setting = others
+                        .iter()
+                        .zip(&other_dims)
+                        .fold(0, |acc, (&axis, &d)| acc * d + point[axis]);
+                    let proto = proto_axis.map_or(0, |p| point[p]);
+                    for rep in reps.clone() {
+                        runs.push(make(setting, proto, rep));
+                    }
+                }
+            }
+            Order::Interleaved | Order::Random => {
+                for setting in 0..settings.len() {
+                    for rep in reps.clone() {
+                        for proto in 0..n_protos {
+                            runs.push(make(setting, proto, rep));
+                        }
+                    }
+                }
+                if s.order == Order::Random {
+                    runs.shuffle(&mut ChaCha8Rng::seed_from_u64(s.seed));
+                }
+            }
+        }
+        // Points the scenario excludes (combinations that cannot run) are left out before numbering.
+        runs.retain(|r| !s.excludes(&r.params));
+        for (i, r) in runs.iter_mut().enumerate() {
+            r.index = i;
+        }
+        runs
+    }
+
+    #[test]
+    fn the_streamed_plan_is_the_plan_as_it_was_built_whole() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
+        let mut checked = 0;
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.extension().is_none_or(|e| e != "toml") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            let file = path.display().to_string();
+            let Ok(s) = crate::scenario::parse(&text, &file) else {
+                continue;
+            };
+            let mut forms = vec![s.clone()];
+            if s.quick.is_some() {
+                forms.push(s.quick_form(&file).unwrap());
+            }
+            for form in forms {
+                for order in [Order::Sequential, Order::Interleaved, Order::Random] {
+                    let mut s = form.clone();
+                    s.order = order;
+                    s.repetitions = s.repetitions.min(3);
+                    assert_eq!(expand(&s), reference_expand(&s), "{file} {order:?}");
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked >= 60, "only {checked} plans compared");
+        // Stopping early stops: the first three runs, and no more built.
+        let s = crate::scenario::parse(
+            &std::fs::read_to_string(dir.join("demo.toml")).unwrap(),
+            "demo.toml",
+        )
+        .unwrap();
+        let mut n = 0;
+        for_each_run(&s, |_| {
+            n += 1;
+            n < 3
+        });
+        assert_eq!(n, 3);
+    }
+
     use std::collections::BTreeSet;
 
     use super::*;

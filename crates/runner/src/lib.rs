@@ -83,6 +83,22 @@ pub fn load(
     repetitions: Option<u32>,
     quick: bool,
 ) -> Result<(Scenario, String, Vec<RunSpec>)> {
+    let (scenario, text) = load_scenario(file, repetitions, quick)?;
+    let plan = quiclab_experiment::expand(&scenario);
+    let preparer = Preparer::new(&scenario, file);
+    for run in &plan {
+        preparer.prepare(run)?;
+    }
+    Ok((scenario, text, plan))
+}
+
+/// Reads a scenario with its form and repetitions, and counts its plan against the bound, without
+/// building the plan.
+pub fn load_scenario(
+    file: &Path,
+    repetitions: Option<u32>,
+    quick: bool,
+) -> Result<(Scenario, String)> {
     let text = std::fs::read_to_string(file)
         .with_context(|| format!("reading scenario {}", file.display()))?;
     let mut scenario = quiclab_experiment::parse(&text, &file.display().to_string())
@@ -98,12 +114,7 @@ pub fn load(
     // Counted before it is built: a grid over the bound is refused naming its axes.
     quiclab_experiment::check_plan_size(&scenario)
         .map_err(|e| anyhow!("{}: {e}", file.display()))?;
-    let plan = quiclab_experiment::expand(&scenario);
-    let preparer = Preparer::new(&scenario, file);
-    for run in &plan {
-        preparer.prepare(run)?;
-    }
-    Ok((scenario, text, plan))
+    Ok((scenario, text))
 }
 
 /// `42 s`, `3 min 05 s`, `1 h 20 min`.
@@ -141,6 +152,37 @@ pub fn dry_run<'a>(
             })
         })
         .collect()
+}
+
+/// [`dry_run`] streamed: each run of the plan (of `shard`, when given) is built, prepared,
+/// given to `f` and dropped, so a large plan is listed without being held. `f` returns false to
+/// stop.
+pub fn dry_run_each(
+    file: &Path,
+    scenario: &Scenario,
+    shard: Option<quiclab_experiment::Shard>,
+    mut f: impl FnMut(DryRunLine<'_>) -> bool,
+) -> Result<()> {
+    let preparer = Preparer::new(scenario, file);
+    let mut filter = shard.map(quiclab_experiment::ShardFilter::new);
+    let mut failed = None;
+    quiclab_experiment::for_each_run(scenario, |run| {
+        if filter.as_mut().is_some_and(|fl| !fl.keeps(&run)) {
+            return true;
+        }
+        match preparer.prepare(&run) {
+            Ok(prepared) => f(DryRunLine {
+                run: &run,
+                estimate_s: prepared.estimate_seconds(),
+                limit_s: prepared.time_limit().as_secs_f64(),
+            }),
+            Err(e) => {
+                failed = Some(e);
+                false
+            }
+        }
+    });
+    failed.map_or(Ok(()), Err)
 }
 
 /// Whether a run continues a results database.
