@@ -44,17 +44,17 @@ pub struct RunArgs {
 }
 
 pub fn run(args: RunArgs) -> Result<i32> {
+    let (mut scenario, text) =
+        quiclab_runner::load_scenario(&args.file, args.repetitions, args.quick)?;
+    if let Some(n) = args.retry_flagged {
+        scenario.retry_flagged = Some(n);
+    }
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| quiclab_runner::default_out(&scenario, args.shard));
     if args.dry_run {
         // Streamed: each run is built, estimated, printed and dropped (a plan is never held).
-        let (mut scenario, _) =
-            quiclab_runner::load_scenario(&args.file, args.repetitions, args.quick)?;
-        if let Some(n) = args.retry_flagged {
-            scenario.retry_flagged = Some(n);
-        }
-        let out = args
-            .out
-            .clone()
-            .unwrap_or_else(|| quiclab_runner::default_out(&scenario, args.shard));
         // A reader that stops early (`| head`) closes the pipe: that ends the listing, quietly.
         return match print_dry_run(&args, &scenario, &out) {
             Err(e)
@@ -66,18 +66,10 @@ pub fn run(args: RunArgs) -> Result<i32> {
             r => r.map(|()| 0),
         };
     }
-    let (mut scenario, text, mut plan) =
-        quiclab_runner::load(&args.file, args.repetitions, args.quick)?;
+    let mut plan = quiclab_runner::prepare_plan(&args.file, &scenario)?;
     if let Some(shard) = args.shard {
         plan = quiclab_experiment::shard_of(&plan, shard);
     }
-    if let Some(n) = args.retry_flagged {
-        scenario.retry_flagged = Some(n);
-    }
-    let out = args
-        .out
-        .clone()
-        .unwrap_or_else(|| quiclab_runner::default_out(&scenario, args.shard));
 
     let resume = if args.retry_failed {
         Resume::RetryFailed

@@ -84,12 +84,19 @@ pub fn load(
     quick: bool,
 ) -> Result<(Scenario, String, Vec<RunSpec>)> {
     let (scenario, text) = load_scenario(file, repetitions, quick)?;
-    let plan = quiclab_experiment::expand(&scenario);
-    let preparer = Preparer::new(&scenario, file);
+    let plan = prepare_plan(file, &scenario)?;
+    Ok((scenario, text, plan))
+}
+
+/// The plan of a loaded scenario, every run prepared once (and dropped) so that a bad value in
+/// the 900th run is an error before the first run starts.
+pub fn prepare_plan(file: &Path, scenario: &Scenario) -> Result<Vec<RunSpec>> {
+    let plan = quiclab_experiment::expand(scenario);
+    let preparer = Preparer::new(scenario, file);
     for run in &plan {
         preparer.prepare(run)?;
     }
-    Ok((scenario, text, plan))
+    Ok(plan)
 }
 
 /// Reads a scenario with its form and repetitions, and counts its plan against the bound, without
