@@ -37,3 +37,18 @@ fn every_study_file_validates_against_the_scenarios_and_metrics() {
         .unwrap_or_else(|e| panic!("{e}"));
     }
 }
+
+/// The README's table of scenarios names every scenario file (a newcomer finds each one there).
+#[test]
+fn the_readme_names_every_scenario_file() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let mut missing = Vec::new();
+    for entry in std::fs::read_dir(root.join("scenarios")).unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.ends_with(".toml") && !readme.contains(&format!("`scenarios/{name}`")) {
+            missing.push(name);
+        }
+    }
+    assert!(missing.is_empty(), "README.md does not name: {missing:?}");
+}
