@@ -192,6 +192,97 @@ pub fn dry_run_each(
     failed.map_or(Ok(()), Err)
 }
 
+/// Writes `quiclab run FILE --dry-run`'s listing of `scenario`'s plan (of `shard`, when given) to
+/// `w`, streamed: a header counted in a first pass, then each run as it is built and estimated,
+/// the slowest run, runs with too little time-limit headroom, and the estimated total into
+/// `out`.
+pub fn write_dry_run(
+    w: &mut impl std::io::Write,
+    file: &Path,
+    scenario: &Scenario,
+    shard: Option<quiclab_experiment::Shard>,
+    out: &Path,
+) -> Result<()> {
+    // A first pass counts the plan for the header (runs are built one at a time and dropped).
+    let (mut runs, mut settings) = (0usize, 0usize);
+    let mut filter = shard.map(quiclab_experiment::ShardFilter::new);
+    quiclab_experiment::for_each_run(scenario, |r| {
+        if filter.as_mut().is_none_or(|f| f.keeps(&r)) {
+            runs += 1;
+            settings = settings.max(r.setting + 1);
+        }
+        true
+    });
+    writeln!(
+        w,
+        "{}: {runs} run(s) = {settings} setting(s) × {} repetition(s) × contenders, order {:?}",
+        file.display(),
+        scenario.repetitions,
+        scenario.order
+    )?;
+    writeln!(
+        w,
+        "{:>5}  {:>20}  {:>8}  {:>8}  key",
+        "run", "seed", "≈ s", "limit s"
+    )?;
+    let mut total = 0.0;
+    // The slowest run (key, estimate, limit), and the runs whose limit leaves too little headroom:
+    // transfers run longer than their estimate under loss; timed runs (video, flows for a
+    // duration) as long as it.
+    let mut slowest: Option<(String, f64, f64)> = None;
+    let mut tight: (usize, Option<String>) = (0, None);
+    let mut written = Ok(());
+    dry_run_each(file, scenario, shard, |l| {
+        total += l.estimate_s;
+        if slowest.as_ref().is_none_or(|s| l.estimate_s >= s.1) {
+            slowest = Some((l.run.key.clone(), l.estimate_s, l.limit_s));
+        }
+        if l.limit_s < l.estimate_s * 1.2 + 20.0 {
+            tight.0 += 1;
+            tight.1.get_or_insert_with(|| l.run.key.clone());
+        }
+        written = writeln!(
+            w,
+            "{:>5}  {:>20}  {:>8.1}  {:>8.0}  {}",
+            l.run.index, l.run.seed, l.estimate_s, l.limit_s, l.run.key
+        );
+        written.is_ok()
+    })?;
+    written?;
+    if let Some((key, estimate, limit)) = &slowest {
+        writeln!(
+            w,
+            "slowest run: {key} ≈ {estimate:.0} s, time limit {limit:.0} s{} (a run past its limit \
+             is stored as timed out and reported as censored)",
+            if scenario.timeout.is_some() {
+                " (the scenario's timeout)"
+            } else {
+                " (derived from the run's bytes and the link; set timeout = \"…\" to override)"
+            }
+        )?;
+    }
+    if let (n, Some(first)) = &tight {
+        writeln!(
+            w,
+            "warning: {n} run(s) have a time limit under 1.2 × their estimate + 20 s (first: \
+             {first}); raise timeout"
+        )?;
+    }
+    writeln!(
+        w,
+        "a run flagged for emulator fidelity runs again up to {} time(s) (retry_flagged)",
+        scenario.retry_flagged.unwrap_or(DEFAULT_RETRY_FLAGGED)
+    )?;
+    writeln!(
+        w,
+        "estimated total: {} (lab set-up, handshakes and transfers at the link rate or the \
+         loss-limited rate; an estimate) → {}",
+        format_duration(total),
+        out.join("results.sqlite").display()
+    )?;
+    Ok(())
+}
+
 /// Whether a run continues a results database.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Resume {

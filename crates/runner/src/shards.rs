@@ -21,6 +21,31 @@ pub struct MergeOutcome {
     pub planned: usize,
 }
 
+/// `quiclab merge`: claims `out` (new, empty or quiclab's), merges `shards` into it, and when
+/// the merge fails removes what it made — the directory it created, or its files in an empty
+/// one — so a failed merge leaves nothing behind.
+pub fn merge_into(
+    shards: &[PathBuf],
+    out: &Path,
+    allow_mixed_versions: bool,
+) -> Result<MergeOutcome> {
+    let was_claimed = quiclab_outputs::is_claimed(out);
+    let (out, created) = quiclab_outputs::claim(out, "--out")?;
+    let merged = merge(shards, &out, allow_mixed_versions);
+    if merged.is_err() {
+        if created {
+            let _ = quiclab_outputs::remove_claimed_dir(&out);
+        } else {
+            let _ = quiclab_outputs::remove_listed(&out, |_| true);
+            let _ = quiclab_outputs::remove_claimed_dir(&out.join("traces"));
+            if !was_claimed {
+                let _ = std::fs::remove_file(out.join(quiclab_outputs::MARKER));
+            }
+        }
+    }
+    merged
+}
+
 /// Merges `shards` into `out` and compares the result with the whole plan of its scenario (the
 /// stored text; its quick form when the shards ran it; the repetitions their command lines gave).
 pub fn merge(shards: &[PathBuf], out: &Path, allow_mixed_versions: bool) -> Result<MergeOutcome> {
