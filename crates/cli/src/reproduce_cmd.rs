@@ -64,8 +64,9 @@ pub fn run(args: ReproduceArgs) -> Result<i32> {
             true => println!("{}", serde_json::to_string_pretty(&rows)?),
             false => rows.iter().for_each(|r| println!("{r}")),
         }
-        for e in &broken {
-            println!("broken: {e}");
+        // With --json stdout stays one JSON document: the broken files are on stderr above.
+        if !args.json {
+            broken.iter().for_each(|e| println!("broken: {e}"));
         }
         return Ok(if broken.is_empty() { 0 } else { 1 });
     }
