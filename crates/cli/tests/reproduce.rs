@@ -12,16 +12,16 @@ const SCENARIO: &str = "name = \"tiny\"\nrepetitions = 6\nseed = 5\n\
 
 const STUDY: &str = "study = \"tiny\"\ntitle = \"A tiny study\"\n\
 [[finding]]\nid = \"t-1\"\nclaim = \"QUIC's one-RTT handshake makes a small download faster\"\n\
-scenario = \"tiny\"\nmetric = \"total_ms\"\ncompare = { axis = \"protocol\", a = \"h3\", b = \"h1\" }\n\
+class = \"calibration\"\nscenario = \"tiny\"\nmetric = \"total_ms\"\ncompare = { axis = \"protocol\", a = \"h3\", b = \"h1\" }\n\
 min_n = 6\n\
-[[finding]]\nid = \"t-2\"\nclaim = \"goodput is at least 100 Mbit/s\"\nscenario = \"tiny\"\n\
+[[finding]]\nid = \"t-2\"\nclaim = \"goodput is at least 100 Mbit/s\"\nclass = \"reproduction\"\nscenario = \"tiny\"\n\
 where = { protocol = \"h1\" }\nmetric = \"goodput_mbps\"\nat_least = 100.0\nmin_n = 6\n\
-[[finding]]\nid = \"t-3\"\nclaim = \"over the Internet\"\nnot_runnable = \"no Internet here\"\n\
-[[finding]]\nid = \"t-4\"\nclaim = \"h3 wins the setting\"\nscenario = \"tiny\"\nmetric = \"total_ms\"\n\
+[[finding]]\nid = \"t-3\"\nclaim = \"over the Internet\"\nclass = \"reproduction\"\nnot_runnable = \"no Internet here\"\n\
+[[finding]]\nid = \"t-4\"\nclaim = \"h3 wins the setting\"\nclass = \"reproduction\"\nscenario = \"tiny\"\nmetric = \"total_ms\"\n\
 wins_share = { axis = \"protocol\", a = \"h3\", at_least = 1.0 }\ntest = \"wins\"\nmin_n = 6\n\
-[[finding]]\nid = \"t-5\"\nclaim = \"h3 takes 70 % of h1's time\"\nscenario = \"tiny\"\nmetric = \"total_ms\"\n\
+[[finding]]\nid = \"t-5\"\nclaim = \"h3 takes 70 % of h1's time\"\nclass = \"reproduction\"\nscenario = \"tiny\"\nmetric = \"total_ms\"\n\
 compare = { axis = \"protocol\", a = \"h3\", b = \"h1\" }\napprox = { value = 0.7, tolerance = 0.3 }\n\
-test = \"bootstrap\"\nnot_judged_quick = \"a test of the quick-form rule\"\n";
+test = \"interval\"\n";
 
 fn repo(name: &str) -> std::path::PathBuf {
     let dir = temp_dir(name);
@@ -51,29 +51,33 @@ fn a_pack_runs_and_every_finding_gets_a_verdict_that_judging_again_repeats() {
         c.args(extra);
         c
     };
-    let first = json(
-        &args(&["--quick", "--out", out.to_str().unwrap()])
-            .output()
-            .unwrap(),
-    );
+    // The full form (6 repetitions: the fewest a sign test can decide with).
+    let first = json(&args(&["--out", out.to_str().unwrap()]).output().unwrap());
     let verdicts = first.as_array().unwrap();
     assert_eq!(verdicts.len(), 5, "{first}");
     let word = |v: &serde_json::Value| v["judgement"]["verdict"]["verdict"].clone();
     // 20 kB over 100 ms: h3 saves a round trip of handshake in every pair (6 of 6, p = 0.03).
     assert_eq!(word(&verdicts[0]), "holds", "{}", verdicts[0]);
     assert_eq!(verdicts[0]["judgement"]["counts"]["pairs"], 6);
-    // 20 Mbit/s cannot carry 100 Mbit/s: every run below the threshold.
+    assert_eq!(verdicts[0]["class"], "calibration");
+    // 20 Mbit/s cannot carry 100 Mbit/s: every run below the threshold (6 of 6: reversed).
     assert_eq!(word(&verdicts[1]), "does_not_hold", "{}", verdicts[1]);
+    assert_eq!(
+        verdicts[1]["judgement"]["verdict"]["reversed"], true,
+        "{}",
+        verdicts[1]
+    );
     assert_eq!(word(&verdicts[2]), "not_runnable");
     // Megyesi's rule on the one setting: h3 is ≥ 10 % under h1's mean in every run.
     assert_eq!(word(&verdicts[3]), "holds", "{}", verdicts[3]);
     assert_eq!(verdicts[3]["tree"]["label"], "h3", "{}", verdicts[3]);
-    // A ratio marked as not judged in quick form: inconclusive, saying so, its estimate shown.
-    assert_eq!(word(&verdicts[4]), "inconclusive");
-    let why = verdicts[4]["judgement"]["verdict"]["why"].as_str().unwrap();
-    assert!(why.starts_with("not judged in quick form"), "{why}");
+    // A ratio band judged on the exact interval of six ratios (the range, 96.9 %).
     assert_eq!(verdicts[4]["judgement"]["estimate"]["n"], 6);
-    assert_eq!(verdicts[4]["form"], "quick");
+    let level = verdicts[4]["judgement"]["estimate"]["level"]
+        .as_f64()
+        .unwrap();
+    assert!((level - 0.96875).abs() < 1e-9, "{level}");
+    assert_eq!(verdicts[4]["form"], "full");
     assert!(out.join("verdicts.csv").is_file() && out.join("tiny/tiny/results.sqlite").is_file());
     // The page: every finding, the scenario's own report linked, the tree drawn.
     let html = std::fs::read_to_string(out.join("reproduction.html")).unwrap();
@@ -83,10 +87,12 @@ fn a_pack_runs_and_every_finding_gets_a_verdict_that_judging_again_repeats() {
     assert!(html.contains("href=\"tiny/tiny/report.html\"") && html.contains("<svg"));
     assert!(out.join("tiny/tiny/report.html").is_file());
     let md = std::fs::read_to_string(out.join("verdicts.md")).unwrap();
+    // Reproductions and calibrations are counted apart.
     assert!(
-        md.contains(
-            "#### tiny: 2 holds, 0 does not hold, 1 reversed, 1 inconclusive, 1 not runnable"
-        ),
+        md.contains("#### tiny: reproductions: ")
+            && md.contains(
+                "; calibrations: 1 holds, 0 does not hold, 0 reversed, 0 inconclusive, 0 not runnable"
+            ),
         "{md}"
     );
     // Judged again from the stored runs: the same verdicts, nothing run.
@@ -94,7 +100,7 @@ fn a_pack_runs_and_every_finding_gets_a_verdict_that_judging_again_repeats() {
     assert_eq!(again, first);
     // Resumed, the pack finds every run stored: nothing is left to do or to wait for, and the
     // verdicts stay the same.
-    let resumed = args(&["--quick", "--out", out.to_str().unwrap(), "--resume"])
+    let resumed = args(&["--out", out.to_str().unwrap(), "--resume"])
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&resumed.stderr);
@@ -103,6 +109,28 @@ fn a_pack_runs_and_every_finding_gets_a_verdict_that_judging_again_repeats() {
         "{err}"
     );
     assert_eq!(json(&resumed), first);
+    // The quick form of the same pack is an observation: no verdict, its estimates shown.
+    let quick_out = dir.join("quick");
+    let quick = json(
+        &args(&["--quick", "--out", quick_out.to_str().unwrap()])
+            .output()
+            .unwrap(),
+    );
+    for v in quick.as_array().unwrap() {
+        let w = word(v);
+        assert!(w == "inconclusive" || w == "not_runnable", "{v}");
+    }
+    let why = quick[0]["judgement"]["verdict"]["why"].as_str().unwrap();
+    assert!(
+        why.starts_with("quick form: an observation (n = 6)"),
+        "{why}"
+    );
+    assert!(
+        quick[0]["judgement"]["estimate"]["median"]
+            .as_f64()
+            .unwrap()
+            < 1.0
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -156,6 +184,19 @@ fn bad_reproduce_input_is_refused_naming_it() {
         text.contains("tiny: 1 findings (1 runnable)") && !text.contains("t-1"),
         "{text}"
     );
+    // --list --json: each finding an object with its id, claim, class and scenario (or why it
+    // cannot run).
+    let out = run(&["tiny", "--list", "--json"]);
+    assert_success(&out);
+    let listed = json(&out);
+    let findings = listed[0]["findings"].as_array().unwrap();
+    assert_eq!(findings.len(), 5);
+    assert_eq!(findings[0]["id"], "t-1");
+    assert_eq!(findings[0]["class"], "calibration");
+    assert_eq!(findings[0]["scenario"], "tiny");
+    assert_eq!(findings[1]["class"], "reproduction");
+    assert_eq!(findings[2]["not_runnable"], "no Internet here");
+    assert!(findings[2].get("scenario").is_none());
     let out = run(&["tiny", "--list", "--finding", "t-9"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");

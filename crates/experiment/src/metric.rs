@@ -26,6 +26,10 @@ pub struct MetricDef {
     /// A time to completion (download time, page load time): a run that hit its time limit took
     /// at least that long, so its value is censored, not missing.
     pub completion: bool,
+    /// When the metric has no value by its own definition (e.g. a share of dropped packets when
+    /// nothing was dropped): such a null is not a failed measurement, and verdicts count it apart.
+    /// None: a null always means the measurement failed.
+    pub undefined_when: Option<&'static str>,
 }
 
 impl MetricDef {
@@ -36,6 +40,7 @@ impl MetricDef {
             unit,
             better: Better::Lower,
             completion: false,
+            undefined_when: None,
         }
     }
 
@@ -58,6 +63,29 @@ impl MetricDef {
             unit,
             better: Better::Higher,
             completion: false,
+            undefined_when: None,
+        }
+    }
+
+    /// The same metric, declared undefined (not failed) in the case `why` names.
+    pub const fn undefined_when(self, why: &'static str) -> Self {
+        MetricDef {
+            undefined_when: Some(why),
+            ..self
+        }
+    }
+
+    /// A run's time limit in this metric's unit: the bound a timed-out run's value is censored
+    /// at. None for a metric that is not a time to completion (its value is simply unknown) or
+    /// whose unit is not a time.
+    pub fn censored_at(&self, limit_s: f64) -> Option<f64> {
+        if !self.completion || !limit_s.is_finite() {
+            return None;
+        }
+        match self.unit {
+            "ms" => Some(limit_s * 1e3),
+            "s" => Some(limit_s),
+            _ => None,
         }
     }
 

@@ -198,7 +198,10 @@ pub fn study(data: &[u8]) {
             continue;
         };
         assert!(
-            rule.min_n >= 1 && rule.alpha > 0.0 && rule.alpha < 0.5,
+            rule.min_n >= 1
+                && rule.alpha > 0.0
+                && rule.alpha < 0.5
+                && (0.0..1.0).contains(&rule.min_effect),
             "{rule:?}"
         );
         assert!(seed_value.is_none_or(f64::is_finite));
@@ -218,6 +221,10 @@ pub fn study(data: &[u8]) {
                 assert!(value.is_finite() && *value > 0.0 && *tolerance > 0.0 && *tolerance < 1.0);
             }
             Claim::AtLeast { value } | Claim::AtMost { value } => assert!(value.is_finite()),
+            Claim::RatioAtLeast { a, b, value, .. } | Claim::RatioAtMost { a, b, value, .. } => {
+                assert_ne!(a, b);
+                assert!(value.is_finite() && *value > 0.0);
+            }
             Claim::WinsShare { at_least, .. } => assert!(*at_least > 0.0 && *at_least <= 1.0),
             Claim::NoBestEverywhere { .. } => {}
         }

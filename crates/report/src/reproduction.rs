@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use quiclab_experiment::metric::MetricDef;
 use quiclab_results::{Session, Status, Store};
+use quiclab_verdict::findings::Class;
 use quiclab_verdict::{FindingVerdict, Study, Tree, Verdict, verdict_word};
 
 use crate::html::esc;
@@ -179,37 +180,55 @@ pub fn page(
          code{font-size:0.95em}</style></head><body>\n<h1>quiclab reproductions</h1>\n\
          <p>Every verdict on this page is computed by <code>quiclab reproduce</code> from the \
          stored runs by the rule its finding states (studies/STUDY.toml); none is written by \
-         hand. <b>holds</b>: the test is significant at α in the claimed direction (or the \
-         interval lies inside the claimed band); <b>does not hold</b>: enough data and no \
-         significant effect (or the interval lies outside the band); <b>reversed</b>: \
-         significant the other way; <b>inconclusive</b>: too few pairs, more than 5 % failed \
-         runs, an interval straddling the band, or a quick form too short for the metric; \
-         <b>not runnable</b>: quiclab cannot run it, and why. Runs that hit their time limit \
-         are censored (they lose a pairing to a finished run); failed runs, and runs still \
-         flagged for emulator fidelity after their retries, count as failed.</p>\n",
+         hand. <b>holds</b>: the test is significant at α in the claimed direction by at least \
+         the smallest effect that matters (or the exact interval of the median lies inside the \
+         claimed band); <b>does not hold</b>: not shown with enough informative pairs (no \
+         significant effect, a significant effect smaller than the one that matters, an interval \
+         outside the band); <b>reversed</b>: significant the other way; <b>inconclusive</b>: \
+         fewer informative pairs than the rule needs (at α = 0.05 never fewer than 6: five of \
+         five give p = 0.0625, and the widest interval of a median of five covers 93.75 %), more \
+         than 5 % failed or missing runs, an interval straddling a band, or a quick form (an \
+         observation: its estimate and n are shown, never a verdict); <b>not runnable</b>: \
+         quiclab cannot run it, and why. Intervals are exact order-statistic intervals of the \
+         median with the coverage they reach. A <b>calibration</b> holds by construction (a \
+         configuration, the handshake's round trips on a fixed-delay link) and is counted apart \
+         from the <b>reproductions</b>. Runs that hit their time limit are censored (they lose a \
+         pairing to a finished run and count above a threshold up to their limit); failed runs, \
+         runs whose partner is missing, and runs still flagged for emulator fidelity after their \
+         retries count as failed; runs whose metric is undefined by its definition are counted \
+         apart.</p>\n",
     );
-    // Counts per study.
-    h.push_str("<table><tr><th>study</th><th>findings</th>");
+    // Counts per study and class: calibrations never add to the reproductions.
+    h.push_str("<table><tr><th>study</th><th>class</th><th>findings</th>");
     for w in WORDS {
         let _ = write!(h, "<th>{w}</th>");
     }
     h.push_str("</tr>\n");
     for s in studies {
-        let mine: Vec<&FindingVerdict> = verdicts.iter().filter(|v| v.study == s.name).collect();
-        let _ = write!(
-            h,
-            "<tr><td><a href=\"#{0}\">{0}</a></td><td>{1}</td>",
-            esc(&s.name),
-            mine.len()
-        );
-        for w in WORDS {
-            let n = mine
+        for class in [Class::Reproduction, Class::Calibration] {
+            let mine: Vec<&FindingVerdict> = verdicts
                 .iter()
-                .filter(|v| verdict_word(&v.judgement.verdict) == w)
-                .count();
-            let _ = write!(h, "<td>{n}</td>");
+                .filter(|v| v.study == s.name && v.class == class)
+                .collect();
+            if mine.is_empty() {
+                continue;
+            }
+            let _ = write!(
+                h,
+                "<tr><td><a href=\"#{0}\">{0}</a></td><td>{1}s</td><td>{2}</td>",
+                esc(&s.name),
+                class.name(),
+                mine.len()
+            );
+            for w in WORDS {
+                let n = mine
+                    .iter()
+                    .filter(|v| verdict_word(&v.judgement.verdict) == w)
+                    .count();
+                let _ = write!(h, "<td>{n}</td>");
+            }
+            h.push_str("</tr>\n");
         }
-        h.push_str("</tr>\n");
     }
     h.push_str("</table>\n");
     for s in studies {
@@ -308,13 +327,13 @@ fn study_section(h: &mut String, s: &Study, verdicts: &[FindingVerdict], packs: 
         h.push_str("</table>\n");
     }
     h.push_str(
-        "<h3>Findings</h3>\n<table><tr><th>finding</th><th>source</th><th>claim</th>\
-         <th>judged on</th><th>seed</th><th>quiclab (95 % CI, n)</th><th>test</th><th>p</th>\
+        "<h3>Findings</h3>\n<table><tr><th>finding</th><th>class</th><th>source</th><th>claim</th>\
+         <th>judged on</th><th>seed</th><th>quiclab (exact CI, n)</th><th>test</th><th>p</th>\
          <th>verdict</th></tr>\n",
     );
     let mine: Vec<&FindingVerdict> = verdicts.iter().filter(|v| v.study == s.name).collect();
     for v in &mine {
-        finding_row(h, v, packs);
+        finding_row(h, v, packs, &s.differences);
     }
     h.push_str("</table>\n");
     for v in mine
@@ -369,23 +388,39 @@ fn study_section(h: &mut String, s: &Study, verdicts: &[FindingVerdict], packs: 
     }
 }
 
-fn finding_row(h: &mut String, v: &FindingVerdict, packs: &[PackScenario]) {
+/// Whether a difference of the testbed names this finding (`… it touches 000-2b, 001-4`).
+fn names_finding(difference: &str, id: &str) -> bool {
+    difference.match_indices(id).any(|(i, _)| {
+        let after = difference[i + id.len()..].chars().next();
+        let before = difference[..i].chars().next_back();
+        !after.is_some_and(|c| c.is_ascii_alphanumeric() || c == '-')
+            && !before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '-')
+    })
+}
+
+fn finding_row(h: &mut String, v: &FindingVerdict, packs: &[PackScenario], differences: &[String]) {
     let j = &v.judgement;
+    let n = quiclab_verdict::outcome::shown_n(j);
     let value = match &j.estimate {
         Some(e) if e.level >= 1.0 => format!("{:.3} of {} settings", e.median, e.n),
         Some(e) => format!(
-            "{}: {:.3} ({:.3}–{:.3}), n = {}",
-            v.estimate_of, e.median, e.low, e.high, j.counts.pairs
+            "{}: {:.3} ({:.3}–{:.3}, {:.1} %), n = {n}",
+            v.estimate_of,
+            e.median,
+            e.low,
+            e.high,
+            e.level * 100.0
         ),
-        None if j.counts.pairs > 0 => format!("n = {}", j.counts.pairs),
+        None if n > 0 => format!("n = {n}"),
         None => "—".into(),
     };
     let mut value = esc(&value);
-    if j.counts.failed_runs + j.counts.censored_runs > 0 {
+    let c = &j.counts;
+    if c.failed_runs + c.censored_runs + c.undefined_runs + c.unpaired > 0 {
         let _ = write!(
             value,
-            "<br><span class=\"why\">{} failed, {} censored</span>",
-            j.counts.failed_runs, j.counts.censored_runs
+            "<br><span class=\"why\">{} failed, {} censored, {} undefined, {} without a partner</span>",
+            c.failed_runs, c.censored_runs, c.undefined_runs, c.unpaired
         );
     }
     if let Some(d) = &j.detail {
@@ -416,19 +451,28 @@ fn finding_row(h: &mut String, v: &FindingVerdict, packs: &[PackScenario]) {
         _ => String::new(),
     };
     let test = v.rule.map_or(String::new(), |r| {
-        format!("{:?}, α = {}, n ≥ {}", r.test, r.alpha, r.min_n).to_lowercase()
+        let mut t = format!("{:?}, α = {}, n ≥ {}", r.test, r.alpha, r.min_n).to_lowercase();
+        if v.test_of.contains(" vs ") {
+            let _ = write!(t, ", effect ≥ {:.0} %", r.min_effect * 100.0);
+        }
+        t
     });
-    let why = match &j.verdict {
+    let mut why = match &j.verdict {
         Verdict::Inconclusive { why } | Verdict::NotRunnable { why } => {
             format!("<br><span class=\"why\">{}</span>", esc(why))
         }
         _ => String::new(),
     };
+    // The testbed's differences that touch this finding, beside its verdict.
+    for d in differences.iter().filter(|d| names_finding(d, &v.id)) {
+        let _ = write!(why, "<br><span class=\"why\">differs: {}</span>", esc(d));
+    }
     let _ = writeln!(
         h,
-        "<tr><td>{}</td><td>{}</td><td>{}</td><td>{on}</td><td>{}</td><td>{value}</td>\
+        "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{on}</td><td>{}</td><td>{value}</td>\
          <td>{}</td><td>{}</td><td class=\"{}\"><b>{}</b>{why}</td></tr>",
         esc(&v.id),
+        v.class.name(),
         esc(&v.source),
         esc(&v.claim),
         v.seed_value.map_or("—".into(), |x| format!("{x}")),
@@ -520,6 +564,16 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
+
+    #[test]
+    fn a_difference_is_shown_beside_the_findings_it_names() {
+        let d = "FEC: parity outside the window; it touches 000-2b, 000-2e and 001-4.";
+        assert!(names_finding(d, "000-2b") && names_finding(d, "001-4"));
+        assert!(names_finding(d, "000-2e"));
+        // A longer id that starts with a named one is not named.
+        assert!(!names_finding(d, "000-2e-pages-0") && !names_finding(d, "000-2"));
+        assert!(!names_finding("(see 000-1b-quic)", "000-1b"));
+    }
 
     #[test]
     fn dates_are_utc() {

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, anyhow, bail};
+use quiclab_experiment::metric::MetricDef;
 use quiclab_results::{Status, Store, StoredRun};
 use quiclab_verdict::findings::{self, Judged, Study};
 use quiclab_verdict::judge::{self, Claim, Judgement, Verdict};
@@ -237,22 +238,29 @@ pub fn scenarios_of(study: &Study) -> Vec<String> {
 }
 
 /// The runs of one results directory as a finding sees them: every run of the scenario, its value
-/// of `metric` (a timed-out run is censored at its limit; a failed run, an ok run that did not
-/// measure the metric, and a run still flagged for emulator fidelity after its retries have none
-/// and count as failed — reports leave flagged runs out of their statistics too).
-pub fn run_values(runs: &[StoredRun], metric: &str) -> Vec<judge::RunValue> {
+/// of `metric`. A timed-out run is censored at its limit in the metric's unit (ms for a page load
+/// time) when the metric is a time to completion, else its value is unknown (censored without a
+/// bound: left out and counted). An ok run without a value is undefined when the metric declares
+/// when it has none (not a failure), else failed; a failed run and a run still flagged for
+/// emulator fidelity after its retries count as failed (reports leave flagged runs out too).
+pub fn run_values(runs: &[StoredRun], metric: &MetricDef) -> Vec<judge::RunValue> {
     runs.iter()
         .map(|r| judge::RunValue {
             params: r.params.clone(),
             repetition: r.repetition,
             value: match r.status {
                 Status::Ok if !r.flags.is_empty() => Observed::Failed,
-                Status::Ok => match r.metrics.get(metric) {
+                Status::Ok => match r.metrics.get(metric.name) {
                     Some(v) if v.is_finite() => Observed::Value(*v),
+                    _ if metric.undefined_when.is_some() => Observed::Undefined,
                     _ => Observed::Failed,
                 },
                 Status::Timeout => Observed::Censored {
-                    at_least: r.document.time_limit_s().unwrap_or(f64::NAN),
+                    at_least: r
+                        .document
+                        .time_limit_s()
+                        .and_then(|limit| metric.censored_at(limit))
+                        .unwrap_or(f64::NAN),
                 },
                 Status::Failed => Observed::Failed,
             },
@@ -272,7 +280,7 @@ pub fn judge_study(
     lib: Option<&Library>,
 ) -> Result<Vec<FindingVerdict>> {
     // Each scenario's runs, whether they are its quick form, and the form in words.
-    type Stored = (Vec<StoredRun>, bool, String);
+    type Stored = (Vec<StoredRun>, bool, String, String);
     let mut runs_by_scenario: BTreeMap<String, Option<Stored>> = BTreeMap::new();
     for scenario in scenarios_of(study) {
         let runs = match dirs.get(&scenario) {
@@ -294,7 +302,7 @@ pub fn judge_study(
                 if current.is_some_and(|t| t != stored.text) {
                     form.push_str(", from another version of the scenario file");
                 }
-                Some((runs, quick, form))
+                Some((runs, quick, form, stored.text))
             }
             _ => None,
         };
@@ -312,6 +320,7 @@ pub fn judge_study(
             id: f.id.clone(),
             source: f.source.clone(),
             claim: f.claim.clone(),
+            class: f.class,
             scenario: scenario.cloned(),
             metric: metric.cloned(),
             seed_value,
@@ -339,16 +348,19 @@ pub fn judge_study(
                 claim,
                 rule,
                 seed_value,
-                not_judged_quick,
             } => {
-                let better = quiclab_experiment::metric::find(&crate::metric_registry(), metric)
-                    .map_or(Better::Lower, |m| {
-                        if m.lower_is_better() {
-                            Better::Lower
-                        } else {
-                            Better::Higher
-                        }
-                    });
+                let registry = crate::metric_registry();
+                let Some(def) = quiclab_experiment::metric::find(&registry, metric) else {
+                    bail!(
+                        "finding {}: metric {metric:?} is not a metric quiclab measures",
+                        f.id
+                    );
+                };
+                let better = if def.lower_is_better() {
+                    Better::Lower
+                } else {
+                    Better::Higher
+                };
                 let test_of = describe(claim, better);
                 let mut wins = None;
                 let stored = runs_by_scenario.get(scenario).and_then(Option::as_ref);
@@ -356,43 +368,40 @@ pub fn judge_study(
                     None => Judgement::bare(Verdict::Inconclusive {
                         why: format!("no results of {scenario} (run the pack)"),
                     }),
-                    Some((runs, quick, _)) => {
-                        let values = run_values(runs, metric);
-                        let mut j = match claim {
-                            Claim::Better { axis, a, b } => {
-                                let (pairs, _) = judge::pair(&values, filter, axis, a, b);
-                                judge::judge_pairs(&pairs, better, *rule)
+                    Some((runs, quick, _, _)) => {
+                        let values = run_values(runs, def);
+                        let mut j = match (claim.sides(), claim) {
+                            (Some((axis, a, b)), _) => {
+                                let (pairs, unpaired) = judge::pair(&values, filter, axis, a, b);
+                                judge::judge_paired(&pairs, unpaired, claim, better, *rule)
                             }
-                            Claim::Ratio {
-                                axis,
-                                a,
-                                b,
-                                value,
-                                tolerance,
-                            } => {
-                                let (pairs, _) = judge::pair(&values, filter, axis, a, b);
-                                judge::judge_ratio(&pairs, *value, *tolerance, *rule)
-                            }
-                            Claim::WinsShare { .. } | Claim::NoBestEverywhere { .. } => {
+                            (None, Claim::WinsShare { .. } | Claim::NoBestEverywhere { .. }) => {
                                 let (j, table) =
                                     judge::judge_wins(&values, filter, claim, better, *rule);
                                 wins = Some(table);
                                 j
                             }
-                            _ => {
-                                let chosen: Vec<Observed> = values
-                                    .iter()
-                                    .filter(|r| {
-                                        filter.iter().all(|(k, v)| r.params.get(k) == Some(v))
-                                    })
-                                    .map(|r| r.value)
-                                    .collect();
-                                judge::judge_values(&chosen, claim, *rule)
-                            }
+                            _ => judge::judge_values(&judge::select(&values, filter), claim, *rule),
                         };
-                        if *quick && let Some(why) = not_judged_quick {
+                        // A quick form (or a full form not run to its repetitions) is an
+                        // observation: its estimate and n are shown, never a verdict.
+                        let ran = runs.iter().map(|r| r.repetition).max().unwrap_or(0);
+                        if (*quick || ran < planned_repetitions(runs_text(stored)))
+                            && !matches!(j.verdict, Verdict::Inconclusive { .. })
+                        {
                             j.verdict = Verdict::Inconclusive {
-                                why: format!("not judged in quick form: {why}"),
+                                why: format!(
+                                    "{}: an observation (n = {}), not a verdict",
+                                    if *quick {
+                                        "quick form".to_string()
+                                    } else {
+                                        format!(
+                                            "{ran} of {} repetitions",
+                                            planned_repetitions(runs_text(stored))
+                                        )
+                                    },
+                                    j.counts.informative().max(j.counts.pairs)
+                                ),
                             };
                         }
                         j
@@ -406,11 +415,12 @@ pub fn judge_study(
                     Some(*rule),
                     judgement,
                 );
-                v.form = stored.map(|(_, _, form)| form.clone());
+                v.form = stored.map(|(_, _, form, _)| form.clone());
                 v.estimate_of = match claim {
-                    Claim::Better { a, b, .. } | Claim::Ratio { a, b, .. } => {
-                        format!("{a}/{b} per pair")
-                    }
+                    Claim::Better { a, b, .. }
+                    | Claim::Ratio { a, b, .. }
+                    | Claim::RatioAtLeast { a, b, .. }
+                    | Claim::RatioAtMost { a, b, .. } => format!("{a}/{b} per pair"),
                     Claim::WinsShare { a, .. } => format!("share of settings {a} wins"),
                     Claim::NoBestEverywhere { .. } => String::new(),
                     _ => metric.clone(),
@@ -430,11 +440,20 @@ pub fn judge_study(
     Ok(out)
 }
 
+fn runs_text(stored: Option<&(Vec<StoredRun>, bool, String, String)>) -> &str {
+    stored.map_or("", |s| s.3.as_str())
+}
+
+/// The repetitions a stored scenario's text states (0 if it does not parse).
+fn planned_repetitions(text: &str) -> u32 {
+    quiclab_experiment::parse(text, "stored scenario").map_or(0, |s| s.repetitions)
+}
+
 /// `quick`, `full`, or `full, 1 of 5 repetitions` when fewer repetitions ran than the stored
 /// scenario states (a quick pack of a scenario without a quick form runs it once).
 fn form_of(quick: bool, text: &str, runs: &[StoredRun]) -> String {
     let ran = runs.iter().map(|r| r.repetition).max().unwrap_or(0);
-    let planned = quiclab_experiment::parse(text, "stored scenario").map_or(0, |s| s.repetitions);
+    let planned = planned_repetitions(text);
     match (quick, ran < planned) {
         (true, _) => "quick".into(),
         (false, true) => format!("full, {ran} of {planned} repetitions"),
@@ -461,6 +480,8 @@ fn describe(claim: &Claim, better: Better) -> String {
             value,
             tolerance,
         } => format!("{a}/{b} on {axis} ≈ {value} ± {:.0} %", tolerance * 100.0),
+        Claim::RatioAtLeast { axis, a, b, value } => format!("{a}/{b} on {axis} ≥ {value}"),
+        Claim::RatioAtMost { axis, a, b, value } => format!("{a}/{b} on {axis} ≤ {value}"),
         Claim::WinsShare { axis, a, at_least } => format!(
             "{a} wins ≥ {:.0} % of the settings (Megyesi et al.'s rule on {axis})",
             at_least * 100.0
@@ -476,12 +497,49 @@ fn describe(claim: &Claim, better: Better) -> String {
 pub struct StudyListing {
     pub study: String,
     pub title: String,
-    pub findings: Vec<(String, String)>,
+    pub findings: Vec<ListedFinding>,
     pub runnable: usize,
     pub scenarios: Vec<String>,
     /// The pack's estimated run time, quick and full (s).
     pub quick_s: f64,
     pub full_s: f64,
+}
+
+/// One finding as `reproduce --list --json` gives it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ListedFinding {
+    pub id: String,
+    pub claim: String,
+    pub source: String,
+    /// `reproduction` or `calibration`.
+    pub class: quiclab_verdict::findings::Class,
+    /// The scenario that judges it, or (for a finding quiclab cannot run) why not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scenario: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metric: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_runnable: Option<String>,
+}
+
+impl ListedFinding {
+    fn of(f: &quiclab_verdict::Finding) -> ListedFinding {
+        let (scenario, metric, not_runnable) = match &f.judged {
+            Judged::Run {
+                scenario, metric, ..
+            } => (Some(scenario.clone()), Some(metric.clone()), None),
+            Judged::NotRunnable { why } => (None, None, Some(why.clone())),
+        };
+        ListedFinding {
+            id: f.id.clone(),
+            claim: f.claim.clone(),
+            source: f.source.clone(),
+            class: f.class,
+            scenario,
+            metric,
+            not_runnable,
+        }
+    }
 }
 
 /// The listing of `studies` (the estimates with `repetitions` if given).
@@ -502,11 +560,7 @@ pub fn listing(
             Ok(StudyListing {
                 study: s.name.clone(),
                 title: s.title.clone(),
-                findings: s
-                    .findings
-                    .iter()
-                    .map(|f| (f.id.clone(), f.claim.clone()))
-                    .collect(),
+                findings: s.findings.iter().map(ListedFinding::of).collect(),
                 runnable: s
                     .findings
                     .iter()
@@ -533,8 +587,12 @@ impl std::fmt::Display for StudyListing {
             crate::format_duration(self.full_s),
             self.title
         )?;
-        for (id, claim) in &self.findings {
-            write!(f, "\n  {id:<16} {claim}")?;
+        for l in &self.findings {
+            let class = match l.class {
+                quiclab_verdict::findings::Class::Reproduction => "",
+                quiclab_verdict::findings::Class::Calibration => " (calibration)",
+            };
+            write!(f, "\n  {:<16} {}{class}", l.id, l.claim)?;
         }
         Ok(())
     }
@@ -792,20 +850,63 @@ mod tests {
             stored("h3", 3, Status::Failed, None),
             stored("h3", 4, Status::Ok, None),
         ];
-        let v: Vec<Observed> = run_values(&runs, "plt_ms")
-            .into_iter()
-            .map(|r| r.value)
-            .collect();
+        let values = |def: &MetricDef| -> Vec<Observed> {
+            run_values(&runs, def)
+                .into_iter()
+                .map(|r| r.value)
+                .collect()
+        };
+        // The time limit (60 s) in the metric's unit: 60 000 ms (issue 37: it entered as 60).
         assert_eq!(
-            v,
+            values(&PLT),
             vec![
                 Observed::Value(900.0),
-                Observed::Censored { at_least: 60.0 },
+                Observed::Censored { at_least: 60_000.0 },
                 Observed::Failed,
                 // An ok run that did not measure the metric has no value: counted, not zero.
                 Observed::Failed,
             ]
         );
+        // A metric that is not a time: a timed-out run's value is unknown (no bound), and a
+        // metric that declares when it is undefined makes the ok run undefined, not failed.
+        let share = MetricDef::higher("plt_ms", "a share", "").undefined_when("nothing dropped");
+        let v = values(&share);
+        assert!(matches!(v[1], Observed::Censored { at_least } if at_least.is_nan()));
+        assert_eq!(v[3], Observed::Undefined);
+    }
+
+    const PLT: MetricDef = MetricDef::completion_time("plt_ms", "Page load time", "ms");
+
+    /// Issue 37, §5: a timed-out load entered Megyesi's wins rule with its limit in seconds among
+    /// page load times in ms (60 "ms", faster than every real load), so the protocol that timed
+    /// out won the setting.
+    #[test]
+    fn a_timed_out_load_loses_the_wins_rule_in_the_metrics_unit() {
+        let mut runs = Vec::new();
+        for rep in 1..=10 {
+            runs.push(stored("h3", rep, Status::Timeout, None));
+            runs.push(stored("h1", rep, Status::Ok, Some(20_000.0)));
+        }
+        let claim = Claim::WinsShare {
+            axis: "protocol".into(),
+            a: "h3".into(),
+            at_least: 0.5,
+        };
+        let rule = quiclab_verdict::Rule {
+            test: quiclab_verdict::Test::Wins,
+            alpha: 0.05,
+            min_n: 10,
+            min_effect: 0.05,
+        };
+        let (j, table) = judge::judge_wins(
+            &run_values(&runs, &PLT),
+            &BTreeMap::new(),
+            &claim,
+            Better::Lower,
+            rule,
+        );
+        assert_eq!(table[0].label(), "h1", "{table:?}");
+        assert_eq!(j.verdict, Verdict::DoesNotHold { reversed: false });
     }
 
     #[test]
@@ -831,16 +932,17 @@ mod tests {
         }
         drop(store);
         let study = findings::parse(
-            "study = \"t\"\ntitle = \"t\"\n[[finding]]\nid = \"x\"\nclaim = \"h3 faster\"\n\
+            "study = \"t\"\ntitle = \"t\"\n[[finding]]\nid = \"x\"\nclaim = \"h3 faster\"\nclass = \"reproduction\"\n\
              scenario = \"s3\"\nwhere = { loss = \"0%\" }\nmetric = \"plt_ms\"\n\
              compare = { axis = \"protocol\", a = \"h3\", b = \"h1\" }\nmin_n = 6\n\
-             [[finding]]\nid = \"y\"\nclaim = \"elsewhere\"\nnot_runnable = \"no lab for it\"\n",
+             [[finding]]\nid = \"y\"\nclaim = \"elsewhere\"\nclass = \"reproduction\"\nnot_runnable = \"no lab for it\"\n",
             "t.toml",
         )
         .unwrap();
         let v = judge_study(&study, &pack_dirs(&study, dir.path()), None).unwrap();
         assert_eq!(v[0].judgement.verdict, Verdict::Holds);
         assert_eq!(v[0].judgement.counts.pairs, 6);
+        assert_eq!(v[0].class, quiclab_verdict::findings::Class::Reproduction);
         assert_eq!(verdict_word(&v[1].judgement.verdict), "not runnable");
         // Without results the finding says so rather than guessing.
         let v = judge_study(&study, &BTreeMap::new(), None).unwrap();
@@ -861,7 +963,8 @@ mod tests {
             let mut text = format!("study = \"{name}\"\ntitle = \"t\"\n");
             for id in ids {
                 text.push_str(&format!(
-                    "[[finding]]\nid = \"{id}\"\nclaim = \"c\"\nnot_runnable = \"why\"\n"
+                    "[[finding]]\nid = \"{id}\"\nclaim = \"c\"\nclass = \"reproduction\"\n\
+                     not_runnable = \"why\"\n"
                 ));
             }
             findings::parse(&text, "t.toml").unwrap()
@@ -889,7 +992,7 @@ mod tests {
     fn study_text(name: &str, id: &str) -> String {
         format!(
             "study = \"{name}\"\ntitle = \"t\"\n[[finding]]\nid = \"{id}\"\nclaim = \"c\"\n\
-             not_runnable = \"why\"\n"
+             class = \"reproduction\"\nnot_runnable = \"why\"\n"
         )
     }
 
@@ -970,6 +1073,61 @@ mod tests {
         );
     }
 
+    /// Issue 37, §4: a quick form (or a full form short of its repetitions) prints no verdict:
+    /// inconclusive, with its estimate and n, however one-sided its runs.
+    #[test]
+    fn a_quick_form_or_a_short_full_form_is_an_observation() {
+        for (name, text, reps) in [
+            (
+                "s3-quick",
+                "name = \"s3\"\n[workload]\nkind = \"page\"\npage = \"carlucci-small\"\n",
+                8,
+            ),
+            (
+                "s3",
+                "name = \"s3\"\nrepetitions = 10\n[workload]\nkind = \"page\"\npage = \"carlucci-small\"\n",
+                8,
+            ),
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            let scenario = quiclab_results::ScenarioRecord {
+                name: name.into(),
+                description: String::new(),
+                file: "s3.toml".into(),
+                text: text.into(),
+                planned_runs: 20,
+            };
+            let db = dir.path().join("s3").join("results.sqlite");
+            let mut store = Store::create_or_resume(&db, &scenario, false).unwrap();
+            store.begin_session(&Default::default()).unwrap();
+            for rep in 1..=reps {
+                let mut a = stored("h3", rep, Status::Ok, Some(500.0));
+                let mut b = stored("h1", rep, Status::Ok, Some(1000.0));
+                a.key = format!("a{rep}");
+                b.key = format!("b{rep}");
+                store.record(&a, &[]).unwrap();
+                store.record(&b, &[]).unwrap();
+            }
+            drop(store);
+            let study = findings::parse(
+                "study = \"t\"\ntitle = \"t\"\n[[finding]]\nid = \"x\"\nclaim = \"h3 faster\"\n\
+                 class = \"reproduction\"\nscenario = \"s3\"\nmetric = \"plt_ms\"\n\
+                 compare = { axis = \"protocol\", a = \"h3\", b = \"h1\" }\n",
+                "t.toml",
+            )
+            .unwrap();
+            let v = judge_study(&study, &pack_dirs(&study, dir.path()), None).unwrap();
+            let j = &v[0].judgement;
+            assert!(
+                matches!(&j.verdict, Verdict::Inconclusive { why }
+                    if why.contains("an observation (n = 8), not a verdict")),
+                "{name}: {j:?}"
+            );
+            // The estimate is still shown.
+            assert_eq!(j.estimate.as_ref().unwrap().median, 0.5);
+        }
+    }
+
     #[test]
     fn judging_a_directory_of_another_scenario_is_refused() {
         let dir = tempfile::tempdir().unwrap();
@@ -985,7 +1143,7 @@ mod tests {
         store.begin_session(&Default::default()).unwrap();
         drop(store);
         let study = findings::parse(
-            "study = \"t\"\ntitle = \"t\"\n[[finding]]\nid = \"x\"\nclaim = \"h3 faster\"\n\
+            "study = \"t\"\ntitle = \"t\"\n[[finding]]\nid = \"x\"\nclaim = \"h3 faster\"\nclass = \"reproduction\"\n\
              scenario = \"s3\"\nmetric = \"plt_ms\"\n\
              compare = { axis = \"protocol\", a = \"h3\", b = \"h1\" }\n",
             "t.toml",

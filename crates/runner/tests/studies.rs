@@ -52,3 +52,38 @@ fn the_readme_names_every_scenario_file() {
     }
     assert!(missing.is_empty(), "README.md does not name: {missing:?}");
 }
+
+/// Issue 37: the findings that hold by construction are calibrations, never counted as
+/// reproductions — the handshake's round trips on a fixed-delay link, what 0-RTT saves, FEC's
+/// parity share by configuration.
+#[test]
+fn findings_that_hold_by_construction_are_calibrations() {
+    use quiclab_verdict::findings::Class;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut class = std::collections::BTreeMap::new();
+    for file in std::fs::read_dir(root.join("studies")).unwrap().flatten() {
+        let text = std::fs::read_to_string(file.path()).unwrap();
+        let study = quiclab_verdict::findings::parse(&text, "study").unwrap();
+        for f in study.findings {
+            class.insert(f.id, f.class);
+        }
+    }
+    for id in [
+        "000-2a",
+        "002-1a-quic",
+        "002-1a-tls12",
+        "002-1a-v6",
+        "002-1a-0rtt",
+        "002-2-v4",
+        "002-2-v6",
+        "000-5f",
+        "001-5",
+        "004-3f",
+    ] {
+        assert_eq!(class.get(id), Some(&Class::Calibration), "{id}");
+    }
+    // The claims they calibrate against stay reproductions.
+    for id in ["000-5f-lead", "001-5-lead", "000-1a", "001-1a"] {
+        assert_eq!(class.get(id), Some(&Class::Reproduction), "{id}");
+    }
+}

@@ -63,6 +63,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::judge::{Claim, Rule, Test};
 
+/// The smallest difference that matters in a comparison when the study does not say (5 %): a
+/// significant difference smaller than it is no lead either way.
+pub const DEFAULT_MIN_EFFECT: f64 = 0.05;
+
 /// One study's file.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Study {
@@ -75,6 +79,26 @@ pub struct Study {
     pub findings: Vec<Finding>,
 }
 
+/// Whether a finding reproduces a seed's result or calibrates the testbed: a calibration holds by
+/// construction (a configuration, the handshake's round trips on a fixed-delay link, what 0-RTT
+/// saves) and says the lab does what it is set to do; it is judged like any finding, and every
+/// summary counts the two classes apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Class {
+    Reproduction,
+    Calibration,
+}
+
+impl Class {
+    pub fn name(self) -> &'static str {
+        match self {
+            Class::Reproduction => "reproduction",
+            Class::Calibration => "calibration",
+        }
+    }
+}
+
 /// One finding, checked.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Finding {
@@ -82,6 +106,7 @@ pub struct Finding {
     /// The seed's table, figure or section.
     pub source: String,
     pub claim: String,
+    pub class: Class,
     /// The line of `[[finding]]` in the file.
     #[serde(skip)]
     pub line: usize,
@@ -101,8 +126,6 @@ pub enum Judged {
         rule: Rule,
         /// The seed's own number, shown beside quiclab's.
         seed_value: Option<f64>,
-        /// Why a quick pack cannot judge it (its verdict there is inconclusive, saying so).
-        not_judged_quick: Option<String>,
     },
     NotRunnable {
         why: String,
@@ -118,6 +141,8 @@ struct FileDe {
     seeds: Vec<String>,
     #[serde(default)]
     differences: Vec<String>,
+    /// The smallest difference that matters for the study's comparisons (a share: 0.05 = 5 %).
+    min_effect: Option<f64>,
     #[serde(default)]
     finding: Vec<toml::Spanned<FindingDe>>,
 }
@@ -152,6 +177,7 @@ struct FindingDe {
     #[serde(default)]
     source: String,
     claim: String,
+    class: Option<String>,
     scenario: Option<String>,
     #[serde(default, rename = "where")]
     filter: BTreeMap<String, toml::Value>,
@@ -162,10 +188,10 @@ struct FindingDe {
     approx: Option<ApproxDe>,
     wins_share: Option<WinsShareDe>,
     no_best_everywhere: Option<String>,
-    not_judged_quick: Option<String>,
     test: Option<String>,
     alpha: Option<f64>,
     min_n: Option<usize>,
+    min_effect: Option<f64>,
     seed_value: Option<f64>,
     not_runnable: Option<String>,
 }
@@ -235,6 +261,15 @@ pub fn parse(text: &str, file: &str) -> Result<Study, String> {
             return Err(format!("{file}:1: key \"{key}\": must not be empty"));
         }
     }
+    let effect_range = |v: f64| v.is_finite() && (0.0..1.0).contains(&v);
+    if let Some(m) = de.min_effect
+        && !effect_range(m)
+    {
+        return Err(format!(
+            "{file}:1: key \"min_effect\": expected a share in [0, 1) (0.05 = 5 %); got {m}"
+        ));
+    }
+    let study_effect = de.min_effect.unwrap_or(DEFAULT_MIN_EFFECT);
     let mut ids = std::collections::BTreeSet::new();
     let mut findings = Vec::new();
     for spanned in de.finding {
@@ -255,6 +290,21 @@ pub fn parse(text: &str, file: &str) -> Result<Study, String> {
         if f.claim.trim().is_empty() {
             return Err(at("claim", "must not be empty: the seed's sentence".into()));
         }
+        let class = match f.class.as_deref() {
+            Some("reproduction") => Class::Reproduction,
+            Some("calibration") => Class::Calibration,
+            other => {
+                return Err(at(
+                    "class",
+                    format!(
+                        "expected \"reproduction\" (a seed's result) or \"calibration\" (holds by \
+                         construction: a configuration, handshake round trips on a fixed-delay \
+                         link); got {}",
+                        other.map_or("nothing".to_string(), |o| format!("{o:?}"))
+                    ),
+                ));
+            }
+        };
         // Numbers a rule compares with: NaN or ∞ would make any verdict meaningless.
         for (key, v) in [
             ("at_least", f.at_least),
@@ -267,6 +317,7 @@ pub fn parse(text: &str, file: &str) -> Result<Study, String> {
             ),
             ("seed_value", f.seed_value),
             ("alpha", f.alpha),
+            ("min_effect", f.min_effect),
         ] {
             if let Some(v) = v
                 && !v.is_finite()
@@ -280,7 +331,7 @@ pub fn parse(text: &str, file: &str) -> Result<Study, String> {
                     ("scenario", f.scenario.is_some()),
                     ("metric", f.metric.is_some()),
                     ("compare", f.compare.is_some()),
-                    ("not_judged_quick", f.not_judged_quick.is_some()),
+                    ("test", f.test.is_some()),
                 ] {
                     if given {
                         return Err(at(key, "a not_runnable finding names no runs".into()));
@@ -299,11 +350,13 @@ pub fn parse(text: &str, file: &str) -> Result<Study, String> {
                     .metric
                     .clone()
                     .ok_or_else(|| at("metric", "missing".into()))?;
-                // compare with approx is one claim: the ratio A/B.
+                // compare with approx, at_least or at_most is one claim: of the ratio A/B.
+                let bound_of_compare = f.compare.is_some()
+                    && (f.approx.is_some() || f.at_least.is_some() || f.at_most.is_some());
                 let claims = [
                     f.compare.is_some(),
-                    f.at_least.is_some(),
-                    f.at_most.is_some(),
+                    f.at_least.is_some() && !bound_of_compare,
+                    f.at_most.is_some() && !bound_of_compare,
                     f.approx.is_some() && f.compare.is_none(),
                     f.wins_share.is_some(),
                     f.no_best_everywhere.is_some(),
@@ -327,8 +380,9 @@ pub fn parse(text: &str, file: &str) -> Result<Study, String> {
                     return Err(at(
                         key,
                         format!(
-                            "give exactly one of compare (with approx: a ratio), at_least, \
-                             at_most, approx, wins_share, no_best_everywhere; got {}",
+                            "give exactly one of compare (with approx, at_least or at_most: of \
+                             the ratio A/B), at_least, at_most, approx, wins_share, \
+                             no_best_everywhere; got {}",
                             if given.is_empty() {
                                 "none".to_string()
                             } else {
@@ -368,6 +422,45 @@ pub fn parse(text: &str, file: &str) -> Result<Study, String> {
                         "tolerance must be between 0 and 1 (a share of the value)".into(),
                     ));
                 }
+                if f.compare.is_some()
+                    && [
+                        f.approx.is_some(),
+                        f.at_least.is_some(),
+                        f.at_most.is_some(),
+                    ]
+                    .iter()
+                    .filter(|g| **g)
+                    .count()
+                        > 1
+                {
+                    return Err(at(
+                        "compare",
+                        "a ratio claim takes one of approx, at_least or at_most".into(),
+                    ));
+                }
+                if let (Some(_), Some(a)) = (&f.compare, &f.approx) {
+                    let (lo, hi) = (a.value * (1.0 - a.tolerance), a.value * (1.0 + a.tolerance));
+                    if a.value != 1.0 && lo <= 1.0 && hi >= 1.0 {
+                        return Err(at(
+                            "approx",
+                            format!(
+                                "the band {lo:.3}–{hi:.3} contains 1 (no difference between A and \
+                                 B), so the claim could hold with no effect at all; narrow the \
+                                 tolerance, or claim equivalence with value = 1"
+                            ),
+                        ));
+                    }
+                }
+                for (key, v) in [("at_least", f.at_least), ("at_most", f.at_most)] {
+                    if let (Some(_), Some(v)) = (&f.compare, v)
+                        && v <= 0.0
+                    {
+                        return Err(at(
+                            key,
+                            format!("with compare it bounds the ratio A/B: must be > 0; got {v}"),
+                        ));
+                    }
+                }
                 let claim = if let (Some(c), Some(a)) = (&f.compare, &f.approx) {
                     Claim::Ratio {
                         axis: c.axis.clone(),
@@ -375,6 +468,20 @@ pub fn parse(text: &str, file: &str) -> Result<Study, String> {
                         b: render(&c.b),
                         value: a.value,
                         tolerance: a.tolerance,
+                    }
+                } else if let (Some(c), Some(v)) = (&f.compare, f.at_least) {
+                    Claim::RatioAtLeast {
+                        axis: c.axis.clone(),
+                        a: render(&c.a),
+                        b: render(&c.b),
+                        value: v,
+                    }
+                } else if let (Some(c), Some(v)) = (&f.compare, f.at_most) {
+                    Claim::RatioAtMost {
+                        axis: c.axis.clone(),
+                        a: render(&c.a),
+                        b: render(&c.b),
+                        value: v,
                     }
                 } else if let Some(w) = &f.wins_share {
                     if !(w.at_least > 0.0 && w.at_least <= 1.0) {
@@ -413,21 +520,39 @@ pub fn parse(text: &str, file: &str) -> Result<Study, String> {
                 let test = match f.test.as_deref() {
                     Some("sign") | None => Test::Sign,
                     Some("wilcoxon") => Test::Wilcoxon,
-                    Some("bootstrap") => Test::Bootstrap,
+                    Some("interval") => Test::Interval,
                     Some("wins") => Test::Wins,
+                    Some("bootstrap") => {
+                        return Err(at(
+                            "test",
+                            "\"bootstrap\" is no longer a rule: the percentile bootstrap of a \
+                             median undercovers at small n (at n = 5 its \"95 %\" interval is the \
+                             range, 93.75 %); use \"interval\" (the exact order-statistic \
+                             interval) for an approx band, \"sign\" for a threshold"
+                                .into(),
+                        ));
+                    }
                     Some(other) => {
                         return Err(at(
                             "test",
-                            format!("expected sign, wilcoxon, bootstrap or wins; got {other:?}"),
+                            format!("expected sign, wilcoxon, interval or wins; got {other:?}"),
                         ));
                     }
                 };
-                if matches!(claim, Claim::Approx { .. } | Claim::Ratio { .. })
-                    && test != Test::Bootstrap
-                {
+                let band = matches!(claim, Claim::Approx { .. } | Claim::Ratio { .. });
+                if band != (test == Test::Interval) {
                     return Err(at(
                         "test",
-                        "an approx claim is judged by its bootstrap interval: test = \"bootstrap\""
+                        "an approx band is judged by the exact interval of its median \
+                         (test = \"interval\"), and only it is"
+                            .into(),
+                    ));
+                }
+                if test == Test::Wilcoxon && !matches!(claim, Claim::Better { .. }) {
+                    return Err(at(
+                        "test",
+                        "the Wilcoxon test is for a paired comparison (compare without a bound); \
+                         a threshold is judged by the sign test"
                             .into(),
                     ));
                 }
@@ -450,9 +575,16 @@ pub fn parse(text: &str, file: &str) -> Result<Study, String> {
                         format!("expected a level between 0 and 0.5; got {alpha}"),
                     ));
                 }
-                let min_n = f.min_n.unwrap_or(5);
+                let min_n = f.min_n.unwrap_or(6);
                 if min_n == 0 {
                     return Err(at("min_n", "must be at least 1".into()));
+                }
+                let min_effect = f.min_effect.unwrap_or(study_effect);
+                if !effect_range(min_effect) {
+                    return Err(at(
+                        "min_effect",
+                        format!("expected a share in [0, 1) (0.05 = 5 %); got {min_effect}"),
+                    ));
                 }
                 Judged::Run {
                     scenario,
@@ -463,9 +595,13 @@ pub fn parse(text: &str, file: &str) -> Result<Study, String> {
                         .collect(),
                     metric,
                     claim,
-                    rule: Rule { test, alpha, min_n },
+                    rule: Rule {
+                        test,
+                        alpha,
+                        min_n,
+                        min_effect,
+                    },
                     seed_value: f.seed_value,
-                    not_judged_quick: f.not_judged_quick.clone(),
                 }
             }
         };
@@ -473,6 +609,7 @@ pub fn parse(text: &str, file: &str) -> Result<Study, String> {
             id: f.id,
             source: f.source,
             claim: f.claim,
+            class,
             line,
             judged,
         });
@@ -554,10 +691,9 @@ pub fn validate(
                 format!("no run of {scenario} has all of these values"),
             ));
         }
-        let sides: Vec<(&String, &String)> = match claim {
-            crate::judge::Claim::Better { axis, a, b }
-            | crate::judge::Claim::Ratio { axis, a, b, .. } => vec![(axis, a), (axis, b)],
-            crate::judge::Claim::WinsShare { axis, a, .. } => vec![(axis, a)],
+        let sides: Vec<(&str, &str)> = match (claim.sides(), claim) {
+            (Some((axis, a, b)), _) => vec![(axis, a), (axis, b)],
+            (None, crate::judge::Claim::WinsShare { axis, a, .. }) => vec![(axis, a)],
             _ => Vec::new(),
         };
         if let crate::judge::Claim::WinsShare { axis, .. }
@@ -575,7 +711,10 @@ pub fn validate(
             }
         }
         for (axis, side) in sides {
-            if !matching.iter().any(|r| r.params.get(axis) == Some(side)) {
+            if !matching
+                .iter()
+                .any(|r| r.params.get(axis).map(String::as_str) == Some(side))
+            {
                 return Err(at(
                     "compare",
                     format!("no run of {scenario} within `where` has {axis} = {side:?}"),
@@ -591,24 +730,29 @@ pub fn validate(
                 .filter(|r| r.params.get(axis).map(String::as_str) == Some(v))
                 .count()
         };
-        let (reachable, of) = match claim {
-            crate::judge::Claim::Better { axis, a, b }
-            | crate::judge::Claim::Ratio { axis, a, b, .. } => {
-                (count(axis, a).min(count(axis, b)), "pairs")
-            }
-            crate::judge::Claim::WinsShare { .. }
-            | crate::judge::Claim::NoBestEverywhere { .. } => {
-                (s.repetitions as usize, "runs per side and setting")
-            }
+        let (reachable, of) = match (claim.sides(), claim) {
+            (Some((axis, a, b)), _) => (count(axis, a).min(count(axis, b)), "pairs"),
+            (
+                None,
+                crate::judge::Claim::WinsShare { .. }
+                | crate::judge::Claim::NoBestEverywhere { .. },
+            ) => (s.repetitions as usize, "runs per side and setting"),
             _ => (matching.len(), "runs"),
         };
-        if rule.min_n > reachable {
+        // A test with a p value or an exact interval also needs the n at which all-on-one-side
+        // reaches significance (6 at α = 0.05).
+        let needed = if rule.test == Test::Wins {
+            rule.min_n
+        } else {
+            rule.min_n.max(crate::rules::fewest_informative(rule.alpha))
+        };
+        if needed > reachable {
             return Err(at(
                 "min_n",
                 format!(
-                    "{} but {scenario}'s plan within `where` gives at most {reachable} {of} \
-                     ({} repetitions): the rule could never judge",
-                    rule.min_n, s.repetitions
+                    "{} (with α = {}: {needed}) but {scenario}'s plan within `where` gives at most \
+                     {reachable} {of} ({} repetitions): the rule could never judge",
+                    rule.min_n, rule.alpha, s.repetitions
                 ),
             ));
         }
@@ -634,6 +778,7 @@ seeds = ["000"]
 id = "000-5a"
 source = "Fig. 9"
 claim = "QUIC faster than HTTP/1.1"
+class = "reproduction"
 scenario = "carlucci2015-s3"
 where = { loss = "0%", rate = "3mbit" }
 metric = "plt_ms"
@@ -644,16 +789,18 @@ min_n = 10
 [[finding]]
 id = "000-4a"
 claim = "3x at 13 kB"
+class = "reproduction"
 scenario = "carlucci2015-s2"
 where = { queue = "13kB" }
 metric = "ratio_first_rest"
 approx = { value = 3.0, tolerance = 0.25 }
-test = "bootstrap"
+test = "interval"
 seed_value = 3.0
 
 [[finding]]
 id = "002-8"
 claim = "YouTube"
+class = "reproduction"
 not_runnable = "the public Internet"
 "#;
 
@@ -693,24 +840,39 @@ not_runnable = "the public Internet"
             "{e}"
         );
         let e = parse(
-            &FILE.replace("test = \"bootstrap\"", "test = \"sign\""),
+            &FILE.replace("test = \"interval\"", "test = \"sign\""),
             "t.toml",
         )
         .unwrap_err();
-        assert!(e.contains("key \"test\"") && e.contains("bootstrap"), "{e}");
+        assert!(e.contains("key \"test\"") && e.contains("interval"), "{e}");
+        // The bootstrap is refused with why and what to use instead.
+        let e = parse(
+            &FILE.replace("test = \"interval\"", "test = \"bootstrap\""),
+            "t.toml",
+        )
+        .unwrap_err();
+        assert!(
+            e.starts_with("t.toml:17: finding \"000-4a\": key \"test\"")
+                && e.contains("93.75 %")
+                && e.contains("\"interval\""),
+            "{e}"
+        );
         let e = parse(
             &FILE.replace("id = \"000-4a\"", "id = \"000-5a\""),
             "t.toml",
         )
         .unwrap_err();
         assert!(
-            e.starts_with("t.toml:16:") && e.contains("second finding"),
+            e.starts_with("t.toml:17:") && e.contains("second finding"),
             "{e}"
         );
         let e = parse(&FILE.replace("metric = \"plt_ms\"\n", ""), "t.toml").unwrap_err();
         assert!(e.contains("key \"metric\": missing"), "{e}");
         let e = parse(
-            &FILE.replace("min_n = 10", "min_n = 10\nat_least = 1.0"),
+            &FILE.replace(
+                "min_n = 10",
+                "min_n = 10\nno_best_everywhere = \"protocol\"",
+            ),
             "t.toml",
         )
         .unwrap_err();
@@ -780,7 +942,7 @@ not_runnable = "the public Internet"
         // Type errors name their key.
         let e = bad("min_n = 10", "min_n = \"ten\"");
         assert!(
-            e.starts_with("t.toml:14: key \"min_n\": invalid type"),
+            e.starts_with("t.toml:15: key \"min_n\": invalid type"),
             "{e}"
         );
         let e = bad("tolerance = 0.25", "tolerance = \"a quarter\"");
@@ -813,7 +975,7 @@ not_runnable = "the public Internet"
     const S3: &str = "name = \"carlucci2015-s3\"\nrepetitions = 10\n[workload]\nkind = \"page\"\n[link]\nrtt = \"50ms\"\n\
                       [grid]\nprotocol = [\"h1\", \"h3\"]\npage = [\"carlucci-small\"]\n\
                       rate = [\"3mbit\"]\nloss = [\"0%\"]\n";
-    const S2: &str = "name = \"carlucci2015-s2\"\nrepetitions = 5\n[workload]\nkind = \"flows\"\nduration = \"40s\"\n\
+    const S2: &str = "name = \"carlucci2015-s2\"\nrepetitions = 6\n[workload]\nkind = \"flows\"\nduration = \"40s\"\n\
                       [link]\nrate = \"5mbit\"\n[grid]\nflows = [\"h3 + h1\"]\nqueue = [\"13kB\"]\n";
 
     fn check(text: &str) -> Result<(), String> {
@@ -856,21 +1018,22 @@ differences = ["cold loads only"]
 [[finding]]
 id = "r"
 claim = "h3 takes twice h1's time"
+class = "reproduction"
 scenario = "carlucci2015-s3"
 metric = "plt_ms"
 compare = { axis = "protocol", a = "h3", b = "h1" }
 approx = { value = 2.0, tolerance = 0.2 }
-test = "bootstrap"
+test = "interval"
 
 [[finding]]
 id = "w"
 claim = "h3 wins half the settings"
+class = "calibration"
 scenario = "carlucci2015-s3"
 metric = "plt_ms"
 wins_share = { axis = "protocol", a = "h3", at_least = 0.5 }
 test = "wins"
 min_n = 3
-not_judged_quick = "one repetition"
 "#;
 
     #[test]
@@ -881,18 +1044,12 @@ not_judged_quick = "one repetition"
             panic!()
         };
         assert!(matches!(claim, Claim::Ratio { value, .. } if *value == 2.0));
-        let Judged::Run {
-            claim,
-            rule,
-            not_judged_quick,
-            ..
-        } = &s.findings[1].judged
-        else {
+        let Judged::Run { claim, rule, .. } = &s.findings[1].judged else {
             panic!()
         };
         assert!(matches!(claim, Claim::WinsShare { at_least, .. } if *at_least == 0.5));
         assert_eq!(rule.test, Test::Wins);
-        assert_eq!(not_judged_quick.as_deref(), Some("one repetition"));
+        assert_eq!(s.findings[1].class, Class::Calibration);
         check(WINS).unwrap();
         // The wins rule is for wins claims only, and they need it.
         let e = parse(
@@ -901,7 +1058,7 @@ not_judged_quick = "one repetition"
         )
         .unwrap_err();
         assert!(
-            e.contains("t.toml:14:") && e.contains("key \"test\""),
+            e.contains("t.toml:15:") && e.contains("key \"test\""),
             "{e}"
         );
         // A side the scenario never runs.
@@ -916,5 +1073,76 @@ not_judged_quick = "one repetition"
         assert!(e.contains("fewer than two values"), "{e}");
         let e = parse(&WINS.replace("at_least = 0.5", "at_least = 50"), "t.toml").unwrap_err();
         assert!(e.contains("key \"wins_share\""), "{e}");
+    }
+
+    /// Issue 37: every finding says whether it reproduces or calibrates; the study states the
+    /// smallest effect that matters; a ratio band may not contain 1 unless it claims equivalence.
+    #[test]
+    fn class_min_effect_and_bands_are_checked() {
+        let s = parse(FILE, "t.toml").unwrap();
+        assert!(s.findings.iter().all(|f| f.class == Class::Reproduction));
+        let Judged::Run { rule, .. } = &s.findings[0].judged else {
+            panic!()
+        };
+        assert_eq!(rule.min_effect, DEFAULT_MIN_EFFECT);
+        let e = parse(
+            &FILE.replacen("class = \"reproduction\"\n", "", 1),
+            "t.toml",
+        )
+        .unwrap_err();
+        assert!(
+            e.starts_with("t.toml:5: finding \"000-5a\": key \"class\"")
+                && e.contains("calibration"),
+            "{e}"
+        );
+        let e = parse(
+            &FILE.replacen("class = \"reproduction\"", "class = \"check\"", 1),
+            "t.toml",
+        )
+        .unwrap_err();
+        assert!(e.contains("\"check\""), "{e}");
+        let study = FILE.replace("seeds = [\"000\"]", "seeds = [\"000\"]\nmin_effect = 0.1");
+        let s = parse(&study, "t.toml").unwrap();
+        let Judged::Run { rule, .. } = &s.findings[0].judged else {
+            panic!()
+        };
+        assert_eq!(rule.min_effect, 0.1);
+        let per = FILE.replace("min_n = 10", "min_n = 10\nmin_effect = 0.02");
+        let s = parse(&per, "t.toml").unwrap();
+        let Judged::Run { rule, .. } = &s.findings[0].judged else {
+            panic!()
+        };
+        assert_eq!(rule.min_effect, 0.02);
+        let e = parse(
+            &FILE.replace("seeds = [\"000\"]", "seeds = [\"000\"]\nmin_effect = 1.5"),
+            "t.toml",
+        )
+        .unwrap_err();
+        assert!(e.contains("key \"min_effect\""), "{e}");
+        // A ratio band around 1.16 ± 20 % contains 1: refused; 1 ± 10 % is equivalence: allowed.
+        let band = |approx: &str| WINS.replace("approx = { value = 2.0, tolerance = 0.2 }", approx);
+        let e = parse(
+            &band("approx = { value = 1.16, tolerance = 0.2 }"),
+            "t.toml",
+        )
+        .unwrap_err();
+        assert!(
+            e.contains("contains 1") && e.contains("key \"approx\""),
+            "{e}"
+        );
+        parse(&band("approx = { value = 1.0, tolerance = 0.1 }"), "t.toml").unwrap();
+        // compare with at_least: a one-sided bound of the ratio.
+        let s = parse(
+            &WINS.replace(
+                "approx = { value = 2.0, tolerance = 0.2 }\ntest = \"interval\"",
+                "at_least = 3.0\ntest = \"sign\"",
+            ),
+            "t.toml",
+        );
+        let s = s.unwrap_or_else(|e| panic!("{e}"));
+        let Judged::Run { claim, .. } = &s.findings[0].judged else {
+            panic!()
+        };
+        assert!(matches!(claim, Claim::RatioAtLeast { value, .. } if *value == 3.0));
     }
 }

@@ -1,6 +1,17 @@
 //! From a finding's runs to its verdict: the runs it covers (scenario settings matching its
 //! filter), paired by repetition and every other setting across the compared axis, judged by its
 //! rule.
+//!
+//! One standard for every path (a reviewer's, issue 37):
+//! - n is what informs the test: pairs (or runs) on one side of the claim, ties left out; a rule
+//!   whose n could not reach p < α even if every pair agreed (fewer than 6 at α = 0.05) is
+//!   inconclusive, never "does not hold".
+//! - Intervals of a median are exact (order statistics, [`rules::median_interval`]) and must
+//!   reach 1 − α; at n = 5 none does (the range covers 93.75 %).
+//! - A comparison states the smallest difference that matters ([`Rule::min_effect`]): a
+//!   significant difference whose median ratio is closer to 1 is not "holds" or "reversed".
+//! - Failed runs and runs whose partner is missing count against the 5 % failure limit; censored
+//!   runs keep their bound; runs whose metric is undefined by definition are counted apart.
 
 use std::collections::BTreeMap;
 
@@ -12,35 +23,50 @@ use crate::rules::{self, Better, Counts, MAX_FAILED_SHARE, Observed, RatioInterv
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "claim", rename_all = "snake_case")]
 pub enum Claim {
-    /// A is better than B along `axis` (by the metric's direction), pair by pair.
+    /// A is better than B along `axis` (by the metric's direction), pair by pair, by at least the
+    /// rule's minimum effect.
     Better {
         axis: String,
         a: String,
         b: String,
     },
-    /// The metric is at least / at most `value` (e.g. Jain's index ≥ 0.9).
+    /// The metric is at least / at most `value` (e.g. a share ≥ 2/3), by a one-sample sign test.
     AtLeast {
         value: f64,
     },
     AtMost {
         value: f64,
     },
-    /// The metric is `value` within ±`tolerance` × value (e.g. a goodput ratio of about 3): holds
-    /// when the bootstrap interval of its median lies inside that band, does not hold when it
+    /// The metric is `value` within ±`tolerance` × value (e.g. a utilisation of about 0.99):
+    /// holds when the exact interval of its median lies inside that band, does not hold when it
     /// lies outside, else inconclusive (an equivalence test).
     Approx {
         value: f64,
         tolerance: f64,
     },
-    /// The per-pair ratio A/B along `axis` is `value` within ±`tolerance` × value (e.g. QUIC's
-    /// page load time ≈ 3× SPDY's): judged like [`Claim::Approx`] on the bootstrap interval of
-    /// the median ratio.
+    /// The per-pair ratio A/B along `axis` is `value` within ±`tolerance` × value: judged like
+    /// [`Claim::Approx`] on the exact interval of the median ratio. The band excludes 1 unless
+    /// `value` is 1 (then it is a claim of no effect: equivalence).
     Ratio {
         axis: String,
         a: String,
         b: String,
         value: f64,
         tolerance: f64,
+    },
+    /// The per-pair ratio A/B is at least / at most `value` ("more than three times"): a
+    /// one-sample sign test of the ratios against `value`.
+    RatioAtLeast {
+        axis: String,
+        a: String,
+        b: String,
+        value: f64,
+    },
+    RatioAtMost {
+        axis: String,
+        a: String,
+        b: String,
+        value: f64,
     },
     /// Megyesi et al. 2016's rule decides each setting (every parameter but `axis`, over the
     /// repetitions; [`quiclab_experiment::stats::winners`]): A wins it, alone or shared, in at
@@ -50,43 +76,58 @@ pub enum Claim {
         a: String,
         at_least: f64,
     },
-    /// By the same rule, no value of `axis` wins every setting alone.
+    /// By the same rule, no value of `axis` is better than the others: every value wins (alone or
+    /// shared) at least one setting, and none wins every setting alone (reversed).
     NoBestEverywhere {
         axis: String,
     },
 }
 
+impl Claim {
+    /// The compared axis and sides of a paired claim.
+    pub fn sides(&self) -> Option<(&str, &str, &str)> {
+        match self {
+            Claim::Better { axis, a, b }
+            | Claim::Ratio { axis, a, b, .. }
+            | Claim::RatioAtLeast { axis, a, b, .. }
+            | Claim::RatioAtMost { axis, a, b, .. } => Some((axis, a, b)),
+            _ => None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Test {
-    /// Exact two-sided sign test.
+    /// Exact two-sided sign test (paired, or one-sample against a threshold).
     Sign,
-    /// Wilcoxon signed-rank test (two-sided).
+    /// Wilcoxon signed-rank test (two-sided, paired).
     Wilcoxon,
-    /// A bootstrap interval at 1 − α of the median (of the per-pair ratio A/B for comparisons).
-    Bootstrap,
+    /// The exact order-statistic interval at 1 − α of the median (of the per-pair ratio A/B for
+    /// a ratio): for magnitude bands.
+    Interval,
     /// Megyesi et al. 2016's wins rule per setting (descriptive: a count of settings, no p).
     Wins,
 }
 
-/// The decision rule: the test, its level and the fewest pairs (or runs) it needs.
+/// The decision rule: the test, its level, the fewest informative pairs (or runs) it needs and,
+/// for a comparison, the smallest difference that matters (a share of B: 0.05 = 5 %).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Rule {
     pub test: Test,
     pub alpha: f64,
     pub min_n: usize,
+    pub min_effect: f64,
 }
-
-/// Bootstrap draws, and their seed: intervals are reproducible.
-const RESAMPLES: usize = 4000;
-const BOOTSTRAP_SEED: u64 = 2026;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "verdict", rename_all = "snake_case")]
 pub enum Verdict {
     Holds,
-    /// Reversed (the opposite is significant), or absent (no significant difference with
-    /// enough pairs; for a threshold or magnitude, the interval lies on the other side).
+    /// Reversed (the opposite is significant, by at least the minimum effect), or not shown (no
+    /// significant difference with enough informative pairs; an interval on the other side of a
+    /// threshold's or band's edge, or straddling a threshold; an effect significant but smaller
+    /// than the one that matters, with its interval inside that margin).
     DoesNotHold {
         reversed: bool,
     },
@@ -105,9 +146,10 @@ pub struct Judgement {
     pub counts: Counts,
     /// The test's p value (sign, Wilcoxon).
     pub p: Option<f64>,
-    /// The median (of the per-pair ratio A/B, or of the metric) with its interval.
+    /// The median (of the per-pair ratio A/B, or of the metric) with its exact interval.
     pub estimate: Option<RatioInterval>,
-    /// What a count-of-settings claim counted (`h3 wins 10 of 24 settings`).
+    /// What a count-of-settings claim counted (`h3 wins 10 of 24 settings`), or why a
+    /// significant difference is not a verdict.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
 }
@@ -138,9 +180,17 @@ fn matches(run: &RunValue, filter: &BTreeMap<String, String>) -> bool {
     filter.iter().all(|(k, v)| run.params.get(k) == Some(v))
 }
 
+/// The values of the runs that match `filter`.
+pub fn select(runs: &[RunValue], filter: &BTreeMap<String, String>) -> Vec<Observed> {
+    runs.iter()
+        .filter(|r| matches(r, filter))
+        .map(|r| r.value)
+        .collect()
+}
+
 /// The pairs of `runs` (already the finding's scenario) that match `filter`, A's run against B's
 /// along `axis`, matched by repetition and every other parameter. A run without a partner is
-/// left out (counted in `unpaired`).
+/// left out and counted in `unpaired` (the judgement counts it as missing).
 pub fn pair(
     runs: &[RunValue],
     filter: &BTreeMap<String, String>,
@@ -175,63 +225,137 @@ pub fn pair(
     (pairs, unpaired)
 }
 
-/// Judges a comparison claim on its pairs.
+/// Judges a paired claim ([`Claim::Better`], [`Claim::Ratio`], [`Claim::RatioAtLeast`],
+/// [`Claim::RatioAtMost`]) on its pairs; `unpaired` runs (partner missing) count as missing.
+pub fn judge_paired(
+    pairs: &[(Observed, Observed)],
+    unpaired: usize,
+    claim: &Claim,
+    better: Better,
+    rule: Rule,
+) -> Judgement {
+    let mut j = match *claim {
+        Claim::Better { .. } => judge_pairs(pairs, better, rule),
+        Claim::Ratio {
+            value, tolerance, ..
+        } => judge_ratio(pairs, value, tolerance, rule),
+        Claim::RatioAtLeast { value, .. } | Claim::RatioAtMost { value, .. } => {
+            let (_, counts) = rules::sign_test(pairs, better);
+            let ratios: Vec<Observed> = rules::ratios(pairs)
+                .into_iter()
+                .map(Observed::Value)
+                .collect();
+            let threshold = if matches!(claim, Claim::RatioAtLeast { .. }) {
+                Claim::AtLeast { value }
+            } else {
+                Claim::AtMost { value }
+            };
+            let mut j = judge_values(&ratios, &threshold, rule);
+            // The runs behind the ratios: failed, censored and undefined ones included.
+            j.counts.runs = counts.runs;
+            j.counts.failed_runs = counts.failed_runs;
+            j.counts.censored_runs = counts.censored_runs;
+            j.counts.undefined_runs = counts.undefined_runs;
+            j.counts.left_out = pairs.len() - ratios.len();
+            if let Some(v) = too_little(&j.counts, j.counts.informative(), rule) {
+                j.verdict = v;
+            }
+            j
+        }
+        _ => Judgement::bare(Verdict::Inconclusive {
+            why: "not a paired claim".into(),
+        }),
+    };
+    if unpaired > 0 {
+        j.counts.unpaired = unpaired;
+        if let Some(v) = too_little(&j.counts, usize::MAX, rule) {
+            j.verdict = v;
+        }
+    }
+    j
+}
+
+/// Judges a [`Claim::Better`] on its pairs: the sign or Wilcoxon test on the informative pairs,
+/// then the minimum effect on the median ratio A/B.
 pub fn judge_pairs(pairs: &[(Observed, Observed)], better: Better, rule: Rule) -> Judgement {
     let (p, counts) = match rule.test {
-        Test::Sign | Test::Bootstrap | Test::Wins => rules::sign_test(pairs, better),
         Test::Wilcoxon => rules::wilcoxon(pairs, better),
+        Test::Sign | Test::Interval | Test::Wins => rules::sign_test(pairs, better),
     };
-    let estimate = rules::ratio_interval(pairs, 1.0 - rule.alpha, RESAMPLES, BOOTSTRAP_SEED);
-    if let Some(v) = too_little(&counts, counts.pairs, rule) {
-        return Judgement {
-            verdict: v,
-            counts,
-            p: None,
-            estimate,
-            detail: None,
-        };
-    }
-    let verdict = match rule.test {
-        Test::Sign | Test::Wilcoxon | Test::Wins => {
-            if p < rule.alpha {
-                if counts.a_better > counts.a_worse {
-                    Verdict::Holds
-                } else {
-                    Verdict::DoesNotHold { reversed: true }
-                }
-            } else {
-                Verdict::DoesNotHold { reversed: false }
-            }
-        }
-        Test::Bootstrap => match &estimate {
-            // The ratio A/B: below 1 is A better for a lower-is-better metric.
-            Some(e) => {
-                let (a_better, b_better) = match better {
-                    Better::Lower => (e.high < 1.0, e.low > 1.0),
-                    Better::Higher => (e.low > 1.0, e.high < 1.0),
-                };
-                if a_better {
-                    Verdict::Holds
-                } else {
-                    Verdict::DoesNotHold { reversed: b_better }
-                }
-            }
-            None => Verdict::Inconclusive {
-                why: "no pair where both runs finished (a ratio needs two values)".into(),
-            },
-        },
-    };
-    Judgement {
-        verdict,
+    let estimate = rules::ratio_interval(pairs, 1.0 - rule.alpha);
+    let mut j = Judgement {
+        verdict: Verdict::Holds,
         counts,
-        p: (rule.test != Test::Bootstrap).then_some(p),
+        p: Some(p),
         estimate,
         detail: None,
+    };
+    if let Some(v) = too_little(&j.counts, j.counts.informative(), rule) {
+        j.verdict = v;
+        return j;
+    }
+    if p >= rule.alpha {
+        j.verdict = Verdict::DoesNotHold { reversed: false };
+        j.detail = Some(format!(
+            "not shown: {} of {} informative pairs on the claimed side, p = {} ≥ α = {}",
+            j.counts.a_better,
+            j.counts.informative(),
+            p_text(p),
+            rule.alpha
+        ));
+        return j;
+    }
+    let claimed = j.counts.a_better > j.counts.a_worse;
+    j.verdict = if claimed {
+        Verdict::Holds
+    } else {
+        Verdict::DoesNotHold { reversed: true }
+    };
+    // The smallest difference that matters: a significant difference whose median ratio lies
+    // within ± min_effect of 1 is not a lead either way.
+    if let Some(e) = &j.estimate
+        && rule.min_effect > 0.0
+    {
+        let (lo, hi) = (1.0 - rule.min_effect, 1.0 + rule.min_effect);
+        if e.median > lo && e.median < hi {
+            let margin = format!("{:.0} %", rule.min_effect * 100.0);
+            if e.reaches(1.0 - rule.alpha) && e.low >= lo && e.high <= hi {
+                j.verdict = Verdict::DoesNotHold { reversed: false };
+                j.detail = Some(format!(
+                    "significant (p = {}) but smaller than the {margin} that matters: the median \
+                     ratio {:.3} and its interval {:.3}–{:.3} lie within 1 ± {margin}",
+                    p_text(p),
+                    e.median,
+                    e.low,
+                    e.high
+                ));
+            } else {
+                j.verdict = Verdict::Inconclusive {
+                    why: format!(
+                        "significant (p = {}) but the median ratio {:.3} is within the {margin} \
+                         that matters (its interval {:.3}–{:.3} reaches beyond it)",
+                        p_text(p),
+                        e.median,
+                        e.low,
+                        e.high
+                    ),
+                };
+            }
+        }
+    }
+    j
+}
+
+fn p_text(p: f64) -> String {
+    if p < 0.001 {
+        format!("{p:.1e}")
+    } else {
+        format!("{p:.3}")
     }
 }
 
-/// Judges a [`Claim::Ratio`] on its pairs: the bootstrap interval of the median ratio A/B
-/// against the band `value` ± `tolerance` × value.
+/// Judges a [`Claim::Ratio`] on its pairs: the exact interval of the median ratio A/B against
+/// the band `value` ± `tolerance` × value.
 pub fn judge_ratio(
     pairs: &[(Observed, Observed)],
     value: f64,
@@ -239,11 +363,16 @@ pub fn judge_ratio(
     rule: Rule,
 ) -> Judgement {
     let (_, counts) = rules::sign_test(pairs, Better::Lower);
-    let estimate = rules::ratio_interval(pairs, 1.0 - rule.alpha, RESAMPLES, BOOTSTRAP_SEED);
+    let estimate = rules::ratio_interval(pairs, 1.0 - rule.alpha);
     let finished = estimate.as_ref().map_or(0, |e| e.n);
     let verdict = match too_little(&counts, finished, rule) {
         Some(v) => v,
-        None => band_verdict(estimate.as_ref().expect("pairs finished"), value, tolerance),
+        None => band_verdict(
+            estimate.as_ref().expect("pairs finished"),
+            value,
+            tolerance,
+            rule,
+        ),
     };
     Judgement {
         verdict,
@@ -254,9 +383,12 @@ pub fn judge_ratio(
     }
 }
 
-/// Holds when the interval lies inside `value` ± `tolerance` × value, does not hold when it
-/// lies outside, else inconclusive (an equivalence test).
-fn band_verdict(e: &RatioInterval, value: f64, tolerance: f64) -> Verdict {
+/// Holds when the interval (reaching 1 − α) lies inside `value` ± `tolerance` × value, does not
+/// hold when it lies outside, else inconclusive (an equivalence test).
+fn band_verdict(e: &RatioInterval, value: f64, tolerance: f64, rule: Rule) -> Verdict {
+    if let Some(v) = thin_interval(e, rule) {
+        return v;
+    }
     let (lo, hi) = (value * (1.0 - tolerance), value * (1.0 + tolerance));
     if e.low >= lo && e.high <= hi {
         Verdict::Holds
@@ -265,13 +397,27 @@ fn band_verdict(e: &RatioInterval, value: f64, tolerance: f64) -> Verdict {
     } else {
         Verdict::Inconclusive {
             why: format!(
-                "the {:.0} % interval {:.3}–{:.3} overlaps the band {lo:.3}–{hi:.3} without lying in it",
+                "the {:.1} % interval {:.3}–{:.3} overlaps the band {lo:.3}–{hi:.3} without lying in it",
                 e.level * 100.0,
                 e.low,
                 e.high
             ),
         }
     }
+}
+
+/// Inconclusive when n is too small for any interval of the median to reach 1 − α.
+fn thin_interval(e: &RatioInterval, rule: Rule) -> Option<Verdict> {
+    (!e.reaches(1.0 - rule.alpha)).then(|| Verdict::Inconclusive {
+        why: format!(
+            "n = {}: the widest interval of a median (the range) covers {:.2} %, below {:.0} % \
+             (an exact interval needs n ≥ {})",
+            e.n,
+            e.level * 100.0,
+            (1.0 - rule.alpha) * 100.0,
+            rules::fewest_informative(rule.alpha)
+        ),
+    })
 }
 
 /// One setting of a wins claim and who won it (empty: equal, by Megyesi et al.'s rule).
@@ -336,6 +482,7 @@ pub fn judge_wins(
         match r.value {
             Observed::Value(x) if x.is_finite() => values.push(x),
             Observed::Value(_) | Observed::Failed => counts.failed_runs += 1,
+            Observed::Undefined => counts.undefined_runs += 1,
             Observed::Censored { at_least } => {
                 counts.censored_runs += 1;
                 if at_least.is_finite() {
@@ -443,34 +590,43 @@ pub fn judge_wins(
         Claim::WinsShare { a, at_least, .. } => {
             verdict_of(won(a) as f64 / n as f64 >= *at_least, false)
         }
-        _ => verdict_of(sides.iter().all(|s| alone(s) < n), false),
+        // Every side best somewhere (alone or shared); reversed when one side wins every
+        // setting alone (it is better than the others everywhere).
+        _ => verdict_of(
+            sides.iter().all(|s| won(s) > 0),
+            sides.iter().any(|s| alone(s) == n),
+        ),
     };
     (j, table)
 }
 
-/// Judges a threshold or magnitude claim on the runs' values.
+/// Judges a threshold or magnitude claim on the runs' values. A threshold is judged by the
+/// one-sample sign test (runs equal to the threshold count on neither side; a censored run counts
+/// above any threshold up to its bound and is left out above it); its exact interval is the dual
+/// estimate. A magnitude band is judged on the exact interval (censored runs enter as +∞: every
+/// finished run of a scenario took less than its limit).
 pub fn judge_values(values: &[Observed], claim: &Claim, rule: Rule) -> Judgement {
-    let counts = Counts {
+    let mut counts = Counts {
         runs: values.len(),
-        pairs: values
-            .iter()
-            .filter(|v| matches!(v, Observed::Value(x) if x.is_finite()))
-            .count(),
         failed_runs: values.iter().filter(|v| **v == Observed::Failed).count(),
         censored_runs: values
             .iter()
             .filter(|v| matches!(v, Observed::Censored { .. }))
             .count(),
+        undefined_runs: values.iter().filter(|v| **v == Observed::Undefined).count(),
         ..Counts::default()
     };
-    let finished: Vec<f64> = values
+    let known: Vec<f64> = values
         .iter()
-        .filter_map(|v| match v {
-            Observed::Value(x) if x.is_finite() => Some(*x),
+        .filter_map(|v| match *v {
+            Observed::Value(x) if x.is_finite() => Some(x),
+            Observed::Censored { at_least } if at_least.is_finite() => Some(f64::INFINITY),
             _ => None,
         })
         .collect();
-    let estimate = rules::values_interval(&finished, 1.0 - rule.alpha, RESAMPLES, BOOTSTRAP_SEED);
+    counts.pairs = known.len();
+    counts.left_out = values.len() - known.len() - counts.failed_runs - counts.undefined_runs;
+    let estimate = rules::median_interval(&known, 1.0 - rule.alpha);
     let mut j = Judgement {
         verdict: Verdict::Inconclusive { why: String::new() },
         counts,
@@ -478,58 +634,54 @@ pub fn judge_values(values: &[Observed], claim: &Claim, rule: Rule) -> Judgement
         estimate,
         detail: None,
     };
-    if let Some(v) = too_little(&j.counts, finished.len(), rule) {
-        j.verdict = v;
-        return j;
-    }
-    // Runs above and below a value (equal ones count in neither).
-    let split = |v: f64| {
-        (
-            finished.iter().filter(|&&x| x > v).count(),
-            finished.iter().filter(|&&x| x < v).count(),
-        )
-    };
     j.verdict = match *claim {
         Claim::AtLeast { value } | Claim::AtMost { value } => {
             let at_least = matches!(claim, Claim::AtLeast { .. });
-            let (hi, lo) = split(value);
-            let (ok, not) = if at_least { (hi, lo) } else { (lo, hi) };
-            match rule.test {
-                Test::Bootstrap => {
-                    let e = j.estimate.as_ref().expect("values exist");
-                    let (inside, outside) = if at_least {
-                        (e.low >= value, e.high < value)
-                    } else {
-                        (e.high <= value, e.low > value)
-                    };
-                    verdict_of(inside, outside)
+            // Above / below the threshold; a censored run is above anything up to its bound.
+            let (mut above, mut below) = (0, 0);
+            for v in values {
+                match *v {
+                    Observed::Value(x) if x.is_finite() && x > value => above += 1,
+                    Observed::Value(x) if x.is_finite() && x < value => below += 1,
+                    Observed::Censored { at_least: bound } if bound >= value => above += 1,
+                    _ => {}
                 }
-                _ => {
-                    let p = quiclab_experiment::stats::sign_test_p(ok, not);
-                    j.p = Some(p);
-                    j.counts.a_better = ok;
-                    j.counts.a_worse = not;
-                    if p < rule.alpha {
-                        verdict_of(ok > not, ok < not)
-                    } else if not == 0 && ok >= rule.min_n {
-                        // Every run on the claimed side but too few to be significant by the
-                        // sign test's smallest p: said as it is.
-                        Verdict::Inconclusive {
-                            why: format!("all {ok} runs on the claimed side, p = {p:.3} ≥ α"),
-                        }
-                    } else {
-                        Verdict::DoesNotHold { reversed: false }
-                    }
-                }
+            }
+            let (ok, not) = if at_least {
+                (above, below)
+            } else {
+                (below, above)
+            };
+            j.counts.a_better = ok;
+            j.counts.a_worse = not;
+            j.counts.ties = known.len().saturating_sub(ok + not);
+            if let Some(v) = too_little(&j.counts, ok + not, rule) {
+                j.verdict = v;
+                return j;
+            }
+            let p = quiclab_experiment::stats::sign_test_p(ok, not);
+            j.p = Some(p);
+            if p < rule.alpha {
+                verdict_of(ok > not, ok < not)
+            } else {
+                j.detail = Some(format!(
+                    "not shown: {ok} of {} runs on the claimed side, p = {} ≥ α = {}",
+                    ok + not,
+                    p_text(p),
+                    rule.alpha
+                ));
+                Verdict::DoesNotHold { reversed: false }
             }
         }
         Claim::Approx { value, tolerance } => {
-            band_verdict(j.estimate.as_ref().expect("values exist"), value, tolerance)
+            if let Some(v) = too_little(&j.counts, known.len(), rule) {
+                v
+            } else {
+                let e = j.estimate.as_ref().expect("values exist");
+                band_verdict(e, value, tolerance, rule)
+            }
         }
-        Claim::Better { .. }
-        | Claim::Ratio { .. }
-        | Claim::WinsShare { .. }
-        | Claim::NoBestEverywhere { .. } => Verdict::Inconclusive {
+        _ => Verdict::Inconclusive {
             why: "a comparison is judged on pairs or settings, not on one side's values".into(),
         },
     };
@@ -544,21 +696,39 @@ fn verdict_of(holds: bool, reversed: bool) -> Verdict {
     }
 }
 
-/// Inconclusive for too many failures or too few pairs.
+/// Inconclusive for too many failed or missing runs, for fewer informative pairs (or runs) than
+/// the rule's minimum, or for fewer than any test at α could need to reach significance.
 fn too_little(c: &Counts, n: usize, rule: Rule) -> Option<Verdict> {
     if c.failed_share() > MAX_FAILED_SHARE {
+        let missing = if c.unpaired > 0 {
+            format!(" and {} without their partner", c.unpaired)
+        } else {
+            String::new()
+        };
         return Some(Verdict::Inconclusive {
             why: format!(
-                "{} of {} runs failed (more than {:.0} %)",
+                "{} of {} runs failed{missing} (more than {:.0} %)",
                 c.failed_runs,
                 c.runs,
                 MAX_FAILED_SHARE * 100.0
             ),
         });
     }
-    if n < rule.min_n {
+    if n == usize::MAX {
+        return None;
+    }
+    let needed = rule.min_n.max(rules::fewest_informative(rule.alpha));
+    if n < needed {
         return Some(Verdict::Inconclusive {
-            why: format!("n = {n} < the rule's minimum {}", rule.min_n),
+            why: if n < rule.min_n {
+                format!("n = {n} informative < the rule's minimum {}", rule.min_n)
+            } else {
+                format!(
+                    "n = {n} informative: even all on one side could not reach p < {} \
+                     (needs n ≥ {needed})",
+                    rule.alpha
+                )
+            },
         });
     }
     None
@@ -573,6 +743,11 @@ mod tests {
         test: Test::Sign,
         alpha: 0.05,
         min_n: 5,
+        min_effect: 0.0,
+    };
+    const INTERVAL: Rule = Rule {
+        test: Test::Interval,
+        ..SIGN
     };
 
     fn run(proto: &str, fec: &str, rep: u32, v: Observed) -> RunValue {
@@ -648,19 +823,6 @@ mod tests {
             judge_pairs(&censored, Better::Lower, SIGN).verdict,
             Verdict::DoesNotHold { reversed: true }
         );
-        // The bootstrap of the ratio.
-        let boot = Rule {
-            test: Test::Bootstrap,
-            ..SIGN
-        };
-        assert_eq!(
-            judge_pairs(&better, Better::Lower, boot).verdict,
-            Verdict::Holds
-        );
-        assert_eq!(
-            judge_pairs(&better, Better::Higher, boot).verdict,
-            Verdict::DoesNotHold { reversed: true }
-        );
     }
 
     #[test]
@@ -670,10 +832,7 @@ mod tests {
         assert_eq!(j.verdict, Verdict::Holds);
         let j = judge_values(&jain, &Claim::AtMost { value: 0.9 }, SIGN);
         assert_eq!(j.verdict, Verdict::DoesNotHold { reversed: true });
-        let boot = Rule {
-            test: Test::Bootstrap,
-            ..SIGN
-        };
+        let boot = INTERVAL;
         let ratio: Vec<_> = [2.7, 2.8, 2.75, 2.9, 2.6, 2.8, 2.85].map(Value).to_vec();
         let approx = |value| Claim::Approx {
             value,
@@ -691,21 +850,23 @@ mod tests {
             judge_values(&ratio, &approx(2.2), boot).verdict,
             Verdict::Inconclusive { .. }
         ));
-        // Five of five on the claimed side cannot reach p < 0.05 (p = 0.0625): said so.
+        // Five of five on the claimed side cannot reach p < 0.05 (p = 0.0625): said so, and the
+        // exact interval (the range, 93.75 %) does not decide a band either.
         let five: Vec<_> = [0.95; 5].map(Value).to_vec();
         assert!(matches!(
             judge_values(&five, &Claim::AtLeast { value: 0.9 }, SIGN).verdict,
-            Verdict::Inconclusive { why } if why.contains("all 5")
+            Verdict::Inconclusive { why } if why.contains("n = 5") && why.contains("needs n ≥ 6")
+        ));
+        let five_ratios: Vec<_> = [2.9, 3.0, 3.1, 2.95, 3.05].map(Value).to_vec();
+        assert!(matches!(
+            judge_values(&five_ratios, &approx(3.0), boot).verdict,
+            Verdict::Inconclusive { why } if why.contains("needs n ≥ 6")
         ));
     }
 
     #[test]
     fn a_ratio_claim_holds_inside_its_band_and_not_outside() {
-        let rule = Rule {
-            test: Test::Bootstrap,
-            alpha: 0.05,
-            min_n: 5,
-        };
+        let rule = INTERVAL;
         let three = vec![(Value(30.0), Value(10.0)); 8];
         assert_eq!(judge_ratio(&three, 3.0, 0.25, rule).verdict, Verdict::Holds);
         assert_eq!(
@@ -738,6 +899,7 @@ mod tests {
             test: Test::Wins,
             alpha: 0.05,
             min_n: 3,
+            min_effect: 0.0,
         };
         let mut runs = Vec::new();
         for rep in 1..=3 {
@@ -765,22 +927,188 @@ mod tests {
         let nobody = Claim::NoBestEverywhere {
             axis: "protocol".into(),
         };
+        // h2 wins no setting: it is not "as good as the others somewhere", so the claim that none
+        // is better than the other two does not hold (before issue 37 one setting not won alone
+        // sufficed, and this held).
         let (j, _) = judge_wins(&runs, &none, &nobody, Better::Lower, rule);
-        assert_eq!(j.verdict, Verdict::Holds);
-        // Only the 218 ms setting: h3 wins everywhere.
+        assert_eq!(j.verdict, Verdict::DoesNotHold { reversed: false });
+        // A third setting that h2 wins: every protocol is best somewhere, none everywhere.
+        for rep in 1..=3 {
+            runs.push(setting("118ms", "h1", rep, Value(300.0)));
+            runs.push(setting("118ms", "h2", rep, Value(100.0)));
+            runs.push(setting("118ms", "h3", rep, Value(300.0)));
+        }
+        let (j, _) = judge_wins(&runs, &none, &nobody, Better::Lower, rule);
+        assert_eq!(j.verdict, Verdict::Holds, "{j:?}");
+        // Only the 218 ms setting: h3 wins everywhere alone, the claim is reversed.
         let f = BTreeMap::from([("rtt".to_string(), "218ms".to_string())]);
         let (j, _) = judge_wins(&runs, &f, &nobody, Better::Lower, rule);
-        assert_eq!(j.verdict, Verdict::DoesNotHold { reversed: false });
+        assert_eq!(j.verdict, Verdict::DoesNotHold { reversed: true });
         // Too few runs per side: inconclusive, not a verdict from one load.
         // The table (and the tree drawn from it) still shows what ran.
         let few = Rule { min_n: 4, ..rule };
         let (j, table) = judge_wins(&runs, &none, &nobody, Better::Lower, few);
         assert!(matches!(j.verdict, Verdict::Inconclusive { .. }), "{j:?}");
-        assert_eq!(table.len(), 2);
-        assert!(j.detail.unwrap().contains("h3 wins 1 of 2 settings"));
+        assert_eq!(table.len(), 3);
+        assert!(j.detail.unwrap().contains("h3 wins 1 of 3 settings"));
         // A failed run above 5 %: inconclusive.
         runs[0].value = Failed;
         let (j, _) = judge_wins(&runs, &none, &nobody, Better::Lower, rule);
         assert!(matches!(j.verdict, Verdict::Inconclusive { .. }), "{j:?}");
+    }
+
+    /// Issue 37, §3: n counts informative pairs. 004-3c's quick form had six pairs of which five
+    /// tied at 0 % rebuffering: one informative pair is no evidence either way.
+    #[test]
+    fn ties_do_not_count_towards_n() {
+        let mut pairs = vec![(Value(0.0), Value(0.0)); 5];
+        pairs.push((Value(0.03), Value(0.02)));
+        let j = judge_pairs(&pairs, Better::Lower, SIGN);
+        assert!(
+            matches!(&j.verdict, Verdict::Inconclusive { why } if why.contains("n = 1 informative")),
+            "{j:?}"
+        );
+        // Five of five on one side (p = 0.0625) cannot reach α = 0.05 even with min_n = 5:
+        // inconclusive, as the exact interval at n = 5 is, never "does not hold".
+        let five = vec![(Value(1.0), Value(2.0)); 5];
+        let j = judge_pairs(&five, Better::Lower, SIGN);
+        assert!(
+            matches!(&j.verdict, Verdict::Inconclusive { why } if why.contains("needs n ≥ 6")),
+            "{j:?}"
+        );
+        // Six agree: p = 2/64, holds.
+        let six = vec![(Value(1.0), Value(2.0)); 6];
+        assert_eq!(
+            judge_pairs(&six, Better::Lower, SIGN).verdict,
+            Verdict::Holds
+        );
+    }
+
+    /// Issue 37, §3: a significant difference smaller than the one that matters is no lead
+    /// (the bufferbloat pack's 0.1 % differences were "holds" and "reversed").
+    #[test]
+    fn a_significant_but_tiny_difference_is_not_a_verdict() {
+        let rule = Rule {
+            min_effect: 0.05,
+            ..SIGN
+        };
+        // 20 pairs, A 0.1 % faster in every one: p = 2/2^20.
+        let tiny: Vec<_> = (0..20)
+            .map(|i| {
+                (
+                    Value(999.0 + i as f64 * 0.01),
+                    Value(1000.0 + i as f64 * 0.01),
+                )
+            })
+            .collect();
+        let j = judge_pairs(&tiny, Better::Lower, rule);
+        assert_eq!(j.verdict, Verdict::DoesNotHold { reversed: false }, "{j:?}");
+        assert!(
+            j.detail
+                .as_deref()
+                .unwrap()
+                .contains("smaller than the 5 %")
+        );
+        // Without the margin the same pairs "hold".
+        assert_eq!(
+            judge_pairs(&tiny, Better::Lower, SIGN).verdict,
+            Verdict::Holds
+        );
+        // A 3 % median lead whose interval reaches beyond 5 %: inconclusive, saying why.
+        let mixed: Vec<_> = (0..20)
+            .map(|i| (Value(999.0 - 4.0 * i as f64), Value(1000.0)))
+            .collect();
+        let j = judge_pairs(&mixed, Better::Lower, rule);
+        assert!(
+            matches!(&j.verdict, Verdict::Inconclusive { why } if why.contains("within the 5 %")),
+            "{j:?}"
+        );
+        // A 20 % lead holds with the margin.
+        let big = vec![(Value(800.0), Value(1000.0)); 10];
+        assert_eq!(
+            judge_pairs(&big, Better::Lower, rule).verdict,
+            Verdict::Holds
+        );
+    }
+
+    /// Issue 37, §5: a threshold claim keeps censored runs (a time over its limit is above any
+    /// threshold up to that limit) instead of dropping them, and a straddle reads "not shown"
+    /// on both paths (the sign test and its dual interval agree).
+    #[test]
+    fn thresholds_keep_censored_runs_and_straddles_are_not_shown() {
+        // at_most 5 s: four runs under, six censored at a 60 s limit — the claim is reversed,
+        // where dropping the censored runs left four of four "under".
+        let mut v = vec![Value(4.0); 4];
+        v.extend(vec![Censored { at_least: 60.0 }; 6]);
+        let j = judge_values(&v, &Claim::AtMost { value: 5.0 }, SIGN);
+        assert_eq!((j.counts.a_better, j.counts.a_worse), (4, 6));
+        assert_eq!(j.verdict, Verdict::DoesNotHold { reversed: false });
+        let mut w = vec![Value(4.0); 1];
+        w.extend(vec![Censored { at_least: 60.0 }; 9]);
+        let j = judge_values(&w, &Claim::AtMost { value: 5.0 }, SIGN);
+        assert_eq!(j.verdict, Verdict::DoesNotHold { reversed: true }, "{j:?}");
+        assert_eq!(j.estimate.unwrap().median, f64::INFINITY);
+        // A censored run without a bound in the metric's unit is left out, not guessed.
+        let u = vec![Censored { at_least: f64::NAN }; 3];
+        let j = judge_values(&u, &Claim::AtMost { value: 5.0 }, SIGN);
+        assert_eq!(j.counts.left_out, 3);
+        // Straddling: 6 above and 4 below 0.9 — p = 0.75; the exact interval straddles too.
+        let s: Vec<_> = [0.95, 0.96, 0.97, 0.98, 0.99, 0.97, 0.85, 0.86, 0.87, 0.88]
+            .map(Value)
+            .to_vec();
+        let j = judge_values(&s, &Claim::AtLeast { value: 0.9 }, SIGN);
+        assert_eq!(j.verdict, Verdict::DoesNotHold { reversed: false });
+        assert!(j.detail.as_deref().unwrap().starts_with("not shown"));
+        let e = j.estimate.unwrap();
+        assert!(e.low < 0.9 && e.high > 0.9, "{e:?}");
+    }
+
+    /// Issue 37, §5: a run without its partner is counted as missing, not dropped silently.
+    #[test]
+    fn unpaired_runs_count_as_missing() {
+        let mut runs = Vec::new();
+        for rep in 1..=10 {
+            runs.push(run("h3", "0", rep, Value(1.0)));
+            if rep > 1 {
+                runs.push(run("h1", "0", rep, Value(2.0)));
+            }
+        }
+        let claim = Claim::Better {
+            axis: "protocol".into(),
+            a: "h3".into(),
+            b: "h1".into(),
+        };
+        let (pairs, unpaired) = pair(&runs, &BTreeMap::new(), "protocol", "h3", "h1");
+        assert_eq!((pairs.len(), unpaired), (9, 1));
+        let j = judge_paired(&pairs, unpaired, &claim, Better::Lower, SIGN);
+        assert_eq!(j.counts.unpaired, 1);
+        // 1 missing of 19 runs: above 5 %.
+        assert!(
+            matches!(&j.verdict, Verdict::Inconclusive { why } if why.contains("1 without their partner")),
+            "{j:?}"
+        );
+    }
+
+    /// Issue 37, §1: "more than three times" is one-sided: a ratio of 4 holds (the old band
+    /// 2.25–3.75 rejected it), 2.3 does not.
+    #[test]
+    fn a_ratio_bound_is_one_sided() {
+        let claim = |value| Claim::RatioAtLeast {
+            axis: "protocol".into(),
+            a: "h3".into(),
+            b: "h2".into(),
+            value,
+        };
+        let four = vec![(Value(40.0), Value(10.0)); 10];
+        let j = judge_paired(&four, 0, &claim(3.0), Better::Lower, SIGN);
+        assert_eq!(j.verdict, Verdict::Holds, "{j:?}");
+        let low = vec![(Value(23.0), Value(10.0)); 10];
+        let j = judge_paired(&low, 0, &claim(3.0), Better::Lower, SIGN);
+        assert_eq!(j.verdict, Verdict::DoesNotHold { reversed: true });
+        // A censored pair has no ratio: left out and counted.
+        let mut c = four.clone();
+        c.push((Censored { at_least: 60.0 }, Value(10.0)));
+        let j = judge_paired(&c, 0, &claim(3.0), Better::Lower, SIGN);
+        assert_eq!((j.counts.left_out, j.counts.censored_runs), (1, 1));
     }
 }

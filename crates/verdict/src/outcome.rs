@@ -13,6 +13,8 @@ pub struct FindingVerdict {
     pub id: String,
     pub source: String,
     pub claim: String,
+    /// A seed's result, or a check of the testbed that holds by construction: counted apart.
+    pub class: crate::findings::Class,
     pub scenario: Option<String>,
     pub metric: Option<String>,
     pub seed_value: Option<f64>,
@@ -32,6 +34,46 @@ pub struct FindingVerdict {
     pub tree: Option<crate::Tree>,
 }
 
+/// The n a verdict rests on: informative pairs (or runs) for a test with a p value, else the
+/// values the interval or the count was taken over.
+pub fn shown_n(j: &Judgement) -> usize {
+    if j.p.is_some() {
+        j.counts.informative()
+    } else {
+        j.estimate.as_ref().map_or(j.counts.pairs, |e| e.n)
+    }
+}
+
+/// The verdicts counted per class: `reproductions: 3 holds, 1 does not hold, 0 reversed, 2
+/// inconclusive, 1 not runnable; calibrations: 2 holds, …` (a calibration holds by construction
+/// and is never counted as a reproduction).
+pub fn tally(verdicts: &[&FindingVerdict]) -> String {
+    let mut parts = Vec::new();
+    for (class, label) in [
+        (crate::findings::Class::Reproduction, "reproductions"),
+        (crate::findings::Class::Calibration, "calibrations"),
+    ] {
+        let mine: Vec<_> = verdicts.iter().filter(|v| v.class == class).collect();
+        if mine.is_empty() {
+            continue;
+        }
+        let count = |w: &str| {
+            mine.iter()
+                .filter(|v| verdict_word(&v.judgement.verdict) == w)
+                .count()
+        };
+        parts.push(format!(
+            "{label}: {} holds, {} does not hold, {} reversed, {} inconclusive, {} not runnable",
+            count("holds"),
+            count("does not hold"),
+            count("reversed"),
+            count("inconclusive"),
+            count("not runnable")
+        ));
+    }
+    parts.join("; ")
+}
+
 /// The one word of a verdict, as tables show it.
 pub fn verdict_word(v: &Verdict) -> &'static str {
     match v {
@@ -49,11 +91,12 @@ impl std::fmt::Display for FindingVerdict {
         let j = &self.judgement;
         write!(
             f,
-            "{}/{:<16} {:<14} n = {}",
+            "{}/{:<16} {:<14} {:<12} n = {}",
             self.study,
             self.id,
             verdict_word(&j.verdict),
-            j.counts.pairs
+            self.class.name(),
+            shown_n(j)
         )?;
         if let Some(p) = j.p {
             write!(f, ", p = {p:.3}")?;
@@ -66,7 +109,7 @@ impl std::fmt::Display for FindingVerdict {
         } else if let Some(e) = &j.estimate {
             write!(
                 f,
-                ", median of {} {:.3} ({:.0} % CI {:.3}–{:.3})",
+                ", median of {} {:.3} ({:.1} % CI {:.3}–{:.3})",
                 self.estimate_of,
                 e.median,
                 e.level * 100.0,
@@ -99,30 +142,22 @@ pub fn markdown(verdicts: &[FindingVerdict]) -> String {
     let cell = |s: &str| s.replace('|', "\\|");
     for study in studies {
         let mine: Vec<&FindingVerdict> = verdicts.iter().filter(|v| v.study == study).collect();
-        let count = |w: &str| {
-            mine.iter()
-                .filter(|v| verdict_word(&v.judgement.verdict) == w)
-                .count()
-        };
-        out.push_str(&format!(
-            "#### {study}: {} holds, {} does not hold, {} reversed, {} inconclusive, {} not runnable\n\n",
-            count("holds"),
-            count("does not hold"),
-            count("reversed"),
-            count("inconclusive"),
-            count("not runnable")
-        ));
+        out.push_str(&format!("#### {study}: {}\n\n", tally(&mine)));
         out.push_str(
-            "| finding | claim | metric | judged as | form | n | p | estimate (95 % CI) | seed | verdict |\n\
-             |---|---|---|---|---|---:|---:|---|---|---|\n",
+            "| finding | class | claim | metric | judged as | form | n | p | estimate (exact CI) | seed | verdict |\n\
+             |---|---|---|---|---|---|---:|---:|---|---|---|\n",
         );
         for v in mine {
             let j = &v.judgement;
             let estimate = match &j.estimate {
                 Some(e) if e.level >= 1.0 => format!("{:.3} of {} settings", e.median, e.n),
                 Some(e) => format!(
-                    "{}: {:.3} ({:.3}–{:.3})",
-                    v.estimate_of, e.median, e.low, e.high
+                    "{}: {:.3} ({:.3}–{:.3}, {:.1} %)",
+                    v.estimate_of,
+                    e.median,
+                    e.low,
+                    e.high,
+                    e.level * 100.0
                 ),
                 None => String::new(),
             };
@@ -133,20 +168,22 @@ pub fn markdown(verdicts: &[FindingVerdict]) -> String {
             if let Some(d) = &j.detail {
                 verdict.push_str(&format!(" ({d})"));
             }
-            if j.counts.failed_runs + j.counts.censored_runs > 0 {
+            let c = &j.counts;
+            if c.failed_runs + c.censored_runs + c.undefined_runs + c.unpaired > 0 {
                 verdict.push_str(&format!(
-                    "; {} failed, {} censored runs",
-                    j.counts.failed_runs, j.counts.censored_runs
+                    "; {} failed, {} censored, {} undefined, {} unpaired runs",
+                    c.failed_runs, c.censored_runs, c.undefined_runs, c.unpaired
                 ));
             }
             out.push_str(&format!(
-                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
                 cell(&v.id),
+                v.class.name(),
                 cell(&v.claim),
                 cell(v.metric.as_deref().unwrap_or("")),
                 cell(&v.test_of),
                 cell(v.form.as_deref().unwrap_or("")),
-                j.counts.pairs,
+                shown_n(j),
                 j.p.map_or(String::new(), |p| format!("{p:.3}")),
                 estimate,
                 v.seed_value.map_or(String::new(), |x| x.to_string()),
@@ -187,6 +224,7 @@ mod tests {
             id: id.into(),
             source: "Fig. 6".into(),
             claim: format!("claim of {id}"),
+            class: crate::findings::Class::Reproduction,
             scenario: Some("megyesi2016".into()),
             metric: Some("plt_ms".into()),
             seed_value: None,

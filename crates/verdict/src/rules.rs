@@ -6,11 +6,13 @@
 //! run with the same seed. "A better" follows the metric's direction. A censored run took at least
 //! its limit: for a lower-is-better metric it loses its pairing to a finished run and two censored
 //! runs tie (for a higher-is-better metric a censored run's value is unknown, and the pair is left
-//! out and counted). Failed runs never enter a pair; they are counted, and above
-//! [`MAX_FAILED_SHARE`] of the runs a finding is inconclusive.
+//! out and counted). A censored run of a metric that is not a time to completion has no bound in
+//! the metric's unit (`at_least` is NaN): its pair is left out and counted. Failed runs never enter
+//! a pair; they are counted, and above [`MAX_FAILED_SHARE`] of the runs (runs whose partner is
+//! missing count as failed) a finding is inconclusive. A run whose metric is legitimately
+//! undefined ([`Observed::Undefined`], e.g. a rebuilt share when nothing was dropped) is counted
+//! apart and is not a failure.
 
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
 /// Above this share of failed runs no verdict is given (the 5 %).
@@ -26,6 +28,9 @@ pub enum Observed {
     },
     /// Failed (or not measured): no value.
     Failed,
+    /// The run finished, and its metric has no value by definition (the metric declares when:
+    /// [`quiclab_experiment::metric::MetricDef::undefined_when`]): left out, not a failure.
+    Undefined,
 }
 
 /// Which values are better.
@@ -61,18 +66,34 @@ pub struct Counts {
     /// Runs (of either side) that failed, and that were censored.
     pub failed_runs: usize,
     pub censored_runs: usize,
-    /// Pairs left out: a failed run, or a censored run of a higher-is-better metric.
+    /// Pairs left out: a failed or undefined run, or a censored run of a higher-is-better metric
+    /// or of a metric that is not a time.
     pub left_out: usize,
     /// Runs on both sides.
     pub runs: usize,
+    /// Runs whose metric is undefined by its own definition (not failures).
+    #[serde(default)]
+    pub undefined_runs: usize,
+    /// Runs of one side whose partner (same setting and repetition, other side) is not in the
+    /// results: counted as missing, like failures.
+    #[serde(default)]
+    pub unpaired: usize,
 }
 
 impl Counts {
+    /// The share of runs without a value that should have one: failed runs and runs whose
+    /// partner is missing.
     pub fn failed_share(&self) -> f64 {
-        if self.runs == 0 {
+        let all = self.runs + self.unpaired;
+        if all == 0 {
             return 0.0;
         }
-        self.failed_runs as f64 / self.runs as f64
+        (self.failed_runs + self.unpaired) as f64 / all as f64
+    }
+
+    /// Pairs (or runs) that say something: one side better, ties left out.
+    pub fn informative(&self) -> usize {
+        self.a_better + self.a_worse
     }
 }
 
@@ -87,6 +108,7 @@ fn classify(pairs: &[(Observed, Observed)], better: Better) -> (Vec<PairOutcome>
             match o {
                 Observed::Failed => c.failed_runs += 1,
                 Observed::Censored { .. } => c.censored_runs += 1,
+                Observed::Undefined => c.undefined_runs += 1,
                 Observed::Value(_) => {}
             }
         }
@@ -94,15 +116,21 @@ fn classify(pairs: &[(Observed, Observed)], better: Better) -> (Vec<PairOutcome>
             (Observed::Value(x), Observed::Value(y), _) if x.is_finite() && y.is_finite() => {
                 PairOutcome::Both(x, y)
             }
-            (Observed::Value(x), Observed::Censored { .. }, Better::Lower) if x.is_finite() => {
+            (Observed::Value(x), Observed::Censored { at_least }, Better::Lower)
+                if x.is_finite() && at_least.is_finite() =>
+            {
                 PairOutcome::AOnly
             }
-            (Observed::Censored { .. }, Observed::Value(y), Better::Lower) if y.is_finite() => {
+            (Observed::Censored { at_least }, Observed::Value(y), Better::Lower)
+                if y.is_finite() && at_least.is_finite() =>
+            {
                 PairOutcome::BOnly
             }
-            (Observed::Censored { .. }, Observed::Censored { .. }, Better::Lower) => {
-                PairOutcome::BothCensored
-            }
+            (
+                Observed::Censored { at_least: x },
+                Observed::Censored { at_least: y },
+                Better::Lower,
+            ) if x.is_finite() && y.is_finite() => PairOutcome::BothCensored,
             _ => {
                 c.left_out += 1;
                 continue;
@@ -242,75 +270,104 @@ fn normal_upper_tail(z: f64) -> f64 {
     erfc / 2.0
 }
 
-/// A bootstrap confidence interval of the median of the per-pair ratios A/B (finished pairs
-/// only; censored and failed pairs are counted and left out), `resamples` draws from a seeded
-/// generator so the interval is reproducible.
+/// The median of a set of values (censored ones enter as +∞) and its exact distribution-free
+/// confidence interval from order statistics: `[x₍ₖ₎, x₍ₙ₋ₖ₊₁₎]` covers the true median with
+/// probability `1 − 2·P(B ≤ k − 1)`, B ~ Binomial(n, ½), whatever the distribution (the
+/// interval that is dual to the sign test: a value outside it is rejected by the sign test at the
+/// same level). `level` is the coverage actually reached: the widest interval, `[min, max]`,
+/// covers `1 − 2/2ⁿ`, so at n = 5 no interval reaches 95 % (it covers 93.75 %) and a rule that
+/// asks for 95 % says the evidence is too thin instead of printing a shorter interval.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RatioInterval {
-    /// The median of the pairs' ratios.
+    /// The median (of the pairs' ratios A/B, or of the values).
     pub median: f64,
     pub low: f64,
     pub high: f64,
-    /// The interval's level, e.g. 0.95.
+    /// The interval's coverage: at least the level asked for when n allows it, else the most
+    /// that n allows (below the level asked for).
     pub level: f64,
     pub n: usize,
 }
 
-pub fn ratio_interval(
-    pairs: &[(Observed, Observed)],
-    level: f64,
-    resamples: usize,
-    seed: u64,
-) -> Option<RatioInterval> {
-    let ratios: Vec<f64> = pairs
+impl RatioInterval {
+    /// Whether the interval reaches `level` (e.g. 0.95).
+    pub fn reaches(&self, level: f64) -> bool {
+        self.level + 1e-12 >= level
+    }
+}
+
+/// P(B ≤ j) for B ~ Binomial(n, ½), summed in log space (n in the thousands neither overflows
+/// nor underflows).
+pub fn binomial_half_cdf(n: usize, j: usize) -> f64 {
+    if j >= n {
+        return 1.0;
+    }
+    let mut ln_term = -(n as f64) * std::f64::consts::LN_2;
+    let mut sum = ln_term.exp();
+    for i in 1..=j {
+        ln_term += ((n - i + 1) as f64).ln() - (i as f64).ln();
+        sum += ln_term.exp();
+    }
+    sum.min(1.0)
+}
+
+/// The median's exact interval at `level` (see [`RatioInterval`]); None for no values.
+pub fn median_interval(values: &[f64], level: f64) -> Option<RatioInterval> {
+    let n = values.len();
+    if n == 0 {
+        return None;
+    }
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    let median = if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    };
+    // The largest k (narrowest interval) whose coverage still reaches the level; k = 1 (the
+    // range) when none does, with the coverage it has.
+    let coverage = |k: usize| 1.0 - 2.0 * binomial_half_cdf(n, k - 1);
+    let mut k = 1;
+    while k < n.div_ceil(2) && coverage(k + 1) + 1e-12 >= level {
+        k += 1;
+    }
+    Some(RatioInterval {
+        median,
+        low: v[k - 1],
+        high: v[n - k],
+        level: coverage(k),
+        n,
+    })
+}
+
+/// The per-pair ratios A/B of the pairs where both runs have a finite value (a censored or failed
+/// run has no ratio; such pairs are counted by [`sign_test`] and left out here).
+pub fn ratios(pairs: &[(Observed, Observed)]) -> Vec<f64> {
+    pairs
         .iter()
         .filter_map(|p| match *p {
             (Observed::Value(a), Observed::Value(b)) if b != 0.0 => Some(a / b),
             _ => None,
         })
         .filter(|r| r.is_finite())
-        .collect();
-    values_interval(&ratios, level, resamples, seed)
+        .collect()
 }
 
-/// The same for one side's values (a threshold finding: e.g. Jain's index ≥ 0.9).
-pub fn values_interval(
-    values: &[f64],
-    level: f64,
-    resamples: usize,
-    seed: u64,
-) -> Option<RatioInterval> {
-    let n = values.len();
-    if n == 0 {
-        return None;
-    }
-    let median = |v: &mut Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        let m = v.len();
-        if m % 2 == 1 {
-            v[m / 2]
-        } else {
-            (v[m / 2 - 1] + v[m / 2]) / 2.0
-        }
-    };
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut medians = Vec::with_capacity(resamples);
-    let mut draw = Vec::with_capacity(n);
-    for _ in 0..resamples.max(1) {
-        draw.clear();
-        draw.extend((0..n).map(|_| values[rng.random_range(0..n)]));
-        medians.push(median(&mut draw));
-    }
-    medians.sort_by(f64::total_cmp);
-    let q = |p: f64| medians[((medians.len() - 1) as f64 * p).round() as usize];
-    let alpha = 1.0 - level;
-    Some(RatioInterval {
-        median: median(&mut values.to_vec()),
-        low: q(alpha / 2.0),
-        high: q(1.0 - alpha / 2.0),
-        level,
-        n,
-    })
+/// The median per-pair ratio A/B and its exact interval.
+pub fn ratio_interval(pairs: &[(Observed, Observed)], level: f64) -> Option<RatioInterval> {
+    median_interval(&ratios(pairs), level)
+}
+
+/// The smallest two-sided p the sign test (or the exact signed-rank test) can give with `n`
+/// informative pairs: every pair on one side, 2/2ⁿ.
+pub fn smallest_p(n: usize) -> f64 {
+    quiclab_experiment::stats::sign_test_p(n, 0)
+}
+
+/// The fewest informative pairs (or runs) with which a two-sided sign test can reach p < `alpha`
+/// (6 at α = 0.05: 2/2⁵ = 0.0625, 2/2⁶ = 0.031).
+pub fn fewest_informative(alpha: f64) -> usize {
+    (1..=64).find(|&n| smallest_p(n) < alpha).unwrap_or(64)
 }
 
 #[cfg(test)]
@@ -393,19 +450,94 @@ mod tests {
         assert!((p_w - 0.4375).abs() < 1e-12, "{p_w}");
     }
 
+    /// Reference: scipy 1.17.1, `scipy.stats.wilcoxon(d, zero_method="wilcox", correction=True,
+    /// method="approx")` (Python 3.11, 2026-11-26): tied magnitudes and zero differences, n > 30.
     #[test]
-    fn bootstrap_intervals_are_reproducible_and_cover_the_ratio() {
-        let p = pairs(
-            &(0..20)
-                .map(|i| (3.0 + 0.01 * i as f64, 1.0))
-                .collect::<Vec<_>>(),
+    fn wilcoxon_normal_approximation_with_ties_matches_scipy() {
+        // d1 = [((i % 7) - 2) + (0.5 if i % 3 == 0 else 0) for i in 1..=40]: 4 zeros, many ties.
+        let d1: Vec<f64> = (1..=40)
+            .map(|i| ((i % 7) - 2) as f64 + if i % 3 == 0 { 0.5 } else { 0.0 })
+            .collect();
+        let p1: Vec<_> = d1.iter().map(|&d| (Value(0.0), Value(d))).collect();
+        let (p, c) = wilcoxon(&p1, Better::Lower);
+        assert_eq!(c.ties, 4);
+        assert!((p - 0.0014960739699902295).abs() < 2e-6, "{p}");
+        // d2: 35 differences in tied groups of up to three.
+        let d2 = [
+            1.0, 1.0, 1.0, 2.0, 2.0, 3.0, 3.0, 3.0, 3.0, -1.0, -1.0, -2.0, 4.0, 4.0, 5.0, -3.0,
+            6.0, 6.0, 6.0, -6.0, 7.0, 8.0, 8.0, 9.0, -9.0, 10.0, 10.0, 11.0, 12.0, -12.0, 13.0,
+            13.0, 14.0, 15.0, -15.0,
+        ];
+        let p2: Vec<_> = d2.iter().map(|&d| (Value(0.0), Value(d))).collect();
+        let (p, _) = wilcoxon(&p2, Better::Lower);
+        assert!((p - 0.0026240987150914917).abs() < 2e-6, "{p}");
+    }
+
+    /// Reference: `1 - 2 * scipy.stats.binom.cdf(k - 1, n, 0.5)` (scipy 1.17.1), the coverage of
+    /// the order-statistic interval [x(k), x(n-k+1)] of a median; the textbook 95 % intervals are
+    /// [x(2), x(9)] at n = 10 and [x(6), x(15)] at n = 20.
+    #[test]
+    fn exact_median_intervals_match_the_binomial_coverage() {
+        for (n, k, coverage) in [
+            (5, 1, 0.9375),
+            (6, 1, 0.96875),
+            (6, 2, 0.78125),
+            (10, 2, 0.978515625),
+            (10, 3, 0.890625),
+            (20, 6, 0.9586105346679688),
+            (20, 7, 0.8846817016601562),
+        ] {
+            let got = 1.0 - 2.0 * binomial_half_cdf(n, k - 1);
+            assert!((got - coverage).abs() < 1e-12, "n {n} k {k}: {got}");
+        }
+        let v = |n: usize| (1..=n).map(|i| i as f64).rev().collect::<Vec<_>>();
+        // n = 5: no interval reaches 95 %; the range is given with its 93.75 %.
+        let e = median_interval(&v(5), 0.95).unwrap();
+        assert_eq!((e.low, e.high, e.median), (1.0, 5.0, 3.0));
+        assert!((e.level - 0.9375).abs() < 1e-12 && !e.reaches(0.95));
+        let e = median_interval(&v(6), 0.95).unwrap();
+        assert_eq!((e.low, e.high, e.median), (1.0, 6.0, 3.5));
+        assert!(e.reaches(0.95));
+        let e = median_interval(&v(10), 0.95).unwrap();
+        assert_eq!((e.low, e.high), (2.0, 9.0));
+        assert!((e.level - 0.978515625).abs() < 1e-12);
+        let e = median_interval(&v(20), 0.95).unwrap();
+        assert_eq!((e.low, e.high), (6.0, 15.0));
+        // Censored runs enter as +∞: the upper end is unbounded when they reach it.
+        let mut c = v(6);
+        c[0] = f64::INFINITY;
+        let e = median_interval(&c, 0.95).unwrap();
+        assert_eq!(e.high, f64::INFINITY);
+        assert!(median_interval(&[], 0.95).is_none());
+        // The sign test is the interval's dual: 6 of 6 above a value, p = 2/64 < 0.05.
+        assert_eq!(fewest_informative(0.05), 6);
+        assert!((smallest_p(5) - 0.0625).abs() < 1e-12);
+    }
+
+    #[test]
+    fn ratios_and_their_interval_leave_out_pairs_without_two_values() {
+        let mut p = pairs(&(0..10).map(|i| (3.0 + i as f64, 1.0)).collect::<Vec<_>>());
+        p.push((Censored { at_least: 60.0 }, Value(1.0)));
+        p.push((Failed, Value(1.0)));
+        p.push((Undefined, Value(1.0)));
+        let e = ratio_interval(&p, 0.95).unwrap();
+        assert_eq!(e.n, 10);
+        assert_eq!((e.low, e.high, e.median), (4.0, 11.0, 7.5));
+        assert!(ratio_interval(&[(Failed, Value(1.0))], 0.95).is_none());
+    }
+
+    #[test]
+    fn undefined_runs_are_counted_apart_from_failures() {
+        let p = vec![(Undefined, Value(1.0)), (Value(1.0), Value(2.0))];
+        let (_, c) = sign_test(&p, Better::Lower);
+        assert_eq!(
+            (c.undefined_runs, c.failed_runs, c.pairs, c.left_out),
+            (1, 0, 1, 1)
         );
-        let a = ratio_interval(&p, 0.95, 2000, 7).unwrap();
-        let b = ratio_interval(&p, 0.95, 2000, 7).unwrap();
-        assert_eq!(a, b);
-        assert!(a.low <= a.median && a.median <= a.high, "{a:?}");
-        assert!(a.low > 3.0 && a.high < 3.2, "{a:?}");
-        assert_eq!(a.n, 20);
-        assert!(ratio_interval(&[(Failed, Value(1.0))], 0.95, 100, 1).is_none());
+        assert_eq!(c.failed_share(), 0.0);
+        // A censored run of a metric that is not a time has no bound: left out, not a loss.
+        let p = vec![(Censored { at_least: f64::NAN }, Value(1.0))];
+        let (_, c) = sign_test(&p, Better::Lower);
+        assert_eq!((c.pairs, c.left_out, c.censored_runs), (0, 1, 1));
     }
 }

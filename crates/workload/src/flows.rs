@@ -361,12 +361,14 @@ impl WorkloadResult for FlowsResult {
             "first_flow_goodput_cv",
             "First flow's goodput variation (CV per bin)",
             "",
-        ),
+        )
+        .undefined_when("the flow moved data in fewer than two bins"),
         MetricDef::higher(
             "fec_rebuilt_share",
             "Share of the FEC flows' lost datagrams rebuilt",
             "",
-        ),
+        )
+        .undefined_when("the bottleneck dropped nothing from the FEC flows (or no flow ran FEC)"),
         MetricDef::lower("cpu_client_s", "Client CPU", "s"),
         MetricDef::lower("cpu_server_s", "Server CPU", "s"),
         crate::fec::METRICS[0],
