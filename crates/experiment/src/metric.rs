@@ -14,7 +14,7 @@ pub enum Better {
 }
 
 /// One metric as declared by whoever measures it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct MetricDef {
     /// Key in a run's metrics, e.g. `total_ms`.
     pub name: &'static str,
@@ -30,6 +30,9 @@ pub struct MetricDef {
     /// nothing was dropped): such a null is not a failed measurement, and verdicts count it apart.
     /// None: a null always means the measurement failed.
     pub undefined_when: Option<&'static str>,
+    /// The value that means "no effect" (1 for a ratio of one side to the other): a magnitude
+    /// band around another value may not contain it, or the claim could hold with no effect.
+    pub no_effect: Option<f64>,
 }
 
 impl MetricDef {
@@ -41,6 +44,7 @@ impl MetricDef {
             better: Better::Lower,
             completion: false,
             undefined_when: None,
+            no_effect: None,
         }
     }
 
@@ -64,6 +68,15 @@ impl MetricDef {
             better: Better::Higher,
             completion: false,
             undefined_when: None,
+            no_effect: None,
+        }
+    }
+
+    /// The same metric, whose value `v` means no effect (1 for a ratio of two sides).
+    pub const fn no_effect_at(self, v: f64) -> Self {
+        MetricDef {
+            no_effect: Some(v),
+            ..self
         }
     }
 

@@ -236,7 +236,11 @@ pub fn study(data: &[u8]) {
         &study,
         "fuzz.toml",
         |_| Some((SCENARIO.to_string(), "s.toml".to_string())),
-        |_, m| m == "plt_ms",
+        |_, m| {
+            (m == "plt_ms").then(|| {
+                quiclab_experiment::metric::MetricDef::completion_time("plt_ms", "PLT", "ms")
+            })
+        },
     ) {
         assert!(e.contains("fuzz.toml"), "an error that names no file: {e}");
     }

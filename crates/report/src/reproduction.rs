@@ -477,7 +477,7 @@ fn finding_row(h: &mut String, v: &FindingVerdict, packs: &[PackScenario], diffe
         esc(&v.claim),
         v.seed_value.map_or("—".into(), |x| format!("{x}")),
         esc(&test),
-        j.p.map_or("—".into(), |p| format!("{p:.3}")),
+        j.p.map_or("—".into(), quiclab_verdict::outcome::p_text),
         verdict_class(&j.verdict),
         verdict_word(&j.verdict),
     );

@@ -143,7 +143,8 @@ impl Library {
             |kind, metric| {
                 quiclab_workload::kind_metrics(kind)
                     .iter()
-                    .any(|m| m.name == metric)
+                    .find(|m| m.name == metric)
+                    .copied()
             },
         )?;
         Ok(study)
@@ -760,6 +761,7 @@ pub fn write_verdicts(dir: &Path, verdicts: &[FindingVerdict]) -> Result<(PathBu
     w.write_record([
         "study",
         "finding",
+        "class",
         "verdict",
         "why",
         "claim",
@@ -768,16 +770,20 @@ pub fn write_verdicts(dir: &Path, verdicts: &[FindingVerdict]) -> Result<(PathBu
         "test_of",
         "test",
         "alpha",
+        "min_effect",
         "n",
         "a_better",
         "a_worse",
         "ties",
         "failed_runs",
         "censored_runs",
+        "undefined_runs",
+        "unpaired_runs",
         "p",
         "median",
         "ci_low",
         "ci_high",
+        "ci_level",
         "seed_value",
         "form",
         "detail",
@@ -793,6 +799,7 @@ pub fn write_verdicts(dir: &Path, verdicts: &[FindingVerdict]) -> Result<(PathBu
         w.write_record([
             v.study.clone(),
             v.id.clone(),
+            v.class.name().to_string(),
             verdict_word(&j.verdict).to_string(),
             why,
             v.claim.clone(),
@@ -802,16 +809,20 @@ pub fn write_verdicts(dir: &Path, verdicts: &[FindingVerdict]) -> Result<(PathBu
             v.rule
                 .map_or(String::new(), |r| format!("{:?}", r.test).to_lowercase()),
             num(v.rule.map(|r| r.alpha)),
-            j.counts.pairs.to_string(),
+            num(v.rule.map(|r| r.min_effect)),
+            quiclab_verdict::outcome::shown_n(j).to_string(),
             j.counts.a_better.to_string(),
             j.counts.a_worse.to_string(),
             j.counts.ties.to_string(),
             j.counts.failed_runs.to_string(),
             j.counts.censored_runs.to_string(),
+            j.counts.undefined_runs.to_string(),
+            j.counts.unpaired.to_string(),
             num(j.p),
             num(e.map(|e| e.median)),
             num(e.map(|e| e.low)),
             num(e.map(|e| e.high)),
+            num(e.map(|e| e.level)),
             num(v.seed_value),
             v.form.clone().unwrap_or_default(),
             j.detail.clone().unwrap_or_default(),

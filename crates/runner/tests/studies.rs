@@ -31,7 +31,8 @@ fn every_study_file_validates_against_the_scenarios_and_metrics() {
             |kind, metric| {
                 quiclab_workload::kind_metrics(kind)
                     .iter()
-                    .any(|m| m.name == metric)
+                    .find(|m| m.name == metric)
+                    .copied()
             },
         )
         .unwrap_or_else(|e| panic!("{e}"));

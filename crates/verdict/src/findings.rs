@@ -1,57 +1,62 @@
 //! A study's findings as data (`studies/STUDY.toml`): each finding names the scenario and the
-//! settings it is judged on, the metric, what is claimed about it and the decision rule, so that a
-//! verdict is computed, never written by hand.
+//! settings it is judged on, the metric, what is claimed about it, its class and the decision
+//! rule, so that a verdict is computed, never written by hand.
 //!
 //! ```toml
 //! study = "carlucci2015"
 //! title = "Carlucci, De Cicco, Mascolo: HTTP over UDP (SAC 2015)"
 //! seeds = ["000", "003"]
+//! min_effect = 0.05                                      # the smallest difference that matters
 //!
 //! [[finding]]
 //! id = "000-5a"
 //! source = "Sec. 4.3, Fig. 9"
 //! claim = "On a loss-free link QUIC loads pages faster than HTTP/1.1"
+//! class = "reproduction"                                 # or "calibration": holds by construction
 //! scenario = "carlucci2015-s3"
 //! where = { loss = "0%" }
 //! metric = "plt_ms"
 //! compare = { axis = "protocol", a = "h3", b = "h1" }   # A is claimed better than B
-//! test = "sign"                                          # sign | wilcoxon | bootstrap
+//! test = "sign"                                          # sign | wilcoxon | interval | wins
 //! alpha = 0.05
-//! min_n = 10
+//! min_n = 10                                             # informative pairs (ties left out)
 //!
 //! [[finding]]
 //! id = "000-4a"
 //! claim = "QUIC gets about 3× TCP's goodput at a 13 kB queue"
+//! class = "reproduction"
 //! scenario = "carlucci2015-s2"
 //! where = { queue = "13kB" }
 //! metric = "ratio_first_rest"
 //! approx = { value = 3.0, tolerance = 0.25 }             # or at_least / at_most = N
-//! test = "bootstrap"
+//! test = "interval"                                      # the exact interval of the median
 //! seed_value = 3.0
 //!
 //! [[finding]]
 //! id = "001-1b"
-//! claim = "QUIC's page load time is about 3× SPDY's at 50 Mbit/s with 50 large objects"
+//! claim = "QUIC's page load time is more than 3× SPDY's at 50 Mbit/s with 50 large objects"
+//! class = "reproduction"
 //! scenario = "megyesi2016"
 //! where = { rate = "50mbit", rtt = "18ms", loss = "0%", page = "megyesi-50-large" }
 //! metric = "plt_ms"
 //! compare = { axis = "protocol", a = "h3", b = "h2" }
-//! approx = { value = 3.0, tolerance = 0.25 }             # with compare: the ratio A/B
-//! test = "bootstrap"
+//! at_least = 3.0                                         # with compare: the ratio A/B (or approx)
+//! test = "sign"
 //!
 //! [[finding]]
 //! id = "001-1g"
 //! claim = "QUIC wins more than 40 % of the settings"
+//! class = "reproduction"
 //! scenario = "megyesi2016"
 //! metric = "plt_ms"
 //! wins_share = { axis = "protocol", a = "h3", at_least = 0.4 }  # or no_best_everywhere = "protocol"
 //! test = "wins"                                          # Megyesi et al.'s rule per setting
 //! min_n = 10                                             # runs per side and setting
-//! not_judged_quick = "one repetition per setting"        # a quick pack leaves it inconclusive
 //!
 //! [[finding]]
 //! id = "002-8"
 //! claim = "gQUIC Q035–Q044 against YouTube over the Internet"
+//! class = "reproduction"
 //! not_runnable = "needs Google's servers and the public Internet"
 //! ```
 //!
@@ -629,13 +634,18 @@ pub fn parse(text: &str, file: &str) -> Result<Study, String> {
 /// Checks every runnable finding of `study` (from `file`) against its scenario: the scenario
 /// exists (`scenario_text(name)` gives its text and file name), each `where` value is a value
 /// some run of the scenario has, a compared axis has both values among those runs, and the
-/// metric is one the scenario's workload declares (`metric_known`). Errors name the file, the
+/// metric is one the scenario's workload declares (`metric_def` gives its declaration), and a
+/// magnitude band on a metric with a no-effect value (a ratio's 1) does not contain it unless it
+/// is centred on it (equivalence). Errors name the file, the
 /// finding's line and the key.
 pub fn validate(
     study: &Study,
     file: &str,
     scenario_text: impl Fn(&str) -> Option<(String, String)>,
-    metric_known: impl Fn(quiclab_experiment::WorkloadKind, &str) -> bool,
+    metric_def: impl Fn(
+        quiclab_experiment::WorkloadKind,
+        &str,
+    ) -> Option<quiclab_experiment::metric::MetricDef>,
 ) -> Result<(), String> {
     for f in &study.findings {
         let Judged::Run {
@@ -756,11 +766,26 @@ pub fn validate(
                 ),
             ));
         }
-        if !metric_known(s.kind, metric) {
+        let Some(def) = metric_def(s.kind, metric) else {
             return Err(at(
                 "metric",
                 format!("{metric:?} is not a metric of kind = \"{}\"", s.kind.name()),
             ));
+        };
+        if let (crate::judge::Claim::Approx { value, tolerance }, Some(null)) =
+            (claim, def.no_effect)
+        {
+            let (lo, hi) = (value * (1.0 - tolerance), value * (1.0 + tolerance));
+            if *value != null && lo <= null && hi >= null {
+                return Err(at(
+                    "approx",
+                    format!(
+                        "the band {lo:.3}–{hi:.3} contains {null}, the value of {metric} that means \
+                         no effect, so the claim could hold with no effect at all; narrow the \
+                         tolerance, or claim equivalence with value = {null}"
+                    ),
+                ));
+            }
         }
     }
     Ok(())
@@ -960,6 +985,28 @@ not_runnable = "the public Internet"
         assert!(e.contains("key \"title\""), "{e}");
     }
 
+    /// A band of a ratio metric around 1.16 ± 20 % contains 1 (equal shares): refused by the
+    /// metric's declared no-effect value; 1 ± 20 % (equivalence) is allowed.
+    #[test]
+    fn a_band_on_a_ratio_metric_may_not_contain_its_no_effect_value() {
+        let e = check(&FILE.replace(
+            "approx = { value = 3.0, tolerance = 0.25 }",
+            "approx = { value = 1.16, tolerance = 0.2 }",
+        ))
+        .unwrap_err();
+        assert!(
+            e.contains("key \"approx\"")
+                && e.contains("contains 1")
+                && e.contains("ratio_first_rest"),
+            "{e}"
+        );
+        check(&FILE.replace(
+            "approx = { value = 3.0, tolerance = 0.25 }",
+            "approx = { value = 1.0, tolerance = 0.2 }",
+        ))
+        .unwrap();
+    }
+
     #[test]
     fn a_min_n_the_plan_cannot_reach_is_refused() {
         check(FILE).unwrap();
@@ -978,6 +1025,8 @@ not_runnable = "the public Internet"
     const S2: &str = "name = \"carlucci2015-s2\"\nrepetitions = 6\n[workload]\nkind = \"flows\"\nduration = \"40s\"\n\
                       [link]\nrate = \"5mbit\"\n[grid]\nflows = [\"h3 + h1\"]\nqueue = [\"13kB\"]\n";
 
+    use quiclab_experiment::metric::MetricDef;
+
     fn check(text: &str) -> Result<(), String> {
         let study = parse(text, "t.toml")?;
         validate(
@@ -988,7 +1037,13 @@ not_runnable = "the public Internet"
                 "carlucci2015-s2" => Some((S2.to_string(), "s2.toml".into())),
                 _ => None,
             },
-            |_, m| ["plt_ms", "ratio_first_rest"].contains(&m),
+            |_, m| match m {
+                "plt_ms" => Some(MetricDef::completion_time("plt_ms", "PLT", "ms")),
+                "ratio_first_rest" => {
+                    Some(MetricDef::higher("ratio_first_rest", "ratio", "").no_effect_at(1.0))
+                }
+                _ => None,
+            },
         )
     }
 

@@ -17,6 +17,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::outcome::p_text;
 use crate::rules::{self, Better, Counts, MAX_FAILED_SHARE, Observed, RatioInterval};
 
 /// What a finding claims about its metric.
@@ -344,14 +345,6 @@ pub fn judge_pairs(pairs: &[(Observed, Observed)], better: Better, rule: Rule) -
         }
     }
     j
-}
-
-fn p_text(p: f64) -> String {
-    if p < 0.001 {
-        format!("{p:.1e}")
-    } else {
-        format!("{p:.3}")
-    }
 }
 
 /// Judges a [`Claim::Ratio`] on its pairs: the exact interval of the median ratio A/B against

@@ -34,6 +34,16 @@ pub struct FindingVerdict {
     pub tree: Option<crate::Tree>,
 }
 
+/// A p value as tables print it: three decimals, or two significant digits below 0.001 (a p of
+/// 8e-5 is not "0.000").
+pub fn p_text(p: f64) -> String {
+    if p < 0.001 {
+        format!("{p:.1e}")
+    } else {
+        format!("{p:.3}")
+    }
+}
+
 /// The n a verdict rests on: informative pairs (or runs) for a test with a p value, else the
 /// values the interval or the count was taken over.
 pub fn shown_n(j: &Judgement) -> usize {
@@ -99,7 +109,7 @@ impl std::fmt::Display for FindingVerdict {
             shown_n(j)
         )?;
         if let Some(p) = j.p {
-            write!(f, ", p = {p:.3}")?;
+            write!(f, ", p = {}", p_text(p))?;
         }
         if let Some(e) = &j.estimate
             && e.level >= 1.0
@@ -184,7 +194,7 @@ pub fn markdown(verdicts: &[FindingVerdict]) -> String {
                 cell(&v.test_of),
                 cell(v.form.as_deref().unwrap_or("")),
                 shown_n(j),
-                j.p.map_or(String::new(), |p| format!("{p:.3}")),
+                j.p.map_or(String::new(), p_text),
                 estimate,
                 v.seed_value.map_or(String::new(), |x| x.to_string()),
                 cell(&verdict),

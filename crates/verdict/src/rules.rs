@@ -1,6 +1,7 @@
 //! The decision rules a finding is judged by, on fixed data: the paired sign test, the Wilcoxon
-//! signed-rank test and a bootstrap confidence interval of the per-pair ratio, with censored runs
-//! (a run that hit its time limit) and failed runs handled as the findings format states.
+//! signed-rank test and the exact (order-statistic) confidence interval of a median or of the
+//! per-pair ratio, with censored runs (a run that hit its time limit), failed and undefined runs
+//! handled as the findings format states.
 //!
 //! Conventions. A pair is one repetition of one setting, the claim's side A against side B, both
 //! run with the same seed. "A better" follows the metric's direction. A censored run took at least

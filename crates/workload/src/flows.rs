@@ -353,7 +353,8 @@ impl WorkloadResult for FlowsResult {
             "ratio_first_rest",
             "First flow's goodput / others' mean",
             "",
-        ),
+        )
+        .no_effect_at(1.0),
         MetricDef::higher("share_first", "First flow's goodput share", ""),
         MetricDef::lower("loss_ratio", "Loss ratio", ""),
         MetricDef::lower("first_flow_loss_ratio", "First flow's loss ratio", ""),

@@ -333,7 +333,8 @@ impl WorkloadResult for VideoResult {
             "bitrate_ratio_first_rest",
             "Player 1's bitrate / others' mean",
             "",
-        ),
+        )
+        .no_effect_at(1.0),
         MetricDef::lower("mean_interruption_s", "Interruption per switch (mean)", "s"),
         MetricDef::lower("max_interruption_s", "Interruption per switch (max)", "s"),
         MetricDef::lower("mean_recovery_s", "Recovery per switch (mean)", "s"),
