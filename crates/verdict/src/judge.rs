@@ -344,6 +344,35 @@ pub fn judge_pairs(pairs: &[(Observed, Observed)], better: Better, rule: Rule) -
             }
         }
     }
+    // (After the effect: a difference too small to matter is that under either reading.) The
+    // interval shown is the median's, the sign test's dual. The signed-rank test can be
+    // significant while it reaches 1 (large wins, small losses): the two readings of the same
+    // pairs disagree, and no verdict is given on them.
+    if rule.test == Test::Wilcoxon
+        && !matches!(
+            j.verdict,
+            Verdict::DoesNotHold { reversed: false } | Verdict::Inconclusive { .. }
+        )
+        && let Some(e) = &j.estimate
+        && e.reaches(1.0 - rule.alpha)
+        && e.low <= 1.0
+        && e.high >= 1.0
+    {
+        j.verdict = Verdict::Inconclusive {
+            why: format!(
+                "the signed-rank test is significant (p = {}) but the exact interval of the median \
+                 ratio, {:.3}–{:.3}, reaches 1 (the sign test gives p = {}): the pairs' sizes and \
+                 directions disagree",
+                p_text(p),
+                e.low,
+                e.high,
+                p_text(quiclab_experiment::stats::sign_test_p(
+                    j.counts.a_better,
+                    j.counts.a_worse
+                ))
+            ),
+        };
+    }
     j
 }
 
@@ -1103,5 +1132,31 @@ mod tests {
         c.push((Censored { at_least: 60.0 }, Value(10.0)));
         let j = judge_paired(&c, 0, &claim(3.0), Better::Lower, SIGN);
         assert_eq!((j.counts.left_out, j.counts.censored_runs), (1, 1));
+    }
+
+    /// Issue 37: sign, Wilcoxon and interval paths agree on the same evidence — a signed-rank
+    /// test made significant by a few large wins among many small losses gives no verdict while
+    /// the median's interval (the sign test's dual) reaches 1.
+    #[test]
+    fn a_wilcoxon_verdict_needs_the_medians_interval_on_its_side() {
+        let rule = Rule {
+            test: Test::Wilcoxon,
+            ..SIGN
+        };
+        // 12 wins of 30 %, 8 losses of 0.1 %: W- small (p < 0.01), the sign test 12/8 (p = 0.50).
+        let mut pairs = vec![(Value(700.0), Value(1000.0)); 12];
+        pairs.extend(vec![(Value(1001.0), Value(1000.0)); 8]);
+        let j = judge_pairs(&pairs, Better::Lower, rule);
+        assert!(j.p.unwrap() < 0.01, "{j:?}");
+        assert!(
+            matches!(&j.verdict, Verdict::Inconclusive { why } if why.contains("reaches 1")),
+            "{j:?}"
+        );
+        // Wins in every pair: both agree, holds.
+        let all = vec![(Value(700.0), Value(1000.0)); 20];
+        assert_eq!(
+            judge_pairs(&all, Better::Lower, rule).verdict,
+            Verdict::Holds
+        );
     }
 }
