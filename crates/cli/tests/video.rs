@@ -108,7 +108,7 @@ fn the_shipped_video_scenarios_plan_with_quick_forms() {
     for (file, full_runs, quick_runs) in [
         ("arisu2019-seek.toml", 54, 12),
         ("arisu2019-multiplexing.toml", 396, 16),
-        ("arisu2019-fairness.toml", 100, 6),
+        ("arisu2019-fairness.toml", 120, 6),
     ] {
         let path = format!("{}/../../scenarios/{file}", env!("CARGO_MANIFEST_DIR"));
         for (quick, runs) in [(false, full_runs), (true, quick_runs)] {
