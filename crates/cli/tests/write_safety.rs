@@ -55,9 +55,10 @@ fn repo(dir: &Path, study: &str) -> PathBuf {
     dir.to_path_buf()
 }
 
-const STUDY: &str = "study = \"t\"\ntitle = \"t\"\n[[finding]]\nid = \"t-1\"\nclaim = \"c\"\n\
+const STUDY: &str = "study = \"t\"\ntitle = \"t\"\n[[finding]]\nid = \"t-1\"\nclaim = \"c\"\nclass = \"reproduction\"\n\
                      scenario = \"s\"\nmetric = \"total_ms\"\n\
-                     compare = { axis = \"protocol\", a = \"h3\", b = \"h1\" }\nmin_n = 1\n";
+                     wins_share = { axis = \"protocol\", a = \"h3\", at_least = 0.5 }\n\
+                     test = \"wins\"\nmin_n = 1\n";
 
 #[test]
 fn item1_report_and_export_never_write_or_delete_through_links() {
@@ -396,7 +397,7 @@ fn item10_a_broken_study_is_listed_and_others_still_judge() {
     write(
         &lib.join("studies"),
         "u.toml",
-        "study = \"u\"\ntitle = \"u\"\n[[finding]]\nid = \"u-1\"\nclaim = \"c\"\nscenario = \"s\"\n\
+        "study = \"u\"\ntitle = \"u\"\n[[finding]]\nid = \"u-1\"\nclaim = \"c\"\nclass = \"reproduction\"\nscenario = \"s\"\n\
          metric = \"total_ms\"\nat_least = nan\n",
     );
     let out = quiclab()
@@ -413,7 +414,7 @@ fn item10_a_broken_study_is_listed_and_others_still_judge() {
     write(
         &lib.join("studies"),
         "u.toml",
-        "study = \"u\"\ntitle = \"u\"\n[[finding]]\nid = \"u-1\"\nclaim = \"c\"\nnot_runnable = \"x\"\n",
+        "study = \"u\"\ntitle = \"u\"\n[[finding]]\nid = \"u-1\"\nclaim = \"c\"\nclass = \"reproduction\"\nnot_runnable = \"x\"\n",
     );
     let judged = base.join("judged");
     quiclab_outputs::claim_dir(&judged, "--out").unwrap();
