@@ -7,24 +7,8 @@
 //! "events": [{"type": id, "params": {...}}, ...]}`. A browser killed before it closed the file
 //! leaves the array open; the parser closes it.
 
+pub use quiclab_model::records::{Handshakes, QuicAttempts};
 use std::collections::BTreeSet;
-
-use serde::{Deserialize, Serialize};
-
-/// Chromium's QUIC attempts during a run, from its NetLog.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct QuicAttempts {
-    /// Requests for which Chromium had an Alt-Svc entry for the origin.
-    pub alt_svc_found: u64,
-    /// Of those, entries already marked broken (a QUIC attempt failed earlier).
-    pub alt_svc_broken: u64,
-    /// QUIC sessions started.
-    pub sessions: u64,
-    /// QUIC sessions whose handshake completed.
-    pub handshakes_done: u64,
-    /// Why sessions closed, as Chromium logged it (distinct reasons).
-    pub close_reasons: Vec<String>,
-}
 
 /// A NetLog's JSON, also when Chromium was killed before it closed the events array.
 fn parse(text: &str) -> Option<serde_json::Value> {
@@ -72,35 +56,6 @@ pub fn quic_attempts(text: &str) -> Option<QuicAttempts> {
     }
     out.close_reasons = reasons.into_iter().collect();
     Some(out)
-}
-
-/// The handshakes of a warm load's measured navigation: the connections it opened and how many
-/// resumed a session of the warm-up.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Handshakes {
-    /// TLS-over-TCP handshakes that completed (`SSL_CONNECT` ends with a version).
-    pub tls: u64,
-    /// Of those, the ones that resumed a session (`is_resumed`).
-    pub tls_resumed: u64,
-    /// QUIC sessions created.
-    pub quic: u64,
-    /// Of those, the ones whose transport parameters came from a stored session (a resumption).
-    pub quic_resumed: u64,
-    /// QUIC sessions that sent 0-RTT and the server accepted it.
-    pub quic_zero_rtt_accepted: u64,
-    /// QUIC sessions whose 0-RTT the server rejected.
-    pub quic_zero_rtt_rejected: u64,
-    /// Connections (TLS or QUIC) that began between the warm-up's close and the measured
-    /// navigation: the measured load may have reused one, so a warm run with any fails.
-    #[serde(default)]
-    pub opened_between_loads: u64,
-}
-
-impl Handshakes {
-    /// Connections that resumed a session, TLS over TCP and QUIC.
-    pub fn resumed(&self) -> u64 {
-        self.tls_resumed + self.quic_resumed
-    }
 }
 
 /// Counts the handshakes of a warm load's measured navigation, which started at `measured_unix_ms`

@@ -14,7 +14,7 @@
 //! crate `quiclab-runner`; keeping this part free of I/O makes it
 //! deterministic and testable.
 
-pub mod metric;
+pub use quiclab_model::metric;
 pub mod plan;
 pub mod scenario;
 pub mod stats;

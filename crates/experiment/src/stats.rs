@@ -1,5 +1,6 @@
 //! Statistics over repeated measurements of one setting.
 
+pub use quiclab_link::stats::percentile;
 use std::collections::BTreeMap;
 
 use serde::Serialize;
@@ -227,20 +228,6 @@ pub fn winners(results: &BTreeMap<String, Vec<f64>>) -> Verdict {
         }
     }
     Verdict::Equal
-}
-
-/// The `q`-quantile of `values` (any order; non-finite values ignored) by the rank
-/// `round((n − 1) · q)` of the sorted values; None when there are none. The one percentile of
-/// quiclab's own summaries (calibrate, benchmarks); the emulator's distributions come from
-/// HdrHistograms instead.
-pub fn percentile(values: &[f64], q: f64) -> Option<f64> {
-    let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let idx = ((v.len() - 1) as f64 * q.clamp(0.0, 1.0)).round() as usize;
-    Some(v[idx])
 }
 
 #[cfg(test)]

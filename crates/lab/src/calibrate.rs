@@ -176,7 +176,7 @@ pub fn loss_variance_factor(loss: &quiclab_link::LossSpec) -> f64 {
 
 /// The one percentile definition of quiclab (nearest rank); NaN when there are no values.
 fn percentile(sorted: &[f64], q: f64) -> f64 {
-    quiclab_experiment::stats::percentile(sorted, q).unwrap_or(f64::NAN)
+    quiclab_link::stats::percentile(sorted, q).unwrap_or(f64::NAN)
 }
 
 /// Runs the three probes in a fresh lab for `spec` (with `options`' lab and scheduler settings)

@@ -16,6 +16,7 @@
 //! the disk: past it, packets are counted, not written (the start — handshakes included — is
 //! kept, which is what decryption needs).
 
+pub use quiclab_model::fidelity::CaptureSummary;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -26,7 +27,6 @@ use pcap_parser::pcapng::{
     DecryptionSecretsBlock, EnhancedPacketBlock, InterfaceDescriptionBlock, OptionCode,
     PcapNGOption, SecretsType, SectionHeaderBlock,
 };
-use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 
 use crate::emulator::Direction;
@@ -97,22 +97,6 @@ pub struct Captured {
     pub fate: Fate,
     /// The IP packet.
     pub data: Vec<u8>,
-}
-
-/// What a capture holds, in every result that asked for one.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CaptureSummary {
-    pub path: PathBuf,
-    /// Packets written.
-    pub packets: u64,
-    /// Size of the file.
-    pub bytes: u64,
-    /// Packets past the size cap, counted and not written.
-    pub over_cap: u64,
-    /// Packets the capture writer could not keep up with (the emulator never waits for it).
-    pub dropped_by_writer: u64,
-    /// Lines of TLS key log embedded (0: nothing to decrypt with).
-    pub secrets: u64,
 }
 
 /// The interface ids of the two directions.

@@ -25,14 +25,16 @@ use anyhow::{Context, Result, bail};
 use hdrhistogram::Histogram;
 use quiclab_link::lane::{Arrived, Batching, Decision, DropCause, Headers};
 use quiclab_link::switch::AddressGate;
-use quiclab_link::{DirectionConfig, LinkModel, ModelSummary, Nanos};
+use quiclab_link::{DirectionConfig, LinkModel, Nanos};
 use serde::{Deserialize, Serialize};
+
+pub use quiclab_model::fidelity::{DirectionFidelity, FidelityReport, PhaseLateness, SojournMs};
 
 use crate::capture::{CaptureConfig, CaptureWriter, Captured, Fate};
 use crate::offload::{Frame, OffloadIo};
 use crate::packet_log::{LogEvent, LogWriter};
 use crate::process;
-use crate::stats::{Distribution, distribution_us};
+use crate::stats::distribution_us;
 use crate::topology::{Lab, Side};
 
 /// Largest packet the TUN can hand us (MTU 1500 plus headroom for a larger configured MTU).
@@ -128,122 +130,6 @@ pub struct EmulatorConfig {
     pub gate: Option<AddressGate>,
     /// A pcapng capture of every packet arriving at the bottleneck (see `crate::capture`).
     pub capture: Option<CaptureConfig>,
-}
-
-/// Fidelity figures of one direction.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct DirectionFidelity {
-    pub direction: Direction,
-    /// The model's view: counters (offered, forwarded, dropped by cause), queue and sojourn distributions.
-    pub model: ModelSummary,
-    /// Packets and bytes actually written to the egress TUN.
-    pub delivered_packets: u64,
-    pub delivered_bytes: u64,
-    /// Packets still queued in the emulator when it stopped (neither delivered nor dropped).
-    pub in_flight_at_stop: u64,
-    /// How late each release was versus its computed time.
-    pub lateness_us: Distribution,
-    /// Releases made before their time because of `--batch-window` (count and how early, in µs).
-    pub early_us: Distribution,
-    /// IP-layer rate delivered while the queue was backlogged (back-to-back releases), measured from the
-    /// actual release times; `None` when the link was never backlogged.
-    pub backlogged_rate_bps: Option<f64>,
-    /// Bytes and time over which `backlogged_rate_bps` was measured.
-    pub backlogged_bytes: u64,
-    #[serde(deserialize_with = "quiclab_link::stats::f64_or_nan")]
-    pub backlogged_seconds: f64,
-    /// Writes to the egress TUN that failed (the packet is lost and counted here).
-    pub write_errors: u64,
-    /// Packets (and bytes) dropped because they came from or went to the client's address on a
-    /// network it had already left (network switches), at arrival or at release.
-    pub dropped_stale_address_packets: u64,
-    pub dropped_stale_address_bytes: u64,
-    /// Of those, packets that named an address of a network the client had not reached yet:
-    /// no configured switch drops such a packet, so the run is flagged.
-    pub dropped_not_yet_valid_address_packets: u64,
-    /// CPU seconds of the scheduler thread, which serves both directions (the same figure in both).
-    /// It includes the receiving kernel's network stack, which runs in the context of each TUN write.
-    #[serde(deserialize_with = "quiclab_link::stats::f64_or_nan")]
-    pub cpu_seconds: f64,
-    /// Whether the thread ran under SCHED_FIFO.
-    pub realtime: bool,
-    /// TUN offload's figures (reads split, batches coalesced, fallback), when the lab had it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub offload: Option<crate::offload::OffloadFigures>,
-    /// The largest UDP payload that arrived on this link (segments of offload super-packets
-    /// counted one by one, as they cross the emulated wire): QUIC's datagram size as sent, what
-    /// `quic_mtu` bounds. None: no UDP packet arrived (or a result from before it was measured).
-    #[serde(default)]
-    pub largest_udp_payload: Option<u64>,
-    /// How long forwarded packets waited in the bottleneck's queue (arrival to the start of their
-    /// serialisation — the sojourn CoDel and PIE measure at dequeue), in ms; for every discipline,
-    /// tail drop too.
-    #[serde(default)]
-    pub sojourn_ms: SojournMs,
-    /// Marks a discipline decided that could not be written into the packet (see
-    /// `Lane::marks_not_applied`); 0 unless something is wrong.
-    #[serde(default)]
-    pub marks_not_applied: u64,
-}
-
-/// Percentiles of the queue's sojourn time — arrival to the start of serialisation, what CoDel and
-/// PIE measure (the model's `queueing_delay_us`) — in ms; null when no packet was forwarded (unknown,
-/// not 0). Not the model's older `sojourn_us`, which runs to the end of serialisation.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct SojournMs {
-    pub packets: u64,
-    pub p50: Option<f64>,
-    pub p90: Option<f64>,
-    pub p99: Option<f64>,
-}
-
-impl SojournMs {
-    /// From the model's queueing-delay distribution (µs).
-    pub fn of(queueing_delay_us: &Distribution) -> SojournMs {
-        let ms = |v: f64| (queueing_delay_us.count > 0).then_some(v / 1e3);
-        SojournMs {
-            packets: queueing_delay_us.count,
-            p50: ms(queueing_delay_us.p50),
-            p90: ms(queueing_delay_us.p90),
-            p99: ms(queueing_delay_us.p99),
-        }
-    }
-}
-
-/// The evidence of the emulator's own fidelity that goes with every result.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct FidelityReport {
-    pub uplink: DirectionFidelity,
-    pub downlink: DirectionFidelity,
-    /// Lateness over both directions.
-    pub lateness_us: Distribution,
-    /// Emulator CPU (the scheduler thread) as a fraction of one core over the run.
-    #[serde(deserialize_with = "quiclab_link::stats::f64_or_nan")]
-    pub cpu_core_fraction: f64,
-    #[serde(deserialize_with = "quiclab_link::stats::f64_or_nan")]
-    pub wall_seconds: f64,
-    /// Log events dropped because the log writer could not keep up (the log is then incomplete).
-    pub log_events_dropped: u64,
-    /// Share of all releases more than 100 µs late.
-    #[serde(deserialize_with = "quiclab_link::stats::f64_or_nan")]
-    pub late_share: f64,
-    /// Lateness per phase the caller marked (`Emulator::begin_phase`; calibrate: rtt, tcp,
-    /// udp-loss), in order; empty when none were marked.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub phases: Vec<PhaseLateness>,
-    /// The run's pcapng capture, when it asked for one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub capture: Option<crate::capture::CaptureSummary>,
-}
-
-/// Release lateness over one marked phase (both directions).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct PhaseLateness {
-    pub name: String,
-    pub lateness_us: Distribution,
-    /// Share of the phase's releases more than 100 µs late.
-    #[serde(deserialize_with = "quiclab_link::stats::f64_or_nan")]
-    pub late_share: f64,
 }
 
 /// Share of a lateness histogram (ns) above [`LATE_THRESHOLD_NS`].

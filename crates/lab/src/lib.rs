@@ -21,13 +21,13 @@ pub mod process;
 pub mod registry;
 pub mod running;
 pub mod stats;
-mod summary;
 pub mod switcher;
 pub mod tolerance;
 pub mod topology;
 
-pub use emulator::{Emulator, EmulatorConfig, FidelityReport, SchedulerOptions};
+pub use emulator::{Emulator, EmulatorConfig, SchedulerOptions};
 pub use link_spec::{DirectionSpec, LinkSpec};
 pub use quiclab_link::LinkOptions;
+pub use quiclab_model::fidelity::FidelityReport;
 pub use running::RunningLab;
 pub use topology::{Lab, LabOptions, Side};

@@ -3,11 +3,11 @@
 //! it into MTU segments, the head of a run of segments written as one GSO packet — is
 //! `quiclab_link::wire::offload`, pure and tested without a device.
 
+pub use quiclab_model::fidelity::OffloadFigures;
 use std::io::ErrorKind;
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
 use tun_rs::SyncDevice;
 
 use quiclab_link::wire::offload::run_end;
@@ -18,37 +18,6 @@ pub use quiclab_link::wire::offload::{
 /// Fault injection for tests of the fallback: with this variable set, the first coalesced write
 /// of every offload lane is treated as refused by the kernel (the fallback reason says so).
 pub const FAULT_GSO_REFUSED_ENV: &str = "QUICLAB_FAULT_GSO_REFUSED";
-
-/// What one direction's offload did, for the fidelity report.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct OffloadFigures {
-    /// Coalescing window in µs (0: each segment written on its own).
-    #[serde(deserialize_with = "quiclab_link::stats::f64_or_nan")]
-    pub window_us: f64,
-    /// Reads that returned a packet, and the MTU packets they gave (a super-packet gives several).
-    pub reads: u64,
-    pub read_segments: u64,
-    #[serde(deserialize_with = "quiclab_link::stats::f64_or_nan")]
-    pub segments_per_read: f64,
-    /// Super-packets the kernel handed over that could not be split (malformed or unsupported):
-    /// dropped and counted, never forwarded.
-    pub dropped_unsplittable: u64,
-    /// The last reason a frame could not be split.
-    pub last_unsplittable: Option<String>,
-    /// Batches written, and the packets in them (a batch becomes one write per run of consecutive
-    /// segments of one frame).
-    pub batches: u64,
-    pub batch_segments: u64,
-    #[serde(deserialize_with = "quiclab_link::stats::f64_or_nan")]
-    pub segments_per_batch: f64,
-    /// Writes the receiving kernel counted (its TUN's received packets; a coalesced GSO packet is
-    /// one), and delivered packets per write.
-    pub kernel_writes: Option<u64>,
-    pub segments_per_write: Option<f64>,
-    /// Why the lane fell back to writing each packet on its own, if it did (the kernel refused a
-    /// coalesced write).
-    pub fallback: Option<String>,
-}
 
 /// A lane's offload I/O.
 pub struct OffloadIo {

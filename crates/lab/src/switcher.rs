@@ -6,29 +6,14 @@
 //! follow (`ip addr add` the new, `ip addr del` the old). Its lateness — a sleep's wake-up plus
 //! one `ip` process, a few milliseconds — is recorded with each switch rather than hidden.
 
+pub use quiclab_model::fidelity::AppliedSwitch;
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use quiclab_link::switch::SwitchSchedule;
-use serde::{Deserialize, Serialize};
 
 use crate::topology::{MAX_SWITCH_EPOCHS, switch_addresses};
-
-/// One switch as the lab carried it out.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct AppliedSwitch {
-    /// The scheduled instant (s on the emulator's clock).
-    pub at_s: f64,
-    /// When the client's addresses had changed (s on the emulator's clock).
-    pub applied_s: f64,
-    /// The address epoch it started (1 for the first switch).
-    pub epoch: usize,
-    pub from: String,
-    pub to: String,
-    /// Why the namespace could not follow (the gate dropped the old address regardless).
-    pub error: Option<String>,
-}
 
 /// The thread that carries out a schedule's switches.
 pub struct Switcher {

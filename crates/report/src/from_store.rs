@@ -1,5 +1,5 @@
 //! From a results database to the report: the runs read with their typed documents
-//! (`quiclab_workload::WorkloadOutput`), the user's choices (baseline, metrics, which traced runs'
+//! (`quiclab_model::WorkloadOutput`), the user's choices (baseline, metrics, which traced runs'
 //! series) applied, and [`render`](crate::render) called. `quiclab report` and `quiclab demo` use
 //! it; the command line only parses and prints.
 
@@ -7,8 +7,8 @@ use std::path::Path;
 
 use anyhow::{Result, bail};
 use quiclab_experiment::MetricDef;
+use quiclab_model::WorkloadOutput;
 use quiclab_results::{Status, Store};
-use quiclab_workload::WorkloadOutput;
 
 use crate::{
     MetricInfo, ReportInput, ReportOptions, ReportOutput, RunRecord, RunStatus, TimeSeries,
@@ -119,7 +119,7 @@ pub fn write_report_to(
         let kind = quiclab_experiment::parse(&scenario.text, &scenario.file)
             .map(|s| s.kind)
             .map_err(|e| anyhow::anyhow!("the stored scenario does not parse any more: {e}"))?;
-        quiclab_workload::report_metrics(kind)
+        quiclab_model::report_metrics(kind)
             .iter()
             .map(|m| m.to_string())
             .collect()

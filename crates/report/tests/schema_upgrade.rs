@@ -7,8 +7,8 @@
 
 use std::path::{Path, PathBuf};
 
+use quiclab_model::WorkloadOutput;
 use quiclab_results::{Status, Store};
-use quiclab_workload::WorkloadOutput;
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -130,8 +130,9 @@ pub fn export_csv(store: &Store, out_dir: &Path) -> Result<ExportSummary> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Status;
+    use crate::store::Environment;
     use crate::store::tests::{run, scenario, temp_db};
-    use crate::store::{Environment, Status};
 
     #[test]
     fn runs_csv_has_a_column_per_parameter_and_metric() {

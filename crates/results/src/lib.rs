@@ -6,14 +6,14 @@
 //! of truth and `PRAGMA user_version` carries [`SCHEMA_VERSION`]. Each run's document
 //! ([`RunDocument`]) says its outcome and carries the workload's typed result.
 
-pub mod document;
 mod export;
 pub mod merge;
+mod migrate;
 mod store;
 
-pub use document::RunDocument;
 pub use export::{ExportSummary, export_csv};
+pub use quiclab_model::document::{RunDocument, Status};
 pub use store::{
     APPLICATION_ID, Attempt, Environment, PlanRecord, SCHEMA, SCHEMA_VERSION, ScenarioRecord,
-    Series, Session, Status, Store, StoredRun,
+    Series, Session, Store, StoredRun,
 };

@@ -8,7 +8,7 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::document::RunDocument;
+use quiclab_model::document::{RunDocument, Status};
 
 /// Bumped on any incompatible change of [`SCHEMA`]; stored in `PRAGMA user_version`.
 pub const SCHEMA_VERSION: i64 = 5;
@@ -153,7 +153,7 @@ fn stored_kind(conn: &Connection) -> Result<String> {
 }
 
 /// Schema 3 → 4 (inside [`upgrade`]'s transaction): every run's and attempt's document enveloped by outcome
-/// ([`document::upgrade_v3`]); video's metric `switches` renamed `bitrate_switches`. Nothing
+/// (`migrate::upgrade_v3`); video's metric `switches` renamed `bitrate_switches`. Nothing
 /// is dropped: a document that is not an object is kept as the result as it was.
 fn upgrade_3_to_4(conn: &Connection) -> Result<()> {
     let kind = stored_kind(conn)?;
@@ -176,9 +176,9 @@ fn upgrade_3_to_4(conn: &Connection) -> Result<()> {
                     .map(|r| serde_json::from_str::<serde_json::Value>(&r))
                     .transpose()
                     .with_context(|| format!("{table} {key}: its result is not JSON"))?;
-                let doc = crate::document::upgrade_v3(
+                let doc = crate::migrate::upgrade_v3(
                     old,
-                    Status::parse(&status)?,
+                    parse_status(&status)?,
                     reason.as_deref(),
                     &kind,
                 );
@@ -246,31 +246,8 @@ pub struct Session {
     pub environment: Environment,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Status {
-    Ok,
-    Failed,
-    Timeout,
-}
-
-impl Status {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Status::Ok => "ok",
-            Status::Failed => "failed",
-            Status::Timeout => "timeout",
-        }
-    }
-
-    fn parse(s: &str) -> Result<Status> {
-        Ok(match s {
-            "ok" => Status::Ok,
-            "failed" => Status::Failed,
-            "timeout" => Status::Timeout,
-            _ => bail!("unknown run status {s:?} in the database"),
-        })
-    }
+fn parse_status(s: &str) -> Result<Status> {
+    Status::parse(s).ok_or_else(|| anyhow::anyhow!("unknown run status {s:?} in the database"))
 }
 
 /// One finished run. `R` is the type its document's result is read as (`serde_json::Value` by
@@ -402,9 +379,7 @@ impl Attempt {
                 .filter(|(_, v)| v.is_finite())
                 .map(|(k, v)| (k.clone(), *v))
                 .collect(),
-            document: run
-                .document
-                .clone_as_value()
+            document: clone_as_value(&run.document)
                 .with_context(|| format!("run {}: its document", run.key))?,
         })
     }
@@ -424,12 +399,10 @@ fn check_outcome<R>(run: &StoredRun<R>) -> Result<()> {
     Ok(())
 }
 
-impl<R: Serialize> RunDocument<R> {
-    /// The document with its result as a JSON value.
-    pub fn clone_as_value(&self) -> Result<RunDocument<serde_json::Value>> {
-        let v = serde_json::to_value(self)?;
-        Ok(serde_json::from_value(v)?)
-    }
+/// The document with its result as a JSON value.
+fn clone_as_value<R: Serialize>(doc: &RunDocument<R>) -> Result<RunDocument<serde_json::Value>> {
+    let v = serde_json::to_value(doc)?;
+    Ok(serde_json::from_value(v)?)
 }
 
 fn insert_attempt(conn: &Connection, a: &Attempt, session: i64) -> Result<()> {
@@ -1016,7 +989,7 @@ impl Store {
             };
             out.push(Attempt {
                 attempt: attempt as u32,
-                status: Status::parse(&status)?,
+                status: parse_status(&status)?,
                 reason,
                 flags: serde_json::from_str(&flags).with_context(|| bad("flags"))?,
                 started_unix: started,
@@ -1177,7 +1150,7 @@ impl Store {
                 repetition: repetition as u32,
                 seed: seed.parse().with_context(|| bad("seed"))?,
                 params: serde_json::from_str(&params).with_context(|| bad("params"))?,
-                status: Status::parse(&status)?,
+                status: parse_status(&status)?,
                 reason,
                 flags: serde_json::from_str(&flags).with_context(|| bad("flags"))?,
                 started_unix,

@@ -15,6 +15,7 @@
 //! its FEC packets in its window; docs/fec.md says what this changes). A rebuilt datagram reaches
 //! QUIC as if it had arrived: the loss is never seen, as in gQUIC.
 
+pub use quiclab_model::records::FecCounters;
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::io::{self, IoSliceMut};
@@ -24,7 +25,7 @@ use std::sync::{Arc, Mutex, Weak};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use quiclab_fec::{Decoder, DecoderCounters, Encoder, EncoderCounters};
+use quiclab_fec::{Decoder, Encoder};
 use quinn::udp::{EcnCodepoint, RecvMeta, Transmit};
 use quinn::{AsyncUdpSocket, Runtime, UdpPoller};
 use serde::{Deserialize, Serialize};
@@ -35,32 +36,6 @@ use crate::cwnd::monotonic_ns;
 const BATCH: usize = 8;
 /// Bytes per receive buffer (a GRO batch of 64 kB at most).
 const RECV_BUF: usize = 64 * 1024;
-
-/// FEC's figures for one endpoint: what it sent and what it received, summed over its peers.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct FecCounters {
-    /// Data datagrams per group (N).
-    pub group: u64,
-    /// Parity datagrams the socket could not send (an error other than not writable).
-    pub parity_unsent: u64,
-    /// What it sent: `data_sent`, `parity_sent`, `flushed` (parity of partial groups).
-    #[serde(flatten)]
-    pub sent: EncoderCounters,
-    /// What it received: `data_received`, `parity_received`, `rebuilt`, `groups_complete`,
-    /// `unrecoverable_groups`, `unrecovered`, `malformed`, `duplicates`.
-    #[serde(flatten)]
-    pub received: DecoderCounters,
-}
-
-impl FecCounters {
-    /// Adds another socket's counters (the group size is the same on all of a run's sockets).
-    pub fn add(&mut self, o: &FecCounters) {
-        self.group = self.group.max(o.group);
-        self.parity_unsent += o.parity_unsent;
-        self.sent.add(&o.sent);
-        self.received.add(&o.received);
-    }
-}
 
 /// One peer's share of an endpoint's counters (`parity_unsent` is the endpoint's, not a peer's).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

@@ -11,6 +11,7 @@
 //! `started + blocked + connect + tls + send + wait + receive` is the moment the object's last byte
 //! arrived, and the page load time is the latest of those.
 
+pub use quiclab_model::records::PageConnection;
 use std::collections::{BTreeSet, HashMap};
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -71,32 +72,6 @@ impl PageLoadOptions {
             warm: false,
         }
     }
-}
-
-/// One connection the loader opened (ms since navigation start). A connection can be opened and
-/// never become ready before the page is loaded (HTTP/1.1 opens one per waiting request, as
-/// Chromium does, and other connections may serve them first); its set-up fields are then `None`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PageConnection {
-    pub id: u64,
-    /// When the plan asked for it.
-    pub opened_ms: f64,
-    /// When TCP's handshake completed (`None` for QUIC, or not completed).
-    pub tcp_connect_ms: Option<f64>,
-    /// When it was ready for requests (TLS, or QUIC's handshake, complete).
-    pub ready_ms: Option<f64>,
-    /// The negotiated ALPN: `http/1.1`, `h2` or `h3`.
-    pub protocol: Option<String>,
-    /// `1.2` or `1.3`.
-    pub tls_version: Option<String>,
-    /// Whether TLS resumed a session (of an earlier connection, or of the warm-up load).
-    pub resumed: bool,
-    /// h3 of a warm load: whether the server accepted the requests sent in 0-RTT (None: no
-    /// 0-RTT was attempted, or the answer came after the load).
-    #[serde(default)]
-    pub zero_rtt_accepted: Option<bool>,
-    /// Requests sent on it.
-    pub requests: usize,
 }
 
 /// What one page load measured.

@@ -4,65 +4,22 @@
 
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
+pub use quiclab_model::records::StopReason;
 
-/// Why a player or a flow stopped early.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum StopReason {
-    /// The run's time limit passed first.
-    TimedOut { limit_s: f64, detail: String },
-    /// Anything else (an I/O error, a server error, a stall that gave up, bytes missing).
-    Failed { reason: String },
-}
-
-impl StopReason {
-    /// From a task's error: [`TimeLimitReached`] anywhere in its chain is a timeout.
-    pub fn of(e: &anyhow::Error) -> StopReason {
-        match e.chain().find_map(|c| c.downcast_ref::<TimeLimitReached>()) {
-            Some(t) => StopReason::TimedOut {
-                limit_s: t.limit.as_secs_f64(),
-                detail: format!("{e:#}"),
-            },
-            None => StopReason::Failed {
-                reason: format!("{e:#}"),
-            },
-        }
-    }
-
-    pub fn is_timeout(&self) -> bool {
-        matches!(self, StopReason::TimedOut { .. })
-    }
-
-    /// The text that describes it.
-    pub fn text(&self) -> &str {
-        match self {
-            StopReason::TimedOut { detail, .. } => detail,
-            StopReason::Failed { reason } => reason,
-        }
-    }
-
-    /// The text that describes it (appended to by callers that learn more).
-    pub fn text_mut(&mut self) -> &mut String {
-        match self {
-            StopReason::TimedOut { detail, .. } => detail,
-            StopReason::Failed { reason } => reason,
-        }
+/// From a task's error: [`TimeLimitReached`] anywhere in its chain is a timeout.
+pub fn reason_of(e: &anyhow::Error) -> StopReason {
+    match e.chain().find_map(|c| c.downcast_ref::<TimeLimitReached>()) {
+        Some(t) => StopReason::TimedOut {
+            limit_s: t.limit.as_secs_f64(),
+            detail: format!("{e:#}"),
+        },
+        None => StopReason::Failed {
+            reason: format!("{e:#}"),
+        },
     }
 }
 
-impl std::fmt::Display for StopReason {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            StopReason::TimedOut { limit_s, detail } => {
-                write!(f, "timed out at its limit of {limit_s:.1} s: {detail}")
-            }
-            StopReason::Failed { reason } => f.write_str(reason),
-        }
-    }
-}
-
-/// The error a task ends with when the run's time limit stops it (see [`StopReason::of`]).
+/// The error a task ends with when the run's time limit stops it (see [`reason_of`]).
 #[derive(Debug, Clone)]
 pub struct TimeLimitReached {
     pub limit: Duration,
@@ -95,13 +52,13 @@ mod tests {
         }
         .into();
         let e = Err::<(), _>(e).context("player h3").unwrap_err();
-        let s = StopReason::of(&e);
+        let s = reason_of(&e);
         assert!(s.is_timeout(), "{s:?}");
         assert!(
             s.to_string()
                 .contains("segment 3 had not arrived at the time limit (60.0 s)")
         );
-        let f = StopReason::of(&anyhow::anyhow!("connection reset"));
+        let f = reason_of(&anyhow::anyhow!("connection reset"));
         assert_eq!(
             f,
             StopReason::Failed {

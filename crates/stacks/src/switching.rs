@@ -16,6 +16,7 @@
 //! connection, migration and received chunk is reported on the emulator's clock (seconds since its
 //! start), so the workload can measure each switch's interruption and recovery.
 
+pub use quiclab_model::records::{ConnectionRecord, MigrationRecord};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -181,32 +182,6 @@ pub struct SwitchDownloadOptions {
     pub limit: Duration,
 }
 
-/// One connection of the download.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct ConnectionRecord {
-    /// When it was started (s on the emulator's clock).
-    pub opened_s: f64,
-    /// When its handshake finished (None: it never did).
-    pub ready_s: Option<f64>,
-    pub local: String,
-    pub resumed: bool,
-    pub zero_rtt: bool,
-    /// Why it was opened: `start`, or what ended the previous one.
-    pub why: String,
-    /// The body offset it asked from.
-    pub from_byte: u64,
-    /// TLS 1.3 session tickets the client held when it started (resumption needs one).
-    pub tickets_held: u64,
-}
-
-/// One migration of the QUIC connection to a new address.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct MigrationRecord {
-    pub at_s: f64,
-    pub local: String,
-    pub error: Option<String>,
-}
-
 /// What happened.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct SwitchDownloadReport {
@@ -317,7 +292,7 @@ pub async fn download_across_switches(opts: &SwitchDownloadOptions) -> SwitchDow
     report.migrations = migrations.lock().unwrap().clone();
     report.error = match result {
         Ok(Ok(())) => None,
-        Ok(Err(e)) => Some(crate::stop::StopReason::of(&e)),
+        Ok(Err(e)) => Some(crate::stop::reason_of(&e)),
         Err(_) => Some(crate::stop::StopReason::TimedOut {
             limit_s: opts.limit.as_secs_f64(),
             detail: format!(

@@ -221,7 +221,7 @@ pub async fn run_player(opts: &VideoOptions) -> VideoReport {
         buffer_points: player.buffer_points().to_vec(),
         local_ports: session.ports,
         connected_s,
-        error: result.err().map(|e| crate::stop::StopReason::of(&e)),
+        error: result.err().map(|e| crate::stop::reason_of(&e)),
         switching,
         fec: (!session.fec.is_empty()).then(|| {
             let mut sum = crate::fec_socket::FecCounters::default();

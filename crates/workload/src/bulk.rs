@@ -1,24 +1,21 @@
 //! `bulk`: one download of `size` bytes over one connection (h1, h2 or h3), with resumption and
 //! 0-RTT on request. The seed studies' download-time and handshake measurements.
 
+pub use quiclab_model::bulk::*;
 use quiclab_stacks::stop::StopReason;
 use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
 use std::time::Duration;
 
-use quiclab_experiment::MetricDef;
-use quiclab_lab::{FidelityReport, LinkSpec, RunningLab, Side};
-use quiclab_link::spec::LinkDescription;
+use quiclab_lab::{LinkSpec, RunningLab, Side};
 use quiclab_proto::options::{Protocol, StackOptions};
-use serde::{Deserialize, Serialize};
 
 use crate::child::{
     ChildConfig, FetchChildReport, FetchConfig, SwitchFetchConfig, SwitchFetchReport,
 };
 use crate::fec::FecResult;
 use crate::harness::{self, RunError, WorkDir};
-use crate::switch::SwitchOutcome;
-use crate::{Outcome, Workload, WorkloadResult};
+use crate::{Outcome, Workload};
 use quiclab_stacks::switching::{OnSwitch, SwitchPlan};
 
 /// One bulk transfer's parameters.
@@ -149,147 +146,6 @@ pub fn transfer_estimate_seconds(bytes: f64, spec: &LinkSpec) -> f64 {
         f64::INFINITY
     };
     OVERHEAD_S + 4.0 * rtt + bytes * 8.0 / rate.min(mathis) * 1.1
-}
-
-/// The result of one bulk transfer: the `quiclab bulk --json` contract.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct BulkResult {
-    pub proto: String,
-    /// ALPN as negotiated.
-    pub negotiated: String,
-    pub tls_version: String,
-    pub resumed: bool,
-    pub zero_rtt: bool,
-    /// TCP's three-way handshake (None for QUIC).
-    pub connect_ms: Option<f64>,
-    #[serde(deserialize_with = "quiclab_link::stats::f64_or_nan")]
-    pub handshake_ms: f64,
-    #[serde(deserialize_with = "quiclab_link::stats::f64_or_nan")]
-    pub ttfb_ms: f64,
-    #[serde(deserialize_with = "quiclab_link::stats::f64_or_nan")]
-    pub total_ms: f64,
-    pub bytes: u64,
-    pub verified: Option<bool>,
-    #[serde(deserialize_with = "quiclab_link::stats::f64_or_nan")]
-    pub goodput_mbps: f64,
-    /// Seed 000's U = r/b: the bytes the bottleneck forwarded downstream (retransmissions and
-    /// headers included) per second of the connection's life, over the link's mean rate (None
-    /// on an unlimited link or without the emulator).
-    pub utilization: Option<f64>,
-    /// Goodput over the link's mean rate (None on an unlimited link).
-    pub goodput_utilization: Option<f64>,
-    /// Downlink packets lost at the bottleneck (random and tail drops) over those that arrived.
-    pub loss_ratio: Option<f64>,
-    #[serde(deserialize_with = "quiclab_link::stats::f64_or_nan")]
-    pub cpu_client_s: f64,
-    #[serde(deserialize_with = "quiclab_link::stats::f64_or_nan")]
-    pub cpu_server_s: f64,
-    #[serde(deserialize_with = "quiclab_link::stats::f64_or_nan")]
-    pub cpu_client_s_per_gb: f64,
-    #[serde(deserialize_with = "quiclab_link::stats::f64_or_nan")]
-    pub cpu_server_s_per_gb: f64,
-    pub cpu_emulator_s: Option<f64>,
-    pub congestion_control: String,
-    /// `emulator` or `veth` (benchmarks without the emulator).
-    pub path: String,
-    pub link: LinkDescription,
-    /// With network switches: how the client answered them (`reconnect`, `reconnect-0rtt`,
-    /// `migrate`), each switch's outcome and every connection and migration.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub on_switch: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub network_switches: Option<Vec<SwitchOutcome>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub connections: Option<Vec<quiclab_stacks::switching::ConnectionRecord>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub migrations: Option<Vec<quiclab_stacks::switching::MigrationRecord>>,
-    /// Why a download across switches did not complete (a timeout is its own kind).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<StopReason>,
-    /// With `--fec N`: the downlink's FEC (what the server sent, what the client rebuilt).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub fec: Option<FecResult>,
-    /// The response's `alt-svc` header (h1/h2: how the server advertised HTTP/3; None when it
-    /// did not, or over h3).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub alt_svc: Option<String>,
-    pub fidelity: Option<FidelityReport>,
-}
-
-impl WorkloadResult for BulkResult {
-    const REPORT_METRICS: &'static [&'static str] = &[
-        "total_ms",
-        "ttfb_ms",
-        "goodput_mbps",
-        "loss_ratio",
-        "handshake_ms",
-    ];
-
-    const METRICS: &'static [MetricDef] = &[
-        MetricDef::completion_time("total_ms", "Download time", "ms"),
-        MetricDef::lower("ttfb_ms", "Time to first byte", "ms"),
-        MetricDef::higher("goodput_mbps", "Goodput", "Mbit/s"),
-        MetricDef::lower("loss_ratio", "Loss ratio", ""),
-        MetricDef::lower("handshake_ms", "Handshake time", "ms"),
-        MetricDef::lower("connect_ms", "TCP connect time", "ms"),
-        MetricDef::higher("utilization", "Channel utilisation U", ""),
-        MetricDef::higher("goodput_utilization", "Goodput utilisation", ""),
-        MetricDef::higher("bytes", "Bytes received", "B"),
-        MetricDef::higher("resumed", "Resumed (1 = yes)", ""),
-        MetricDef::higher("zero_rtt", "0-RTT accepted (1 = yes)", ""),
-        MetricDef::lower("cpu_client_s", "Client CPU", "s"),
-        MetricDef::lower("cpu_server_s", "Server CPU", "s"),
-        MetricDef::lower("cpu_client_s_per_gb", "Client CPU per GB", "s/GB"),
-        MetricDef::lower("cpu_server_s_per_gb", "Server CPU per GB", "s/GB"),
-        MetricDef::lower("cpu_emulator_s", "Emulator CPU", "s"),
-        MetricDef::lower("mean_interruption_s", "Interruption per switch (mean)", "s"),
-        MetricDef::lower("max_interruption_s", "Interruption per switch (max)", "s"),
-        MetricDef::lower("mean_recovery_s", "Recovery per switch (mean)", "s"),
-        MetricDef::lower("connections_used", "Connections used", ""),
-        crate::fec::METRICS[0],
-        crate::fec::METRICS[1],
-        crate::fec::METRICS[2],
-    ];
-
-    fn metric_values(&self) -> Vec<(&'static str, Option<f64>)> {
-        let flag = |b: bool| Some(f64::from(u8::from(b)));
-        let sw = crate::switch::SwitchFigures::of(
-            self.network_switches.as_deref(),
-            self.connections.as_ref().map(Vec::len),
-        );
-        let mut values = vec![
-            ("total_ms", Some(self.total_ms)),
-            ("ttfb_ms", Some(self.ttfb_ms)),
-            ("goodput_mbps", Some(self.goodput_mbps)),
-            ("loss_ratio", self.loss_ratio),
-            ("handshake_ms", Some(self.handshake_ms)),
-            ("connect_ms", self.connect_ms),
-            ("utilization", self.utilization),
-            ("goodput_utilization", self.goodput_utilization),
-            ("bytes", Some(self.bytes as f64)),
-            ("resumed", flag(self.resumed)),
-            ("zero_rtt", flag(self.zero_rtt)),
-            ("cpu_client_s", Some(self.cpu_client_s)),
-            ("cpu_server_s", Some(self.cpu_server_s)),
-            ("cpu_client_s_per_gb", Some(self.cpu_client_s_per_gb)),
-            ("cpu_server_s_per_gb", Some(self.cpu_server_s_per_gb)),
-            ("cpu_emulator_s", self.cpu_emulator_s),
-            ("mean_interruption_s", sw.mean_interruption_s),
-            ("max_interruption_s", sw.max_interruption_s),
-            ("mean_recovery_s", sw.mean_recovery_s),
-            ("connections_used", sw.connections_used),
-        ];
-        values.extend(crate::fec::metric_values(self.fec.as_ref()));
-        values
-    }
-
-    fn failure(&self) -> Option<RunError> {
-        if let Some(e) = &self.error {
-            return Some(RunError::from_stop(e));
-        }
-        (self.verified == Some(false))
-            .then(|| RunError::Failed("the body did not match the expected bytes".into()))
-    }
 }
 
 impl Workload for BulkRun {

@@ -6,6 +6,7 @@
 //! that fails once its time limit has passed exits with [`crate::harness::EXIT_TIMED_OUT`]: the
 //! parent learns "timeout" from the exit code, not from the wording of an error.
 
+pub use quiclab_model::page::{DISCOVERY_NAVIGATIONS, DiscoveredLoad, Discovery, PageSummary};
 use quiclab_stacks::stop::StopReason;
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -15,7 +16,6 @@ use anyhow::{Context, Result};
 use quiclab_page::har::ObjectTiming;
 use quiclab_proto::options::{Protocol, StackOptions};
 use quiclab_stacks::client::{FetchOptions, FetchReport};
-use quiclab_stacks::page_load::PageConnection;
 use quiclab_stacks::server::ServerOptions;
 use quiclab_stacks::tls::LabCertificate;
 use serde::{Deserialize, Serialize};
@@ -218,109 +218,38 @@ pub struct FetchChildReport {
     pub cpu_s: f64,
 }
 
-/// The page client's summary of one load.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct PageSummary {
-    pub proto: String,
-    pub browser: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub browser_version: Option<String>,
-    pub objects: usize,
-    pub bytes: u64,
-    pub plt_ms: f64,
-    /// The root document's first byte, ms after navigation start (None: not recorded, in
-    /// results from before it was).
-    #[serde(default)]
-    pub ttfb_ms: Option<f64>,
-    pub dom_content_loaded_ms: Option<f64>,
-    pub connections: usize,
-    pub negotiated_protocols: Vec<String>,
-    /// Wall-clock time of the navigation's start (for the HAR), not a measurement.
-    pub navigation_start_unix_ms: u64,
-    pub max_streams: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub chromium_wall_ms: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub connection_details: Option<Vec<PageConnection>>,
-    /// Whether the measured load followed an untimed one (session cache filled).
-    #[serde(default)]
-    pub warm: bool,
-    /// Connections of the measured load whose TLS (or QUIC) handshake resumed a session, and
-    /// of those h3 ones whose 0-RTT requests the server accepted. The built-in loader knows them
-    /// for every load; Chromium's come from its NetLog, recorded for warm loads only (None: a
-    /// cold Chromium load, or a warm one whose NetLog could not be read).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub resumed_connections: Option<usize>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub zero_rtt_accepted_connections: Option<usize>,
-    /// A warm Chromium load: the measured navigation's handshakes as its NetLog lists them (TLS
-    /// and QUIC, resumed, 0-RTT accepted and rejected).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub chromium_handshakes: Option<quiclab_browser::netlog::Handshakes>,
-    /// `--discover` (Chromium, h3 not forced): what each navigation came over; the summary's
-    /// other figures are the first navigation's.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub discovery: Option<Discovery>,
-}
-
-/// Navigations of a discovery run, one after the other in one browser.
-pub const DISCOVERY_NAVIGATIONS: usize = 3;
-
-/// How Chromium found HTTP/3 through the server's Alt-Svc: per navigation, what its objects came
-/// over, and the first navigation (1-based) with an object over h3.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Discovery {
-    pub navigations: Vec<DiscoveredLoad>,
-    /// None: no navigation used h3.
-    pub switched_at_navigation: Option<usize>,
-    /// Chromium's QUIC attempts over all navigations, from its NetLog (None: unreadable): did it
-    /// find the Alt-Svc, start QUIC, complete a handshake, and why sessions closed.
-    pub quic: Option<quiclab_browser::netlog::QuicAttempts>,
-}
-
-/// One navigation of a discovery run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct DiscoveredLoad {
-    pub plt_ms: f64,
-    /// Objects (the document included) by `nextHopProtocol`.
-    pub objects_by_protocol: std::collections::BTreeMap<String, usize>,
-    /// When the first object over h3 started, ms after this navigation's start.
-    pub first_h3_start_ms: Option<f64>,
-}
-
-impl Discovery {
-    pub fn of(
-        loads: &[quiclab_browser::BrowserLoad],
-        quic: Option<quiclab_browser::netlog::QuicAttempts>,
-    ) -> Discovery {
-        let navigations: Vec<DiscoveredLoad> = loads
-            .iter()
-            .map(|l| {
-                let start = l.navigation.timing.start_time;
-                let entries = || std::iter::once(&l.navigation.timing).chain(&l.resources);
-                let mut by = std::collections::BTreeMap::new();
-                for e in entries() {
-                    *by.entry(e.next_hop_protocol.clone()).or_insert(0) += 1;
-                }
-                DiscoveredLoad {
-                    plt_ms: l.plt_ms,
-                    objects_by_protocol: by,
-                    first_h3_start_ms: entries()
-                        .filter(|e| e.next_hop_protocol == "h3")
-                        .map(|e| e.start_time - start)
-                        .reduce(f64::min),
-                }
-            })
-            .collect();
-        let switched_at_navigation = navigations
-            .iter()
-            .position(|n| n.first_h3_start_ms.is_some())
-            .map(|i| i + 1);
-        Discovery {
-            navigations,
-            switched_at_navigation,
-            quic,
-        }
+/// What a discovery run's navigations show.
+pub fn discovery_of(
+    loads: &[quiclab_browser::BrowserLoad],
+    quic: Option<quiclab_browser::netlog::QuicAttempts>,
+) -> Discovery {
+    let navigations: Vec<DiscoveredLoad> = loads
+        .iter()
+        .map(|l| {
+            let start = l.navigation.timing.start_time;
+            let entries = || std::iter::once(&l.navigation.timing).chain(&l.resources);
+            let mut by = std::collections::BTreeMap::new();
+            for e in entries() {
+                *by.entry(e.next_hop_protocol.clone()).or_insert(0) += 1;
+            }
+            DiscoveredLoad {
+                plt_ms: l.plt_ms,
+                objects_by_protocol: by,
+                first_h3_start_ms: entries()
+                    .filter(|e| e.next_hop_protocol == "h3")
+                    .map(|e| e.start_time - start)
+                    .reduce(f64::min),
+            }
+        })
+        .collect();
+    let switched_at_navigation = navigations
+        .iter()
+        .position(|n| n.first_h3_start_ms.is_some())
+        .map(|i| i + 1);
+    Discovery {
+        navigations,
+        switched_at_navigation,
+        quic,
     }
 }
 
@@ -549,7 +478,7 @@ pub fn flows_client(c: &FlowsClientConfig) -> Result<FlowsClientReport> {
                     },
                     Ok(Err(e)) => FlowOutcome {
                         report: None,
-                        error: Some(StopReason::of(&e)),
+                        error: Some(quiclab_stacks::stop::reason_of(&e)),
                     },
                     Err(_) => FlowOutcome {
                         report: None,
@@ -635,7 +564,7 @@ pub fn page_client(c: &PageClientConfig) -> Result<PageClientReport> {
                     DISCOVERY_NAVIGATIONS,
                     quiclab_browser::prefixed(Vec::new()),
                 )?;
-                let discovery = Discovery::of(&repeated.loads, repeated.quic);
+                let discovery = discovery_of(&repeated.loads, repeated.quic);
                 let first = repeated.loads.into_iter().next().context("no navigation")?;
                 (first, Some(discovery))
             } else {

@@ -9,24 +9,22 @@
 //! retransmissions and headers included) and b the link rate; l = bytes lost / bytes offered at
 //! the shaper, per flow, in the data (downlink) direction.
 
+pub use quiclab_model::flows::*;
 use quiclab_stacks::stop::StopReason;
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
 use std::time::Duration;
 
-use quiclab_experiment::MetricDef;
 use quiclab_flows::{Bins, FlowMix, jain};
 use quiclab_lab::{FidelityReport, LinkSpec, RunningLab, Side};
-use quiclab_link::spec::LinkDescription;
 use quiclab_link::{FlowSummary, Transport};
 use quiclab_proto::options::{Protocol, StackOptions};
-use serde::{Deserialize, Serialize};
 
 use crate::child::{ChildConfig, FlowClientConfig, FlowsClientConfig, FlowsClientReport};
 use crate::fec::FecResult;
 use crate::harness::{self, RunError, WorkDir};
-use crate::{Outcome, TimeSeries, Workload, WorkloadResult};
+use crate::{Outcome, TimeSeries, Workload};
 
 /// How much of a long-running flow a flow mix asks the server for: more than any flow reads.
 const LONG_RUNNING_SIZE: u64 = quiclab_proto::range::MAX_BYTES_RESOURCE;
@@ -212,203 +210,6 @@ impl FlowsRun {
                 ),
                 FlowAmount::Duration(d) => d + Duration::from_secs(30),
             }
-    }
-}
-
-/// One flow's result.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct FlowResult {
-    /// Position in the mix, from 1.
-    pub index: usize,
-    /// `1 h3:gquic-cubic`: position and spec, as series and tables name the flow.
-    pub label: String,
-    pub proto: String,
-    pub cc: String,
-    #[serde(deserialize_with = "quiclab_link::stats::f64_or_nan")]
-    pub offset_s: f64,
-    /// The client's port (with the transport, the flow's key at the emulator).
-    pub local_port: Option<u16>,
-    /// Goodput G over the flow's cutoff window (the whole transfer when the window holds no whole
-    /// bin, see `goodput_window`).
-    pub goodput_mbps: Option<f64>,
-    /// `cutoff` or `whole transfer`.
-    pub goodput_window: String,
-    /// How steady the flow was: the coefficient of variation of its bytes per bin over its
-    /// cutoff window (None when the window holds fewer than two bins; runs stored before it
-    /// existed read as None).
-    #[serde(default)]
-    pub goodput_cv: Option<f64>,
-    /// Application bytes received.
-    pub bytes: u64,
-    pub complete: bool,
-    pub handshake_ms: Option<f64>,
-    /// Start and end, seconds since the mix's start.
-    pub start_s: Option<f64>,
-    pub end_s: Option<f64>,
-    /// The bottleneck's counters of this flow, data direction (downlink).
-    pub offered_bytes: Option<u64>,
-    pub forwarded_bytes: Option<u64>,
-    pub forwarded_packets: Option<u64>,
-    pub dropped_packets: Option<u64>,
-    pub dropped_queue_packets: Option<u64>,
-    pub dropped_random_packets: Option<u64>,
-    /// l: bytes lost / bytes offered at the shaper.
-    pub loss_ratio: Option<f64>,
-    /// U = r/b: the rate of this flow's forwarded bytes over its lifetime, over the link rate.
-    pub utilization: Option<f64>,
-    /// Application bytes per bin from the mix's start.
-    pub bin_bytes: Vec<u64>,
-    /// h3 with FEC: this flow's downlink FEC (the server's counters for this flow's client port).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub fec: Option<FecResult>,
-    /// Why the flow stopped early (a timeout is its own kind; a failed flow has no report).
-    pub error: Option<StopReason>,
-}
-
-/// The result of one flow mix: the `quiclab flows --json` contract.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct FlowsResult {
-    /// The mix's contender label (`h3:gquic-cubic+h1:cubic`).
-    pub mix: String,
-    /// Jain's index over the flows' window goodputs.
-    pub jain: Option<f64>,
-    /// The mean over the common window's bins of Jain's index across flows.
-    pub jain_bins: Option<f64>,
-    /// U of the link: every flow's forwarded bytes over b × the mix's span.
-    pub utilization: Option<f64>,
-    /// The flows' goodputs summed, over b.
-    pub goodput_utilization: Option<f64>,
-    /// The flows' goodputs summed.
-    pub goodput_mbps: Option<f64>,
-    /// The first flow's goodput over the mean of the others' (e.g. QUIC/TCP in `h3+h1`).
-    pub ratio_first_rest: Option<f64>,
-    /// The first flow's share of the summed goodput.
-    pub share_first: Option<f64>,
-    /// The link's downlink loss ratio (every packet, flows and the rest).
-    pub loss_ratio: Option<f64>,
-    pub bin_ms: u64,
-    #[serde(deserialize_with = "quiclab_link::stats::f64_or_nan")]
-    pub cutoff_s: f64,
-    pub duration_s: Option<f64>,
-    pub size: Option<u64>,
-    /// The window every flow ran in, less the cutoff, in seconds since the start.
-    pub common_window_s: Option<(f64, f64)>,
-    pub flows: Vec<FlowResult>,
-    /// With FEC: the h3 flows' FEC summed.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub fec: Option<FecResult>,
-    #[serde(deserialize_with = "quiclab_link::stats::f64_or_nan")]
-    pub cpu_client_s: f64,
-    #[serde(deserialize_with = "quiclab_link::stats::f64_or_nan")]
-    pub cpu_server_s: f64,
-    pub link: LinkDescription,
-    pub fidelity: Option<FidelityReport>,
-    /// Series of this run on the emulator's clock (s since it started): not serialised.
-    #[serde(skip)]
-    pub series: Vec<TimeSeries>,
-}
-
-impl FlowsResult {
-    /// Of the datagrams the bottleneck dropped from the flows that ran FEC (data and parity,
-    /// downlink), the share the client rebuilt from a parity: seed 000's "packets recovered by
-    /// FEC" over the packets lost. None without FEC flows, when a flow's counters are missing
-    /// (unknown is not zero), or when nothing was dropped (no share to take).
-    pub fn fec_rebuilt_share(&self) -> Option<f64> {
-        rebuilt_share(
-            self.flows
-                .iter()
-                .filter_map(|f| Some((f.fec.as_ref()?.rebuilt, f.dropped_packets))),
-        )
-    }
-}
-
-/// Rebuilt over dropped datagrams summed over `(rebuilt, dropped)` of each FEC flow; None for no
-/// flow, a missing count, or nothing dropped.
-fn rebuilt_share(parts: impl IntoIterator<Item = (Option<u64>, Option<u64>)>) -> Option<f64> {
-    let (mut rebuilt, mut dropped, mut any) = (0u64, 0u64, false);
-    for (r, d) in parts {
-        rebuilt += r?;
-        dropped += d?;
-        any = true;
-    }
-    (any && dropped > 0).then(|| rebuilt as f64 / dropped as f64)
-}
-
-impl WorkloadResult for FlowsResult {
-    const REPORT_METRICS: &'static [&'static str] = &[
-        "goodput_mbps",
-        "jain",
-        "ratio_first_rest",
-        "utilization",
-        "loss_ratio",
-    ];
-
-    const METRICS: &'static [MetricDef] = &[
-        MetricDef::higher("jain", "Jain's index (window means)", ""),
-        MetricDef::higher("jain_bins", "Jain's index (mean per bin)", ""),
-        MetricDef::higher("utilization", "Channel utilisation U", ""),
-        MetricDef::higher("goodput_utilization", "Goodput utilisation", ""),
-        MetricDef::higher("goodput_mbps", "Goodput", "Mbit/s"),
-        MetricDef::higher(
-            "ratio_first_rest",
-            "First flow's goodput / others' mean",
-            "",
-        )
-        .no_effect_at(1.0),
-        MetricDef::higher("share_first", "First flow's goodput share", ""),
-        MetricDef::lower("loss_ratio", "Loss ratio", ""),
-        MetricDef::lower("first_flow_loss_ratio", "First flow's loss ratio", ""),
-        MetricDef::lower(
-            "first_flow_goodput_cv",
-            "First flow's goodput variation (CV per bin)",
-            "",
-        )
-        .undefined_when("the flow moved data in fewer than two bins"),
-        MetricDef::higher(
-            "fec_rebuilt_share",
-            "Share of the FEC flows' lost datagrams rebuilt",
-            "",
-        )
-        .undefined_when("the bottleneck dropped nothing from the FEC flows (or no flow ran FEC)"),
-        MetricDef::lower("cpu_client_s", "Client CPU", "s"),
-        MetricDef::lower("cpu_server_s", "Server CPU", "s"),
-        crate::fec::METRICS[0],
-        crate::fec::METRICS[1],
-        crate::fec::METRICS[2],
-    ];
-
-    fn metric_values(&self) -> Vec<(&'static str, Option<f64>)> {
-        let mut values = vec![
-            ("jain", self.jain),
-            ("jain_bins", self.jain_bins),
-            ("utilization", self.utilization),
-            ("goodput_utilization", self.goodput_utilization),
-            ("goodput_mbps", self.goodput_mbps),
-            ("ratio_first_rest", self.ratio_first_rest),
-            ("share_first", self.share_first),
-            ("loss_ratio", self.loss_ratio),
-            (
-                "first_flow_loss_ratio",
-                self.flows.first().and_then(|f| f.loss_ratio),
-            ),
-            (
-                "first_flow_goodput_cv",
-                self.flows.first().and_then(|f| f.goodput_cv),
-            ),
-            ("fec_rebuilt_share", self.fec_rebuilt_share()),
-            ("cpu_client_s", Some(self.cpu_client_s)),
-            ("cpu_server_s", Some(self.cpu_server_s)),
-        ];
-        values.extend(crate::fec::metric_values(self.fec.as_ref()));
-        values
-    }
-
-    fn failure(&self) -> Option<RunError> {
-        RunError::from_stops(
-            self.flows
-                .iter()
-                .filter_map(|f| f.error.as_ref().map(|e| (format!("flow {}", f.label), e))),
-        )
     }
 }
 
@@ -858,20 +659,6 @@ mod tests {
             Duration::from_secs(5)
         );
         assert_eq!(run("h1", FlowAmount::Size(1000)).cutoff(), Duration::ZERO);
-    }
-
-    #[test]
-    fn the_rebuilt_share_is_of_the_fec_flows_drops_and_unknown_stays_unknown() {
-        assert_eq!(
-            rebuilt_share([(Some(3), Some(10)), (Some(1), Some(30))]),
-            Some(0.1)
-        );
-        // A flow whose counters are missing makes the share unknown, never smaller.
-        assert_eq!(rebuilt_share([(Some(3), Some(10)), (None, Some(30))]), None);
-        assert_eq!(rebuilt_share([(Some(3), Some(10)), (Some(1), None)]), None);
-        // Nothing dropped: no share to take; no FEC flow: none either.
-        assert_eq!(rebuilt_share([(Some(0), Some(0))]), None);
-        assert_eq!(rebuilt_share(std::iter::empty()), None);
     }
 
     #[test]

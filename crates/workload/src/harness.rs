@@ -7,6 +7,7 @@
 //! report, [`EXIT_TIMED_OUT`] when it gave up at its time limit, anything else a failure whose
 //! reason is its stderr. Nothing is decided by matching error text.
 
+pub use quiclab_model::RunError;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -20,83 +21,6 @@ use crate::child::{ChildConfig, ServeConfig};
 
 /// The exit code of a child that gave up because its time limit passed.
 pub const EXIT_TIMED_OUT: i32 = 3;
-
-/// How a run did not produce a result.
-#[derive(Debug)]
-pub enum RunError {
-    /// The workload did not finish within its time limit (the runner stores status `timeout`).
-    Timeout { limit: Duration, detail: String },
-    /// Anything else, with its reason.
-    Failed(String),
-}
-
-impl std::fmt::Display for RunError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            RunError::Timeout { limit, detail } => write!(
-                f,
-                "did not finish within its time limit of {:.1} s{}",
-                limit.as_secs_f64(),
-                if detail.is_empty() {
-                    String::new()
-                } else {
-                    format!(": {detail}")
-                }
-            ),
-            RunError::Failed(reason) => f.write_str(reason),
-        }
-    }
-}
-
-impl std::error::Error for RunError {}
-
-impl RunError {
-    /// A player's, flow's or download's typed stop as the run's error: a timeout stays one.
-    pub fn from_stop(stop: &quiclab_stacks::stop::StopReason) -> RunError {
-        match stop {
-            quiclab_stacks::stop::StopReason::TimedOut { limit_s, detail } => RunError::Timeout {
-                limit: Duration::from_secs_f64(*limit_s),
-                detail: detail.clone(),
-            },
-            quiclab_stacks::stop::StopReason::Failed { reason } => RunError::Failed(reason.clone()),
-        }
-    }
-
-    /// The run's error from several parts' stops (players, flows), each labelled: any failure
-    /// makes the run failed; only when every stopped part timed out is the run a timeout.
-    pub fn from_stops<'a>(
-        stops: impl IntoIterator<Item = (String, &'a quiclab_stacks::stop::StopReason)>,
-    ) -> Option<RunError> {
-        let stops: Vec<_> = stops.into_iter().collect();
-        let text = stops
-            .iter()
-            .map(|(label, s)| format!("{label}: {}", s.text()))
-            .collect::<Vec<_>>()
-            .join("; ");
-        let limit = stops.iter().find_map(|(_, s)| match s {
-            quiclab_stacks::stop::StopReason::TimedOut { limit_s, .. } => Some(*limit_s),
-            _ => None,
-        });
-        match (
-            stops.is_empty(),
-            stops.iter().all(|(_, s)| s.is_timeout()),
-            limit,
-        ) {
-            (true, _, _) => None,
-            (false, true, Some(limit_s)) => Some(RunError::Timeout {
-                limit: Duration::from_secs_f64(limit_s),
-                detail: text,
-            }),
-            _ => Some(RunError::Failed(text)),
-        }
-    }
-}
-
-impl From<anyhow::Error> for RunError {
-    fn from(e: anyhow::Error) -> Self {
-        RunError::Failed(format!("{e:#}"))
-    }
-}
 
 /// A workload's directory for certificates, configurations, reports and traces: the directory the
 /// user asked to keep (`--keep DIR`, a traced run's directory), or a temporary one that is removed

@@ -6,22 +6,20 @@
 //! client's typed report. The client runs the loader (`quiclab_stacks::page_load`) or Chromium
 //! (`quiclab_browser`) from inside the client namespace, so neither needs to know about namespaces.
 
+pub use quiclab_model::page::*;
 use quiclab_outputs::UserFile;
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use quiclab_experiment::MetricDef;
-use quiclab_lab::{FidelityReport, LinkSpec, RunningLab, Side};
-use quiclab_link::spec::LinkDescription;
-use quiclab_page::har::{HarPage, ObjectTiming};
+use quiclab_lab::{LinkSpec, RunningLab, Side};
+use quiclab_page::har::HarPage;
 use quiclab_proto::options::{Protocol, StackOptions};
-use serde::{Deserialize, Serialize};
 
-use crate::child::{Browser, ChildConfig, PageClientConfig, PageClientReport, PageSummary};
+use crate::child::{Browser, ChildConfig, PageClientConfig, PageClientReport};
 use crate::fec::FecResult;
 use crate::harness::{self, RunError, WorkDir};
-use crate::{Outcome, Workload, WorkloadResult};
+use crate::{Outcome, Workload};
 
 /// Where a page comes from.
 #[derive(Debug, Clone)]
@@ -105,24 +103,6 @@ pub struct PageRun {
     pub discover: bool,
 }
 
-/// The result of one page load: the `quiclab page --json` contract.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct PageResult {
-    #[serde(flatten)]
-    pub summary: PageSummary,
-    pub page: String,
-    pub link: LinkDescription,
-    /// Downlink packets lost at the bottleneck over those that arrived.
-    pub loss_ratio: Option<f64>,
-    /// With FEC: the downlink's FEC (what the server sent, what the client rebuilt).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub fec: Option<FecResult>,
-    pub fidelity: Option<FidelityReport>,
-    /// Per-object timings (for the HAR and the waterfall; not part of the JSON document).
-    #[serde(skip)]
-    pub objects: Vec<ObjectTiming>,
-}
-
 impl PageRun {
     /// Refuses what cannot be measured; messages name the option (`fec`).
     pub fn validate(&self) -> Result<(), (&'static str, String)> {
@@ -183,40 +163,6 @@ impl PageRun {
             }
         }
         Ok(())
-    }
-}
-
-impl WorkloadResult for PageResult {
-    const REPORT_METRICS: &'static [&'static str] = &["plt_ms", "connections", "loss_ratio"];
-
-    const METRICS: &'static [MetricDef] = &[
-        MetricDef::completion_time("plt_ms", "Page load time", "ms"),
-        MetricDef::lower("connections", "Connections", ""),
-        MetricDef::lower("loss_ratio", "Loss ratio", ""),
-        MetricDef::lower("ttfb_ms", "Time to first byte (root document)", "ms"),
-        MetricDef::lower("dom_content_loaded_ms", "DOMContentLoaded", "ms"),
-        MetricDef::higher("objects", "Objects", ""),
-        MetricDef::higher("bytes", "Bytes received", "B"),
-        MetricDef::lower("chromium_wall_ms", "Chromium wall time", "ms"),
-        crate::fec::METRICS[0],
-        crate::fec::METRICS[1],
-        crate::fec::METRICS[2],
-    ];
-
-    fn metric_values(&self) -> Vec<(&'static str, Option<f64>)> {
-        let s = &self.summary;
-        let mut values = vec![
-            ("plt_ms", Some(s.plt_ms)),
-            ("connections", Some(s.connections as f64)),
-            ("loss_ratio", self.loss_ratio),
-            ("ttfb_ms", s.ttfb_ms),
-            ("dom_content_loaded_ms", s.dom_content_loaded_ms),
-            ("objects", Some(s.objects as f64)),
-            ("bytes", Some(s.bytes as f64)),
-            ("chromium_wall_ms", s.chromium_wall_ms),
-        ];
-        values.extend(crate::fec::metric_values(self.fec.as_ref()));
-        values
     }
 }
 

@@ -5,8 +5,8 @@
 //! datagrams are outside quinn's congestion window (docs/fec.md), which `note` says in every
 //! result that has FEC.
 
-use quiclab_experiment::MetricDef;
-use quiclab_stacks::fec_socket::FecCounters;
+use crate::metric::MetricDef;
+use crate::records::FecCounters;
 use serde::{Deserialize, Serialize};
 
 /// Said in every result with FEC: the difference from gQUIC that every such figure carries.

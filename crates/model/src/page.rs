@@ -1,0 +1,132 @@
+//! The `page` workload's result: the `quiclab page --json` contract, and the metrics it declares.
+
+use serde::{Deserialize, Serialize};
+
+use crate::fec::FecResult;
+use crate::fidelity::FidelityReport;
+use crate::records::PageConnection;
+use crate::{MetricDef, WorkloadResult};
+use quiclab_link::spec::LinkDescription;
+use quiclab_page::har::ObjectTiming;
+
+/// The result of one page load: the `quiclab page --json` contract.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PageResult {
+    #[serde(flatten)]
+    pub summary: PageSummary,
+    pub page: String,
+    pub link: LinkDescription,
+    /// Downlink packets lost at the bottleneck over those that arrived.
+    pub loss_ratio: Option<f64>,
+    /// With FEC: the downlink's FEC (what the server sent, what the client rebuilt).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fec: Option<FecResult>,
+    pub fidelity: Option<FidelityReport>,
+    /// Per-object timings (for the HAR and the waterfall; not part of the JSON document).
+    #[serde(skip)]
+    pub objects: Vec<ObjectTiming>,
+}
+
+impl WorkloadResult for PageResult {
+    const REPORT_METRICS: &'static [&'static str] = &["plt_ms", "connections", "loss_ratio"];
+
+    const METRICS: &'static [MetricDef] = &[
+        MetricDef::completion_time("plt_ms", "Page load time", "ms"),
+        MetricDef::lower("connections", "Connections", ""),
+        MetricDef::lower("loss_ratio", "Loss ratio", ""),
+        MetricDef::lower("ttfb_ms", "Time to first byte (root document)", "ms"),
+        MetricDef::lower("dom_content_loaded_ms", "DOMContentLoaded", "ms"),
+        MetricDef::higher("objects", "Objects", ""),
+        MetricDef::higher("bytes", "Bytes received", "B"),
+        MetricDef::lower("chromium_wall_ms", "Chromium wall time", "ms"),
+        crate::fec::METRICS[0],
+        crate::fec::METRICS[1],
+        crate::fec::METRICS[2],
+    ];
+
+    fn metric_values(&self) -> Vec<(&'static str, Option<f64>)> {
+        let s = &self.summary;
+        let mut values = vec![
+            ("plt_ms", Some(s.plt_ms)),
+            ("connections", Some(s.connections as f64)),
+            ("loss_ratio", self.loss_ratio),
+            ("ttfb_ms", s.ttfb_ms),
+            ("dom_content_loaded_ms", s.dom_content_loaded_ms),
+            ("objects", Some(s.objects as f64)),
+            ("bytes", Some(s.bytes as f64)),
+            ("chromium_wall_ms", s.chromium_wall_ms),
+        ];
+        values.extend(crate::fec::metric_values(self.fec.as_ref()));
+        values
+    }
+}
+
+/// The page client's summary of one load.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PageSummary {
+    pub proto: String,
+    pub browser: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub browser_version: Option<String>,
+    pub objects: usize,
+    pub bytes: u64,
+    pub plt_ms: f64,
+    /// The root document's first byte, ms after navigation start (None: not recorded, in
+    /// results from before it was).
+    #[serde(default)]
+    pub ttfb_ms: Option<f64>,
+    pub dom_content_loaded_ms: Option<f64>,
+    pub connections: usize,
+    pub negotiated_protocols: Vec<String>,
+    /// Wall-clock time of the navigation's start (for the HAR), not a measurement.
+    pub navigation_start_unix_ms: u64,
+    pub max_streams: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chromium_wall_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connection_details: Option<Vec<PageConnection>>,
+    /// Whether the measured load followed an untimed one (session cache filled).
+    #[serde(default)]
+    pub warm: bool,
+    /// Connections of the measured load whose TLS (or QUIC) handshake resumed a session, and
+    /// of those h3 ones whose 0-RTT requests the server accepted. The built-in loader knows them
+    /// for every load; Chromium's come from its NetLog, recorded for warm loads only (None: a
+    /// cold Chromium load, or a warm one whose NetLog could not be read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resumed_connections: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zero_rtt_accepted_connections: Option<usize>,
+    /// A warm Chromium load: the measured navigation's handshakes as its NetLog lists them (TLS
+    /// and QUIC, resumed, 0-RTT accepted and rejected).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chromium_handshakes: Option<crate::records::Handshakes>,
+    /// `--discover` (Chromium, h3 not forced): what each navigation came over; the summary's
+    /// other figures are the first navigation's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub discovery: Option<Discovery>,
+}
+
+/// Navigations of a discovery run, one after the other in one browser.
+pub const DISCOVERY_NAVIGATIONS: usize = 3;
+
+/// How Chromium found HTTP/3 through the server's Alt-Svc: per navigation, what its objects came
+/// over, and the first navigation (1-based) with an object over h3.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Discovery {
+    pub navigations: Vec<DiscoveredLoad>,
+    /// None: no navigation used h3.
+    pub switched_at_navigation: Option<usize>,
+    /// Chromium's QUIC attempts over all navigations, from its NetLog (None: unreadable): did it
+    /// find the Alt-Svc, start QUIC, complete a handshake, and why sessions closed.
+    pub quic: Option<crate::records::QuicAttempts>,
+}
+
+/// One navigation of a discovery run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DiscoveredLoad {
+    pub plt_ms: f64,
+    /// Objects (the document included) by `nextHopProtocol`.
+    pub objects_by_protocol: std::collections::BTreeMap<String, usize>,
+    /// When the first object over h3 started, ms after this navigation's start.
+    pub first_h3_start_ms: Option<f64>,
+}

@@ -1,0 +1,170 @@
+//! What the stacks and the browser record about a run, as data (the shells fill these in; every
+//! result that embeds them is read without them).
+
+use quiclab_fec::{DecoderCounters, EncoderCounters};
+use serde::{Deserialize, Serialize};
+
+/// Why a player or a flow stopped early.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum StopReason {
+    /// The run's time limit passed first.
+    TimedOut { limit_s: f64, detail: String },
+    /// Anything else (an I/O error, a server error, a stall that gave up, bytes missing).
+    Failed { reason: String },
+}
+
+/// One connection of the download.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ConnectionRecord {
+    /// When it was started (s on the emulator's clock).
+    pub opened_s: f64,
+    /// When its handshake finished (None: it never did).
+    pub ready_s: Option<f64>,
+    pub local: String,
+    pub resumed: bool,
+    pub zero_rtt: bool,
+    /// Why it was opened: `start`, or what ended the previous one.
+    pub why: String,
+    /// The body offset it asked from.
+    pub from_byte: u64,
+    /// TLS 1.3 session tickets the client held when it started (resumption needs one).
+    pub tickets_held: u64,
+}
+
+/// One migration of the QUIC connection to a new address.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct MigrationRecord {
+    pub at_s: f64,
+    pub local: String,
+    pub error: Option<String>,
+}
+
+/// FEC's figures for one endpoint: what it sent and what it received, summed over its peers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct FecCounters {
+    /// Data datagrams per group (N).
+    pub group: u64,
+    /// Parity datagrams the socket could not send (an error other than not writable).
+    pub parity_unsent: u64,
+    /// What it sent: `data_sent`, `parity_sent`, `flushed` (parity of partial groups).
+    #[serde(flatten)]
+    pub sent: EncoderCounters,
+    /// What it received: `data_received`, `parity_received`, `rebuilt`, `groups_complete`,
+    /// `unrecoverable_groups`, `unrecovered`, `malformed`, `duplicates`.
+    #[serde(flatten)]
+    pub received: DecoderCounters,
+}
+
+impl FecCounters {
+    /// Adds another socket's counters (the group size is the same on all of a run's sockets).
+    pub fn add(&mut self, o: &FecCounters) {
+        self.group = self.group.max(o.group);
+        self.parity_unsent += o.parity_unsent;
+        self.sent.add(&o.sent);
+        self.received.add(&o.received);
+    }
+}
+
+/// One connection the loader opened (ms since navigation start). A connection can be opened and
+/// never become ready before the page is loaded (HTTP/1.1 opens one per waiting request, as
+/// Chromium does, and other connections may serve them first); its set-up fields are then `None`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PageConnection {
+    pub id: u64,
+    /// When the plan asked for it.
+    pub opened_ms: f64,
+    /// When TCP's handshake completed (`None` for QUIC, or not completed).
+    pub tcp_connect_ms: Option<f64>,
+    /// When it was ready for requests (TLS, or QUIC's handshake, complete).
+    pub ready_ms: Option<f64>,
+    /// The negotiated ALPN: `http/1.1`, `h2` or `h3`.
+    pub protocol: Option<String>,
+    /// `1.2` or `1.3`.
+    pub tls_version: Option<String>,
+    /// Whether TLS resumed a session (of an earlier connection, or of the warm-up load).
+    pub resumed: bool,
+    /// h3 of a warm load: whether the server accepted the requests sent in 0-RTT (None: no
+    /// 0-RTT was attempted, or the answer came after the load).
+    #[serde(default)]
+    pub zero_rtt_accepted: Option<bool>,
+    /// Requests sent on it.
+    pub requests: usize,
+}
+
+/// Chromium's QUIC attempts during a run, from its NetLog.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct QuicAttempts {
+    /// Requests for which Chromium had an Alt-Svc entry for the origin.
+    pub alt_svc_found: u64,
+    /// Of those, entries already marked broken (a QUIC attempt failed earlier).
+    pub alt_svc_broken: u64,
+    /// QUIC sessions started.
+    pub sessions: u64,
+    /// QUIC sessions whose handshake completed.
+    pub handshakes_done: u64,
+    /// Why sessions closed, as Chromium logged it (distinct reasons).
+    pub close_reasons: Vec<String>,
+}
+
+/// The handshakes of a warm load's measured navigation: the connections it opened and how many
+/// resumed a session of the warm-up.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Handshakes {
+    /// TLS-over-TCP handshakes that completed (`SSL_CONNECT` ends with a version).
+    pub tls: u64,
+    /// Of those, the ones that resumed a session (`is_resumed`).
+    pub tls_resumed: u64,
+    /// QUIC sessions created.
+    pub quic: u64,
+    /// Of those, the ones whose transport parameters came from a stored session (a resumption).
+    pub quic_resumed: u64,
+    /// QUIC sessions that sent 0-RTT and the server accepted it.
+    pub quic_zero_rtt_accepted: u64,
+    /// QUIC sessions whose 0-RTT the server rejected.
+    pub quic_zero_rtt_rejected: u64,
+    /// Connections (TLS or QUIC) that began between the warm-up's close and the measured
+    /// navigation: the measured load may have reused one, so a warm run with any fails.
+    #[serde(default)]
+    pub opened_between_loads: u64,
+}
+
+impl Handshakes {
+    /// Connections that resumed a session, TLS over TCP and QUIC.
+    pub fn resumed(&self) -> u64 {
+        self.tls_resumed + self.quic_resumed
+    }
+}
+
+impl StopReason {
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, StopReason::TimedOut { .. })
+    }
+
+    /// The text that describes it.
+    pub fn text(&self) -> &str {
+        match self {
+            StopReason::TimedOut { detail, .. } => detail,
+            StopReason::Failed { reason } => reason,
+        }
+    }
+
+    /// The text that describes it (appended to by callers that learn more).
+    pub fn text_mut(&mut self) -> &mut String {
+        match self {
+            StopReason::TimedOut { detail, .. } => detail,
+            StopReason::Failed { reason } => reason,
+        }
+    }
+}
+
+impl std::fmt::Display for StopReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StopReason::TimedOut { limit_s, detail } => {
+                write!(f, "timed out at its limit of {limit_s:.1} s: {detail}")
+            }
+            StopReason::Failed { reason } => f.write_str(reason),
+        }
+    }
+}

@@ -1,0 +1,206 @@
+//! The `video` workload's result: the `quiclab video --json` contract, and the metrics it declares.
+
+use serde::{Deserialize, Serialize};
+
+use crate::fec::FecResult;
+use crate::fidelity::FidelityReport;
+use crate::switch::SwitchOutcome;
+use crate::{MetricDef, RunError, TimeSeries, WorkloadResult};
+use quiclab_link::spec::LinkDescription;
+use quiclab_video::{PlayerEvent, SegmentRecord};
+
+/// One player's result.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PlayerResult {
+    /// Position among the players, from 1.
+    pub index: usize,
+    /// `1 h1/4`.
+    pub label: String,
+    pub proto: String,
+    /// Range parts per segment (connections for h1, parallel requests for h2/h3).
+    pub parts: u32,
+    #[serde(flatten)]
+    pub metrics: quiclab_video::PlayerMetrics,
+    /// Mean wait after a seek (s).
+    pub mean_seek_wait_s: Option<f64>,
+    pub local_ports: Vec<u16>,
+    pub connected_s: Option<f64>,
+    /// Every downloaded segment: request time (s since the start), level, bitrate, bytes,
+    /// download time, throughput, buffer after it, whether a seek threw it away.
+    pub segment_log: Vec<SegmentRecord>,
+    pub events: Vec<PlayerEvent>,
+    /// Why the player stopped before the end (a timeout is its own kind).
+    pub error: Option<crate::records::StopReason>,
+    /// With network switches: each switch as this player lived it (its count of bitrate
+    /// switches is `bitrate_switches`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub network_switches: Option<Vec<SwitchOutcome>>,
+    /// With network switches: every connection the player opened.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub connections: Option<Vec<crate::records::ConnectionRecord>>,
+    /// With network switches: every migration of its QUIC connection.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub migrations: Option<Vec<crate::records::MigrationRecord>>,
+    /// h3 with FEC: this player's downlink FEC (the server's counters for its client ports).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fec: Option<FecResult>,
+}
+
+/// The result of a video run: the `quiclab video --json` contract. The top-level metrics are
+/// player 1's (the only one, unless several share the link).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct VideoResult {
+    pub proto: String,
+    pub parts: u32,
+    pub abr: String,
+    /// The players' contender label (`h1/4`, `h1+h3`).
+    pub mix: String,
+    pub content: String,
+    pub live: bool,
+    #[serde(deserialize_with = "quiclab_link::stats::f64_or_nan")]
+    pub segment_s: f64,
+    #[serde(deserialize_with = "quiclab_link::stats::f64_or_nan")]
+    pub buffer_s: f64,
+    #[serde(deserialize_with = "quiclab_link::stats::f64_or_nan")]
+    pub duration_s: f64,
+    pub seek_policy: String,
+    /// Mean bitrate of the downloaded segments (the seed's "average playback bitrate").
+    pub avg_bitrate_mbps: Option<f64>,
+    pub played_bitrate_mbps: Option<f64>,
+    pub rebuffer_rate: Option<f64>,
+    pub rebuffer_rate_with_seeks: Option<f64>,
+    #[serde(deserialize_with = "quiclab_link::stats::f64_or_nan")]
+    pub rebuffer_s: f64,
+    pub stalls: u64,
+    pub startup_s: Option<f64>,
+    pub seek_waits_s: Vec<f64>,
+    pub mean_seek_wait_s: Option<f64>,
+    /// The count of bitrate switches (level changes between consecutive downloads), player 1's.
+    pub bitrate_switches: u64,
+    /// With network switches (`--switch`): player 1's outcome of each network switch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub network_switches: Option<Vec<SwitchOutcome>>,
+    pub segments: u64,
+    /// Jain's index over the players' average bitrates (several players).
+    pub jain_bitrate: Option<f64>,
+    /// Player 1's average bitrate over the others' mean (several players).
+    pub bitrate_ratio_first_rest: Option<f64>,
+    pub players: Vec<PlayerResult>,
+    /// With network switches: how the players answered them (`reconnect`, `reconnect-0rtt`,
+    /// `migrate`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub on_switch: Option<String>,
+    /// With FEC: the h3 players' FEC summed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fec: Option<FecResult>,
+    #[serde(deserialize_with = "quiclab_link::stats::f64_or_nan")]
+    pub cpu_client_s: f64,
+    #[serde(deserialize_with = "quiclab_link::stats::f64_or_nan")]
+    pub cpu_server_s: f64,
+    pub link: LinkDescription,
+    pub fidelity: Option<FidelityReport>,
+    #[serde(skip)]
+    pub series: Vec<TimeSeries>,
+}
+
+impl WorkloadResult for VideoResult {
+    const REPORT_METRICS: &'static [&'static str] = &[
+        "avg_bitrate_mbps",
+        "rebuffer_rate",
+        "mean_seek_wait_s",
+        "startup_s",
+        "bitrate_switches",
+    ];
+
+    const METRICS: &'static [MetricDef] = &[
+        MetricDef::higher("avg_bitrate_mbps", "Average bitrate (downloaded)", "Mbit/s"),
+        MetricDef::higher("played_bitrate_mbps", "Played bitrate", "Mbit/s"),
+        MetricDef::lower("rebuffer_rate", "Rebuffer rate", ""),
+        MetricDef::lower(
+            "rebuffer_rate_with_seeks",
+            "Rebuffer rate, seek waits counted",
+            "",
+        ),
+        MetricDef::lower("rebuffer_s", "Rebuffering", "s"),
+        MetricDef::lower("stalls", "Stalls", ""),
+        MetricDef::lower("startup_s", "Startup delay", "s"),
+        MetricDef::lower("mean_seek_wait_s", "Wait after seek (mean)", "s"),
+        MetricDef::lower("max_seek_wait_s", "Wait after seek (max)", "s"),
+        MetricDef::lower("bitrate_switches", "Bitrate switches", ""),
+        MetricDef::higher("segments", "Segments downloaded", ""),
+        MetricDef::higher(
+            "avg_bitrate_mbps_p2",
+            "Player 2's average bitrate",
+            "Mbit/s",
+        ),
+        MetricDef::lower("rebuffer_rate_p2", "Player 2's rebuffer rate", ""),
+        MetricDef::higher("jain_bitrate", "Jain's index of the players' bitrates", ""),
+        MetricDef::higher(
+            "bitrate_ratio_first_rest",
+            "Player 1's bitrate / others' mean",
+            "",
+        )
+        .no_effect_at(1.0),
+        MetricDef::lower("mean_interruption_s", "Interruption per switch (mean)", "s"),
+        MetricDef::lower("max_interruption_s", "Interruption per switch (max)", "s"),
+        MetricDef::lower("mean_recovery_s", "Recovery per switch (mean)", "s"),
+        MetricDef::lower("connections_used", "Connections used", ""),
+        MetricDef::lower("refetched_bytes", "Bytes fetched again", "B"),
+        MetricDef::lower("cpu_client_s", "Client CPU", "s"),
+        MetricDef::lower("cpu_server_s", "Server CPU", "s"),
+        crate::fec::METRICS[0],
+        crate::fec::METRICS[1],
+        crate::fec::METRICS[2],
+    ];
+
+    fn metric_values(&self) -> Vec<(&'static str, Option<f64>)> {
+        let p2 = self.players.get(1);
+        let sw = crate::switch::SwitchFigures::of(
+            self.network_switches.as_deref(),
+            self.players
+                .first()
+                .and_then(|p| p.connections.as_ref())
+                .map(Vec::len),
+        );
+        let mut values = vec![
+            ("avg_bitrate_mbps", self.avg_bitrate_mbps),
+            ("played_bitrate_mbps", self.played_bitrate_mbps),
+            ("rebuffer_rate", self.rebuffer_rate),
+            ("rebuffer_rate_with_seeks", self.rebuffer_rate_with_seeks),
+            ("rebuffer_s", Some(self.rebuffer_s)),
+            ("stalls", Some(self.stalls as f64)),
+            ("startup_s", self.startup_s),
+            ("mean_seek_wait_s", self.mean_seek_wait_s),
+            (
+                "max_seek_wait_s",
+                self.seek_waits_s.iter().copied().reduce(f64::max),
+            ),
+            ("bitrate_switches", Some(self.bitrate_switches as f64)),
+            ("segments", Some(self.segments as f64)),
+            (
+                "avg_bitrate_mbps_p2",
+                p2.and_then(|p| p.metrics.avg_bitrate_mbps),
+            ),
+            ("rebuffer_rate_p2", p2.and_then(|p| p.metrics.rebuffer_rate)),
+            ("jain_bitrate", self.jain_bitrate),
+            ("bitrate_ratio_first_rest", self.bitrate_ratio_first_rest),
+            ("mean_interruption_s", sw.mean_interruption_s),
+            ("max_interruption_s", sw.max_interruption_s),
+            ("mean_recovery_s", sw.mean_recovery_s),
+            ("connections_used", sw.connections_used),
+            ("refetched_bytes", sw.refetched_bytes),
+            ("cpu_client_s", Some(self.cpu_client_s)),
+            ("cpu_server_s", Some(self.cpu_server_s)),
+        ];
+        values.extend(crate::fec::metric_values(self.fec.as_ref()));
+        values
+    }
+
+    fn failure(&self) -> Option<RunError> {
+        RunError::from_stops(
+            self.players
+                .iter()
+                .filter_map(|p| p.error.as_ref().map(|e| (format!("player {}", p.label), e))),
+        )
+    }
+}
