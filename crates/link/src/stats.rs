@@ -83,6 +83,20 @@ pub fn nanos_to_micros(nanos: Nanos) -> u64 {
     nanos / 1000 + u64::from(nanos % 1000 >= 500)
 }
 
+/// The `q`-quantile of `values` (any order; non-finite values ignored) by the rank
+/// `round((n − 1) · q)` of the sorted values; None when there are none. The one percentile of
+/// quiclab's own summaries (calibrate, benchmarks); the emulator's distributions come from
+/// HdrHistograms instead.
+pub fn percentile(values: &[f64], q: f64) -> Option<f64> {
+    let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let idx = ((v.len() - 1) as f64 * q.clamp(0.0, 1.0)).round() as usize;
+    Some(v[idx])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -128,18 +142,4 @@ mod tests {
         assert_eq!(nanos_to_micros(500), 1);
         assert_eq!(nanos_to_micros(1_234_567), 1235);
     }
-}
-
-/// The `q`-quantile of `values` (any order; non-finite values ignored) by the rank
-/// `round((n − 1) · q)` of the sorted values; None when there are none. The one percentile of
-/// quiclab's own summaries (calibrate, benchmarks); the emulator's distributions come from
-/// HdrHistograms instead.
-pub fn percentile(values: &[f64], q: f64) -> Option<f64> {
-    let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let idx = ((v.len() - 1) as f64 * q.clamp(0.0, 1.0)).round() as usize;
-    Some(v[idx])
 }
