@@ -7,12 +7,14 @@ use anyhow::Result;
 use clap::Args;
 use quiclab_lab::calibrate::{CalibrateSettings, Calibration};
 
-use crate::link_args::LinkArgs;
+use crate::link_args::{HostFlags, LinkFlags};
 
 #[derive(Args, Debug)]
 pub struct CalibrateArgs {
     #[command(flatten)]
-    pub link: LinkArgs,
+    pub link: LinkFlags,
+    #[command(flatten)]
+    pub host: HostFlags,
     /// Print one JSON object instead of a table
     #[arg(long)]
     pub json: bool,
@@ -65,5 +67,8 @@ pub fn measure(args: &CalibrateArgs) -> Result<Calibration> {
         loss_packets: args.loss_packets,
         log: args.log.clone(),
     };
-    quiclab_lab::calibrate::calibrate(&args.link.options(), &args.link.to_spec()?, &settings)
+    let params =
+        crate::link_args::params(quiclab_model::WorkloadKind::Bulk, &[&args.link, &args.host])?;
+    let spec = crate::link_args::link_spec(&params)?;
+    quiclab_lab::calibrate::calibrate(&params.link, &spec, &settings)
 }

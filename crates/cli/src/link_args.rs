@@ -1,30 +1,28 @@
-//! The LINK OPTIONS every lab command shares. Plain flags set both directions; `--up-*`/`--down-*`
-//! override one direction.
+//! Flags derived from quiclab-model's key table: one spelling per setting, the parser, help line
+//! and value form of its row. A command flattens the groups it takes ([`LinkFlags`],
+//! [`HostFlags`], [`SwitchFlags`], [`KindFlags`]); every value goes to [`Params::set`] under its
+//! key, so `--size 5MB` and `size = "5MB"` are one parameter with one meaning.
 
-use std::path::PathBuf;
-use std::time::Duration;
+use std::marker::PhantomData;
 
-use anyhow::Result;
-use clap::Args;
+use anyhow::{Result, anyhow};
+use clap::{Arg, ArgAction, ArgMatches, Args, Command, FromArgMatches};
 use quiclab_lab::LinkSpec;
-use quiclab_link::aqm::DisciplineSpec;
-use quiclab_link::options::{RateChoice, Steering, parse_rate_or_unlimited};
-use quiclab_link::{LinkOptions, LossSpec, Nanos, QueueLimit, units};
+use quiclab_link::{LinkOptions, Nanos, units};
+use quiclab_model::WorkloadKind;
+use quiclab_model::keys::{self, KEYS, Key, Side};
+use quiclab_model::params::Params;
 
-fn rate(s: &str) -> Result<u64, String> {
-    parse_rate_or_unlimited(s)
-}
 /// The one duration parser of the command line (quiclab-link's).
 pub fn duration(s: &str) -> Result<Nanos, String> {
     units::parse_duration(s).map_err(|e| e.to_string())
 }
+
 /// [`duration`] as a `std::time::Duration`.
-pub fn std_duration(s: &str) -> Result<Duration, String> {
-    duration(s).map(Duration::from_nanos)
+pub fn std_duration(s: &str) -> Result<std::time::Duration, String> {
+    duration(s).map(std::time::Duration::from_nanos)
 }
-fn loss(s: &str) -> Result<LossSpec, String> {
-    units::parse_loss(s).map_err(|e| e.to_string())
-}
+
 /// Prints what is allowed but does less than it may seem (`LinkOptions::notes`) to stderr.
 pub fn print_notes(options: &LinkOptions, spec: &LinkSpec) {
     for note in options.notes(spec) {
@@ -32,207 +30,175 @@ pub fn print_notes(options: &LinkOptions, spec: &LinkSpec) {
     }
 }
 
-fn discipline(s: &str) -> Result<DisciplineSpec, String> {
-    DisciplineSpec::parse(s)
+/// A group of the table's rows, as one help section.
+pub trait Rows {
+    const HEADING: &'static str;
+    fn rows() -> Vec<&'static Key>;
 }
 
-fn queue(s: &str) -> Result<QueueLimit, String> {
-    units::parse_queue(s).map_err(|e| e.to_string())
+fn is_switch_row(k: &Key) -> bool {
+    k.name == keys::SWITCH.name || k.name == keys::SWITCH_GAP.name
 }
 
-#[derive(Args, Debug, Clone, Default)]
-#[command(next_help_heading = "Link options (both directions unless prefixed up-/down-)")]
-pub struct LinkArgs {
-    /// Bottleneck rate, e.g. 10mbit, 1.5gbit, 20Mbps (megabits), or "unlimited"
-    #[arg(long, value_parser = rate, value_name = "RATE")]
-    pub rate: Option<u64>,
-    #[arg(long, value_parser = rate, value_name = "RATE")]
-    pub up_rate: Option<u64>,
-    #[arg(long, value_parser = rate, value_name = "RATE")]
-    pub down_rate: Option<u64>,
-
-    /// Mahimahi packet-delivery trace (one ms timestamp per 1500-byte opportunity) instead of --rate
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["rate", "profile"])]
-    pub trace: Option<PathBuf>,
-    #[arg(long, value_name = "FILE")]
-    pub up_trace: Option<PathBuf>,
-    #[arg(long, value_name = "FILE")]
-    pub down_trace: Option<PathBuf>,
-
-    /// Time-varying profile: a built-in name (np2b-typical, …) or a .toml/.csv file of steps
-    /// (duration, rate, delay, loss); its delays and losses replace --delay and --loss
-    #[arg(long, value_name = "NAME|FILE", conflicts_with_all = ["rate"])]
-    pub profile: Option<String>,
-    #[arg(long, value_name = "NAME|FILE")]
-    pub up_profile: Option<String>,
-    #[arg(long, value_name = "NAME|FILE")]
-    pub down_profile: Option<String>,
-
-    /// One-way propagation delay, e.g. 25ms, 300us
-    #[arg(long, value_parser = duration, value_name = "DURATION", conflicts_with = "rtt")]
-    pub delay: Option<Nanos>,
-    /// Round-trip propagation delay, split equally between the directions
-    #[arg(long, value_parser = duration, value_name = "DURATION")]
-    pub rtt: Option<Nanos>,
-    #[arg(long, value_parser = duration, value_name = "DURATION")]
-    pub up_delay: Option<Nanos>,
-    #[arg(long, value_parser = duration, value_name = "DURATION")]
-    pub down_delay: Option<Nanos>,
-
-    /// Random loss: 2%, 0.02, or Gilbert–Elliott ge:p=1%,r=30%[,bad=100%][,good=0%]
-    #[arg(long, value_parser = loss, value_name = "LOSS")]
-    pub loss: Option<LossSpec>,
-    #[arg(long, value_parser = loss, value_name = "LOSS")]
-    pub up_loss: Option<LossSpec>,
-    #[arg(long, value_parser = loss, value_name = "LOSS")]
-    pub down_loss: Option<LossSpec>,
-
-    /// Tail-drop queue: 30kB, 64KiB, 20pkt, 1bdp (default), 0.5bdp, unlimited
-    #[arg(long, value_parser = queue, value_name = "SIZE")]
-    pub queue: Option<QueueLimit>,
-    #[arg(long, value_parser = queue, value_name = "SIZE")]
-    pub up_queue: Option<QueueLimit>,
-    #[arg(long, value_parser = queue, value_name = "SIZE")]
-    pub down_queue: Option<QueueLimit>,
-
-    /// Queue discipline: droptail (default), codel (RFC 8289: target 5 ms, interval 100 ms),
-    /// fq-codel (RFC 8290: 1024 flows, quantum 1514 B) or pie (RFC 8033: target 15 ms, t_update
-    /// 15 ms); the queue size is its limit (docs/link.md)
-    #[arg(long, value_parser = discipline, value_name = "NAME")]
-    pub queue_discipline: Option<DisciplineSpec>,
-    #[arg(long, value_parser = discipline, value_name = "NAME")]
-    pub up_queue_discipline: Option<DisciplineSpec>,
-    #[arg(long, value_parser = discipline, value_name = "NAME")]
-    pub down_queue_discipline: Option<DisciplineSpec>,
-
-    /// The queue discipline marks ECN-capable packets CE instead of dropping them, and the lab's
-    /// TCP asks for ECN (tcp_ecn = 1; quinn uses ECN by default). With droptail it marks nothing
-    #[arg(long)]
-    pub ecn: bool,
-
-    /// Seed of the random-loss processes (a run with the same seed drops the same packets)
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
-
-    /// Latency subtracted from each direction's delay to cancel the TUN path's own (see docs/link.md)
-    #[arg(long, value_parser = duration, value_name = "DURATION")]
-    pub tun_compensation: Option<Nanos>,
-
-    /// Run the scheduler threads with normal priority instead of SCHED_FIFO
-    #[arg(long)]
-    pub no_realtime: bool,
-
-    /// Spin (instead of sleeping) this long before each release
-    #[arg(long, value_parser = duration, value_name = "DURATION", default_value = "10us")]
-    pub spin: Nanos,
-
-    /// Release packets due within this window together with one that is due (0 = each at its own
-    /// time): fewer wake-ups at high rates, bounded earliness (reported); see docs/link.md
-    #[arg(long, value_parser = duration, value_name = "DURATION", default_value = "0us")]
-    pub batch_window: Nanos,
-
-    /// Within 2 ms of a release, sleep at most this long at a time (0 = sleep straight to the
-    /// release): a vCPU halted for milliseconds can wake a millisecond late (docs/link.md)
-    #[arg(long, value_parser = duration, value_name = "DURATION", default_value = "50us")]
-    pub nap: Nanos,
-
-    /// Steer the receiving kernels' processing to other CPUs (RPS) and pin the emulator: auto = only
-    /// for links of 400 Mbit/s or more, where it cuts release lateness (see docs/link.md)
-    #[arg(long, default_value = "auto", value_name = "auto|on|off")]
-    pub steering: Steering,
-
-    /// TUN offload: the kernels hand over TSO/USO super-packets (split into MTU packets for the
-    /// link model) and take back coalesced writes; auto = only for links of 200 Mbit/s or more,
-    /// so slower links keep strict per-packet releases (see docs/link.md)
-    #[arg(long, default_value = "auto", value_name = "auto|on|off")]
-    pub offload: quiclab_link::options::Offload,
-
-    /// With offload: write the segments due within this window after a due one together, one
-    /// coalesced packet per flow (0 = each segment on its own); earliness is reported
-    #[arg(long, value_parser = duration, value_name = "DURATION", default_value = "200us")]
-    pub offload_window: Nanos,
-
-    /// Default TCP congestion control inside the lab's namespaces (the host's default is not inherited)
-    #[arg(long, default_value = "cubic", value_parser = ["cubic", "reno", "bbr"])]
-    pub tcp_cc: String,
-}
-
-/// Network switches (`quiclab shell`, `quiclab bulk`): the link follows a schedule of seed 004's
-/// networks and the client's address changes at each switch (docs/link.md).
-#[derive(Args, Debug, Clone, Default)]
-#[command(next_help_heading = "Network switches")]
-pub struct SwitchArgs {
-    /// The client moves between seed 004's networks (wifi, lte, 3g) at the given times, e.g.
-    /// wifi@0s,lte@60s,wifi@180s, or arisu2019-lte / arisu2019-3g (Table 3). Each network's rate
-    /// and delay apply both ways; at each switch the client gets a new address and packets of the
-    /// old one stop crossing. Replaces --rate/--rtt/--profile
-    #[arg(long, value_name = "SCHEDULE")]
-    pub switch: Option<String>,
-    /// Outage after each switch: nothing crosses for this long
-    #[arg(long, value_name = "DURATION", requires = "switch", value_parser = duration)]
-    pub switch_gap: Option<Nanos>,
-}
-
-impl SwitchArgs {
-    /// The link options with the schedule set.
-    pub fn apply(&self, mut options: LinkOptions) -> LinkOptions {
-        options.switch = self.switch.clone();
-        options.switch_gap = self.switch_gap;
-        options
+/// The link's keys (both directions unless prefixed up-/down-), less the network switches.
+#[derive(Debug, Clone)]
+pub struct Link;
+impl Rows for Link {
+    const HEADING: &'static str = "Link options (both directions unless prefixed up-/down-)";
+    fn rows() -> Vec<&'static Key> {
+        KEYS.iter()
+            .copied()
+            .filter(|k| k.side == Side::Link && !is_switch_row(k))
+            .collect()
     }
 }
 
-impl LinkArgs {
-    /// The options as plain values (what scenarios set by key).
-    pub fn options(&self) -> LinkOptions {
-        let choice =
-            |rate: Option<u64>, trace: &Option<PathBuf>, profile: &Option<String>| RateChoice {
-                rate,
-                trace: trace.clone(),
-                profile: profile.clone(),
-            };
-        LinkOptions {
-            shared: choice(self.rate, &self.trace, &self.profile),
-            up: choice(self.up_rate, &self.up_trace, &self.up_profile),
-            down: choice(self.down_rate, &self.down_trace, &self.down_profile),
-            delay: self.delay,
-            rtt: self.rtt,
-            up_delay: self.up_delay,
-            down_delay: self.down_delay,
-            loss: self.loss,
-            up_loss: self.up_loss,
-            down_loss: self.down_loss,
-            queue: self.queue,
-            up_queue: self.up_queue,
-            down_queue: self.down_queue,
-            queue_discipline: self.queue_discipline,
-            up_queue_discipline: self.up_queue_discipline,
-            down_queue_discipline: self.down_queue_discipline,
-            ecn: self.ecn,
-            // --switch is its own flag group (SwitchArgs), taken by the commands whose clients
-            // answer a switch (shell, bulk, video): see SwitchArgs::apply.
-            switch: None,
-            switch_gap: None,
-            seed: self.seed,
-            tun_compensation: self.tun_compensation,
-            realtime: !self.no_realtime,
-            spin: self.spin,
-            batch_window: self.batch_window,
-            nap: self.nap,
-            steering: self.steering,
-            offload: self.offload,
-            offload_window: self.offload_window,
-            tcp_cc: self.tcp_cc.clone(),
+/// How this host runs the emulator (flags only).
+#[derive(Debug, Clone)]
+pub struct Host;
+impl Rows for Host {
+    const HEADING: &'static str = "Emulator on this host (flags only, never scenario keys)";
+    fn rows() -> Vec<&'static Key> {
+        KEYS.iter()
+            .copied()
+            .filter(|k| k.side == Side::Host)
+            .collect()
+    }
+}
+
+/// Network switches (the commands whose clients answer them).
+#[derive(Debug, Clone)]
+pub struct Switch;
+impl Rows for Switch {
+    const HEADING: &'static str = "Network switches";
+    fn rows() -> Vec<&'static Key> {
+        KEYS.iter().copied().filter(|k| is_switch_row(k)).collect()
+    }
+}
+
+/// A workload kind's own keys, its protocol keys and the run's.
+pub trait Kind {
+    const KIND: WorkloadKind;
+}
+macro_rules! kind_rows {
+    ($($t:ident = $k:ident),*) => {$(
+        #[derive(Debug, Clone)]
+        pub struct $t;
+        impl Kind for $t {
+            const KIND: WorkloadKind = WorkloadKind::$k;
         }
+    )*};
+}
+kind_rows!(Bulk = Bulk, Page = Page, Flows = Flows, Video = Video);
+
+#[derive(Debug, Clone)]
+pub struct Own<K>(PhantomData<K>);
+impl<K: Kind> Rows for Own<K> {
+    const HEADING: &'static str = "Workload, protocol and run";
+    fn rows() -> Vec<&'static Key> {
+        keys::of_kind(K::KIND)
+            .filter(|k| matches!(k.side, Side::Protocol | Side::Run | Side::Workload))
+            .collect()
+    }
+}
+
+/// The values given for a group's rows, in row order.
+#[derive(Debug, Clone)]
+pub struct Flags<R> {
+    pub given: Vec<(&'static Key, String)>,
+    rows: PhantomData<R>,
+}
+
+pub type LinkFlags = Flags<Link>;
+pub type HostFlags = Flags<Host>;
+pub type SwitchFlags = Flags<Switch>;
+pub type KindFlags<K> = Flags<Own<K>>;
+
+impl<R: Rows> Args for Flags<R> {
+    fn augment_args(cmd: Command) -> Command {
+        let mut cmd = cmd.next_help_heading(R::HEADING);
+        for k in R::rows() {
+            let mut help = k.doc.to_string();
+            if !k.default.is_empty() && k.switch.is_none() {
+                help.push_str(&format!(" [default: {}]", k.default));
+            }
+            let arg = Arg::new(k.flag()).long(k.flag()).help(help);
+            cmd = cmd.arg(match (k.switch, k.list) {
+                (Some(_), _) => arg.action(ArgAction::SetTrue),
+                (None, Some(_)) => arg.action(ArgAction::Append).value_name(k.syntax),
+                (None, None) => arg.value_name(k.syntax),
+            });
+        }
+        cmd
     }
 
-    /// Builds the link, applying per-direction overrides over the shared flags.
-    pub fn to_spec(&self) -> Result<LinkSpec> {
-        let options = self.options();
-        let spec = options.to_spec().map_err(anyhow::Error::msg)?;
-        print_notes(&options, &spec);
-        Ok(spec)
+    fn augment_args_for_update(cmd: Command) -> Command {
+        Self::augment_args(cmd)
     }
+}
+
+impl<R: Rows> FromArgMatches for Flags<R> {
+    fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
+        let mut given = Vec::new();
+        for k in R::rows() {
+            match k.switch {
+                Some(v) if m.get_flag(&k.flag()) => given.push((k, v.to_string())),
+                Some(_) => {}
+                None => {
+                    if let Some(values) = m.get_many::<String>(&k.flag()) {
+                        let values: Vec<&str> = values.map(String::as_str).collect();
+                        given.push((k, values.join(k.list.unwrap_or(""))));
+                    }
+                }
+            }
+        }
+        Ok(Flags {
+            given,
+            rows: PhantomData,
+        })
+    }
+
+    fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(m)?;
+        Ok(())
+    }
+}
+
+/// A group of given flags.
+pub trait Given {
+    fn given(&self) -> &[(&'static Key, String)];
+}
+
+impl<R> Given for Flags<R> {
+    fn given(&self) -> &[(&'static Key, String)] {
+        &self.given
+    }
+}
+
+/// The parameters of a run of `kind` from the flags of `groups`; an error names the flag.
+pub fn params(kind: WorkloadKind, groups: &[&dyn Given]) -> Result<Params> {
+    let mut params = Params::new(kind);
+    for (k, v) in groups.iter().flat_map(|g| g.given()) {
+        params
+            .set(k.name, v)
+            .map_err(|e| anyhow!("--{}: {e}", k.flag()))?;
+    }
+    Ok(params)
+}
+
+/// The flag that blames `key` in an error of a built run (the key's row's flag).
+pub fn flag_of(key: &str, kind: WorkloadKind) -> String {
+    keys::find(key, kind).map_or_else(
+        || format!("--{}", key.replace('_', "-")),
+        |k| format!("--{}", k.flag()),
+    )
+}
+
+/// The link the parameters describe, with its notes printed.
+pub fn link_spec(params: &Params) -> Result<LinkSpec> {
+    let spec = params.link.to_spec().map_err(anyhow::Error::msg)?;
+    print_notes(&params.link, &spec);
+    Ok(spec)
 }
 
 #[cfg(test)]
@@ -243,21 +209,15 @@ mod tests {
     #[derive(Parser)]
     struct Wrapper {
         #[command(flatten)]
-        link: LinkArgs,
+        link: LinkFlags,
+        #[command(flatten)]
+        host: HostFlags,
     }
 
     fn spec(args: &[&str]) -> Result<LinkSpec> {
         let w = Wrapper::try_parse_from(std::iter::once("quiclab").chain(args.iter().copied()))
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
-        w.link.to_spec()
-    }
-
-    #[test]
-    fn the_flags_defaults_are_the_options_defaults() {
-        let w = Wrapper::try_parse_from(["quiclab"]).unwrap();
-        let defaults = LinkOptions::default();
-        assert_eq!(w.link.offload_window, defaults.offload_window);
-        assert_eq!(w.link.nap, defaults.nap);
+            .map_err(|e| anyhow!("{e}"))?;
+        link_spec(&params(WorkloadKind::Bulk, &[&w.link, &w.host])?)
     }
 
     // The link semantics are tested in quiclab-link (options.rs); these check that every flag
@@ -284,12 +244,16 @@ mod tests {
         assert_eq!(s.uplink.constant_rate_bps(), Some(1_000_000));
         assert_eq!(s.downlink.constant_rate_bps(), Some(10_000_000));
         assert_eq!((s.uplink.delay, s.downlink.delay), (10_000_000, 40_000_000));
-        assert_eq!(s.downlink.loss, LossSpec::Bernoulli(0.005));
-        assert_eq!(s.uplink.queue, QueueLimit::Packets(20));
+        assert_eq!(s.downlink.loss, quiclab_link::LossSpec::Bernoulli(0.005));
+        assert_eq!(s.uplink.queue, quiclab_link::QueueLimit::Packets(20));
         assert_eq!(s.seed, 7);
         let s = spec(&["--down-profile", "np2b-typical", "--rtt", "20ms"]).unwrap();
         assert!(s.downlink.is_time_varying());
         let e = spec(&["--rate", "10mbit"]).unwrap_err().to_string();
         assert!(e.contains("--rtt") && e.contains("--queue"), "{e}");
+        let e = spec(&["--rate", "10 elephants", "--rtt", "1ms"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("--rate"), "{e}");
     }
 }

@@ -5,82 +5,38 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Result, bail};
 use clap::Args;
-use quiclab_experiment::WorkloadKind;
 use quiclab_lab::LinkSpec;
 use quiclab_link::LinkOptions;
+use quiclab_model::WorkloadKind;
 use quiclab_workload::WorkloadSpec;
 use quiclab_workload::page::PageRun;
 
-use crate::link_args::LinkArgs;
-use crate::workload_args::{FlagParams, RunFlags, StackFlags, execute};
+use crate::link_args::{self as kinds, Given, HostFlags, KindFlags, LinkFlags};
+use crate::workload_args::{RunFlags, execute, run_of};
 
 #[derive(Args, Debug)]
 pub struct PageArgs {
-    /// h1 (HTTP/1.1, up to 6 TLS/TCP connections), h2 (one TLS/TCP connection) or h3 (one QUIC)
-    #[arg(long)]
-    pub proto: String,
-    /// A built-in page: carlucci-{small,medium,large}, megyesi-{5,50}-{small,large}
-    #[arg(
-        long,
-        required_unless_present = "page_dir",
-        conflicts_with = "page_dir"
-    )]
-    pub page: Option<String>,
-    /// A directory with an index.html; its objects are discovered from the HTML and CSS
-    #[arg(long, value_name = "DIR")]
-    pub page_dir: Option<PathBuf>,
-    /// builtin (quiclab's loader) or chromium (headless Chromium over CDP)
-    #[arg(long, default_value = "builtin", value_parser = ["builtin", "chromium"])]
-    pub browser: String,
+    #[command(flatten)]
+    pub keys: KindFlags<kinds::Page>,
     /// Write the load as a HAR 1.2 file
     #[arg(long, value_name = "FILE")]
     pub har: Option<PathBuf>,
     /// Write a waterfall figure (FILE.svg, or FILE.png with an SVG beside it)
     #[arg(long, value_name = "FILE")]
     pub waterfall: Option<PathBuf>,
-    /// Most concurrent requests on the h2/h3 connection (early QUIC multiplexed 6)
-    #[arg(long)]
-    pub max_streams: Option<String>,
-    /// Warm load: an untimed load first fills the session cache, then the measured load resumes
-    /// (TLS 1.3 tickets for h1/h2, QUIC resumption and 0-RTT for h3). Chromium: two navigations
-    /// in one browser, its connections closed in between (--enable-net-benchmarking)
-    #[arg(long)]
-    pub warm: bool,
-    /// Chromium and h3 only: QUIC enabled but not forced; three loads in one browser record what
-    /// each object came over and when Chromium moved to HTTP/3 after the server's alt-svc
-    #[arg(long)]
-    pub discover: bool,
-    #[command(flatten)]
-    pub stack: StackFlags,
     #[command(flatten)]
     pub run: RunFlags,
     #[command(flatten)]
-    pub link: LinkArgs,
+    pub link: LinkFlags,
+    #[command(flatten)]
+    pub host: HostFlags,
 }
 
-/// The link and the load the flags ask for, every value through the workload's own parser.
+/// The link and the load the flags ask for, every value through its key's row.
 pub fn page_run(args: &PageArgs) -> Result<(LinkOptions, LinkSpec, PageRun)> {
-    let mut params = FlagParams::new(WorkloadKind::Page);
-    params.set("protocol", "--proto", Some(&args.proto))?;
-    match (&args.page, &args.page_dir) {
-        (Some(p), _) => params.set("page", "--page", Some(p))?,
-        // A page directory is a path: with a slash, so that it is not taken for a built-in name.
-        (None, Some(d)) => params.set(
-            "page",
-            "--page-dir",
-            Some(&std::path::Path::new(".").join(d).display().to_string()),
-        )?,
-        (None, None) => bail!("give --page NAME or --page-dir DIR"),
-    }
-    params.set("browser", "--browser", Some(&args.browser))?;
-    params.set("max_streams", "--max-streams", args.max_streams.as_deref())?;
-    params.set_flag("warm", "--warm", args.warm)?;
-    params.set_flag("discover", "--discover", args.discover)?;
-    params.stack(&args.stack)?;
-    params.run(&args.run)?;
-    let options = args.link.options();
-    let spec = args.link.to_spec()?;
-    let WorkloadSpec::Page(run) = params.build(&spec)? else {
+    let groups: [&dyn Given; 3] = [&args.keys, &args.link, &args.host];
+    let (options, spec, work) = run_of(WorkloadKind::Page, &groups)?;
+    let WorkloadSpec::Page(run) = work else {
         bail!("page parameters built another workload");
     };
     Ok((options, spec, run))

@@ -7,16 +7,19 @@ use anyhow::{Result, bail};
 use clap::Args;
 use quiclab_lab::Side;
 
-use crate::link_args::LinkArgs;
+use crate::link_args::{HostFlags, LinkFlags, SwitchFlags};
 use crate::signals;
 
 #[derive(Args, Debug)]
 pub struct ShellArgs {
     #[command(flatten)]
-    pub link: LinkArgs,
+    pub link: LinkFlags,
 
     #[command(flatten)]
-    pub switch: crate::link_args::SwitchArgs,
+    pub host: HostFlags,
+
+    #[command(flatten)]
+    pub switch: SwitchFlags,
 
     /// Shell command to run in the server namespace (started first, stopped after CMD ends)
     #[arg(long, value_name = "CMD")]
@@ -55,9 +58,12 @@ pub struct ShellArgs {
 }
 
 pub fn run(args: ShellArgs) -> Result<i32> {
-    let options = args.switch.apply(args.link.options());
-    let spec = options.to_spec().map_err(anyhow::Error::msg)?;
-    crate::link_args::print_notes(&options, &spec);
+    let params = crate::link_args::params(
+        quiclab_model::WorkloadKind::Bulk,
+        &[&args.link, &args.host, &args.switch],
+    )?;
+    let spec = crate::link_args::link_spec(&params)?;
+    let options = params.link;
     if let Some(log) = &args.log {
         quiclab_outputs::check_user_file(log, "--log", args.force)?;
     }
@@ -68,11 +74,11 @@ pub fn run(args: ShellArgs) -> Result<i32> {
     let mut running =
         quiclab_lab::RunningLab::start_for(&options, &spec, args.log.clone(), capture)?;
     let lab = &running.lab;
-    if lab.tcp_default_cc != args.link.tcp_cc {
+    if lab.tcp_default_cc != options.tcp_cc {
         eprintln!(
             "quiclab: note: TCP in this lab defaults to {} (the host limits a namespace's default to \
              net.ipv4.tcp_allowed_congestion_control); a program gets {} by setting TCP_CONGESTION per socket",
-            lab.tcp_default_cc, args.link.tcp_cc
+            lab.tcp_default_cc, options.tcp_cc
         );
     }
 

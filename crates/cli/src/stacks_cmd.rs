@@ -15,8 +15,8 @@ use quiclab_workload::WorkloadSpec;
 use quiclab_workload::bulk::BulkRun;
 use quiclab_workload::child::{FetchConfig, ServeConfig};
 
-use crate::link_args::LinkArgs;
-use crate::workload_args::{FlagParams, OnSwitchFlags, RunFlags, StackFlags, execute};
+use crate::link_args::{self as kinds, Given, HostFlags, KindFlags, LinkFlags, SwitchFlags};
+use crate::workload_args::{RunFlags, execute, run_of};
 
 #[derive(Args, Debug, Clone)]
 pub struct StackArgs {
@@ -41,7 +41,7 @@ pub struct StackArgs {
     pub gquic_n: u32,
     /// XOR FEC under QUIC with N data datagrams per parity (2–64); both ends must use it.
     /// Partial groups are flushed after 5 ms (the RTT is not known here)
-    #[arg(long, value_name = "N", value_parser = quiclab_workload::params::fec_group)]
+    #[arg(long, value_name = "N", value_parser = quiclab_model::params::fec_group)]
     pub fec: Option<u8>,
 }
 
@@ -252,44 +252,23 @@ pub fn fetch(args: FetchArgs) -> Result<i32> {
 
 #[derive(Args, Debug)]
 pub struct BulkArgs {
-    /// h1, h2 or h3
-    #[arg(long)]
-    pub proto: String,
-    /// Bytes to download, e.g. 10MB, 500kB, 1MiB
-    #[arg(long, default_value = "10MB")]
-    pub size: String,
-    /// Resume the TLS session of an earlier connection (a first connection fetches the ticket)
-    #[arg(long, conflicts_with = "switch")]
-    pub resume: bool,
-    /// h3: resume with 0-RTT data
-    #[arg(long = "0rtt", conflicts_with = "switch")]
-    pub zero_rtt: bool,
     #[command(flatten)]
-    pub stack: StackFlags,
+    pub keys: KindFlags<kinds::Bulk>,
     #[command(flatten)]
     pub run: RunFlags,
     #[command(flatten)]
-    pub switch: crate::link_args::SwitchArgs,
+    pub switch: SwitchFlags,
     #[command(flatten)]
-    pub on_switch: OnSwitchFlags,
+    pub link: LinkFlags,
     #[command(flatten)]
-    pub link: LinkArgs,
+    pub host: HostFlags,
 }
 
-/// The link and the run the flags ask for, every value through the workload's own parser.
+/// The link and the run the flags ask for, every value through its key's row.
 pub fn bulk_run(args: &BulkArgs) -> Result<(LinkOptions, LinkSpec, BulkRun)> {
-    let mut params = FlagParams::new(WorkloadKind::Bulk);
-    params.set("protocol", "--proto", Some(&args.proto))?;
-    params.set("size", "--size", Some(&args.size))?;
-    params.set_flag("resume", "--resume", args.resume)?;
-    params.set_flag("zero_rtt", "--0rtt", args.zero_rtt)?;
-    params.stack(&args.stack)?;
-    params.run(&args.run)?;
-    params.on_switch(&args.on_switch)?;
-    let options = args.switch.apply(args.link.options());
-    let spec = options.to_spec().map_err(anyhow::Error::msg)?;
-    crate::link_args::print_notes(&options, &spec);
-    let WorkloadSpec::Bulk(run) = params.build(&spec)? else {
+    let groups: [&dyn Given; 4] = [&args.keys, &args.switch, &args.link, &args.host];
+    let (options, spec, work) = run_of(WorkloadKind::Bulk, &groups)?;
+    let WorkloadSpec::Bulk(run) = work else {
         bail!("bulk parameters built another workload");
     };
     Ok((options, spec, run))
@@ -312,42 +291,18 @@ pub struct SyscallsArgs {
     pub top: usize,
 }
 
-/// The system calls of one bulk download, per process (seed 002's QUIC profiling). Counts only:
-/// tracing slows the processes too much for any time to mean anything.
+/// The system calls of one bulk download, per process (seed 002's QUIC profiling).
 pub fn syscalls(args: SyscallsArgs) -> Result<i32> {
-    use quiclab_workload::syscalls::{SyscallProfile, parse_strace_summary};
     let (options, spec, run) = bulk_run(&args.bulk)?;
-    if !std::env::var_os("PATH")
-        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("strace").is_file()))
-    {
-        bail!("quiclab syscalls needs strace on PATH (apt-get install strace)");
-    }
-    let dir = tempfile::Builder::new()
-        .prefix("quiclab-syscalls-")
-        .tempdir()?;
     let keep = args.bulk.run.keep.as_deref();
-    let mut running = quiclab_workload::harness::start_lab(&options, &spec, keep, None)?;
-    running.lab.syscall_trace = Some(dir.path().to_path_buf());
-    let out = quiclab_workload::Workload::run(&run, &mut running, keep);
-    // The server's strace writes its table when the lab ends the server.
-    drop(running);
-    let out = out?;
-    if let Some(reason) = quiclab_workload::WorkloadResult::failure(&out.result) {
-        bail!("the traced download did not complete: {reason}");
-    }
-    let read = |name: &str| -> Result<SyscallProfile> {
-        let path = dir.path().join(format!("{name}.strace"));
-        let text = std::fs::read_to_string(&path)
-            .with_context(|| format!("reading strace's output {}", path.display()))?;
-        parse_strace_summary(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
-    };
-    let (client, server) = (read("fetch")?, read("serve")?);
+    let (result, client, server) =
+        quiclab_workload::syscalls::trace_bulk(&run, &options, &spec, keep)?;
     if args.bulk.run.json {
         println!(
             "{}",
             serde_json::to_string_pretty(&serde_json::json!({
                 "proto": run.proto.to_string(),
-                "bytes": out.result.bytes,
+                "bytes": result.bytes,
                 "link": spec.describe(),
                 "client": client,
                 "server": server,
@@ -358,7 +313,7 @@ pub fn syscalls(args: SyscallsArgs) -> Result<i32> {
         for (who, p) in [("client", &client), ("server", &server)] {
             println!(
                 "{who} ({}, {} bytes): {} system calls",
-                run.proto, out.result.bytes, p.total_calls
+                run.proto, result.bytes, p.total_calls
             );
             for (s, share) in p.top(args.top) {
                 println!("  {:>6.2} %  {:>9}  {}", share * 100.0, s.calls, s.name);

@@ -1,60 +1,22 @@
-//! The flags every workload command shares, one struct per concern. Each flag's value goes to the
-//! workload's own parser under its scenario key ([`Params::set`]), so `--size 5MB` and
-//! `size = "5MB"` are one parameter with one meaning; errors name the flag.
+//! What every workload command shares: its output flags ([`RunFlags`]), the run its key flags ask
+//! for ([`run_of`]) and running it in a fresh lab ([`execute`]). The key flags themselves are
+//! derived from quiclab-model's key table (`link_args`).
 
 use std::path::PathBuf;
 
 use anyhow::{Result, anyhow};
 use clap::Args;
-use quiclab_experiment::WorkloadKind;
 use quiclab_lab::LinkSpec;
 use quiclab_link::LinkOptions;
-use quiclab_workload::params::Params;
+use quiclab_model::WorkloadKind;
 use quiclab_workload::{Workload, WorkloadResult, WorkloadSpec};
 
-/// The protocol stack's flags.
-#[derive(Args, Debug, Clone, Default)]
-pub struct StackFlags {
-    /// TLS version for h1/h2 (QUIC always uses TLS 1.3)
-    #[arg(long, value_name = "1.2|1.3")]
-    pub tls: Option<String>,
-    /// Congestion control of the protocol used (h1/h2: cubic|reno|bbr; h3:
-    /// cubic|newreno|bbr|gquic-cubic); flows name theirs in --flow
-    #[arg(long, value_name = "NAME")]
-    pub cc: Option<String>,
-    /// Connections emulated by gquic-cubic (N; β = (N−1+0.7)/N; default 2)
-    #[arg(long, value_name = "N")]
-    pub gquic_n: Option<String>,
-    /// XOR FEC under QUIC on both ends for h3, one parity datagram after every N data datagrams
-    /// (2–64; seed 000's F_G ≈ 3 is N = 2); partial groups flushed after max(RTT/2, 5 ms). Off by
-    /// default (docs/fec.md)
-    #[arg(long, value_name = "N")]
-    pub fec: Option<String>,
-    /// QUIC's UDP payload size in bytes for h3 (1200 up to what the 1500-byte link carries:
-    /// 1472 over IPv4, 1452 over IPv6; default 1452); no datagram is larger unless --quic-pmtud
-    #[arg(long, value_name = "BYTES")]
-    pub quic_mtu: Option<String>,
-    /// Let QUIC's PMTU discovery probe above --quic-mtu (up to 1472 bytes)
-    #[arg(long)]
-    pub quic_pmtud: bool,
-    /// The server's HTTP/1.1 and HTTP/2 responses leave out `alt-svc: h3=":443"` (sent by default)
-    #[arg(long)]
-    pub no_alt_svc: bool,
-}
+use crate::link_args::{Given, flag_of, link_spec, params};
 
-/// A run's own flags: its time limit, address family and what it keeps and prints.
+/// A run's own flags: what it keeps and prints.
 #[derive(Args, Debug, Clone, Default)]
+#[command(next_help_heading = "Output")]
 pub struct RunFlags {
-    /// Give up after this long (default: from the workload and the link, see docs/experiments.md);
-    /// the run then ends as timed out with what it measured kept
-    #[arg(long, value_name = "DURATION")]
-    pub timeout: Option<String>,
-    /// The address family of every connection: 4 (default) or 6
-    #[arg(long, value_name = "4|6")]
-    pub ip: Option<String>,
-    /// Over IPv6: the same as --ip 6
-    #[arg(long, conflicts_with = "ip")]
-    pub ipv6: bool,
     /// Keep the emulator's packet log (link.log), the server's congestion samples (cwnd.csv),
     /// qlogs and the processes' outputs in this directory (new, empty or quiclab's own)
     #[arg(long, value_name = "DIR")]
@@ -72,98 +34,17 @@ pub struct RunFlags {
     pub json: bool,
 }
 
-/// How the client answers network switches (with --switch).
-#[derive(Args, Debug, Clone, Default)]
-#[command(next_help_heading = "Network switches")]
-pub struct OnSwitchFlags {
-    /// reconnect (after --switch-timeout without a byte, a new connection from the new address:
-    /// the seed's behaviour), reconnect-0rtt (the same with TLS 1.3 resumption / QUIC 0-RTT) or
-    /// migrate (h3: QUIC connection migration to the new address); default reconnect
-    #[arg(long, value_name = "BEHAVIOUR", requires = "switch")]
-    pub on_switch: Option<String>,
-    /// No byte for this long and the connection is taken as lost (default 5s, the seed's player)
-    #[arg(long, value_name = "DURATION", requires = "switch")]
-    pub switch_timeout: Option<String>,
-    /// migrate: the time the client takes to notice the switch before it rebinds (default 0s)
-    #[arg(long, value_name = "DURATION", requires = "switch")]
-    pub migrate_delay: Option<String>,
-}
-
-/// A workload's parameters gathered from flags: each set under its key, errors naming the flag.
-pub struct FlagParams {
-    params: Params,
-    /// Key → the flag that set it, for errors `build` finds across keys.
-    flags: Vec<(&'static str, String)>,
-}
-
-impl FlagParams {
-    pub fn new(kind: WorkloadKind) -> FlagParams {
-        FlagParams {
-            params: Params::new(kind),
-            flags: Vec::new(),
-        }
-    }
-
-    /// Sets `key` from `flag`'s value, if given.
-    pub fn set(&mut self, key: &'static str, flag: &str, value: Option<&str>) -> Result<()> {
-        let Some(value) = value else {
-            return Ok(());
-        };
-        self.params
-            .set(key, value)
-            .map_err(|e| anyhow!("{flag}: {e}"))?;
-        self.flags.push((key, flag.to_string()));
-        Ok(())
-    }
-
-    /// Sets a boolean key when its flag is present.
-    pub fn set_flag(&mut self, key: &'static str, flag: &str, on: bool) -> Result<()> {
-        self.set(key, flag, on.then_some("true"))
-    }
-
-    pub fn stack(&mut self, f: &StackFlags) -> Result<()> {
-        self.set("tls", "--tls", f.tls.as_deref())?;
-        self.set("cc", "--cc", f.cc.as_deref())?;
-        self.set("gquic_n", "--gquic-n", f.gquic_n.as_deref())?;
-        self.set("fec", "--fec", f.fec.as_deref())?;
-        self.set("quic_mtu", "--quic-mtu", f.quic_mtu.as_deref())?;
-        self.set_flag("quic_pmtud", "--quic-pmtud", f.quic_pmtud)?;
-        self.set("alt_svc", "--no-alt-svc", f.no_alt_svc.then_some("false"))
-    }
-
-    pub fn run(&mut self, f: &RunFlags) -> Result<()> {
-        self.set("timeout", "--timeout", f.timeout.as_deref())?;
-        self.set("ip", "--ip", f.ip.as_deref())?;
-        self.set("ip", "--ipv6", f.ipv6.then_some("6"))
-    }
-
-    pub fn on_switch(&mut self, f: &OnSwitchFlags) -> Result<()> {
-        self.set("on_switch", "--on-switch", f.on_switch.as_deref())?;
-        self.set(
-            "switch_timeout",
-            "--switch-timeout",
-            f.switch_timeout.as_deref(),
-        )?;
-        self.set(
-            "migrate_delay",
-            "--migrate-delay",
-            f.migrate_delay.as_deref(),
-        )
-    }
-
-    /// The run over `spec`; a refused combination names the flag of the key it blames.
-    pub fn build(&self, spec: &LinkSpec) -> Result<WorkloadSpec> {
-        self.params.build(spec).map_err(|e| {
-            let flag = self
-                .flags
-                .iter()
-                .rev()
-                .find(|(k, _)| *k == e.key)
-                .map(|(_, f)| f.clone())
-                .unwrap_or_else(|| format!("--{}", e.key.replace('_', "-")));
-            anyhow!("{flag}: {}", e.message)
-        })
-    }
+/// The link and the run of `kind` that the flags of `groups` ask for; an error names the flag
+/// (a refused combination, the flag of the key it blames).
+pub fn run_of(
+    kind: WorkloadKind,
+    groups: &[&dyn Given],
+) -> Result<(LinkOptions, LinkSpec, WorkloadSpec)> {
+    let params = params(kind, groups)?;
+    let spec = link_spec(&params)?;
+    let work = quiclab_workload::params::build(&params, &spec)
+        .map_err(|e| anyhow!("{}: {}", flag_of(e.key, kind), e.message))?;
+    Ok((params.link, spec, work))
 }
 
 /// Runs `run` in a fresh lab for `spec` (its work directory kept in `--keep`), lets `artifacts`

@@ -429,7 +429,7 @@ fn bulk_resumes_and_sends_0rtt_through_the_emulator() {
         return;
     }
     for (args, resumed, zero_rtt, rtts) in [
-        (&["--proto", "h3", "--0rtt"][..], true, true, 1.0),
+        (&["--proto", "h3", "--zero-rtt"][..], true, true, 1.0),
         (&["--proto", "h3", "--resume"][..], true, false, 2.0),
         (
             &["--proto", "h1", "--tls", "1.2", "--resume"][..],

@@ -131,7 +131,8 @@ fn a_mix_of_h3_and_h1_adds_up_between_client_bins_and_bottleneck() {
             "h3:gquic-cubic",
             "--flow",
             "h1:cubic",
-            "--ipv6",
+            "--ip",
+            "6",
         ])
         .args(["--duration", "8s", "--bin", "100ms"])
         .args([

@@ -132,7 +132,7 @@ fn chromium_loads_over_each_protocol_with_the_asked_next_hop_protocol() {
 fn bad_pages_are_clear_errors() {
     let dir = temp_dir("bad");
     let out = quiclab()
-        .args(["page", "--proto", "h2", "--page-dir"])
+        .args(["page", "--proto", "h2", "--page"])
         .arg(&dir)
         .output()
         .unwrap();
@@ -145,7 +145,7 @@ fn bad_pages_are_clear_errors() {
 
     std::fs::write(dir.join("index.html"), "<img src=\"gone.png\">").unwrap();
     let out = quiclab()
-        .args(["page", "--proto", "h2", "--page-dir"])
+        .args(["page", "--proto", "h2", "--page"])
         .arg(&dir)
         .output()
         .unwrap();

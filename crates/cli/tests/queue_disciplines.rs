@@ -58,7 +58,7 @@ fn bad_queue_disciplines_are_refused_naming_the_flag_or_the_key() {
         &dir,
         "s.toml",
         "name = \"s\"\n[workload]\nkind = \"bulk\"\nsize = \"1MB\"\n[link]\nrate = \"10mbit\"\n\
-         rtt = \"50ms\"\n[grid]\naqm = [\"codel\", \"red\"]\n",
+         rtt = \"50ms\"\n[grid]\nqueue-discipline = [\"codel\", \"red\"]\n",
     );
     let out = quiclab()
         .args(["run", file.to_str().unwrap(), "--dry-run"])
@@ -67,7 +67,7 @@ fn bad_queue_disciplines_are_refused_naming_the_flag_or_the_key() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
-        err.contains("s.toml:9") && err.contains("aqm") && err.contains("red"),
+        err.contains("s.toml:9") && err.contains("queue-discipline") && err.contains("red"),
         "{err}"
     );
 }

@@ -35,12 +35,32 @@ use serde::Serialize;
 use toml::Spanned;
 use toml::de::{DeString, DeTable, DeValue};
 
-/// Keys accepted in `[link]` (and as `[grid]` axes): the link's own options.
-pub use quiclab_link::options::LINK_KEYS;
-pub use quiclab_model::keys::{
-    BULK_KEYS, FLOWS_KEYS, MIX_WIDE_PROTOCOL_KEYS, PAGE_KEYS, PROTOCOL_KEYS, VIDEO_KEYS,
-};
+use quiclab_model::keys::{self, KEYS, Side};
 pub use quiclab_model::kind::{WorkloadKind, workload_kind_names};
+
+/// Keys accepted in `[link]` (and as `[grid]` axes): the link's rows of the key table.
+pub fn link_keys() -> Vec<&'static str> {
+    keys::names(Side::Link)
+}
+
+/// Keys accepted in `[protocol]` (and as `[grid]` axes).
+pub fn protocol_keys() -> Vec<&'static str> {
+    keys::names(Side::Protocol)
+}
+
+/// `[protocol]` keys that a flows or video run (which names each flow's protocol in its mix)
+/// applies to all of its flows or players.
+pub fn mix_wide_protocol_keys() -> Vec<&'static str> {
+    KEYS.iter().filter(|k| k.mix_wide).map(|k| k.name).collect()
+}
+
+/// The separator a key's list of values is joined with (`flows = ["h3", "h1"]` is `h3+h1`;
+/// spaces in a mix do not matter and run keys carry none); None: the key takes no list.
+fn list_separator(key: &str) -> Option<&'static str> {
+    keys::any_kind(key, Side::Workload)
+        .and_then(|k| k.list)
+        .map(str::trim)
+}
 
 /// Names users try for a kind quiclab has under another name: the error says which.
 const KIND_ALIASES: &[(&str, &str)] = &[("dash", "video"), ("download", "bulk"), ("web", "page")];
@@ -247,49 +267,11 @@ pub fn parse(text: &str, source_name: &str) -> Result<Scenario, ScenarioError> {
     let mut scenario = parser.scenario()?;
     scenario.exclude = parser.exclude(&scenario)?;
     scenario.quick = parser.quick(&scenario)?;
-    check_aliases(&scenario, source_name)?;
     crate::plan::check_plan_size(&scenario).map_err(|message| ScenarioError::File {
         file: source_name.to_string(),
         message,
     })?;
     Ok(scenario)
-}
-
-/// One name per setting: a scenario that gives both names of a pair of aliases
-/// (`queue-discipline` and `aqm`), in `[link]`, `[grid]` or `[quick]`, is refused.
-fn check_aliases(s: &Scenario, file: &str) -> Result<(), ScenarioError> {
-    let line_of = |key: &str| -> Option<usize> {
-        s.link
-            .get(key)
-            .map(|v| v.line)
-            .or_else(|| {
-                s.grid
-                    .iter()
-                    .find(|(k, _)| k == key)
-                    .and_then(|(_, v)| v.first().map(|x| x.line))
-            })
-            .or_else(|| {
-                s.quick.as_ref().and_then(|q| {
-                    q.set
-                        .iter()
-                        .find(|(k, _)| k == key)
-                        .and_then(|(_, v)| v.first().map(|x| x.line))
-                })
-            })
-    };
-    for (a, b) in quiclab_link::options::LINK_ALIASES {
-        if let (Some(la), Some(lb)) = (line_of(a), line_of(b)) {
-            return Err(ScenarioError::At {
-                file: file.to_string(),
-                line: la.max(lb),
-                message: format!(
-                    "keys \"{a}\" (line {la}) and \"{b}\" (line {lb}) name one setting; give one \
-                     of them"
-                ),
-            });
-        }
-    }
-    Ok(())
 }
 
 /// A scenario's `[quick]` table: the quick form `quiclab run --quick` runs (shorter content,
@@ -333,7 +315,7 @@ impl Scenario {
                     ),
                 });
             };
-            if LINK_KEYS.contains(&key.as_str()) {
+            if link_keys().contains(&key.as_str()) {
                 s.link.insert(key.clone(), one.clone());
             } else {
                 s.workload.insert(key.clone(), one.clone());
@@ -410,7 +392,7 @@ impl Parser<'_> {
     ) -> Result<Located<Value>, ScenarioError> {
         let v = match value.get_ref() {
             // A mix's spaces do not matter (`h3 + h1` is `h3+h1`); run keys carry none.
-            DeValue::String(s) if key == "flows" || key == "players" => {
+            DeValue::String(s) if list_separator(key) == Some("+") => {
                 Value::String(s.split_whitespace().collect())
             }
             DeValue::String(s) => Value::String(s.to_string()),
@@ -431,7 +413,7 @@ impl Parser<'_> {
             DeValue::Boolean(b) => Value::Bool(*b),
             // A flow mix (`["h3", "h1"]`), a player mix, per-flow offsets (`["0s", "10s"]`) and
             // seeks (`["40s:100s", "150s:200s"]`) are lists of strings that make one value.
-            DeValue::Array(items) if matches!(key, "flows" | "players" | "offsets" | "seek") => {
+            DeValue::Array(items) if list_separator(key).is_some() => {
                 let mut parts = Vec::new();
                 for item in items.iter() {
                     match item.get_ref() {
@@ -453,11 +435,7 @@ impl Parser<'_> {
                         format!("key \"{key}\" in {section}: an empty list"),
                     ));
                 }
-                let sep = if matches!(key, "flows" | "players") {
-                    "+"
-                } else {
-                    ","
-                };
+                let sep = list_separator(key).unwrap_or(",");
                 Value::String(parts.iter().map(|p| p.trim()).collect::<Vec<_>>().join(sep))
             }
             other => {
@@ -824,7 +802,7 @@ impl Parser<'_> {
                     }
                 }
                 "workload" => workload = Some((self.table(key, v)?, v)),
-                "link" => link = self.scalar_table("[link]", self.table(key, v)?, LINK_KEYS)?,
+                "link" => link = self.scalar_table("[link]", self.table(key, v)?, &link_keys())?,
                 "protocol" => match v.get_ref() {
                     DeValue::Table(t) => {
                         for (pk, pv) in Self::entries(t) {
@@ -832,7 +810,7 @@ impl Parser<'_> {
                                 protocol_list = Some(self.protocol_list("[protocol]", pv)?);
                             }
                         }
-                        protocol = self.scalar_table("[protocol]", t, PROTOCOL_KEYS)?;
+                        protocol = self.scalar_table("[protocol]", t, &protocol_keys())?;
                     }
                     // A top-level `protocol = "h3"` or `protocol = ["h2", "h3"]`.
                     _ => protocol_list = Some(self.protocol_list("top level", v)?),
@@ -879,15 +857,14 @@ impl Parser<'_> {
         let kind = WorkloadKind::from_name(&kind_name)
             .ok_or_else(|| self.whole(format!("unknown workload kind {kind_name:?}")))?;
         let kind_keys = kind.keys();
-        let workload = self.scalar_table("[workload]", wl_table, kind_keys)?;
+        let workload = self.scalar_table("[workload]", wl_table, &kind_keys)?;
 
         let mut grid: Vec<(String, Vec<Located<Value>>)> = Vec::new();
         if let Some(g) = grid_value {
-            let known: Vec<&str> = LINK_KEYS
-                .iter()
-                .chain(kind_keys.iter().filter(|&&k| k != "kind"))
-                .chain(PROTOCOL_KEYS)
-                .copied()
+            let known: Vec<&str> = link_keys()
+                .into_iter()
+                .chain(kind_keys.iter().copied().filter(|&k| k != "kind"))
+                .chain(protocol_keys())
                 .collect();
             for (k, v) in Self::entries(g) {
                 let key: &str = k.get_ref();
@@ -934,15 +911,15 @@ impl Parser<'_> {
             }
             for (k, v) in protocol.iter().chain(
                 grid.iter()
-                    .filter(|(k, _)| PROTOCOL_KEYS.contains(&k.as_str()))
+                    .filter(|(k, _)| protocol_keys().contains(&k.as_str()))
                     .flat_map(|(k, vs)| vs.first().map(|v| (k, v))),
             ) {
-                if !MIX_WIDE_PROTOCOL_KEYS.contains(&k.as_str()) {
+                if !mix_wide_protocol_keys().contains(&k.as_str()) {
                     return Err(self.at_line(
                         v.line,
                         format!(
                             "key \"{k}\" does not apply to kind = \"{kind_name}\": the protocols are named in `{ck}` (e.g. {example}); only {} may be set for all",
-                            MIX_WIDE_PROTOCOL_KEYS
+                            mix_wide_protocol_keys()
                                 .iter()
                                 .map(|k| format!("\"{k}\""))
                                 .collect::<Vec<_>>()
@@ -1147,7 +1124,7 @@ impl Parser<'_> {
         let table = self.table("quick", v)?;
         let mut known: Vec<&str> = vec!["repetitions"];
         known.extend(scenario.kind.keys().iter().filter(|k| **k != "kind"));
-        known.extend(LINK_KEYS.iter().copied());
+        known.extend(link_keys());
         known.extend(scenario.grid.iter().map(|(k, _)| k.as_str()));
         let mut quick = Quick::default();
         for (k, v) in Self::entries(table) {
@@ -1254,21 +1231,15 @@ loss = ["0%", "2%"]
 
     #[test]
     fn a_setting_has_one_name_in_a_scenario() {
-        let both = EXAMPLE.replace("queue = \"1bdp\"", "queue = \"1bdp\"\naqm = \"codel\"")
-            + "queue-discipline = [\"pie\", \"codel\"]\n";
-        let e = err(&both);
+        // The old aliases of the link's keys are gone: each is an unknown key, named.
+        let alias = EXAMPLE.replace("queue = \"1bdp\"", "queue = \"1bdp\"\naqm = \"codel\"");
         assert!(
-            e.contains("\"queue-discipline\"")
-                && e.contains("\"aqm\"")
-                && e.contains("one setting"),
-            "{e}"
+            err(&alias).contains("unknown key \"aqm\""),
+            "{}",
+            err(&alias)
         );
-        let gaps = EXAMPLE.replace(
-            "rtt = \"50ms\"",
-            "rtt = \"50ms\"\ngap = \"1s\"\nswitch-gap = \"2s\"",
-        );
-        assert!(err(&gaps).contains("one setting"), "{}", err(&gaps));
-        // One name alone is fine.
+        let gap = EXAMPLE.replace("rtt = \"50ms\"", "rtt = \"50ms\"\ngap = \"1s\"");
+        assert!(err(&gap).contains("unknown key \"gap\""), "{}", err(&gap));
         parse(
             &(EXAMPLE.to_string() + "queue-discipline = [\"pie\", \"codel\"]\n"),
             "s.toml",
@@ -1404,9 +1375,9 @@ loss = ["0%", "2%"]
         assert_eq!(
             e,
             "s.toml:12: unknown key \"rtts\" in [link]; known keys: rate, up-rate, down-rate, \
-             delay, rtt, up-delay, down-delay, loss, up-loss, down-loss, queue, up-queue, \
-             down-queue, queue-discipline, up-queue-discipline, down-queue-discipline, aqm, ecn, \
-             trace, profile, up-trace, down-trace, up-profile, down-profile, switch, switch-gap, gap, seed"
+             trace, up-trace, down-trace, profile, up-profile, down-profile, delay, rtt, up-delay, \
+             down-delay, loss, up-loss, down-loss, queue, up-queue, down-queue, queue-discipline, \
+             up-queue-discipline, down-queue-discipline, ecn, switch, switch-gap, seed"
         );
     }
 

@@ -2,8 +2,6 @@
 
 use serde::Serialize;
 
-use crate::keys::{BULK_KEYS, FLOWS_KEYS, PAGE_KEYS, VIDEO_KEYS};
-
 /// What a scenario's runs measure: `kind` in `[workload]`. Every match over it is exhaustive, so
 /// a new kind is a compile error wherever it needs handling, never a silent fallthrough.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -41,14 +39,9 @@ impl WorkloadKind {
         WorkloadKind::ALL.into_iter().find(|k| k.name() == s)
     }
 
-    /// The `[workload]` keys of this kind (including `kind`).
-    pub const fn keys(self) -> &'static [&'static str] {
-        match self {
-            WorkloadKind::Bulk => BULK_KEYS,
-            WorkloadKind::Page => PAGE_KEYS,
-            WorkloadKind::Flows => FLOWS_KEYS,
-            WorkloadKind::Video => VIDEO_KEYS,
-        }
+    /// The `[workload]` keys of this kind (including `kind`), from the key table.
+    pub fn keys(self) -> Vec<&'static str> {
+        crate::keys::workload_names(self)
     }
 
     /// The key whose values are the contenders compared in reports: the protocol, or for flows

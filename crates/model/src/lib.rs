@@ -23,6 +23,7 @@ pub mod keys;
 pub mod kind;
 pub mod metric;
 pub mod page;
+pub mod params;
 pub mod records;
 pub mod switch;
 mod text;

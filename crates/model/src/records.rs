@@ -2,6 +2,7 @@
 //! result that embeds them is read without them).
 
 use quiclab_fec::{DecoderCounters, EncoderCounters};
+use quiclab_proto::options::Protocol;
 use serde::{Deserialize, Serialize};
 
 /// Why a player or a flow stopped early.
@@ -166,5 +167,58 @@ impl std::fmt::Display for StopReason {
             }
             StopReason::Failed { reason } => f.write_str(reason),
         }
+    }
+}
+
+/// How a client answers a network switch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OnSwitch {
+    Reconnect,
+    #[serde(rename = "reconnect-0rtt")]
+    Reconnect0rtt,
+    Migrate,
+}
+
+impl OnSwitch {
+    pub const NAMES: [&'static str; 3] = ["reconnect", "reconnect-0rtt", "migrate"];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OnSwitch::Reconnect => "reconnect",
+            OnSwitch::Reconnect0rtt => "reconnect-0rtt",
+            OnSwitch::Migrate => "migrate",
+        }
+    }
+
+    /// Refuses what the stacks cannot do: migration is QUIC's.
+    pub fn check(self, protocol: Protocol) -> Result<(), String> {
+        if self == OnSwitch::Migrate && protocol != Protocol::H3 {
+            return Err(format!(
+                "migrate is QUIC connection migration: it needs h3, but this run is {protocol} (use reconnect or reconnect-0rtt)"
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl std::str::FromStr for OnSwitch {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "reconnect" => Ok(OnSwitch::Reconnect),
+            "reconnect-0rtt" => Ok(OnSwitch::Reconnect0rtt),
+            "migrate" => Ok(OnSwitch::Migrate),
+            _ => Err(format!(
+                "expected one of {}; got {s:?}",
+                OnSwitch::NAMES.join(", ")
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for OnSwitch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }

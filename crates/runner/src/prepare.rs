@@ -1,10 +1,9 @@
 //! From a run's parameters (strings from the scenario file) to a typed run: the link's options
 //! and spec, and the workload.
 //!
-//! Every link value goes through quiclab-link's own parser ([`LinkOptions::set`], the one behind
-//! the LINK OPTIONS flags), so a scenario accepts exactly what the flags accept; the workload keys
-//! become a [`WorkloadSpec`] by an exhaustive match on the scenario's kind. Errors name the
-//! scenario file, the line the value came from and the key.
+//! Every value goes through its row of the key table ([`Params::set`], the parser behind the
+//! flags too), so a scenario accepts exactly what the flags accept; the run is then built once
+//! ([`build`]). Errors name the scenario file, the line the value came from and the key.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -14,9 +13,8 @@ use anyhow::{Result, anyhow};
 use quiclab_experiment::{RunSpec, Scenario};
 use quiclab_lab::LinkSpec;
 use quiclab_link::LinkOptions;
-use quiclab_link::options::PATH_KEYS;
 use quiclab_workload::WorkloadSpec;
-use quiclab_workload::params::Params;
+use quiclab_workload::params::{Params, build};
 
 /// One run, ready to execute.
 #[derive(Debug, Clone)]
@@ -87,74 +85,41 @@ impl<'a> Preparer<'a> {
         }
     }
 
-    fn resolve_path(&self, key: &str, value: &str) -> String {
-        let is_builtin_profile =
-            key.ends_with("profile") && quiclab_link::profile::builtin(value).is_some();
-        let p = Path::new(value);
-        if is_builtin_profile || p.is_absolute() {
-            value.to_string()
-        } else {
-            self.dir.join(p).display().to_string()
-        }
-    }
-
-    /// The link of a run: each key parsed on its own (so the error names it), then all together.
-    fn link(
-        &self,
-        params: &BTreeMap<String, String>,
-        seed: u64,
-    ) -> Result<(LinkOptions, LinkSpec)> {
-        let mut options = LinkOptions {
-            // The run's seed, unless the scenario pins one for every run.
-            seed,
-            ..LinkOptions::default()
-        };
-        for key in quiclab_link::options::LINK_KEYS {
-            let Some(value) = params.get(*key) else {
-                continue;
-            };
-            let value = if PATH_KEYS.contains(key) {
-                self.resolve_path(key, value)
-            } else {
-                value.clone()
-            };
-            options
-                .set(key, &value)
-                .map_err(|e| self.at(key, &params[*key], e))?;
-        }
-        let spec = options.to_spec().map_err(|e| {
-            anyhow!(
-                "{}: the link of setting {} is impossible: {e}",
-                self.file,
-                describe(params)
-            )
-        })?;
-        Ok((options, spec))
-    }
-
     /// Validates and converts one run of the plan: every workload key through the workload's own
     /// parser ([`Params::set`], the one behind the flags), then the run as a whole
     /// ([`Params::build`]); an error names the line and key it blames.
     pub fn prepare(&self, run: &RunSpec) -> Result<PreparedRun> {
         let p = &run.params;
-        let (link, spec) = self.link(p, run.seed)?;
         let mut params = Params::new(self.scenario.kind).relative_to(&self.dir);
+        // The run's seed, unless the scenario pins one for every run.
+        params.link.seed = run.seed;
         if let Some(t) = &self.scenario.timeout {
             params
                 .set("timeout", &t.value.to_string())
                 .map_err(|e| anyhow!("{}:{}: key \"timeout\": {e}", self.file, t.line))?;
         }
         for (key, value) in p {
-            if key == "kind" || quiclab_link::options::LINK_KEYS.contains(&key.as_str()) {
+            if key == "kind" {
                 continue;
             }
             params.set(key, value).map_err(|e| self.at(key, value, e))?;
         }
-        let work = params.build(&spec).map_err(|e| {
+        let spec = params.link.to_spec().map_err(|e| {
+            anyhow!(
+                "{}: the link of setting {} is impossible: {e}",
+                self.file,
+                describe(p)
+            )
+        })?;
+        let work = build(&params, &spec).map_err(|e| {
             let value = p.get(e.key).map(String::as_str).unwrap_or_default();
             self.at(e.key, value, e.message)
         })?;
-        Ok(PreparedRun { link, spec, work })
+        Ok(PreparedRun {
+            link: params.link,
+            spec,
+            work,
+        })
     }
 }
 

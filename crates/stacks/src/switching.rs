@@ -16,7 +16,7 @@
 //! connection, migration and received chunk is reported on the emulator's clock (seconds since its
 //! start), so the workload can measure each switch's interruption and recovery.
 
-pub use quiclab_model::records::{ConnectionRecord, MigrationRecord};
+pub use quiclab_model::records::{ConnectionRecord, MigrationRecord, OnSwitch};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -33,59 +33,6 @@ use crate::client::{H3_NO_ERROR, finish_h3_request, quic_client_config, quic_cli
 use crate::cwnd::monotonic_ns;
 use crate::server::pattern_byte;
 use crate::tls::{self, CountingSessionStore, LabCertificate, SERVER_NAME};
-
-/// How a client answers a network switch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum OnSwitch {
-    Reconnect,
-    #[serde(rename = "reconnect-0rtt")]
-    Reconnect0rtt,
-    Migrate,
-}
-
-impl OnSwitch {
-    pub const NAMES: [&'static str; 3] = ["reconnect", "reconnect-0rtt", "migrate"];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            OnSwitch::Reconnect => "reconnect",
-            OnSwitch::Reconnect0rtt => "reconnect-0rtt",
-            OnSwitch::Migrate => "migrate",
-        }
-    }
-
-    /// Refuses what the stacks cannot do: migration is QUIC's.
-    pub fn check(self, protocol: Protocol) -> Result<(), String> {
-        if self == OnSwitch::Migrate && protocol != Protocol::H3 {
-            return Err(format!(
-                "migrate is QUIC connection migration: it needs h3, but this run is {protocol} (use reconnect or reconnect-0rtt)"
-            ));
-        }
-        Ok(())
-    }
-}
-
-impl std::str::FromStr for OnSwitch {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "reconnect" => Ok(OnSwitch::Reconnect),
-            "reconnect-0rtt" => Ok(OnSwitch::Reconnect0rtt),
-            "migrate" => Ok(OnSwitch::Migrate),
-            _ => Err(format!(
-                "expected one of {}; got {s:?}",
-                OnSwitch::NAMES.join(", ")
-            )),
-        }
-    }
-}
-
-impl std::fmt::Display for OnSwitch {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 
 /// The switches a client lives through and how it answers them: what the lab's schedule means
 /// to a client (its address in each epoch, the switch instants) and its behaviour.

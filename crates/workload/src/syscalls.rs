@@ -83,6 +83,42 @@ pub fn parse_strace_summary(text: &str) -> Result<SyscallProfile, String> {
     Ok(profile)
 }
 
+/// One bulk download with its client and server under `strace -f -c`: the result and the two
+/// processes' profiles (client, server). Counts only: tracing slows the processes too much for any
+/// time to mean anything.
+pub fn trace_bulk(
+    run: &crate::bulk::BulkRun,
+    options: &quiclab_link::LinkOptions,
+    spec: &quiclab_lab::LinkSpec,
+    keep: Option<&std::path::Path>,
+) -> anyhow::Result<(crate::bulk::BulkResult, SyscallProfile, SyscallProfile)> {
+    use anyhow::{Context, bail};
+    if !std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("strace").is_file()))
+    {
+        bail!("quiclab syscalls needs strace on PATH (apt-get install strace)");
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("quiclab-syscalls-")
+        .tempdir()?;
+    let mut running = crate::harness::start_lab(options, spec, keep, None)?;
+    running.lab.syscall_trace = Some(dir.path().to_path_buf());
+    let out = crate::Workload::run(run, &mut running, keep);
+    // The server's strace writes its table when the lab ends the server.
+    drop(running);
+    let out = out?;
+    if let Some(reason) = crate::WorkloadResult::failure(&out.result) {
+        bail!("the traced download did not complete: {reason}");
+    }
+    let read = |name: &str| -> anyhow::Result<SyscallProfile> {
+        let path = dir.path().join(format!("{name}.strace"));
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading strace's output {}", path.display()))?;
+        parse_strace_summary(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+    };
+    Ok((out.result, read("fetch")?, read("serve")?))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -21,6 +21,8 @@ use crate::fec::FecResult;
 use crate::harness::{self, RunError, WorkDir};
 use crate::switch::Timeline;
 use crate::{Outcome, TimeSeries, Workload};
+use quiclab_model::keys as k;
+use quiclab_model::params::Params;
 
 /// One video run's parameters.
 #[derive(Debug, Clone)]
@@ -40,74 +42,52 @@ pub struct VideoRun {
     pub switching: crate::bulk::SwitchBehaviour,
 }
 
-/// A video run's options as given (flags or scenario keys), before they are checked.
-#[derive(Debug, Clone, Default)]
-pub struct VideoOptions {
-    /// The player mix: `h1/4`, `h1 + h3`.
-    pub players: String,
-    pub abr: Option<String>,
-    /// A built-in content or a Sabre movie JSON file.
-    pub content: Option<String>,
-    pub live: bool,
-    /// `40s:100s,150s:200s`.
-    pub seek: Option<String>,
-    /// Play only this much of the content.
-    pub duration: Option<String>,
-    pub seek_policy: Option<String>,
-    /// Buffer capacity (default 20 s on demand, 8 s live).
-    pub buffer: Option<String>,
-    /// K connections for the h1 players.
-    pub connections: Option<u32>,
-    /// K parallel requests for the h2 and h3 players.
-    pub parallel: Option<u32>,
-}
-
-/// The option names [`VideoRun::from_options`] blames, as scenario keys.
+/// The option names [`VideoRun::from_params`] blames, as scenario keys.
 pub type OptionError = (&'static str, String);
 
 impl VideoRun {
-    /// Checks and converts `o`; an error names the option (`players`, `abr`, `content`, `seek`,
-    /// `duration`, `seek_policy`, `buffer`, `connections`, `parallel`) and what is allowed.
-    pub fn from_options(o: &VideoOptions) -> Result<VideoRun, OptionError> {
-        let mut mix = PlayerMix::parse_joined(&o.players).map_err(|e| ("players", e))?;
-        let abr = AbrKind::parse(o.abr.as_deref().unwrap_or("basic")).map_err(|e| ("abr", e))?;
-        let source = o
-            .content
-            .clone()
-            .unwrap_or_else(|| if o.live { "bbb-2s" } else { "bbb" }.to_string());
+    /// The players, content and player settings of `p` (the video keys); an error names the
+    /// key (`content`, `duration`, `connections`, `parallel`, …) and what is allowed.
+    pub fn from_params(p: &Params) -> Result<VideoRun, OptionError> {
+        let mut mix = p.players().cloned().ok_or((
+            "players",
+            "a video run needs players, e.g. players = \"h3\"".to_string(),
+        ))?;
+        let abr = p.abr().unwrap_or(AbrKind::Basic);
+        let live = p.bool(&k::LIVE);
+        let source = p
+            .text(&k::CONTENT)
+            .unwrap_or(if live { "bbb-2s" } else { "bbb" })
+            .to_string();
         let mut content = Content::builtin_or_load(&source).map_err(|e| ("content", e.0))?;
-        let secs = |key: &'static str, v: &str| {
-            quiclab_link::units::parse_duration(v)
-                .map(|ns| ns as f64 / 1e9)
-                .map_err(|e| (key, e.message().to_string()))
-        };
-        if let Some(d) = &o.duration {
-            let s = secs("duration", d)?;
+        if let Some(d) = p.duration(&k::VIDEO_DURATION) {
+            let s = d.as_secs_f64();
             if s < content.segment_s() {
                 return Err((
                     "duration",
                     format!(
-                        "{d}: shorter than one segment ({:.3} s)",
+                        "{s} s: shorter than one segment ({:.3} s)",
                         content.segment_s()
                     ),
                 ));
             }
             content = content.truncated((s * 1e3).round() as u64);
         }
-        let mut player = PlayerConfig::seed(o.live);
-        if let Some(b) = &o.buffer {
-            player.buffer_cap_s = secs("buffer", b)?;
+        let mut player = PlayerConfig::seed(live);
+        if let Some(b) = p.duration(&k::BUFFER) {
+            player.buffer_cap_s = b.as_secs_f64();
         }
-        if let Some(p) = &o.seek_policy {
-            player.seek_policy =
-                quiclab_video::SeekPolicy::parse(p).map_err(|e| ("seek_policy", e))?;
+        if let Some(policy) = p.seek_policy() {
+            player.seek_policy = policy;
         }
-        if let Some(s) = &o.seek {
-            player.seeks = quiclab_video::parse_seeks(s).map_err(|e| ("seek", e))?;
+        if let Some(s) = p.seeks() {
+            player.seeks = s.to_vec();
         }
+        let connections = p.count(&k::CONNECTIONS).map(|n| n as u32);
+        let parallel = p.count(&k::PARALLEL).map(|n| n as u32);
         let has_h1 = mix.players.iter().any(|p| p.proto == Protocol::H1);
         let has_multiplexed = mix.players.iter().any(|p| p.proto != Protocol::H1);
-        if let Some(k) = o.connections {
+        if let Some(k) = connections {
             if has_multiplexed {
                 return Err((
                     "connections",
@@ -120,7 +100,7 @@ impl VideoRun {
             }
             set_parts(&mut mix, k).map_err(|e| ("connections", e))?;
         }
-        if let Some(k) = o.parallel {
+        if let Some(k) = parallel {
             if has_h1 {
                 return Err((
                     "parallel",

@@ -1112,9 +1112,13 @@ fn a_discipline_with_bad_parameters_or_no_rate_is_refused() {
     .unwrap_err();
     assert!(err.to_string().contains("codel"), "{err}");
     let mut o = crate::LinkOptions::default();
-    o.set("aqm", "codel").unwrap();
+    o.set("queue-discipline", "codel").unwrap();
     assert!(o.to_spec().unwrap_err().contains("no rate"));
-    assert!(o.set("aqm", "red").unwrap_err().contains("fq-codel"));
+    assert!(
+        o.set("queue-discipline", "red")
+            .unwrap_err()
+            .contains("fq-codel")
+    );
     assert!(o.set("ecn", "maybe").is_err());
     o.set("rate", "10mbit").unwrap();
     o.set("rtt", "50ms").unwrap();
