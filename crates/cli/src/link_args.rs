@@ -18,11 +18,6 @@ pub fn duration(s: &str) -> Result<Nanos, String> {
     units::parse_duration(s).map_err(|e| e.to_string())
 }
 
-/// [`duration`] as a `std::time::Duration`.
-pub fn std_duration(s: &str) -> Result<std::time::Duration, String> {
-    duration(s).map(std::time::Duration::from_nanos)
-}
-
 /// Prints what is allowed but does less than it may seem (`LinkOptions::notes`) to stderr.
 pub fn print_notes(options: &LinkOptions, spec: &LinkSpec) {
     for note in options.notes(spec) {
@@ -40,40 +35,29 @@ fn is_switch_row(k: &Key) -> bool {
     k.name == keys::SWITCH.name || k.name == keys::SWITCH_GAP.name
 }
 
-/// The link's keys (both directions unless prefixed up-/down-), less the network switches.
-#[derive(Debug, Clone)]
-pub struct Link;
-impl Rows for Link {
-    const HEADING: &'static str = "Link options (both directions unless prefixed up-/down-)";
-    fn rows() -> Vec<&'static Key> {
-        KEYS.iter()
-            .copied()
-            .filter(|k| k.side == Side::Link && !is_switch_row(k))
-            .collect()
-    }
+macro_rules! rows {
+    ($($(#[$doc:meta])* $t:ident, $heading:literal, $pick:expr;)*) => {$(
+        $(#[$doc])*
+        #[derive(Debug, Clone)]
+        pub struct $t;
+        impl Rows for $t {
+            const HEADING: &'static str = $heading;
+            fn rows() -> Vec<&'static Key> {
+                let pick: fn(&Key) -> bool = $pick;
+                KEYS.iter().copied().filter(|k| pick(k)).collect()
+            }
+        }
+    )*};
 }
 
-/// How this host runs the emulator (flags only).
-#[derive(Debug, Clone)]
-pub struct Host;
-impl Rows for Host {
-    const HEADING: &'static str = "Emulator on this host (flags only, never scenario keys)";
-    fn rows() -> Vec<&'static Key> {
-        KEYS.iter()
-            .copied()
-            .filter(|k| k.side == Side::Host)
-            .collect()
-    }
-}
-
-/// Network switches (the commands whose clients answer them).
-#[derive(Debug, Clone)]
-pub struct Switch;
-impl Rows for Switch {
-    const HEADING: &'static str = "Network switches";
-    fn rows() -> Vec<&'static Key> {
-        KEYS.iter().copied().filter(|k| is_switch_row(k)).collect()
-    }
+rows! {
+    /// The link's keys, less the network switches.
+    Link, "Link options (both directions unless prefixed up-/down-)",
+        |k| k.side == Side::Link && !is_switch_row(k);
+    /// How this host runs the emulator (flags only).
+    Host, "Emulator on this host (flags only, never scenario keys)", |k| k.side == Side::Host;
+    /// Network switches (the commands whose clients answer them).
+    Switch, "Network switches", is_switch_row;
 }
 
 /// A workload kind's own keys, its protocol keys and the run's.
@@ -199,61 +183,4 @@ pub fn link_spec(params: &Params) -> Result<LinkSpec> {
     let spec = params.link.to_spec().map_err(anyhow::Error::msg)?;
     print_notes(&params.link, &spec);
     Ok(spec)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use clap::Parser;
-
-    #[derive(Parser)]
-    struct Wrapper {
-        #[command(flatten)]
-        link: LinkFlags,
-        #[command(flatten)]
-        host: HostFlags,
-    }
-
-    fn spec(args: &[&str]) -> Result<LinkSpec> {
-        let w = Wrapper::try_parse_from(std::iter::once("quiclab").chain(args.iter().copied()))
-            .map_err(|e| anyhow!("{e}"))?;
-        link_spec(&params(WorkloadKind::Bulk, &[&w.link, &w.host])?)
-    }
-
-    // The link semantics are tested in quiclab-link (options.rs); these check that every flag
-    // reaches its option.
-    #[test]
-    fn flags_reach_their_options() {
-        let s = spec(&[
-            "--rate",
-            "10mbit",
-            "--up-rate",
-            "1mbit",
-            "--delay",
-            "10ms",
-            "--down-delay",
-            "40ms",
-            "--down-loss",
-            "0.5%",
-            "--up-queue",
-            "20pkt",
-            "--seed",
-            "7",
-        ])
-        .unwrap();
-        assert_eq!(s.uplink.constant_rate_bps(), Some(1_000_000));
-        assert_eq!(s.downlink.constant_rate_bps(), Some(10_000_000));
-        assert_eq!((s.uplink.delay, s.downlink.delay), (10_000_000, 40_000_000));
-        assert_eq!(s.downlink.loss, quiclab_link::LossSpec::Bernoulli(0.005));
-        assert_eq!(s.uplink.queue, quiclab_link::QueueLimit::Packets(20));
-        assert_eq!(s.seed, 7);
-        let s = spec(&["--down-profile", "np2b-typical", "--rtt", "20ms"]).unwrap();
-        assert!(s.downlink.is_time_varying());
-        let e = spec(&["--rate", "10mbit"]).unwrap_err().to_string();
-        assert!(e.contains("--rtt") && e.contains("--queue"), "{e}");
-        let e = spec(&["--rate", "10 elephants", "--rtt", "1ms"])
-            .unwrap_err()
-            .to_string();
-        assert!(e.starts_with("--rate"), "{e}");
-    }
 }

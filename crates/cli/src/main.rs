@@ -10,12 +10,11 @@ mod report_cmd;
 mod reproduce_cmd;
 mod run_cmd;
 mod shell;
-mod signals;
 mod stacks_cmd;
 mod video_cmd;
 mod workload_args;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -34,13 +33,9 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// The main job: h1 vs h2 vs h3 on two emulated links, a few repetitions, report in ./quiclab-demo/
-    // A negative number is a value out of its range, said as such (not "unexpected argument").
-    #[command(allow_negative_numbers = true)]
     Demo(demo::DemoArgs),
     /// Load a web page (built-in corpus or a directory) over h1, h2 or h3 across a fresh lab, with
     /// quiclab's browser-like loader or headless Chromium; HAR and waterfall
-    // A negative number is a value out of its range, said as such (not "unexpected argument").
-    #[command(allow_negative_numbers = true)]
     Page(page_cmd::PageArgs),
     /// A workload's half inside a lab's namespace (server, fetch or page client), configured by one
     /// JSON file; prints one JSON report
@@ -50,49 +45,33 @@ enum Command {
         config: std::path::PathBuf,
     },
     /// Run a scenario file's grid of runs, each in a fresh lab, into DIR/results.sqlite
-    // A negative number is a value out of its range, said as such (not "unexpected argument").
-    #[command(allow_negative_numbers = true)]
     Run(run_cmd::RunArgs),
     /// Merge the results directories of a scenario's shards (`run --shard K/N`) into one
     Merge(run_cmd::MergeArgs),
     /// Write DIR/report.html and figures from a results directory
     Report(report_cmd::ReportArgs),
     /// Run a seed study's scenarios as one pack and judge each of its findings (studies/*.toml)
-    // A negative number is a value out of its range, said as such (not "unexpected argument").
-    #[command(allow_negative_numbers = true)]
     Reproduce(reproduce_cmd::ReproduceArgs),
     /// Export a results directory as CSV for pandas/R
     Export(report_cmd::ExportArgs),
     /// Download --size bytes over h1, h2 or h3 across a fresh lab and report timings, goodput, CPU
-    // A negative number is a value out of its range, said as such (not "unexpected argument").
-    #[command(allow_negative_numbers = true)]
     Bulk(stacks_cmd::BulkArgs),
     /// The system calls of one bulk download, client and server, counted with strace -f -c (seed
     /// 002's profiling; counts only, no times)
-    // A negative number is a value out of its range, said as such (not "unexpected argument").
-    #[command(allow_negative_numbers = true)]
     Syscalls(stacks_cmd::SyscallsArgs),
     /// Competing flows through one emulated bottleneck (e.g. --flow h3:gquic-cubic --flow h1:cubic
     /// --duration 60s): per-flow goodput over time, the bottleneck's per-flow counters, Jain's index
-    // A negative number is a value out of its range, said as such (not "unexpected argument").
-    #[command(allow_negative_numbers = true)]
     Flows(flows_cmd::FlowsArgs),
     /// Adaptive video streaming (DASH) through one emulated bottleneck (e.g. --proto h3 --abr bba2
     /// --profile lte --duration 60s): bitrate, rebuffering, waits after seeks, per-segment log
-    // A negative number is a value out of its range, said as such (not "unexpected argument").
-    #[command(allow_negative_numbers = true)]
     Video(video_cmd::VideoArgs),
     /// Serve h1/h2 (TLS over TCP) and h3 (QUIC) on port 443 (inside a lab's server namespace)
     Serve(stacks_cmd::ServeArgs),
     /// Request paths from a lab server over one protocol and report per-request timings
     Fetch(stacks_cmd::FetchArgs),
     /// Run a command in the client namespace of a fresh lab (and optionally a server in the server's)
-    // A negative number is a value out of its range, said as such (not "unexpected argument").
-    #[command(allow_negative_numbers = true)]
     Shell(shell::ShellArgs),
     /// Measure the emulated link with quiclab's own probes and compare with its configuration
-    // A negative number is a value out of its range, said as such (not "unexpected argument").
-    #[command(allow_negative_numbers = true)]
     Calibrate(calibrate::CalibrateArgs),
     /// Remove namespaces and processes left behind by labs whose quiclab process died
     Clean {
@@ -108,14 +87,21 @@ enum Command {
 }
 
 fn main() {
-    let cli = Cli::parse();
+    // A negative number is a value out of its range, said as such (not "unexpected argument").
+    let matches = Cli::command()
+        .mut_subcommands(|c| c.allow_negative_numbers(true))
+        .get_matches();
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
     // Commands that build labs tear them down on signals; `serve` and `fetch` run inside a lab
     // that someone else owns and simply end on SIGTERM.
     if !matches!(
         cli.command,
         Command::Serve(_) | Command::Fetch(_) | Command::Child { .. }
     ) {
-        signals::install();
+        quiclab_lab::guard::install();
     }
     let result = match cli.command {
         Command::Demo(args) => demo::run(args),
@@ -149,26 +135,9 @@ fn main() {
 fn clean(json: bool) -> anyhow::Result<i32> {
     quiclab_lab::topology::check_privileges()?;
     let report = quiclab_lab::topology::clean_stale()?;
-    if json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
-        println!(
-            "removed {} lab(s), {} namespace(s), {} process(es){}",
-            report.labs.len(),
-            report.namespaces.len(),
-            report.processes.len(),
-            if report.skipped_live.is_empty() {
-                String::new()
-            } else {
-                format!(
-                    "; left {} belonging to running quiclab processes alone",
-                    report.skipped_live.len()
-                )
-            }
-        );
-        for ns in &report.namespaces {
-            println!("  namespace {ns}");
-        }
+    match json {
+        true => println!("{}", serde_json::to_string_pretty(&report)?),
+        false => println!("{report}"),
     }
     Ok(0)
 }

@@ -1,7 +1,7 @@
 //! `quiclab page`: one page load across a fresh lab by quiclab's loader or headless Chromium, with
 //! a HAR and a waterfall. Flags in, text or JSON out; the work is quiclab-workload's `page`.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::{Result, bail};
 use clap::Args;
@@ -44,42 +44,15 @@ pub fn page_run(args: &PageArgs) -> Result<(LinkOptions, LinkSpec, PageRun)> {
 
 pub fn page(args: PageArgs) -> Result<i32> {
     let (options, spec, run) = page_run(&args)?;
-    // Before the lab starts, so that a refusal costs no run: every output path checked, no two
-    // flags naming one file (the capture's too), and the HAR and waterfall files created now.
-    let force = args.run.force;
-    let (svg, png) = match &args.waterfall {
-        Some(w) if w.extension().is_some_and(|e| e == "png") => {
-            (Some(w.with_extension("svg")), Some(w.clone()))
-        }
-        Some(w) => (Some(w.clone()), None),
-        None => (None, None),
-    };
-    let named: Vec<(&Path, &str)> = [
-        (args.run.pcap.as_deref(), "--pcap"),
-        (args.har.as_deref(), "--har"),
-        (svg.as_deref(), "--waterfall"),
-        (png.as_deref(), "--waterfall"),
-    ]
-    .into_iter()
-    .filter_map(|(p, f)| p.map(|p| (p, f)))
-    .collect();
-    quiclab_outputs::distinct(&named)?;
-    let reserve = |p: &Option<PathBuf>, flag| {
-        p.as_deref()
-            .map(|p| quiclab_outputs::UserFile::reserve(p, flag, force))
-            .transpose()
-    };
-    let mut har = reserve(&args.har, "--har")?;
-    let mut svg = reserve(&svg, "--waterfall")?;
-    let mut png = reserve(&png, "--waterfall")?;
+    // Before the lab starts, so that a refusal costs no run.
+    let mut files = quiclab_workload::page::PageFiles::reserve(
+        args.har.as_deref(),
+        args.waterfall.as_deref(),
+        args.run.pcap.as_deref(),
+        args.run.force,
+    )?;
     let artifacts = |r: &_| -> Result<()> {
-        let waterfall = svg
-            .as_mut()
-            .map(|svg| quiclab_workload::page::WaterfallFiles {
-                svg,
-                png: png.as_mut(),
-            });
-        for note in run.write_har_and_waterfall(r, &spec, har.as_mut(), waterfall)? {
+        for note in files.write(&run, r, &spec)? {
             eprintln!("quiclab page: {note}");
         }
         Ok(())

@@ -2,9 +2,9 @@
 
 use std::path::PathBuf;
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 use clap::Args;
-use quiclab_runner::reproduce::{self, FindingVerdict, Library, PackOptions};
+use quiclab_runner::reproduce::{self, Library, PackOptions};
 
 #[derive(Args, Debug)]
 pub struct ReproduceArgs {
@@ -70,69 +70,25 @@ pub fn run(args: ReproduceArgs) -> Result<i32> {
         }
         return Ok(if broken.is_empty() { 0 } else { 1 });
     }
-    // Where results are read from, and where verdicts and reports are written: the same claimed
-    // directory, or with --judge DIR --out OUT, DIR only read and OUT written.
-    let (results, out) = match (&args.judge, &args.out) {
-        (Some(d), _) if !d.is_dir() => bail!("--judge {}: no such directory", d.display()),
-        (Some(d), Some(o)) => (d.clone(), quiclab_outputs::claim_dir(o, "--out")?),
-        (Some(d), None) if quiclab_outputs::is_claimed(d) => (d.clone(), d.clone()),
-        (Some(d), None) => bail!(
-            "--judge {}: quiclab did not make this directory (it has no quiclab marker), so it \
-             writes no verdicts there; give --out DIR for them (DIR is only read)",
-            d.display()
-        ),
-        (None, o) => {
-            let o = o
-                .clone()
-                .unwrap_or_else(|| PathBuf::from("quiclab-reproduce"));
-            let o = quiclab_outputs::claim_dir(&o, "--out")?;
-            (o.clone(), o)
-        }
-    };
-    let mut verdicts: Vec<FindingVerdict> = Vec::new();
-    let mut judged = Vec::new();
-    for s in &studies {
-        let study_dir = results.join(&s.name);
-        let dirs = match &args.judge {
-            Some(_) => reproduce::pack_dirs(s, &study_dir),
-            None => {
-                quiclab_outputs::claim_subdir(&out, &s.name, "--out")?;
-                reproduce::run_pack(
-                    &lib,
-                    s,
-                    &study_dir,
-                    &opts(args.quick),
-                    &crate::signals::set_exit_hint,
-                )?
-            }
-        };
-        if args.judge.is_some() && dirs.is_empty() {
-            eprintln!(
-                "quiclab reproduce: --judge {}: no results of study {} there \
-                 ({}/SCENARIO/results.sqlite); not judged",
-                results.display(),
-                s.name,
-                study_dir.display()
-            );
-            continue;
-        }
-        verdicts.extend(reproduce::judge_study(s, &dirs, Some(&lib))?);
-        judged.push(s.clone());
-    }
-    if verdicts.is_empty() {
-        bail!(
-            "no study had results in {}: no verdicts written (earlier ones, if any, are kept)",
-            results.display()
-        );
-    }
-    let (json, csv) = reproduce::write_verdicts(&out, &verdicts)?;
-    let registry = quiclab_runner::metric_registry();
-    let html = quiclab_report::reproduction::write(&results, &out, &judged, &verdicts, &registry)?;
+    let done = reproduce::reproduce(
+        &lib,
+        &studies,
+        args.judge.as_deref(),
+        args.out.as_deref(),
+        &opts(args.quick),
+        &quiclab_lab::guard::set_exit_hint,
+    )?;
+    let verdicts = &done.verdicts;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&verdicts)?);
     } else {
         verdicts.iter().for_each(|v| println!("{v}"));
-        println!("{}\n{}\n{}", json.display(), csv.display(), html.display());
+        println!(
+            "{}\n{}\n{}",
+            done.json.display(),
+            done.csv.display(),
+            done.html.display()
+        );
     }
     Ok(if broken.is_empty() { 0 } else { 1 })
 }

@@ -91,7 +91,7 @@ pub fn run(args: RunArgs) -> Result<i32> {
             quick: args.quick,
             shard: args.shard,
         },
-        &crate::signals::set_exit_hint,
+        &quiclab_lab::guard::set_exit_hint,
     )?;
     if args.report {
         crate::report_cmd::write(&outcome.out, &Default::default())?;

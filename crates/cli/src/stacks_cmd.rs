@@ -5,7 +5,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use clap::Args;
 use quiclab_experiment::WorkloadKind;
 use quiclab_lab::LinkSpec;
@@ -115,7 +115,7 @@ pub struct FetchArgs {
     #[arg(long, value_name = "DIR")]
     pub qlog_dir: Option<PathBuf>,
     /// Give up after this long
-    #[arg(long, default_value = "120s", value_parser = crate::link_args::std_duration)]
+    #[arg(long, default_value = "120s", value_parser = quiclab_model::params::duration)]
     pub timeout: Duration,
     /// Print one JSON object
     #[arg(long)]
@@ -127,42 +127,12 @@ pub struct FetchArgs {
     pub paths: Vec<String>,
 }
 
-fn env_addr(var: &str) -> Option<IpAddr> {
-    std::env::var(var).ok()?.parse().ok()
-}
-
 pub fn serve(args: ServeArgs) -> Result<i32> {
-    let mut addresses = args.addrs.clone();
-    if addresses.is_empty() {
-        addresses.extend(env_addr("QUICLAB_SERVER"));
-        addresses.extend(env_addr("QUICLAB_SERVER6"));
-    }
-    if addresses.is_empty() {
-        bail!(
-            "no address to listen on: give --addr (or run inside a lab, which sets QUICLAB_SERVER)"
-        );
-    }
-    if let Some(dir) = &args.dir
-        && !dir.is_dir()
-    {
-        bail!("--dir {}: not a directory", dir.display());
-    }
-    for (file, flag) in [
-        (&args.ready_file, "--ready-file"),
-        (&args.cwnd_log, "--cwnd-log"),
-    ] {
-        if let Some(f) = file {
-            quiclab_outputs::check_user_file(f, flag, args.force)?;
-        }
-    }
-    if let Some(d) = &args.qlog_dir {
-        quiclab_outputs::claim_dir(d, "--qlog-dir")?;
-    }
-    quiclab_workload::child::serve(&ServeConfig {
+    let config = ServeConfig {
         cert: args.cert,
         key: args.key,
         dir: args.dir,
-        addresses,
+        addresses: quiclab_workload::child::lab_addresses(&args.addrs)?,
         port: args.port,
         ready_file: args.ready_file,
         cwnd_log: args.cwnd_log,
@@ -175,19 +145,16 @@ pub fn serve(args: ServeArgs) -> Result<i32> {
             .iter()
             .filter_map(|n| quiclab_video::Content::builtin(n))
             .collect(),
-    })?;
+    };
+    quiclab_workload::child::check_serve_outputs(&config, args.force)?;
+    quiclab_workload::child::serve(&config)?;
     Ok(0)
 }
 
 pub fn fetch(args: FetchArgs) -> Result<i32> {
     let server = match args.server {
         Some(s) => s,
-        None => SocketAddr::new(
-            env_addr("QUICLAB_SERVER").context(
-                "no server: give --server (or run inside a lab, which sets QUICLAB_SERVER)",
-            )?,
-            443,
-        ),
+        None => SocketAddr::new(quiclab_workload::child::lab_addresses(&[])?[0], 443),
     };
     if let Some(d) = &args.qlog_dir {
         quiclab_outputs::claim_dir(d, "--qlog-dir")?;
@@ -204,48 +171,20 @@ pub fn fetch(args: FetchArgs) -> Result<i32> {
         timeout_ms: args.timeout.as_millis() as u64,
         stack: args.stack.options(),
     })?;
-    let report = &out.report;
     if args.json {
         println!("{}", serde_json::to_string(&out)?);
     } else {
-        println!(
-            "{} over {} (TLS {}{}{}): handshake {:.1} ms",
-            server,
-            report.connection.protocol,
-            report.connection.tls_version,
-            if report.connection.resumed {
-                ", resumed"
-            } else {
-                ""
-            },
-            if report.connection.zero_rtt_accepted {
-                ", 0-RTT accepted"
-            } else {
-                ""
-            },
-            report.connection.handshake_ms
-        );
-        for r in &report.requests {
-            println!(
-                "  {} {}: {} bytes, first byte {:.1} ms, last byte {:.1} ms{}",
-                r.status,
-                r.path,
-                r.bytes,
-                r.first_byte_ms,
-                r.last_byte_ms,
-                match r.verified {
-                    Some(true) => ", content verified",
-                    Some(false) => ", CONTENT WRONG",
-                    None => "",
-                }
-            );
-        }
+        print!("{}", quiclab_workload::child::fetch_text(&out, server));
     }
     Ok(
-        if report.requests.iter().all(|r| r.verified != Some(false)) {
-            0
-        } else {
-            1
+        match out
+            .report
+            .requests
+            .iter()
+            .all(|r| r.verified != Some(false))
+        {
+            true => 0,
+            false => 1,
         },
     )
 }
@@ -295,30 +234,10 @@ pub struct SyscallsArgs {
 pub fn syscalls(args: SyscallsArgs) -> Result<i32> {
     let (options, spec, run) = bulk_run(&args.bulk)?;
     let keep = args.bulk.run.keep.as_deref();
-    let (result, client, server) =
-        quiclab_workload::syscalls::trace_bulk(&run, &options, &spec, keep)?;
-    if args.bulk.run.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&serde_json::json!({
-                "proto": run.proto.to_string(),
-                "bytes": result.bytes,
-                "link": spec.describe(),
-                "client": client,
-                "server": server,
-                "note": "system call counts under strace -f -c (all threads); no times: tracing slows the processes",
-            }))?
-        );
-    } else {
-        for (who, p) in [("client", &client), ("server", &server)] {
-            println!(
-                "{who} ({}, {} bytes): {} system calls",
-                run.proto, result.bytes, p.total_calls
-            );
-            for (s, share) in p.top(args.top) {
-                println!("  {:>6.2} %  {:>9}  {}", share * 100.0, s.calls, s.name);
-            }
-        }
+    let profile = quiclab_workload::syscalls::trace_bulk(&run, &options, &spec, keep)?;
+    match args.bulk.run.json {
+        true => println!("{}", serde_json::to_string_pretty(&profile)?),
+        false => print!("{}", profile.text(args.top)),
     }
     Ok(0)
 }

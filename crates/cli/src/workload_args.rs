@@ -61,14 +61,12 @@ pub fn execute<W: Workload>(
 where
     W::Output: std::fmt::Display,
 {
-    let keep = flags.keep.as_deref();
     let capture =
         quiclab_lab::capture::CaptureConfig::for_flag(flags.pcap.as_deref(), flags.force)?;
-    let mut running = quiclab_workload::harness::start_lab(options, spec, keep, capture)?;
-    let out = run.run(&mut running, keep)?;
-    drop(running);
+    let out =
+        quiclab_workload::harness::run_once(run, options, spec, flags.keep.as_deref(), capture)?;
     if let Some(c) = out.fidelity.as_ref().and_then(|f| f.capture.as_ref()) {
-        eprintln!("{}", crate::shell::capture_line(c));
+        eprintln!("{c}");
     }
     // The result is printed whatever became of the files written from it.
     let written = artifacts(&out.result);
@@ -103,25 +101,24 @@ mod tests {
     /// The link (less its seed: a scenario's runs are seeded) and the run, as text.
     fn flag_form(args: &[&str]) -> String {
         let argv = std::iter::once("quiclab").chain(args.iter().copied());
-        let command = Cli::try_parse_from(argv).unwrap().command;
-        let (mut spec, run) = match command {
+        let (mut spec, run) = match Cli::try_parse_from(argv).unwrap().command {
             Command::Bulk(a) => {
-                crate::stacks_cmd::bulk_run(&a).map(|(_, s, r)| (s, format!("{r:?}")))
+                crate::stacks_cmd::bulk_run(&a).map(|(_, s, r)| (s, WorkloadSpec::Bulk(r)))
             }
             Command::Page(a) => {
-                crate::page_cmd::page_run(&a).map(|(_, s, r)| (s, format!("{r:?}")))
+                crate::page_cmd::page_run(&a).map(|(_, s, r)| (s, WorkloadSpec::Page(r)))
             }
             Command::Flows(a) => {
-                crate::flows_cmd::flows_run(&a).map(|(_, s, r)| (s, format!("{r:?}")))
+                crate::flows_cmd::flows_run(&a).map(|(_, s, r)| (s, WorkloadSpec::Flows(r)))
             }
             Command::Video(a) => {
-                crate::video_cmd::video_run(&a).map(|(_, s, r)| (s, format!("{r:?}")))
+                crate::video_cmd::video_run(&a).map(|(_, s, r)| (s, WorkloadSpec::Video(r)))
             }
             other => panic!("{other:?}"),
         }
         .unwrap();
         spec.seed = 0;
-        format!("{spec:?}\n{run}")
+        format!("{spec:?}\n{run:?}")
     }
 
     /// The first run of `scenario` as the runner prepares it, in the same form.
@@ -134,13 +131,7 @@ mod tests {
             .prepare(&plan[0])
             .unwrap();
         p.spec.seed = 0;
-        let run = match p.work {
-            WorkloadSpec::Bulk(r) => format!("{r:?}"),
-            WorkloadSpec::Page(r) => format!("{r:?}"),
-            WorkloadSpec::Flows(r) => format!("{r:?}"),
-            WorkloadSpec::Video(r) => format!("{r:?}"),
-        };
-        format!("{:?}\n{run}", p.spec)
+        format!("{:?}\n{:?}", p.spec, p.work)
     }
 
     const LINK: &str = "[link]\nrate = \"10mbit\"\nrtt = \"50ms\"\nloss = \"1%\"\n";

@@ -258,7 +258,7 @@ fn a_tiny_scenario_runs_end_to_end_into_sqlite_csv_and_a_report() {
         assert_eq!(b.proto, r.contender, "{}", r.key);
     }
     for r in &runs {
-        assert_eq!(r.status, Status::Ok, "{}: {:?}", r.key, r.reason);
+        assert_eq!(r.status(), Status::Ok, "{}: {:?}", r.key, r.reason());
         let total = r.metrics["total_ms"];
         // 200 kB at 20 Mbit/s is 80 ms on the wire; plus handshakes and slow start at 20 ms RTT.
         assert!(total > 80.0 && total < 20_000.0, "{}: {total}", r.key);
@@ -276,7 +276,10 @@ fn a_tiny_scenario_runs_end_to_end_into_sqlite_csv_and_a_report() {
             .collect();
         let names: Vec<&str> = r.metrics.keys().map(String::as_str).collect();
         assert_eq!(names, expected, "{}", r.key);
-        assert!(r.document.result().unwrap()["fidelity"].is_object());
+        let Some(quiclab_workload::WorkloadOutput::Bulk(b)) = r.document.result() else {
+            panic!("{}: not a bulk result", r.key);
+        };
+        assert!(b.fidelity.is_some(), "{}", r.key);
     }
     let protocols: std::collections::BTreeSet<_> =
         runs.iter().map(|r| r.contender.as_str()).collect();
@@ -398,13 +401,13 @@ fn flagged_runs_are_run_again_and_every_attempt_is_stored() {
     for r in &runs {
         // A real fidelity flag on a noisy host would make this attempt 3; both are fine.
         assert!(r.attempt >= 2, "{}: attempt {}", r.key, r.attempt);
-        assert_eq!(r.status, Status::Ok, "{}: {:?}", r.key, r.reason);
+        assert_eq!(r.status(), Status::Ok, "{}: {:?}", r.key, r.reason());
         let first = attempts
             .iter()
             .find(|a| a.run_key == r.key && a.attempt == 1)
             .expect("attempt 1 stored");
         assert!(first.flags.iter().any(|f| f.contains("fault injection")));
-        assert_eq!(first.status, Status::Ok);
+        assert_eq!(first.status(), Status::Ok);
         assert!(
             first.metrics["total_ms"] > 0.0,
             "attempt 1 keeps its metrics"

@@ -250,7 +250,10 @@ fn a_slurm_job_array_runs_the_shards_and_merges_them() {
     let runs = store.runs().unwrap();
     assert_eq!(runs.len(), 12, "every run once");
     assert_eq!(stored_keys(&merged), planned_keys(&file, &[]));
-    assert!(runs.iter().all(|r| r.status == quiclab_results::Status::Ok));
+    assert!(
+        runs.iter()
+            .all(|r| r.status() == quiclab_results::Status::Ok)
+    );
     assert!(merged.join("report.html").exists());
     // Each task ran its own shard, and alone: the array's tasks are exclusive on the one node.
     let span = |k: usize| {

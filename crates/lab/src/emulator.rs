@@ -104,6 +104,19 @@ pub struct SchedulerOptions {
     pub realtime: bool,
 }
 
+impl SchedulerOptions {
+    /// The scheduler the host keys of `options` ask for (`--spin`, `--nap`, …).
+    pub fn of(options: &quiclab_link::LinkOptions) -> SchedulerOptions {
+        SchedulerOptions {
+            spin: Duration::from_nanos(options.spin),
+            batch_window: Duration::from_nanos(options.batch_window),
+            realtime: options.realtime,
+            nap: Duration::from_nanos(options.nap),
+            offload_window: Duration::from_nanos(options.offload_window),
+        }
+    }
+}
+
 impl Default for SchedulerOptions {
     fn default() -> Self {
         SchedulerOptions {

@@ -40,13 +40,7 @@ impl RunningLab {
             tcp_ecn: spec.ecn(),
             ..Default::default()
         };
-        let scheduler = SchedulerOptions {
-            spin: std::time::Duration::from_nanos(options.spin),
-            batch_window: std::time::Duration::from_nanos(options.batch_window),
-            realtime: options.realtime,
-            nap: std::time::Duration::from_nanos(options.nap),
-            offload_window: std::time::Duration::from_nanos(options.offload_window),
-        };
+        let scheduler = SchedulerOptions::of(options);
         RunningLab::start(spec, &lab, scheduler, log, capture)
     }
 

@@ -593,6 +593,30 @@ pub struct CleanReport {
     pub skipped_live: Vec<String>,
 }
 
+/// What `quiclab clean` prints.
+impl std::fmt::Display for CleanReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "removed {} lab(s), {} namespace(s), {} process(es)",
+            self.labs.len(),
+            self.namespaces.len(),
+            self.processes.len()
+        )?;
+        if !self.skipped_live.is_empty() {
+            write!(
+                f,
+                "; left {} belonging to running quiclab processes alone",
+                self.skipped_live.len()
+            )?;
+        }
+        for ns in &self.namespaces {
+            write!(f, "\n  namespace {ns}")?;
+        }
+        Ok(())
+    }
+}
+
 /// Removes what labs whose owner died left behind: their recorded processes (verified by start time),
 /// any process inside their namespaces, the namespaces and the records. Labs whose owner is alive are
 /// left alone. Namespaces named `ql-<pid>-…` without a record are removed when `<pid>` is not alive.

@@ -1,11 +1,12 @@
 //! A run's document (`runs.result`, `attempts.result`): what the run produced, one typed value
 //! whatever its outcome, so that a reader never guesses a shape from the status.
 //!
-//! `R` is the workload's result (the runner and the report use `quiclab_workload::WorkloadOutput`,
-//! an enum over every workload's typed result); readers that only pass documents along use
-//! `serde_json::Value`. Schema 4 stores it as JSON:
+//! `R` is the workload's result: `crate::WorkloadOutput`, an enum over every workload's typed
+//! result, wherever a run is stored or read (only the store's migration of older schemas reads
+//! untyped JSON). The document is the only stored outcome: a run's status and reason are derived
+//! from it ([`RunDocument::status`], [`RunDocument::reason`]). Schema 4 stores it as JSON:
 //! `{"outcome": "finished", "result": {"kind": "bulk", …}}`,
-//! `{"outcome": "timed_out", "limit_s": 60.0, "partial": {…} | null}`,
+//! `{"outcome": "timed_out", "limit_s": 60.0, "reason": "…", "partial": {…} | null}`,
 //! `{"outcome": "failed", "reason": "…", "partial": {…} | null}`.
 
 use serde::{Deserialize, Serialize};
@@ -22,6 +23,9 @@ pub enum RunDocument<R> {
         /// NaN (stored as null) only for a schema-3 row that lacked it.
         #[serde(deserialize_with = "f64_or_nan")]
         limit_s: f64,
+        /// What timed out (empty in documents written before it was stored).
+        #[serde(default)]
+        reason: String,
         partial: Option<R>,
     },
     /// The run failed: why, and what it measured when a result exists (a body that did not match
@@ -41,6 +45,35 @@ impl<R> RunDocument<R> {
             RunDocument::Finished { .. } => Status::Ok,
             RunDocument::TimedOut { .. } => Status::Timeout,
             RunDocument::Failed { .. } => Status::Failed,
+        }
+    }
+
+    /// Why the run did not finish (None: it did).
+    pub fn reason(&self) -> Option<String> {
+        match self {
+            RunDocument::Finished { .. } => None,
+            RunDocument::TimedOut {
+                limit_s, reason, ..
+            } if reason.is_empty() => Some(format!("timed out at its limit of {limit_s:.1} s")),
+            RunDocument::TimedOut { reason, .. } | RunDocument::Failed { reason, .. } => {
+                Some(reason.clone())
+            }
+        }
+    }
+
+    /// The document of a run that ended with `error` (a timeout stays censored at its limit),
+    /// with what it measured until then.
+    pub fn of_error(error: &crate::RunError, partial: Option<R>) -> RunDocument<R> {
+        match error {
+            crate::RunError::Timeout { limit, .. } => RunDocument::TimedOut {
+                limit_s: limit.as_secs_f64(),
+                reason: error.to_string(),
+                partial,
+            },
+            crate::RunError::Failed(reason) => RunDocument::Failed {
+                reason: reason.clone(),
+                partial,
+            },
         }
     }
 
@@ -66,8 +99,13 @@ impl<R> RunDocument<R> {
     pub fn try_map<S, E>(self, f: impl Fn(R) -> Result<S, E>) -> Result<RunDocument<S>, E> {
         Ok(match self {
             RunDocument::Finished { result } => RunDocument::Finished { result: f(result)? },
-            RunDocument::TimedOut { limit_s, partial } => RunDocument::TimedOut {
+            RunDocument::TimedOut {
                 limit_s,
+                reason,
+                partial,
+            } => RunDocument::TimedOut {
+                limit_s,
+                reason,
                 partial: partial.map(f).transpose()?,
             },
             RunDocument::Failed { reason, partial } => RunDocument::Failed {
@@ -124,6 +162,7 @@ mod tests {
             (
                 RunDocument::TimedOut {
                     limit_s: 60.0,
+                    reason: String::new(),
                     partial: None,
                 },
                 Status::Timeout,

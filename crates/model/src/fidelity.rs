@@ -249,3 +249,34 @@ impl FidelityReport {
         )
     }
 }
+
+/// One line about a run's capture: where, how much, what it can decrypt with.
+impl std::fmt::Display for CaptureSummary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let c = self;
+        let mut line = format!(
+            "capture: {} ({} packets, {} bytes; {})",
+            c.path.display(),
+            c.packets,
+            c.bytes,
+            if c.secrets > 0 {
+                format!("{} secret(s) embedded", c.secrets)
+            } else {
+                "no secrets: nothing in the lab logged TLS keys".to_string()
+            }
+        );
+        if c.over_cap > 0 {
+            line.push_str(&format!(
+                "; {} packet(s) past the size cap not captured",
+                c.over_cap
+            ));
+        }
+        if c.dropped_by_writer > 0 {
+            line.push_str(&format!(
+                "; {} packet(s) missed: the writer fell behind",
+                c.dropped_by_writer
+            ));
+        }
+        f.write_str(&line)
+    }
+}

@@ -361,6 +361,7 @@ pub const TUN_COMPENSATION: Key = host(
 );
 pub const REALTIME: Key = Key {
     flag_name: Some("no-realtime"),
+    toml: BOOL,
     switch: Some("false"),
     ..host(
         "realtime",
@@ -969,5 +970,32 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// docs/experiments.md holds the generated table between its markers. With
+    /// `QUICLAB_WRITE_DOCS=1` the test writes it instead (then review the diff).
+    #[test]
+    fn the_docs_key_table_is_the_generated_one() {
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/experiments.md");
+        let doc = std::fs::read_to_string(&path).unwrap();
+        let begin = "<!-- keys:begin (generated from quiclab_model::keys::markdown_table; do not edit) -->\n";
+        let end = "<!-- keys:end -->";
+        let a = doc
+            .find(begin)
+            .expect("docs/experiments.md: the keys:begin marker")
+            + begin.len();
+        let b = doc
+            .find(end)
+            .expect("docs/experiments.md: the keys:end marker");
+        let table = markdown_table();
+        if std::env::var_os("QUICLAB_WRITE_DOCS").is_some() {
+            std::fs::write(&path, format!("{}{table}{}", &doc[..a], &doc[b..])).unwrap();
+            return;
+        }
+        assert!(
+            doc[a..b] == table,
+            "docs/experiments.md's key table is not the table's: run QUICLAB_WRITE_DOCS=1 cargo test -p quiclab-model"
+        );
     }
 }

@@ -143,6 +143,44 @@ impl WorkloadOutput {
         }
     }
 
+    /// A bulk result of 1 MB over h2 on the default link, where tests and examples start (no
+    /// emulator evidence, nothing else measured).
+    pub fn example() -> WorkloadOutput {
+        WorkloadOutput::Bulk(bulk::BulkResult {
+            proto: "h2".into(),
+            negotiated: "h2".into(),
+            tls_version: "1.3".into(),
+            resumed: false,
+            zero_rtt: false,
+            connect_ms: Some(50.0),
+            handshake_ms: 100.0,
+            ttfb_ms: 150.0,
+            alt_svc: None,
+            total_ms: 900.0,
+            bytes: 1_000_000,
+            verified: Some(true),
+            goodput_mbps: 9.0,
+            utilization: None,
+            goodput_utilization: None,
+            loss_ratio: None,
+            cpu_client_s: 0.1,
+            cpu_server_s: 0.1,
+            cpu_client_s_per_gb: 100.0,
+            cpu_server_s_per_gb: 100.0,
+            cpu_emulator_s: None,
+            congestion_control: "cubic".into(),
+            path: "emulator".into(),
+            link: quiclab_link::spec::LinkSpec::default().describe(),
+            on_switch: None,
+            network_switches: None,
+            connections: None,
+            migrations: None,
+            error: None,
+            fec: None,
+            fidelity: None,
+        })
+    }
+
     /// The result's `--json` document (without `kind`): what the workload's command prints.
     pub fn to_json(&self) -> serde_json::Result<serde_json::Value> {
         match self {

@@ -322,7 +322,9 @@ fn whole(v: &str, min: u64, max: u64) -> Result<u64, String> {
     v.parse::<u64>()
         .ok()
         .filter(|n| (min..=max).contains(n))
-        .ok_or_else(|| format!("expected a whole number from {min} to {max}; got {v:?}"))
+        .ok_or_else(|| {
+            format!("expected a whole number at least {min} and at most {max}; got {v:?}")
+        })
 }
 
 pub(crate) fn at_least_one(v: &str, _: &Params) -> Result<Setting, String> {

@@ -186,19 +186,20 @@ pub fn write_report_to(
         planned_runs: scenario.planned_runs,
         runs: runs
             .into_iter()
-            .map(|r| RunRecord {
+            .map(|r| (r.status(), r.reason(), r))
+            .map(|(status, reason, r)| RunRecord {
                 key: r.key,
                 index: r.index,
                 setting: r.setting,
                 setting_label: r.setting_label,
                 protocol: r.contender,
                 repetition: r.repetition,
-                status: match r.status {
+                status: match status {
                     Status::Ok => RunStatus::Ok,
                     Status::Failed => RunStatus::Failed,
                     Status::Timeout => RunStatus::Timeout,
                 },
-                reason: r.reason,
+                reason,
                 flags: r.flags,
                 time_limit_s: r.document.time_limit_s(),
                 flows: flow_goodputs(r.document.result()),

@@ -38,7 +38,7 @@ fn pack_scenario(study: &str, scenario: &str, dir: &Path) -> Result<PackScenario
     let store = Store::open(&dir.join("results.sqlite"))?;
     let stored = store.scenario()?;
     let runs = store.runs()?;
-    let count = |s: Status| runs.iter().filter(|r| r.status == s).count();
+    let count = |s: Status| runs.iter().filter(|r| r.status() == s).count();
     Ok(PackScenario {
         study: study.into(),
         scenario: scenario.into(),
@@ -53,7 +53,7 @@ fn pack_scenario(study: &str, scenario: &str, dir: &Path) -> Result<PackScenario
         timeout: count(Status::Timeout),
         flagged: runs
             .iter()
-            .filter(|r| r.status == Status::Ok && !r.flags.is_empty())
+            .filter(|r| r.status() == Status::Ok && !r.flags.is_empty())
             .count(),
         sessions: store.sessions()?,
         report: None,

@@ -33,6 +33,47 @@ pub struct RunsSummary {
     pub excluded: usize,
 }
 
+/// The demo's table: median and mean (95 % CI) of the metric, the secondary metric's median, and
+/// the verdict per setting.
+impl std::fmt::Display for RunsSummary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(
+            f,
+            "{:<10} {:<6} {:>3} {:>14} {:>22} {:>15}",
+            "setting", "proto", "n", "median ms", "mean ms (95 % CI)", "goodput Mbit/s"
+        )?;
+        for setting in &self.settings {
+            let label = &setting.label;
+            for line in &setting.lines {
+                let proto = &line.contender;
+                match &line.summary {
+                    None => writeln!(
+                        f,
+                        "{label:<10} {proto:<6} {:>3} {:>14} (every run failed or was flagged)",
+                        0, "—"
+                    )?,
+                    Some(s) => writeln!(
+                        f,
+                        "{label:<10} {proto:<6} {:>3} {:>14.0} {:>8.0} ({:>5.0}–{:<5.0}) {:>15.2}",
+                        s.n,
+                        s.median,
+                        s.mean,
+                        s.ci95_low,
+                        s.ci95_high,
+                        line.secondary_median.unwrap_or(f64::NAN)
+                    )?,
+                }
+            }
+            writeln!(
+                f,
+                "{label:<10} → {} (Megyesi et al.'s rule: ≥ 70 % of its runs ≥ 10 % faster than the other's mean)",
+                setting.verdict
+            )?;
+        }
+        Ok(())
+    }
+}
+
 /// Summarises `metric` (lower is better, as the wins rule assumes) and the median of `secondary`
 /// per setting and contender.
 pub fn summarize_runs<R>(runs: &[StoredRun<R>], metric: &str, secondary: &str) -> RunsSummary {
@@ -47,7 +88,7 @@ pub fn summarize_runs<R>(runs: &[StoredRun<R>], metric: &str, secondary: &str) -
             .or_default()
             .entry(r.contender.clone())
             .or_default();
-        if r.status != Status::Ok || !r.flags.is_empty() {
+        if r.status() != Status::Ok || !r.flags.is_empty() {
             excluded += 1;
             continue;
         }

@@ -78,8 +78,8 @@ pub fn export_csv(store: &Store, out_dir: &Path) -> Result<ExportSummary> {
             r.contender.clone(),
             r.repetition.to_string(),
             r.seed.to_string(),
-            r.status.as_str().to_string(),
-            r.reason.clone().unwrap_or_default(),
+            r.status().as_str().to_string(),
+            r.reason().unwrap_or_default(),
             u8::from(!r.flags.is_empty()).to_string(),
             r.flags.join("; "),
             r.started_unix.to_string(),
@@ -139,8 +139,11 @@ mod tests {
         let path = temp_db("export");
         let mut s = Store::create_or_resume(&path, &scenario(), false).unwrap();
         s.begin_session(&Environment::default()).unwrap();
-        let mut a = run("a", 0, Status::Ok);
-        a.reason = Some("comma, and \"quotes\"".into());
+        let mut a = run("a", 0, Status::Failed);
+        a.document = quiclab_model::document::RunDocument::Failed {
+            reason: "comma, and \"quotes\"".into(),
+            partial: None,
+        };
         s.record(&a, &[]).unwrap();
         let mut b = run("b", 1, Status::Failed);
         b.metrics.clear();

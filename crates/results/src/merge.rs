@@ -424,7 +424,7 @@ mod tests {
             .runs()
             .unwrap()
             .into_iter()
-            .map(|r| (r.key, r.status))
+            .map(|r| (r.key.clone(), r.status()))
             .collect();
         assert_eq!(status["x"], Status::Ok);
         assert_eq!(status["y"], Status::Ok);

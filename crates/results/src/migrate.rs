@@ -49,6 +49,7 @@ pub fn upgrade_v3(
         Status::Timeout => RunDocument::TimedOut {
             // Schema 3 always wrote the limit of a timed-out run; NaN says it was not there.
             limit_s: limit_s.unwrap_or(f64::NAN),
+            reason: reason.unwrap_or_default().to_string(),
             partial: result,
         },
         Status::Failed => RunDocument::Failed {
@@ -116,8 +117,10 @@ mod tests {
                 Some("t"),
                 "bulk"
             ),
+            // The reason column of schema 3 becomes the document's reason.
             RunDocument::TimedOut {
                 limit_s: 90.0,
+                reason: "t".into(),
                 partial: None
             }
         );

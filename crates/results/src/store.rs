@@ -8,6 +8,7 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use quiclab_model::WorkloadOutput;
 use quiclab_model::document::{RunDocument, Status};
 
 /// Bumped on any incompatible change of [`SCHEMA`]; stored in `PRAGMA user_version`.
@@ -250,10 +251,25 @@ fn parse_status(s: &str) -> Result<Status> {
     Status::parse(s).ok_or_else(|| anyhow::anyhow!("unknown run status {s:?} in the database"))
 }
 
-/// One finished run. `R` is the type its document's result is read as (`serde_json::Value` by
-/// default; the runner and the report use the workloads' typed results).
+/// The status column is the document's outcome stored again for queries: a row where they differ
+/// was not written by quiclab, and is refused rather than read either way.
+fn check_status<R>(db: &Path, what: &str, column: &str, doc: &RunDocument<R>) -> Result<()> {
+    let status = Status::parse(column)
+        .ok_or_else(|| anyhow::anyhow!("{}: {what}: unknown status {column:?}", db.display()))?;
+    if status != doc.status() {
+        bail!(
+            "{}: {what}: status {column} but a document of outcome {}",
+            db.display(),
+            doc.status().as_str()
+        );
+    }
+    Ok(())
+}
+
+/// One finished run. `R` is the type its document's result is read as: the workloads' typed
+/// results (only the migration of older schemas reads untyped JSON).
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct StoredRun<R = serde_json::Value> {
+pub struct StoredRun<R = WorkloadOutput> {
     pub key: String,
     pub index: usize,
     pub setting: usize,
@@ -263,8 +279,6 @@ pub struct StoredRun<R = serde_json::Value> {
     pub repetition: u32,
     pub seed: u64,
     pub params: BTreeMap<String, String>,
-    pub status: Status,
-    pub reason: Option<String>,
     pub flags: Vec<String>,
     pub started_unix: f64,
     pub duration_s: f64,
@@ -273,11 +287,24 @@ pub struct StoredRun<R = serde_json::Value> {
     pub host_steal: Option<f64>,
     /// Filled in by [`Store::record`] (the current session) and by [`Store::runs`].
     pub session_id: i64,
-    /// What the run produced, by outcome; agrees with `status` (checked when recorded).
+    /// What the run produced, by outcome: the only stored outcome (status and reason are
+    /// derived from it).
     pub document: RunDocument<R>,
     pub metrics: BTreeMap<String, f64>,
     /// 1-based: which attempt of the run this is (earlier ones are [`Attempt`]s).
     pub attempt: u32,
+}
+
+impl<R> StoredRun<R> {
+    /// How the run ended (from its document).
+    pub fn status(&self) -> Status {
+        self.document.status()
+    }
+
+    /// Why it did not finish (from its document).
+    pub fn reason(&self) -> Option<String> {
+        self.document.reason()
+    }
 }
 
 impl StoredRun {
@@ -294,8 +321,6 @@ impl StoredRun {
             repetition,
             seed: 1,
             params: BTreeMap::new(),
-            status,
-            reason: (status != Status::Ok).then(|| "example".into()),
             flags: vec![],
             started_unix: 0.0,
             duration_s: 1.0,
@@ -305,10 +330,11 @@ impl StoredRun {
             session_id: 0,
             document: match status {
                 Status::Ok => RunDocument::Finished {
-                    result: serde_json::json!({}),
+                    result: WorkloadOutput::example(),
                 },
                 Status::Timeout => RunDocument::TimedOut {
                     limit_s: 60.0,
+                    reason: String::new(),
                     partial: None,
                 },
                 Status::Failed => RunDocument::Failed {
@@ -324,18 +350,27 @@ impl StoredRun {
 
 /// An attempt of a run that a later attempt replaced in `runs`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Attempt {
+pub struct Attempt<R = WorkloadOutput> {
     pub run_key: String,
     pub attempt: u32,
-    pub status: Status,
-    pub reason: Option<String>,
     pub flags: Vec<String>,
     pub started_unix: f64,
     pub duration_s: f64,
     pub host_steal: Option<f64>,
     pub session_id: i64,
     pub metrics: BTreeMap<String, f64>,
-    pub document: RunDocument<serde_json::Value>,
+    /// The only stored outcome of the attempt (status and reason derived from it).
+    pub document: RunDocument<R>,
+}
+
+impl<R> Attempt<R> {
+    pub fn status(&self) -> Status {
+        self.document.status()
+    }
+
+    pub fn reason(&self) -> Option<String> {
+        self.document.reason()
+    }
 }
 
 /// One time series of a run.
@@ -361,13 +396,11 @@ fn now_unix() -> f64 {
         .map_or(0.0, |d| d.as_secs_f64())
 }
 
-impl Attempt {
-    fn of<R: Serialize>(run: &StoredRun<R>) -> Result<Attempt> {
-        Ok(Attempt {
+impl<R: Clone> Attempt<R> {
+    fn of(run: &StoredRun<R>) -> Attempt<R> {
+        Attempt {
             run_key: run.key.clone(),
             attempt: run.attempt,
-            status: run.status,
-            reason: run.reason.clone(),
             flags: run.flags.clone(),
             started_unix: run.started_unix,
             duration_s: run.duration_s,
@@ -379,33 +412,12 @@ impl Attempt {
                 .filter(|(_, v)| v.is_finite())
                 .map(|(k, v)| (k.clone(), *v))
                 .collect(),
-            document: clone_as_value(&run.document)
-                .with_context(|| format!("run {}: its document", run.key))?,
-        })
+            document: run.document.clone(),
+        }
     }
 }
 
-/// A run's status and its document's outcome are one fact stored twice (the column for queries):
-/// they must agree.
-fn check_outcome<R>(run: &StoredRun<R>) -> Result<()> {
-    if run.document.status() != run.status {
-        bail!(
-            "internal: run {} has status {} but a document of outcome {}",
-            run.key,
-            run.status.as_str(),
-            run.document.status().as_str()
-        );
-    }
-    Ok(())
-}
-
-/// The document with its result as a JSON value.
-fn clone_as_value<R: Serialize>(doc: &RunDocument<R>) -> Result<RunDocument<serde_json::Value>> {
-    let v = serde_json::to_value(doc)?;
-    Ok(serde_json::from_value(v)?)
-}
-
-fn insert_attempt(conn: &Connection, a: &Attempt, session: i64) -> Result<()> {
+fn insert_attempt<R: Serialize>(conn: &Connection, a: &Attempt<R>, session: i64) -> Result<()> {
     conn.execute(
         "INSERT INTO attempts (run_key, attempt, status, reason, flags, started_unix, duration_s,
                                host_steal, session_id, metrics, result)
@@ -413,8 +425,8 @@ fn insert_attempt(conn: &Connection, a: &Attempt, session: i64) -> Result<()> {
         params![
             a.run_key,
             a.attempt,
-            a.status.as_str(),
-            a.reason,
+            a.status().as_str(),
+            a.reason(),
             serde_json::to_string(&a.flags)?,
             a.started_unix,
             a.duration_s,
@@ -916,11 +928,11 @@ impl Store {
         let failed: Vec<StoredRun> = self
             .runs()?
             .into_iter()
-            .filter(|r| r.status != Status::Ok)
+            .filter(|r| r.status() != Status::Ok)
             .collect();
         let tx = self.conn.transaction()?;
         for run in &failed {
-            insert_attempt(&tx, &Attempt::of(run)?, run.session_id)?;
+            insert_attempt(&tx, &Attempt::of(run), run.session_id)?;
         }
         let filter = "SELECT key FROM runs WHERE status != 'ok'";
         tx.execute(
@@ -937,12 +949,11 @@ impl Store {
     }
 
     /// Stores an attempt that the run's next attempt replaces (a flagged attempt run again).
-    pub fn record_attempt<R: Serialize>(&mut self, run: &StoredRun<R>) -> Result<()> {
+    pub fn record_attempt<R: Serialize + Clone>(&mut self, run: &StoredRun<R>) -> Result<()> {
         let session = self
             .session
             .context("internal: record_attempt() before begin_session()")?;
-        check_outcome(run)?;
-        insert_attempt(&self.conn, &Attempt::of(run)?, session)
+        insert_attempt(&self.conn, &Attempt::of(run), session)
             .with_context(|| format!("recording attempt {} of run {}", run.attempt, run.key))
     }
 
@@ -957,6 +968,15 @@ impl Store {
 
     /// Every replaced attempt, by run and attempt number.
     pub fn attempts(&self) -> Result<Vec<Attempt>> {
+        let status_agrees =
+            |key: &str, attempt: i64, column: &str, doc: &RunDocument<WorkloadOutput>| {
+                check_status(
+                    &self.path,
+                    &format!("attempt {attempt} of {key}"),
+                    column,
+                    doc,
+                )
+            };
         let mut stmt = self.conn.prepare(
             "SELECT run_key, attempt, status, reason, flags, started_unix, duration_s, host_steal,
                     session_id, metrics, result
@@ -987,17 +1007,18 @@ impl Store {
                     self.path.display()
                 )
             };
+            let _ = reason;
+            let document = serde_json::from_str(&result).with_context(|| bad("result"))?;
+            status_agrees(&key, attempt, &status, &document)?;
             out.push(Attempt {
                 attempt: attempt as u32,
-                status: parse_status(&status)?,
-                reason,
                 flags: serde_json::from_str(&flags).with_context(|| bad("flags"))?,
                 started_unix: started,
                 duration_s: duration,
                 host_steal: steal,
                 session_id: session,
                 metrics: serde_json::from_str(&m).with_context(|| bad("metrics"))?,
-                document: serde_json::from_str(&result).with_context(|| bad("result"))?,
+                document,
                 run_key: key,
             });
         }
@@ -1009,7 +1030,6 @@ impl Store {
         let session = self
             .session
             .context("internal: record() before begin_session()")?;
-        check_outcome(run)?;
         let tx = self.conn.transaction()?;
         tx.execute(
             "INSERT INTO runs (key, run_index, setting, setting_label, contender, repetition, seed, params,
@@ -1025,8 +1045,8 @@ impl Store {
                 run.repetition,
                 run.seed.to_string(),
                 serde_json::to_string(&run.params)?,
-                run.status.as_str(),
-                run.reason,
+                run.status().as_str(),
+                run.reason(),
                 !run.flags.is_empty(),
                 serde_json::to_string(&run.flags)?,
                 run.started_unix,
@@ -1067,7 +1087,7 @@ impl Store {
         Ok(())
     }
 
-    /// Every recorded run in execution order, with its metrics; documents as JSON values.
+    /// Every recorded run in execution order, with its metrics and typed documents.
     pub fn runs(&self) -> Result<Vec<StoredRun>> {
         self.runs_as()
     }
@@ -1141,6 +1161,10 @@ impl Store {
                 attempt,
             ) = row?;
             let bad = |what: &str| format!("{}: run {key}: bad {what}", self.path.display());
+            let _ = reason;
+            let document: RunDocument<R> =
+                serde_json::from_str(&result).with_context(|| bad("result"))?;
+            check_status(&self.path, &format!("run {key}"), &status, &document)?;
             out.push(StoredRun {
                 metrics: metrics.remove(&key).unwrap_or_default(),
                 index: index as usize,
@@ -1150,8 +1174,6 @@ impl Store {
                 repetition: repetition as u32,
                 seed: seed.parse().with_context(|| bad("seed"))?,
                 params: serde_json::from_str(&params).with_context(|| bad("params"))?,
-                status: parse_status(&status)?,
-                reason,
                 flags: serde_json::from_str(&flags).with_context(|| bad("flags"))?,
                 started_unix,
                 duration_s,
@@ -1159,7 +1181,7 @@ impl Store {
                 teardown_ms,
                 host_steal,
                 session_id,
-                document: serde_json::from_str(&result).with_context(|| bad("result"))?,
+                document,
                 attempt: attempt as u32,
                 key,
             });
@@ -1267,8 +1289,6 @@ pub(crate) mod tests {
             repetition: 1,
             seed: u64::MAX - 7,
             params: BTreeMap::from([("rate".into(), "10mbit".into())]),
-            status,
-            reason: (status != Status::Ok).then(|| "the client failed".into()),
             flags: vec![],
             started_unix: 1.0,
             duration_s: 2.0,
@@ -1278,10 +1298,11 @@ pub(crate) mod tests {
             session_id: 0,
             document: match status {
                 Status::Ok => RunDocument::Finished {
-                    result: serde_json::json!({"total_ms": 12.5}),
+                    result: WorkloadOutput::example(),
                 },
                 Status::Timeout => RunDocument::TimedOut {
                     limit_s: 60.0,
+                    reason: String::new(),
                     partial: None,
                 },
                 Status::Failed => RunDocument::Failed {
@@ -1347,8 +1368,11 @@ pub(crate) mod tests {
         assert_eq!(runs[0].session_id, session);
         // NaN metrics are not stored.
         assert_eq!(runs[0].metrics, BTreeMap::from([("total_ms".into(), 12.5)]));
-        assert_eq!(runs[1].status, Status::Timeout);
-        assert_eq!(runs[1].reason.as_deref(), Some("the client failed"));
+        assert_eq!(runs[1].status(), Status::Timeout);
+        assert_eq!(
+            runs[1].reason().as_deref(),
+            Some("timed out at its limit of 60.0 s")
+        );
         let series = s.series().unwrap();
         assert_eq!(series.len(), 1);
         assert_eq!(series[0].points, vec![(0.0, 14480.0), (0.005, 28960.0)]);
@@ -1379,7 +1403,7 @@ pub(crate) mod tests {
             attempts[0].metrics,
             BTreeMap::from([("total_ms".into(), 12.5)])
         );
-        assert_eq!(attempts[1].status, Status::Timeout);
+        assert_eq!(attempts[1].status(), Status::Timeout);
         let runs = s.runs().unwrap();
         assert_eq!(runs.len(), 1);
         assert_eq!(runs[0].attempt, 2);

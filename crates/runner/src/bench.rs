@@ -99,7 +99,7 @@ pub fn run(runs: u32, out: Option<&Path>) -> Result<BenchRunnerReport> {
     let rss = metric("runner_rss_kb");
     let ok = runs
         .iter()
-        .filter(|r| r.status == quiclab_results::Status::Ok)
+        .filter(|r| r.status() == quiclab_results::Status::Ok)
         .count();
     // The first few runs warm up allocators and caches; compare the end with run 10.
     let settled = |v: &[f64]| {
@@ -131,4 +131,49 @@ pub fn run(runs: u32, out: Option<&Path>) -> Result<BenchRunnerReport> {
         passed: !leak && ok == runs.len(),
         doc,
     })
+}
+
+/// The report as text (`quiclab bench runner` without --json).
+impl std::fmt::Display for BenchRunnerReport {
+    fn fmt(&self, fmt: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let doc = &self.doc;
+        let f = |p: &str| doc.pointer(p).and_then(|v| v.as_f64()).unwrap_or(f64::NAN);
+        write!(
+            fmt,
+            "{} runs ({} ok) in {:.1} s\n\
+         lab set-up    median {:.1} ms, p95 {:.1}, max {:.1}\n\
+         lab teardown  median {:.1} ms, p95 {:.1}, max {:.1}\n\
+         set-up + teardown median {:.1} ms, p95 {:.1}, max {:.1} (target < 200 ms)\n\
+         runner bookkeeping {:.2} ms per run\n\
+         namespaces {} → {}, child processes {} → {}\n\
+         file descriptors {} before, {} at run 10, {} at the last run, {} after\n\
+         resident memory {} kB before, {} at run 10, {} at the last run\n\
+         leak: {}",
+            doc["runs"],
+            doc["ok"],
+            f("/wall_s"),
+            f("/setup_ms/median"),
+            f("/setup_ms/p95"),
+            f("/setup_ms/max"),
+            f("/teardown_ms/median"),
+            f("/teardown_ms/p95"),
+            f("/teardown_ms/max"),
+            f("/setup_plus_teardown_ms/median"),
+            f("/setup_plus_teardown_ms/p95"),
+            f("/setup_plus_teardown_ms/max"),
+            f("/bookkeeping_ms_per_run"),
+            doc["namespaces"]["before"],
+            doc["namespaces"]["after"],
+            doc["child_processes"]["before"],
+            doc["child_processes"]["after"],
+            doc["fds"]["before"],
+            doc["fds"]["run_10"],
+            doc["fds"]["last"],
+            doc["fds"]["after"],
+            doc["rss_kb"]["before"],
+            doc["rss_kb"]["run_10"],
+            doc["rss_kb"]["last"],
+            if doc["leak"] == true { "YES" } else { "none" }
+        )
+    }
 }

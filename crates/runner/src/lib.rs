@@ -9,6 +9,7 @@
 //! `quiclab run`, `quiclab demo` and `quiclab bench runner` ([`bench`]) drive it.
 
 pub mod bench;
+pub mod demo;
 pub mod environment;
 pub mod fidelity;
 pub mod prepare;
@@ -25,7 +26,7 @@ use anyhow::{Context, Result, anyhow};
 use quiclab_experiment::{MetricDef, RunSpec, Scenario, TraceRuns};
 use quiclab_results::{ScenarioRecord, Series, Status, Store, StoredRun};
 use quiclab_workload::harness::exe;
-use quiclab_workload::{RunDocument, RunError, WorkloadOutput};
+use quiclab_workload::{RunDocument, WorkloadOutput};
 
 pub use prepare::{PreparedRun, Preparer};
 
@@ -465,7 +466,7 @@ pub fn execute(
             attempt += 1;
         };
         outcome.ran += 1;
-        if stored.status != Status::Ok {
+        if stored.status() != Status::Ok {
             outcome.failed += 1;
         }
         if !stored.flags.is_empty() {
@@ -555,8 +556,6 @@ fn execute_one(
         repetition: run.repetition,
         seed: prepared.spec.seed,
         params: run.params.clone(),
-        status: Status::Ok,
-        reason: None,
         flags: Vec::new(),
         started_unix,
         duration_s: 0.0,
@@ -583,11 +582,8 @@ fn execute_one(
     let mut running = match lab {
         Ok(l) => l,
         Err(e) => {
-            let reason = format!("setting up the lab: {e:#}");
-            stored.status = Status::Failed;
-            stored.reason = Some(reason.clone());
             stored.document = RunDocument::Failed {
-                reason,
+                reason: format!("setting up the lab: {e:#}"),
                 partial: None,
             };
             stored.duration_s = t0.elapsed().as_secs_f64();
@@ -620,29 +616,11 @@ fn execute_one(
                 stored.flags = fidelity::flags(&prepared.spec, f, host_steal);
             }
             let result = output.result;
+            // A player or flow stopped by the time limit is censored data, kept with what it
+            // measured until then and the limit it hit.
             stored.document = match output.failure {
                 None => RunDocument::Finished { result },
-                Some(failure) => {
-                    stored.reason = Some(failure.to_string());
-                    match failure {
-                        // A player or flow stopped by the time limit: censored data, kept with
-                        // what it measured until then, and the limit it hit.
-                        RunError::Timeout { limit, .. } => {
-                            stored.status = Status::Timeout;
-                            RunDocument::TimedOut {
-                                limit_s: limit.as_secs_f64(),
-                                partial: Some(result),
-                            }
-                        }
-                        RunError::Failed(reason) => {
-                            stored.status = Status::Failed;
-                            RunDocument::Failed {
-                                reason,
-                                partial: Some(result),
-                            }
-                        }
-                    }
-                }
+                Some(failure) => RunDocument::of_error(&failure, Some(result)),
             };
             for note in &output.notes {
                 eprintln!("quiclab run: {}: {note}", run.key);
@@ -665,24 +643,8 @@ fn execute_one(
             }
         }
         Err(e) => {
-            stored.reason = Some(e.to_string());
-            (stored.status, stored.document) = match e {
-                // A timed-out run took at least this long: reports treat it as censored.
-                RunError::Timeout { limit, .. } => (
-                    Status::Timeout,
-                    RunDocument::TimedOut {
-                        limit_s: limit.as_secs_f64(),
-                        partial: None,
-                    },
-                ),
-                RunError::Failed(reason) => (
-                    Status::Failed,
-                    RunDocument::Failed {
-                        reason,
-                        partial: None,
-                    },
-                ),
-            };
+            // A timed-out run took at least this long: reports treat it as censored.
+            stored.document = RunDocument::of_error(&e, None);
             stored.metrics = quiclab_workload::collect_metrics(runner_values);
         }
     }
@@ -772,13 +734,13 @@ impl Progress {
             self.done.get(),
             self.total,
             run.key,
-            run.status.as_str(),
+            run.status().as_str(),
             if run.attempt > 1 {
                 format!(" (attempt {})", run.attempt)
             } else {
                 String::new()
             },
-            run.reason.as_ref().map_or(String::new(), |r| format!(
+            run.reason().map_or(String::new(), |r| format!(
                 ": {}",
                 r.lines().next().unwrap_or("")
             )),

@@ -230,7 +230,7 @@ mod tests {
         let page = "name = \"p\"\n[workload]\nkind = \"page\"\npage = \"carlucci-small\"\n";
         for (extra, key, says) in [
             ("browser = \"netscape\"\n", "browser", "builtin or chromium"),
-            ("max_streams = 0\n", "max_streams", "≥ 1"),
+            ("max_streams = 0\n", "max_streams", "at least 1"),
         ] {
             let e = refused(&format!("{page}{extra}"));
             assert!(e.starts_with(&format!("s.toml:5: key \"{key}\"")), "{e}");

@@ -249,7 +249,7 @@ pub fn run_values(runs: &[StoredRun], metric: &MetricDef) -> Vec<judge::RunValue
         .map(|r| judge::RunValue {
             params: r.params.clone(),
             repetition: r.repetition,
-            value: match r.status {
+            value: match r.status() {
                 Status::Ok if !r.flags.is_empty() => Observed::Failed,
                 Status::Ok => match r.metrics.get(metric.name) {
                     Some(v) if v.is_finite() => Observed::Value(*v),
@@ -371,19 +371,9 @@ pub fn judge_study(
                     }),
                     Some((runs, quick, _, _)) => {
                         let values = run_values(runs, def);
-                        let mut j = match (claim.sides(), claim) {
-                            (Some((axis, a, b)), _) => {
-                                let (pairs, unpaired) = judge::pair(&values, filter, axis, a, b);
-                                judge::judge_paired(&pairs, unpaired, claim, better, *rule)
-                            }
-                            (None, Claim::WinsShare { .. } | Claim::NoBestEverywhere { .. }) => {
-                                let (j, table) =
-                                    judge::judge_wins(&values, filter, claim, better, *rule);
-                                wins = Some(table);
-                                j
-                            }
-                            _ => judge::judge_values(&judge::select(&values, filter), claim, *rule),
-                        };
+                        let (mut j, table) =
+                            judge::judge_claim(&values, filter, claim, better, *rule);
+                        wins = table;
                         // A quick form (or a full form not run to its repetitions) is an
                         // observation: its estimate and n are shown, never a verdict.
                         let ran = runs.iter().map(|r| r.repetition).max().unwrap_or(0);
@@ -417,15 +407,7 @@ pub fn judge_study(
                     judgement,
                 );
                 v.form = stored.map(|(_, _, form, _)| form.clone());
-                v.estimate_of = match claim {
-                    Claim::Better { a, b, .. }
-                    | Claim::Ratio { a, b, .. }
-                    | Claim::RatioAtLeast { a, b, .. }
-                    | Claim::RatioAtMost { a, b, .. } => format!("{a}/{b} per pair"),
-                    Claim::WinsShare { a, .. } => format!("share of settings {a} wins"),
-                    Claim::NoBestEverywhere { .. } => String::new(),
-                    _ => metric.clone(),
-                };
+                v.estimate_of = judge::estimate_of(claim, metric);
                 if let Some(table) = wins {
                     let rows: Vec<_> = table
                         .iter()
@@ -834,6 +816,88 @@ pub fn write_verdicts(dir: &Path, verdicts: &[FindingVerdict]) -> Result<(PathBu
         quiclab_verdict::outcome::markdown(verdicts).as_bytes(),
     )?;
     Ok((json, csv_path))
+}
+
+/// What `quiclab reproduce` wrote.
+pub struct Reproduced {
+    pub verdicts: Vec<FindingVerdict>,
+    pub json: PathBuf,
+    pub csv: PathBuf,
+    pub html: PathBuf,
+}
+
+/// Runs (or with `judge`, only judges) the packs of `studies` and writes the verdicts and
+/// reproduction.html. Results are read from, and verdicts written to, one claimed directory
+/// (`out_arg`, default quiclab-reproduce); with `judge` DIR and `out_arg` OUT, DIR is only read.
+pub fn reproduce(
+    lib: &Library,
+    studies: &[Study],
+    judge: Option<&Path>,
+    out_arg: Option<&Path>,
+    opts: &PackOptions,
+    exit_hint: &dyn Fn(String),
+) -> Result<Reproduced> {
+    // Where results are read from, and where verdicts and reports are written: the same claimed
+    // directory, or with --judge DIR --out OUT, DIR only read and OUT written.
+    let (results, out) = match (judge, out_arg) {
+        (Some(d), _) if !d.is_dir() => bail!("--judge {}: no such directory", d.display()),
+        (Some(d), Some(o)) => (d.to_path_buf(), quiclab_outputs::claim_dir(o, "--out")?),
+        (Some(d), None) if quiclab_outputs::is_claimed(d) => (d.to_path_buf(), d.to_path_buf()),
+        (Some(d), None) => bail!(
+            "--judge {}: quiclab did not make this directory (it has no quiclab marker), so it \
+             writes no verdicts there; give --out DIR for them (DIR is only read)",
+            d.display()
+        ),
+        (None, o) => {
+            let o = o.map_or_else(|| PathBuf::from("quiclab-reproduce"), Path::to_path_buf);
+            let o = quiclab_outputs::claim_dir(&o, "--out")?;
+            (o.clone(), o)
+        }
+    };
+    let mut verdicts: Vec<FindingVerdict> = Vec::new();
+    let mut judged = Vec::new();
+    for s in studies {
+        let study_dir = results.join(&s.name);
+        let dirs = match judge {
+            Some(_) => pack_dirs(s, &study_dir),
+            None => {
+                quiclab_outputs::claim_subdir(&out, &s.name, "--out")?;
+                run_pack(lib, s, &study_dir, opts, exit_hint)?
+            }
+        };
+        if judge.is_some() && dirs.is_empty() {
+            eprintln!(
+                "quiclab reproduce: --judge {}: no results of study {} there \
+                 ({}/SCENARIO/results.sqlite); not judged",
+                results.display(),
+                s.name,
+                study_dir.display()
+            );
+            continue;
+        }
+        verdicts.extend(judge_study(s, &dirs, Some(lib))?);
+        judged.push(s.clone());
+    }
+    if verdicts.is_empty() {
+        bail!(
+            "no study had results in {}: no verdicts written (earlier ones, if any, are kept)",
+            results.display()
+        );
+    }
+    let (json, csv) = write_verdicts(&out, &verdicts)?;
+    let html = quiclab_report::reproduction::write(
+        &results,
+        &out,
+        &judged,
+        &verdicts,
+        &crate::metric_registry(),
+    )?;
+    Ok(Reproduced {
+        verdicts,
+        json,
+        csv,
+        html,
+    })
 }
 
 #[cfg(test)]

@@ -622,6 +622,48 @@ pub fn judge_wins(
     (j, table)
 }
 
+/// Judges `claim` on the runs `filter` selects, by the claim's kind (an exhaustive match: a new
+/// kind of claim is a compile error here, never a silent default): paired claims pair the runs
+/// along their axis, the wins rule decides each setting (its table is returned), the others take
+/// the values as they are. `better` is the metric's declared direction.
+pub fn judge_claim(
+    runs: &[RunValue],
+    filter: &BTreeMap<String, String>,
+    claim: &Claim,
+    better: Better,
+    rule: Rule,
+) -> (Judgement, Option<Vec<SettingWinners>>) {
+    match claim {
+        Claim::Better { axis, a, b }
+        | Claim::Ratio { axis, a, b, .. }
+        | Claim::RatioAtLeast { axis, a, b, .. }
+        | Claim::RatioAtMost { axis, a, b, .. } => {
+            let (pairs, unpaired) = pair(runs, filter, axis, a, b);
+            (judge_paired(&pairs, unpaired, claim, better, rule), None)
+        }
+        Claim::WinsShare { .. } | Claim::NoBestEverywhere { .. } => {
+            let (j, table) = judge_wins(runs, filter, claim, better, rule);
+            (j, Some(table))
+        }
+        Claim::AtLeast { .. } | Claim::AtMost { .. } | Claim::Approx { .. } => {
+            (judge_values(&select(runs, filter), claim, rule), None)
+        }
+    }
+}
+
+/// What a verdict's estimate is of, in words (`h3/h1 per pair`, the metric itself, …).
+pub fn estimate_of(claim: &Claim, metric: &str) -> String {
+    match claim {
+        Claim::Better { a, b, .. }
+        | Claim::Ratio { a, b, .. }
+        | Claim::RatioAtLeast { a, b, .. }
+        | Claim::RatioAtMost { a, b, .. } => format!("{a}/{b} per pair"),
+        Claim::WinsShare { a, .. } => format!("share of settings {a} wins"),
+        Claim::NoBestEverywhere { .. } => String::new(),
+        Claim::AtLeast { .. } | Claim::AtMost { .. } | Claim::Approx { .. } => metric.to_string(),
+    }
+}
+
 /// Judges a threshold or magnitude claim on the runs' values. A threshold is judged by the
 /// one-sample sign test (runs equal to the threshold count on neither side; a censored run counts
 /// above any threshold up to its bound and is left out above it); its exact interval is the dual

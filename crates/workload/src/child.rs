@@ -709,6 +709,90 @@ fn chromium_objects(load: &quiclab_browser::BrowserLoad) -> Vec<ObjectTiming> {
         .collect()
 }
 
+/// `quiclab fetch`'s text: the connection, then one line per request.
+pub fn fetch_text(out: &FetchChildReport, server: SocketAddr) -> String {
+    use std::fmt::Write;
+    let report = &out.report;
+    let mut text = String::new();
+    writeln!(
+        text,
+        "{} over {} (TLS {}{}{}): handshake {:.1} ms",
+        server,
+        report.connection.protocol,
+        report.connection.tls_version,
+        if report.connection.resumed {
+            ", resumed"
+        } else {
+            ""
+        },
+        if report.connection.zero_rtt_accepted {
+            ", 0-RTT accepted"
+        } else {
+            ""
+        },
+        report.connection.handshake_ms
+    )
+    .expect("writing to a String");
+    for r in &report.requests {
+        writeln!(
+            text,
+            "  {} {}: {} bytes, first byte {:.1} ms, last byte {:.1} ms{}",
+            r.status,
+            r.path,
+            r.bytes,
+            r.first_byte_ms,
+            r.last_byte_ms,
+            match r.verified {
+                Some(true) => ", content verified",
+                Some(false) => ", CONTENT WRONG",
+                None => "",
+            }
+        )
+        .expect("writing to a String");
+    }
+    text
+}
+
+fn env_addr(var: &str) -> Option<IpAddr> {
+    std::env::var(var).ok()?.parse().ok()
+}
+
+/// The addresses `quiclab serve` listens on (and `fetch` asks): those given, else the lab's
+/// (`QUICLAB_SERVER`, `QUICLAB_SERVER6`, set inside a lab).
+pub fn lab_addresses(given: &[IpAddr]) -> Result<Vec<IpAddr>> {
+    let mut addresses = given.to_vec();
+    if addresses.is_empty() {
+        addresses.extend(env_addr("QUICLAB_SERVER"));
+        addresses.extend(env_addr("QUICLAB_SERVER6"));
+    }
+    if addresses.is_empty() {
+        anyhow::bail!(
+            "no server address: give one (--addr, --server), or run inside a lab, which sets QUICLAB_SERVER"
+        );
+    }
+    Ok(addresses)
+}
+
+/// `quiclab serve`'s files checked before it starts: the directory it serves exists, the files it
+/// writes are new (or replaced with `force`, never through a symbolic link), the qlog directory
+/// is quiclab's.
+pub fn check_serve_outputs(c: &ServeConfig, force: bool) -> Result<()> {
+    if let Some(dir) = &c.dir
+        && !dir.is_dir()
+    {
+        anyhow::bail!("--dir {}: not a directory", dir.display());
+    }
+    for (file, flag) in [(&c.ready_file, "--ready-file"), (&c.cwnd_log, "--cwnd-log")] {
+        if let Some(f) = file {
+            quiclab_outputs::check_user_file(f, flag, force)?;
+        }
+    }
+    if let Some(d) = &c.qlog_dir {
+        quiclab_outputs::claim_dir(d, "--qlog-dir")?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

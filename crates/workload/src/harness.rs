@@ -87,6 +87,20 @@ pub fn start_lab(
     RunningLab::start_for(options, spec, keep.map(|d| d.join("link.log")), capture)
 }
 
+/// Runs `run` once in a fresh lab (the commands' single runs; the runner keeps its own loop).
+pub fn run_once<W: crate::Workload>(
+    run: &W,
+    options: &LinkOptions,
+    spec: &LinkSpec,
+    keep: Option<&Path>,
+    capture: Option<quiclab_lab::capture::CaptureConfig>,
+) -> anyhow::Result<crate::Outcome<W::Output>> {
+    let mut running = start_lab(options, spec, keep, capture)?;
+    let out = run.run(&mut running, keep)?;
+    drop(running);
+    Ok(out)
+}
+
 /// A lab certificate for the server's addresses, saved as `cert.pem`/`key.pem` in `work`.
 pub fn write_certificate(lab: &Lab, work: &WorkDir) -> Result<()> {
     let cert = LabCertificate::generate(&[

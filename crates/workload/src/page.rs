@@ -450,3 +450,60 @@ impl Workload for PageRun {
         notes
     }
 }
+
+/// The HAR and waterfall files `quiclab page` writes, created before the lab starts so that a
+/// refusal costs no run: every path checked, no two flags naming one file (the capture's too).
+pub struct PageFiles {
+    har: Option<UserFile>,
+    svg: Option<UserFile>,
+    png: Option<UserFile>,
+}
+
+impl PageFiles {
+    /// `waterfall` FILE.svg, or FILE.png with an SVG beside it.
+    pub fn reserve(
+        har: Option<&Path>,
+        waterfall: Option<&Path>,
+        pcap: Option<&Path>,
+        force: bool,
+    ) -> anyhow::Result<PageFiles> {
+        let (svg, png) = match waterfall {
+            Some(w) if w.extension().is_some_and(|e| e == "png") => {
+                (Some(w.with_extension("svg")), Some(w.to_path_buf()))
+            }
+            Some(w) => (Some(w.to_path_buf()), None),
+            None => (None, None),
+        };
+        let named: Vec<(&Path, &str)> = [
+            (pcap, "--pcap"),
+            (har, "--har"),
+            (svg.as_deref(), "--waterfall"),
+            (png.as_deref(), "--waterfall"),
+        ]
+        .into_iter()
+        .filter_map(|(p, f)| p.map(|p| (p, f)))
+        .collect();
+        quiclab_outputs::distinct(&named)?;
+        let reserve =
+            |p: Option<&Path>, flag| p.map(|p| UserFile::reserve(p, flag, force)).transpose();
+        Ok(PageFiles {
+            har: reserve(har, "--har")?,
+            svg: reserve(svg.as_deref(), "--waterfall")?,
+            png: reserve(png.as_deref(), "--waterfall")?,
+        })
+    }
+
+    /// Writes the load's HAR and waterfall; returns notes.
+    pub fn write(
+        &mut self,
+        run: &PageRun,
+        result: &PageResult,
+        spec: &LinkSpec,
+    ) -> anyhow::Result<Vec<String>> {
+        let waterfall = self.svg.as_mut().map(|svg| WaterfallFiles {
+            svg,
+            png: self.png.as_mut(),
+        });
+        run.write_har_and_waterfall(result, spec, self.har.as_mut(), waterfall)
+    }
+}

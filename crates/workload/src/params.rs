@@ -109,7 +109,7 @@ pub fn build(p: &Params, link: &LinkSpec) -> Result<WorkloadSpec, ParamError> {
         {
             return Err(refuse(
                 key.name,
-                "it answers network switches: set a schedule with switch = \"wifi@0s,lte@60s\" (or \"arisu2019-lte\")",
+                "it answers network switches: set a schedule (--switch, or switch = \"wifi@0s,lte@60s\" or \"arisu2019-lte\" in a scenario)",
             ));
         }
     } else if matches!(kind, WorkloadKind::Page | WorkloadKind::Flows) {

@@ -91,7 +91,7 @@ pub fn trace_bulk(
     options: &quiclab_link::LinkOptions,
     spec: &quiclab_lab::LinkSpec,
     keep: Option<&std::path::Path>,
-) -> anyhow::Result<(crate::bulk::BulkResult, SyscallProfile, SyscallProfile)> {
+) -> anyhow::Result<BulkSyscalls> {
     use anyhow::{Context, bail};
     if !std::env::var_os("PATH")
         .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("strace").is_file()))
@@ -116,7 +116,47 @@ pub fn trace_bulk(
             .with_context(|| format!("reading strace's output {}", path.display()))?;
         parse_strace_summary(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
     };
-    Ok((out.result, read("fetch")?, read("serve")?))
+    Ok(BulkSyscalls {
+        proto: run.proto.to_string(),
+        bytes: out.result.bytes,
+        link: spec.describe(),
+        client: read("fetch")?,
+        server: read("serve")?,
+        note: "system call counts under strace -f -c (all threads); no times: tracing slows the processes",
+    })
+}
+
+/// `quiclab syscalls`' document: one traced bulk download's system calls, client and server.
+#[derive(Debug, Clone, Serialize)]
+pub struct BulkSyscalls {
+    pub proto: String,
+    pub bytes: u64,
+    pub link: quiclab_link::spec::LinkDescription,
+    pub client: SyscallProfile,
+    pub server: SyscallProfile,
+    pub note: &'static str,
+}
+
+impl BulkSyscalls {
+    /// The `top` most frequent calls of each process, as text.
+    pub fn text(&self, top: usize) -> String {
+        let mut out = String::new();
+        for (who, p) in [("client", &self.client), ("server", &self.server)] {
+            out.push_str(&format!(
+                "{who} ({}, {} bytes): {} system calls\n",
+                self.proto, self.bytes, p.total_calls
+            ));
+            for (s, share) in p.top(top) {
+                out.push_str(&format!(
+                    "  {:>6.2} %  {:>9}  {}\n",
+                    share * 100.0,
+                    s.calls,
+                    s.name
+                ));
+            }
+        }
+        out
+    }
 }
 
 #[cfg(test)]

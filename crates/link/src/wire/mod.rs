@@ -9,6 +9,7 @@
 
 pub mod log;
 pub mod offload;
+pub mod virtio;
 
 /// The ECN field of an IP packet (None: not IPv4/IPv6, or too short).
 pub fn ecn_field(packet: &[u8]) -> Option<u8> {

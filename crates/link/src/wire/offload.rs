@@ -10,13 +10,14 @@
 //! later super-packet) are never merged ([`run_end`]).
 //!
 //! Pure: bytes in, bytes out. The lab's `offload` module owns the devices, the reads and the
-//! `writev` calls. tun-rs gives the virtio-net header's layout and the Internet checksum.
+//! `writev` calls. The virtio-net header and the Internet checksum are `wire::virtio`'s.
 
-use serde::{Deserialize, Serialize};
-use tun_rs::{
-    VIRTIO_NET_HDR_GSO_TCPV4, VIRTIO_NET_HDR_GSO_TCPV6, VIRTIO_NET_HDR_GSO_UDP_L4,
-    VIRTIO_NET_HDR_LEN, VirtioNetHdr,
+use super::virtio::{
+    GSO_TCPV4 as VIRTIO_NET_HDR_GSO_TCPV4, GSO_TCPV6 as VIRTIO_NET_HDR_GSO_TCPV6,
+    GSO_UDP_L4 as VIRTIO_NET_HDR_GSO_UDP_L4, VIRTIO_NET_HDR_LEN, VirtioNetHdr, checksum,
+    checksum_no_fold,
 };
+use serde::{Deserialize, Serialize};
 
 /// Where the IP packet starts in every buffer of an offload lane: room for the virtio-net header
 /// in front of it, which a write needs.
@@ -130,7 +131,7 @@ impl Frame {
                 let initial = u16::from_be_bytes([packet[at], packet[at + 1]]);
                 packet[at] = 0;
                 packet[at + 1] = 0;
-                let mut sum = !tun_rs::checksum(&packet[hdr.csum_start as usize..], initial as u64);
+                let mut sum = !checksum(&packet[hdr.csum_start as usize..], initial as u64);
                 if sum == 0 && hdr.csum_offset == 6 {
                     // UDP sends a computed 0 as all ones (0 means "no checksum").
                     sum = 0xffff;
@@ -273,7 +274,7 @@ impl Frame {
             h[4..6].copy_from_slice(&id.to_be_bytes());
             h[10] = 0;
             h[11] = 0;
-            let c = !tun_rs::checksum(&h[..start], 0);
+            let c = !checksum(&h[..start], 0);
             h[10..12].copy_from_slice(&c.to_be_bytes());
         }
         let transport_len = ip_total - start;
@@ -299,9 +300,9 @@ impl Frame {
             (&packet[12..16], &packet[16..20])
         };
         let proto = if g.tcp { 6 } else { 17 };
-        let pseudo = tun_rs::checksum_no_fold(dst, tun_rs::checksum_no_fold(src, 0));
+        let pseudo = checksum_no_fold(dst, checksum_no_fold(src, 0));
         let trailer = [0, proto, (transport_len >> 8) as u8, transport_len as u8];
-        let sum = tun_rs::checksum(&[], tun_rs::checksum_no_fold(&trailer, pseudo));
+        let sum = checksum(&[], checksum_no_fold(&trailer, pseudo));
         let at = start + g.hdr.csum_offset as usize;
         h[at..at + 2].copy_from_slice(&sum.to_be_bytes());
         (
@@ -379,7 +380,7 @@ fn complete_checksum(frame: &mut [u8]) -> Result<(), Unsplittable> {
     let initial = u16::from_be_bytes([packet[at], packet[at + 1]]);
     packet[at] = 0;
     packet[at + 1] = 0;
-    let mut sum = !tun_rs::checksum(&packet[start..], initial as u64);
+    let mut sum = !checksum(&packet[start..], initial as u64);
     if sum == 0 && hdr.csum_offset == 6 {
         // UDP sends a computed 0 as all ones (0 means "no checksum").
         sum = 0xffff;
@@ -528,7 +529,7 @@ mod tests {
         ip[9] = proto;
         ip[12..16].copy_from_slice(&src);
         ip[16..20].copy_from_slice(&dst);
-        let c = !tun_rs::checksum(&ip, 0);
+        let c = !checksum(&ip, 0);
         ip[10..12].copy_from_slice(&c.to_be_bytes());
         ip
     }
@@ -577,8 +578,8 @@ mod tests {
         pseudo.extend_from_slice(&p[12..20]);
         pseudo.extend_from_slice(&[0, 6]);
         pseudo.extend_from_slice(&(tcp_len as u16).to_be_bytes());
-        let initial = tun_rs::checksum_no_fold(&pseudo, 0);
-        tun_rs::checksum(&p[ihl..], initial) == 0xffff
+        let initial = checksum_no_fold(&pseudo, 0);
+        checksum(&p[ihl..], initial) == 0xffff
     }
 
     #[test]
@@ -597,11 +598,7 @@ mod tests {
                 p.len(),
                 "IP total length"
             );
-            assert_eq!(
-                tun_rs::checksum(&p[..20], 0),
-                0xffff,
-                "IPv4 header checksum"
-            );
+            assert_eq!(checksum(&p[..20], 0), 0xffff, "IPv4 header checksum");
             assert!(tcp_checksum_ok(p), "TCP checksum of segment {i}");
             assert_eq!(u32::from_be_bytes([p[24], p[25], p[26], p[27]]), seq);
             // PSH only on the last segment.
@@ -660,9 +657,9 @@ mod tests {
         } else {
             (&pkt[12..16], &pkt[16..20])
         };
-        let pseudo = tun_rs::checksum_no_fold(dst, tun_rs::checksum_no_fold(src, 0));
+        let pseudo = checksum_no_fold(dst, checksum_no_fold(src, 0));
         let trailer = [0, 17, (udp_len >> 8) as u8, udp_len as u8];
-        let partial = tun_rs::checksum(&[], tun_rs::checksum_no_fold(&trailer, pseudo));
+        let partial = checksum(&[], checksum_no_fold(&trailer, pseudo));
         let _ = off;
         raw.extend_from_slice(&partial.to_be_bytes());
         raw.extend_from_slice(payload);
@@ -694,9 +691,9 @@ mod tests {
         if proto == 17 && p[start + 6] == 0 && p[start + 7] == 0 {
             return false;
         }
-        let pseudo = tun_rs::checksum_no_fold(dst, tun_rs::checksum_no_fold(src, 0));
+        let pseudo = checksum_no_fold(dst, checksum_no_fold(src, 0));
         let trailer = [0, proto, (len >> 8) as u8, len as u8];
-        tun_rs::checksum(&p[start..], tun_rs::checksum_no_fold(&trailer, pseudo)) == 0xffff
+        checksum(&p[start..], checksum_no_fold(&trailer, pseudo)) == 0xffff
     }
 
     /// Reads `raw` as a lane does ([`FrameReader::accept`] on a read buffer) and writes each
@@ -772,7 +769,7 @@ mod tests {
         let initial = u16::from_be_bytes([p[at], p[at + 1]]);
         p[at] = 0;
         p[at + 1] = 0;
-        let sum = !tun_rs::checksum(&p[hdr.csum_start as usize..], initial as u64);
+        let sum = !checksum(&p[hdr.csum_start as usize..], initial as u64);
         p[at..at + 2].copy_from_slice(&sum.to_be_bytes());
     }
 
@@ -902,7 +899,8 @@ mod tests {
             // Random TCP flags (FIN, PSH, CWR, ...) but ACK, as a sender's data carries.
             raw[VIRTIO_NET_HDR_LEN + 33] = (rng.next() as u8 & !0x06) | 0x10;
             let ours = split(&raw);
-            let hdr = VirtioNetHdr::decode(&raw[..VIRTIO_NET_HDR_LEN]).unwrap();
+            // tun-rs is the reference (a dev-dependency only): its own reading of the header.
+            let hdr = tun_rs::VirtioNetHdr::decode(&raw[..VIRTIO_NET_HDR_LEN]).unwrap();
             let (mut out, mut sizes) = buffers(128);
             let mut theirs_in = raw[VIRTIO_NET_HDR_LEN..].to_vec();
             let n = tun_rs::gso_split(&mut theirs_in, hdr, &mut out, &mut sizes, 0, false)
@@ -942,7 +940,7 @@ mod tests {
             let mut pseudo = d[12..20].to_vec();
             pseudo.extend_from_slice(&[0, 17]);
             pseudo.extend_from_slice(&(udp_len as u16).to_be_bytes());
-            let sum = tun_rs::checksum(&d[20..], tun_rs::checksum_no_fold(&pseudo, 0));
+            let sum = checksum(&d[20..], checksum_no_fold(&pseudo, 0));
             assert_eq!(sum, 0xffff, "UDP checksum of datagram {i}");
         }
         let frame = parsed(&raw);

@@ -1,4 +1,6 @@
-//! Ctrl-C, SIGTERM, SIGHUP and panics never leave a lab behind.
+//! Ctrl-C, SIGTERM, SIGHUP and panics never leave a lab behind: every command that builds labs
+//! calls [`install`] first (the CLI does for all but `serve`, `fetch` and `child`, which run inside
+//! a lab someone else owns).
 //!
 //! A handler thread (not an async signal handler: it may take locks and spawn `ip`) reacts to the first
 //! signal. If a foreground command runs (`quiclab shell`), it is given the signal and the main thread
@@ -16,22 +18,25 @@ static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 /// Printed after an interrupted command's teardown (e.g. how to resume a scenario).
 static EXIT_HINT: std::sync::Mutex<String> = std::sync::Mutex::new(String::new());
 
+/// What to print after an interrupted command's teardown (e.g. how to resume a scenario).
 pub fn set_exit_hint(hint: String) {
     if let Ok(mut h) = EXIT_HINT.lock() {
         *h = hint;
     }
 }
 
+/// The foreground command of `quiclab shell`: it gets the signal and a grace period first.
 pub fn set_foreground(pid: Option<u32>) {
     FOREGROUND.store(pid.map_or(0, |p| p as i32), Ordering::SeqCst);
 }
 
+/// Installs the panic hook and the signal-handling thread.
 pub fn install() {
     let default_hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         default_hook(info);
         if std::thread::current().name() == Some("main") {
-            quiclab_lab::registry::emergency_teardown_all();
+            crate::registry::emergency_teardown_all();
         }
     }));
     let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
@@ -73,7 +78,7 @@ fn emergency_exit(sig: i32) -> ! {
         // SAFETY: signalling the child we started.
         unsafe { libc::kill(fg, libc::SIGKILL) };
     }
-    quiclab_lab::registry::emergency_teardown_all();
+    crate::registry::emergency_teardown_all();
     eprintln!("quiclab: interrupted; the lab was torn down");
     if let Ok(h) = EXIT_HINT.try_lock()
         && !h.is_empty()

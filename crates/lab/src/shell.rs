@@ -1,0 +1,83 @@
+//! `quiclab shell`'s lab: a command in the client namespace of a fresh lab, like Mahimahi's nested
+//! shells, with an optional server command in the server's namespace.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Result, bail};
+
+use crate::capture::CaptureConfig;
+use crate::switcher::AppliedSwitch;
+use crate::{FidelityReport, LinkOptions, LinkSpec, RunningLab, Side, guard};
+
+/// What to run, and where its evidence goes.
+pub struct ShellRun<'a> {
+    pub options: &'a LinkOptions,
+    pub spec: &'a LinkSpec,
+    /// A shell command for the server namespace, started first and stopped after the client's.
+    pub server_cmd: Option<&'a str>,
+    /// How long the server command gets to start listening.
+    pub server_wait: Duration,
+    /// The per-packet log.
+    pub log: Option<PathBuf>,
+    pub capture: Option<CaptureConfig>,
+    /// The command (and its arguments) for the client namespace, in the foreground.
+    pub command: &'a [String],
+}
+
+/// How it went: the command's exit status (128 + signal when a signal ended it), the switches the
+/// lab made and the emulator's fidelity report.
+pub struct ShellOutcome {
+    pub status: i32,
+    pub switches: Vec<AppliedSwitch>,
+    pub fidelity: FidelityReport,
+}
+
+/// Runs the command in a fresh lab; notes (the namespace's TCP default) go to stderr.
+pub fn run(r: ShellRun<'_>) -> Result<ShellOutcome> {
+    let mut running = RunningLab::start_for(r.options, r.spec, r.log, r.capture)?;
+    let lab = &running.lab;
+    if lab.tcp_default_cc != r.options.tcp_cc {
+        eprintln!(
+            "quiclab: note: TCP in this lab defaults to {} (the host limits a namespace's default to \
+             net.ipv4.tcp_allowed_congestion_control); a program gets {} by setting TCP_CONGESTION per socket",
+            lab.tcp_default_cc, r.options.tcp_cc
+        );
+    }
+    if let Some(server) = r.server_cmd {
+        let mut server_cmd = lab.shell_command(Side::Server, server);
+        // The server's output goes to stderr: `quiclab shell … -- cmd | parser` reads the
+        // command's output alone.
+        server_cmd.stdout(std::process::Stdio::from(
+            std::os::fd::AsFd::as_fd(&std::io::stderr()).try_clone_to_owned()?,
+        ));
+        let pid = lab.spawn(server_cmd)?;
+        std::thread::sleep(r.server_wait);
+        if let Some(status) = lab.wait_child(pid, Some(Duration::ZERO))? {
+            bail!("--server-cmd exited before the client command started ({status})");
+        }
+    }
+    let Some((program, args)) = r.command.split_first() else {
+        bail!("no command to run in the client namespace");
+    };
+    let mut cmd = lab.foreground_command(Side::Client, program);
+    cmd.args(args);
+    let pid = lab.spawn(cmd)?;
+    guard::set_foreground(Some(pid));
+    let status = lab.wait_child(pid, None)?;
+    guard::set_foreground(None);
+    let Some(status) = status else {
+        bail!("internal: a wait without a time limit returned without the command's status");
+    };
+    let switches = running.stop_switches();
+    let fidelity = running.stop_emulator()?;
+    drop(running);
+    use std::os::unix::process::ExitStatusExt;
+    Ok(ShellOutcome {
+        status: status
+            .code()
+            .unwrap_or_else(|| 128 + status.signal().unwrap_or(0)),
+        switches,
+        fidelity,
+    })
+}
