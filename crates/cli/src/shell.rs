@@ -78,20 +78,7 @@ pub fn run(args: ShellArgs) -> Result<i32> {
         capture,
         command: &args.command,
     })?;
-    for s in &out.switches {
-        eprintln!(
-            "switch {}: {} → {} at {:.3} s (addresses changed at {:.3} s){}",
-            s.epoch,
-            s.from,
-            s.to,
-            s.at_s,
-            s.applied_s,
-            s.error
-                .as_ref()
-                .map(|e| format!("; the namespace could not follow: {e}"))
-                .unwrap_or_default()
-        );
-    }
+    out.switches.iter().for_each(|s| eprintln!("{s}"));
     if args.log.is_some() || args.summary {
         eprintln!("{}", out.fidelity.summary(&spec.describe()));
         if let Some(log) = &args.log {
@@ -102,12 +89,7 @@ pub fn run(args: ShellArgs) -> Result<i32> {
         eprintln!("{c}");
     }
     if let Some(path) = &args.fidelity_json {
-        let doc = serde_json::json!({
-            "link": spec.describe(),
-            "switches": out.switches,
-            "fidelity": out.fidelity,
-        });
-        quiclab_outputs::write_in_claimed(path, serde_json::to_string_pretty(&doc)?.as_bytes())?;
+        out.write_fidelity_json(path, &spec)?;
     }
     Ok(out.status)
 }

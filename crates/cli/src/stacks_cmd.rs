@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use anyhow::{Result, bail};
 use clap::Args;
-use quiclab_experiment::WorkloadKind;
 use quiclab_lab::LinkSpec;
 use quiclab_link::LinkOptions;
 use quiclab_proto::options::{Protocol, QuicCongestion, StackOptions, TcpCongestion, TlsVersion};
@@ -15,8 +14,8 @@ use quiclab_workload::WorkloadSpec;
 use quiclab_workload::bulk::BulkRun;
 use quiclab_workload::child::{FetchConfig, ServeConfig};
 
-use crate::link_args::{self as kinds, Given, HostFlags, KindFlags, LinkFlags, SwitchFlags};
-use crate::workload_args::{RunFlags, execute, run_of};
+use crate::link_args as kinds;
+use crate::workload_args::{WorkloadArgs, execute};
 
 #[derive(Args, Debug, Clone)]
 pub struct StackArgs {
@@ -189,26 +188,12 @@ pub fn fetch(args: FetchArgs) -> Result<i32> {
     )
 }
 
-#[derive(Args, Debug)]
-pub struct BulkArgs {
-    #[command(flatten)]
-    pub keys: KindFlags<kinds::Bulk>,
-    #[command(flatten)]
-    pub run: RunFlags,
-    #[command(flatten)]
-    pub switch: SwitchFlags,
-    #[command(flatten)]
-    pub link: LinkFlags,
-    #[command(flatten)]
-    pub host: HostFlags,
-}
+pub type BulkArgs = WorkloadArgs<kinds::Bulk>;
 
-/// The link and the run the flags ask for, every value through its key's row.
+/// The bulk run the flags ask for.
 pub fn bulk_run(args: &BulkArgs) -> Result<(LinkOptions, LinkSpec, BulkRun)> {
-    let groups: [&dyn Given; 4] = [&args.keys, &args.switch, &args.link, &args.host];
-    let (options, spec, work) = run_of(WorkloadKind::Bulk, &groups)?;
-    let WorkloadSpec::Bulk(run) = work else {
-        bail!("bulk parameters built another workload");
+    let (options, spec, WorkloadSpec::Bulk(run)) = args.prepare()? else {
+        bail!("internal: bulk parameters built another workload");
     };
     Ok((options, spec, run))
 }

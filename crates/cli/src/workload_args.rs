@@ -11,7 +11,9 @@ use quiclab_link::LinkOptions;
 use quiclab_model::WorkloadKind;
 use quiclab_workload::{Workload, WorkloadResult, WorkloadSpec};
 
-use crate::link_args::{Given, flag_of, link_spec, params};
+use crate::link_args::{
+    Given, HostFlags, Kind, KindFlags, LinkFlags, SwitchFlags, flag_of, link_spec, params,
+};
 
 /// A run's own flags: what it keeps and prints.
 #[derive(Args, Debug, Clone, Default)]
@@ -32,6 +34,30 @@ pub struct RunFlags {
     /// Print one JSON object
     #[arg(long)]
     pub json: bool,
+}
+
+/// The flags of a workload command of kind `K`: its keys (derived from the table), the output
+/// flags, network switches, the link and the host. (Page and flows runs refuse a switch schedule
+/// with the reason, as scenarios do.)
+#[derive(Args, Debug)]
+pub struct WorkloadArgs<K: Kind + Clone + std::fmt::Debug + Send + Sync + 'static> {
+    #[command(flatten)]
+    pub keys: KindFlags<K>,
+    #[command(flatten)]
+    pub run: RunFlags,
+    #[command(flatten)]
+    pub switch: SwitchFlags,
+    #[command(flatten)]
+    pub link: LinkFlags,
+    #[command(flatten)]
+    pub host: HostFlags,
+}
+
+impl<K: Kind + Clone + std::fmt::Debug + Send + Sync + 'static> WorkloadArgs<K> {
+    /// The link and the run the flags ask for, every value through its key's row.
+    pub fn prepare(&self) -> Result<(LinkOptions, LinkSpec, WorkloadSpec)> {
+        run_of(K::KIND, &[&self.keys, &self.switch, &self.link, &self.host])
+    }
 }
 
 /// The link and the run of `kind` that the flags of `groups` ask for; an error names the flag
@@ -93,27 +119,17 @@ mod tests {
     //! One parameter, one meaning: a command's flags and a scenario's keys give the same typed
     //! run, for every workload (both go through `Params::set` and `Params::build`).
 
-    use clap::Parser;
-    use quiclab_workload::WorkloadSpec;
-
     use crate::{Cli, Command};
+    use clap::Parser;
 
     /// The link (less its seed: a scenario's runs are seeded) and the run, as text.
     fn flag_form(args: &[&str]) -> String {
         let argv = std::iter::once("quiclab").chain(args.iter().copied());
-        let (mut spec, run) = match Cli::try_parse_from(argv).unwrap().command {
-            Command::Bulk(a) => {
-                crate::stacks_cmd::bulk_run(&a).map(|(_, s, r)| (s, WorkloadSpec::Bulk(r)))
-            }
-            Command::Page(a) => {
-                crate::page_cmd::page_run(&a).map(|(_, s, r)| (s, WorkloadSpec::Page(r)))
-            }
-            Command::Flows(a) => {
-                crate::flows_cmd::flows_run(&a).map(|(_, s, r)| (s, WorkloadSpec::Flows(r)))
-            }
-            Command::Video(a) => {
-                crate::video_cmd::video_run(&a).map(|(_, s, r)| (s, WorkloadSpec::Video(r)))
-            }
+        let (_, mut spec, run) = match Cli::try_parse_from(argv).unwrap().command {
+            Command::Bulk(a) => a.prepare(),
+            Command::Page(a) => a.workload.prepare(),
+            Command::Flows(a) => a.prepare(),
+            Command::Video(a) => a.prepare(),
             other => panic!("{other:?}"),
         }
         .unwrap();

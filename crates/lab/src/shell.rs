@@ -33,6 +33,20 @@ pub struct ShellOutcome {
     pub fidelity: FidelityReport,
 }
 
+impl ShellOutcome {
+    /// `--fidelity-json`: the link, the switches and the emulator's report, in one file (checked
+    /// before the lab started).
+    pub fn write_fidelity_json(&self, path: &std::path::Path, spec: &LinkSpec) -> Result<()> {
+        let doc = serde_json::json!({
+            "link": spec.describe(),
+            "switches": self.switches,
+            "fidelity": self.fidelity,
+        });
+        quiclab_outputs::write_in_claimed(path, serde_json::to_string_pretty(&doc)?.as_bytes())?;
+        Ok(())
+    }
+}
+
 /// Runs the command in a fresh lab; notes (the namespace's TCP default) go to stderr.
 pub fn run(r: ShellRun<'_>) -> Result<ShellOutcome> {
     let mut running = RunningLab::start_for(r.options, r.spec, r.log, r.capture)?;

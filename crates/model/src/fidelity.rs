@@ -250,6 +250,21 @@ impl FidelityReport {
     }
 }
 
+/// One line per switch, as `quiclab shell` prints them.
+impl std::fmt::Display for AppliedSwitch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "switch {}: {} → {} at {:.3} s (addresses changed at {:.3} s)",
+            self.epoch, self.from, self.to, self.at_s, self.applied_s
+        )?;
+        match &self.error {
+            Some(e) => write!(f, "; the namespace could not follow: {e}"),
+            None => Ok(()),
+        }
+    }
+}
+
 /// One line about a run's capture: where, how much, what it can decrypt with.
 impl std::fmt::Display for CaptureSummary {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -397,7 +397,9 @@ pub(crate) fn page(v: &str, p: &Params) -> Result<Setting, String> {
     if v.contains('/') {
         return Ok(Setting::Text(p.resolve(v).display().to_string()));
     }
-    quiclab_page::corpus::lookup(v).map_err(|e| e.to_string())?;
+    quiclab_page::corpus::lookup(v).map_err(|e| {
+        format!("{e} (a directory is written with a slash, e.g. ./{v}, or an absolute path)")
+    })?;
     Ok(Setting::Text(v.to_string()))
 }
 
