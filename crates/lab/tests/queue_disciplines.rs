@@ -21,7 +21,7 @@ fn options(discipline: &str, ecn: bool) -> LinkOptions {
         ("rate", "10mbit"),
         ("rtt", "50ms"),
         ("queue", "1000kB"),
-        ("aqm", discipline),
+        ("queue-discipline", discipline),
         ("ecn", if ecn { "true" } else { "false" }),
     ] {
         o.set(k, v).unwrap();

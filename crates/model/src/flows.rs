@@ -127,17 +127,20 @@ fn rebuilt_share(parts: impl IntoIterator<Item = (Option<u64>, Option<u64>)>) ->
     (any && dropped > 0).then(|| rebuilt as f64 / dropped as f64)
 }
 
+/// Jain's index over the flows' window means: the fairness figure a flows report draws.
+pub const JAIN: MetricDef = MetricDef::higher("jain", "Jain's index (window means)", "");
+
 impl WorkloadResult for FlowsResult {
     const REPORT_METRICS: &'static [&'static str] = &[
         "goodput_mbps",
-        "jain",
+        JAIN.name,
         "ratio_first_rest",
         "utilization",
         "loss_ratio",
     ];
 
     const METRICS: &'static [MetricDef] = &[
-        MetricDef::higher("jain", "Jain's index (window means)", ""),
+        JAIN,
         MetricDef::higher("jain_bins", "Jain's index (mean per bin)", ""),
         MetricDef::higher("utilization", "Channel utilisation U", ""),
         MetricDef::higher("goodput_utilization", "Goodput utilisation", ""),
@@ -172,7 +175,7 @@ impl WorkloadResult for FlowsResult {
 
     fn metric_values(&self) -> Vec<(&'static str, Option<f64>)> {
         let mut values = vec![
-            ("jain", self.jain),
+            (JAIN.name, self.jain),
             ("jain_bins", self.jain_bins),
             ("utilization", self.utilization),
             ("goodput_utilization", self.goodput_utilization),

@@ -2,6 +2,8 @@
 
 use serde::Serialize;
 
+use crate::{MetricDef, WorkloadResult};
+
 /// What a scenario's runs measure: `kind` in `[workload]`. Every match over it is exhaustive, so
 /// a new kind is a compile error wherever it needs handling, never a silent fallthrough.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -26,13 +28,13 @@ impl WorkloadKind {
         WorkloadKind::Video,
     ];
 
+    /// The kind's definition (its row of [`KINDS`]).
+    pub const fn def(self) -> &'static KindDef {
+        &KINDS[self as usize]
+    }
+
     pub const fn name(self) -> &'static str {
-        match self {
-            WorkloadKind::Bulk => "bulk",
-            WorkloadKind::Page => "page",
-            WorkloadKind::Flows => "flows",
-            WorkloadKind::Video => "video",
-        }
+        self.def().name
     }
 
     pub fn from_name(s: &str) -> Option<WorkloadKind> {
@@ -47,21 +49,84 @@ impl WorkloadKind {
     /// The key whose values are the contenders compared in reports: the protocol, or for flows
     /// and video the mix (of flows, of players).
     pub const fn contender_key(self) -> &'static str {
-        match self {
-            WorkloadKind::Bulk | WorkloadKind::Page => "protocol",
-            WorkloadKind::Flows => "flows",
-            WorkloadKind::Video => "players",
-        }
+        self.def().contender_key
     }
 
     /// Whether the contender is a mix that names its own protocols (so `[protocol]` may only set
     /// what applies to all, the TLS version).
     pub const fn names_protocols(self) -> bool {
-        matches!(self, WorkloadKind::Flows | WorkloadKind::Video)
+        self.def().names_protocols
     }
 }
+
+/// One workload kind, defined once: its name, what its runs are compared as, and the metrics its
+/// typed result declares (its keys are the rows of `keys::KEYS` whose `kinds` name it). The
+/// result types themselves are [`crate::WorkloadOutput`]'s variants; the runs, the shells'
+/// `WorkloadSpec`.
+#[derive(Debug)]
+pub struct KindDef {
+    pub kind: WorkloadKind,
+    pub name: &'static str,
+    /// The key whose values are the contenders.
+    pub contender_key: &'static str,
+    /// The contender is a mix naming its own protocols.
+    pub names_protocols: bool,
+    /// Every metric the kind's result declares ([`crate::WorkloadResult::METRICS`]).
+    pub metrics: &'static [MetricDef],
+    /// What a report shows first; the first is the headline.
+    pub report_metrics: &'static [&'static str],
+}
+
+/// Every kind, in [`WorkloadKind`]'s order (a test checks it).
+pub const KINDS: [KindDef; 4] = [
+    KindDef {
+        kind: WorkloadKind::Bulk,
+        name: "bulk",
+        contender_key: "protocol",
+        names_protocols: false,
+        metrics: <crate::bulk::BulkResult as WorkloadResult>::METRICS,
+        report_metrics: <crate::bulk::BulkResult as WorkloadResult>::REPORT_METRICS,
+    },
+    KindDef {
+        kind: WorkloadKind::Page,
+        name: "page",
+        contender_key: "protocol",
+        names_protocols: false,
+        metrics: <crate::page::PageResult as WorkloadResult>::METRICS,
+        report_metrics: <crate::page::PageResult as WorkloadResult>::REPORT_METRICS,
+    },
+    KindDef {
+        kind: WorkloadKind::Flows,
+        name: "flows",
+        contender_key: "flows",
+        names_protocols: true,
+        metrics: <crate::flows::FlowsResult as WorkloadResult>::METRICS,
+        report_metrics: <crate::flows::FlowsResult as WorkloadResult>::REPORT_METRICS,
+    },
+    KindDef {
+        kind: WorkloadKind::Video,
+        name: "video",
+        contender_key: "players",
+        names_protocols: true,
+        metrics: <crate::video::VideoResult as WorkloadResult>::METRICS,
+        report_metrics: <crate::video::VideoResult as WorkloadResult>::REPORT_METRICS,
+    },
+];
 
 /// Workload kinds implemented today, by name.
 pub fn workload_kind_names() -> Vec<&'static str> {
     WorkloadKind::ALL.iter().map(|k| k.name()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_kinds_table_is_in_the_enums_order() {
+        for (i, k) in WorkloadKind::ALL.into_iter().enumerate() {
+            assert_eq!(KINDS[i].kind, k);
+            assert_eq!(k as usize, i);
+        }
+    }
 }

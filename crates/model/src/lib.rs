@@ -14,6 +14,7 @@
 //! tokio or on a lab (see docs/architecture.md).
 
 pub mod bulk;
+pub mod cwnd;
 pub mod document;
 pub mod error;
 pub mod fec;
@@ -25,6 +26,7 @@ pub mod metric;
 pub mod page;
 pub mod params;
 pub mod records;
+pub mod runner_metrics;
 pub mod switch;
 mod text;
 pub mod video;
@@ -35,7 +37,7 @@ use serde::{Deserialize, Serialize};
 
 pub use error::RunError;
 pub use fidelity::FidelityReport;
-pub use kind::WorkloadKind;
+pub use kind::{KINDS, KindDef, WorkloadKind};
 pub use metric::{Better, MetricDef};
 
 /// The typed result of a workload.
@@ -194,24 +196,18 @@ impl WorkloadOutput {
 
 /// The metrics a workload kind's runs have (its own and the emulator's).
 pub fn kind_metrics(kind: WorkloadKind) -> Vec<MetricDef> {
-    let own = match kind {
-        WorkloadKind::Bulk => bulk::BulkResult::METRICS,
-        WorkloadKind::Page => page::PageResult::METRICS,
-        WorkloadKind::Flows => flows::FlowsResult::METRICS,
-        WorkloadKind::Video => video::VideoResult::METRICS,
-    };
-    own.iter().chain(EMULATOR_METRICS).copied().collect()
+    kind.def()
+        .metrics
+        .iter()
+        .chain(EMULATOR_METRICS)
+        .copied()
+        .collect()
 }
 
 /// The metrics a report shows for a workload kind when the user does not choose; the first is the
 /// headline ([`WorkloadResult::REPORT_METRICS`]).
 pub fn report_metrics(kind: WorkloadKind) -> &'static [&'static str] {
-    match kind {
-        WorkloadKind::Bulk => bulk::BulkResult::REPORT_METRICS,
-        WorkloadKind::Page => page::PageResult::REPORT_METRICS,
-        WorkloadKind::Flows => flows::FlowsResult::REPORT_METRICS,
-        WorkloadKind::Video => video::VideoResult::REPORT_METRICS,
-    }
+    kind.def().report_metrics
 }
 
 /// The headline metric of a workload kind, as its result declares it.

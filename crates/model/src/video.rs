@@ -103,19 +103,24 @@ pub struct VideoResult {
     pub series: Vec<TimeSeries>,
 }
 
+/// The headline metrics a video report draws (bitrate against rebuffering).
+pub const AVG_BITRATE_MBPS: MetricDef =
+    MetricDef::higher("avg_bitrate_mbps", "Average bitrate (downloaded)", "Mbit/s");
+pub const REBUFFER_RATE: MetricDef = MetricDef::lower("rebuffer_rate", "Rebuffer rate", "");
+
 impl WorkloadResult for VideoResult {
     const REPORT_METRICS: &'static [&'static str] = &[
-        "avg_bitrate_mbps",
-        "rebuffer_rate",
+        AVG_BITRATE_MBPS.name,
+        REBUFFER_RATE.name,
         "mean_seek_wait_s",
         "startup_s",
         "bitrate_switches",
     ];
 
     const METRICS: &'static [MetricDef] = &[
-        MetricDef::higher("avg_bitrate_mbps", "Average bitrate (downloaded)", "Mbit/s"),
+        AVG_BITRATE_MBPS,
         MetricDef::higher("played_bitrate_mbps", "Played bitrate", "Mbit/s"),
-        MetricDef::lower("rebuffer_rate", "Rebuffer rate", ""),
+        REBUFFER_RATE,
         MetricDef::lower(
             "rebuffer_rate_with_seeks",
             "Rebuffer rate, seek waits counted",
@@ -163,9 +168,9 @@ impl WorkloadResult for VideoResult {
                 .map(Vec::len),
         );
         let mut values = vec![
-            ("avg_bitrate_mbps", self.avg_bitrate_mbps),
+            (AVG_BITRATE_MBPS.name, self.avg_bitrate_mbps),
             ("played_bitrate_mbps", self.played_bitrate_mbps),
-            ("rebuffer_rate", self.rebuffer_rate),
+            (REBUFFER_RATE.name, self.rebuffer_rate),
             ("rebuffer_rate_with_seeks", self.rebuffer_rate_with_seeks),
             ("rebuffer_s", Some(self.rebuffer_s)),
             ("stalls", Some(self.stalls as f64)),

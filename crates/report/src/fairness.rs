@@ -76,7 +76,7 @@ pub fn rows(input: &ReportInput, include_flagged: bool) -> Vec<FairnessRow> {
             runs: runs.len(),
             flows,
             ratio_first_rest: metric("ratio_first_rest"),
-            jain: metric("jain"),
+            jain: metric(quiclab_model::flows::JAIN.name),
             jain_bins: metric("jain_bins"),
         });
     }

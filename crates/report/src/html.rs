@@ -782,7 +782,7 @@ fn problems(h: &mut String, input: &ReportInput, options: &ReportOptions, agg: &
             r.reason.as_deref().map(esc).unwrap_or_default(),
             flags.join("<br>"),
             r.metrics
-                .get("host_steal")
+                .get(quiclab_model::runner_metrics::HOST_STEAL.name)
                 .map_or("–".into(), |s| format!("{:.1} %", s * 100.0)),
             r.metrics
                 .get("lab_cpu_cores")

@@ -8,7 +8,7 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use anyhow::Result;
+use anyhow::{Result, anyhow};
 use quiclab_experiment::metric::MetricDef;
 use quiclab_results::{Session, Status, Store};
 use quiclab_verdict::findings::Class;
@@ -557,6 +557,98 @@ fn place(t: &Tree, depth: usize, next_leaf: &mut usize, out: &mut String, w: f64
             x
         }
     }
+}
+
+/// Writes `dir/verdicts.json` and `dir/verdicts.csv` (and `dir/verdicts.md`, the same as
+/// Markdown tables for the docs).
+pub fn write_verdicts(dir: &Path, verdicts: &[FindingVerdict]) -> Result<(PathBuf, PathBuf)> {
+    let json = dir.join("verdicts.json");
+    // All three checked before any is written: a refusal leaves the earlier verdicts whole.
+    quiclab_outputs::check_in_claimed(&[
+        &json,
+        &dir.join("verdicts.csv"),
+        &dir.join("verdicts.md"),
+        &dir.join("reproduction.html"),
+    ])?;
+    quiclab_outputs::write_in_claimed(&json, serde_json::to_string_pretty(verdicts)?.as_bytes())?;
+    let csv_path = dir.join("verdicts.csv");
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record([
+        "study",
+        "finding",
+        "class",
+        "verdict",
+        "why",
+        "claim",
+        "scenario",
+        "metric",
+        "test_of",
+        "test",
+        "alpha",
+        "min_effect",
+        "n",
+        "a_better",
+        "a_worse",
+        "ties",
+        "failed_runs",
+        "censored_runs",
+        "undefined_runs",
+        "unpaired_runs",
+        "p",
+        "median",
+        "ci_low",
+        "ci_high",
+        "ci_level",
+        "seed_value",
+        "form",
+        "detail",
+    ])?;
+    let num = |v: Option<f64>| v.map_or(String::new(), |x| x.to_string());
+    for v in verdicts {
+        let j = &v.judgement;
+        let why = match &j.verdict {
+            Verdict::Inconclusive { why } | Verdict::NotRunnable { why } => why.clone(),
+            _ => String::new(),
+        };
+        let e = j.estimate.as_ref();
+        w.write_record([
+            v.study.clone(),
+            v.id.clone(),
+            v.class.name().to_string(),
+            verdict_word(&j.verdict).to_string(),
+            why,
+            v.claim.clone(),
+            v.scenario.clone().unwrap_or_default(),
+            v.metric.clone().unwrap_or_default(),
+            v.test_of.clone(),
+            v.rule
+                .map_or(String::new(), |r| format!("{:?}", r.test).to_lowercase()),
+            num(v.rule.map(|r| r.alpha)),
+            num(v.rule.map(|r| r.min_effect)),
+            quiclab_verdict::outcome::shown_n(j).to_string(),
+            j.counts.a_better.to_string(),
+            j.counts.a_worse.to_string(),
+            j.counts.ties.to_string(),
+            j.counts.failed_runs.to_string(),
+            j.counts.censored_runs.to_string(),
+            j.counts.undefined_runs.to_string(),
+            j.counts.unpaired.to_string(),
+            num(j.p),
+            num(e.map(|e| e.median)),
+            num(e.map(|e| e.low)),
+            num(e.map(|e| e.high)),
+            num(e.map(|e| e.level)),
+            num(v.seed_value),
+            v.form.clone().unwrap_or_default(),
+            j.detail.clone().unwrap_or_default(),
+        ])?;
+    }
+    quiclab_outputs::write_in_claimed(&csv_path, &w.into_inner().map_err(|e| anyhow!("{e}"))?)?;
+    quiclab_outputs::write_in_claimed(
+        &dir.join("verdicts.md"),
+        quiclab_verdict::outcome::markdown(verdicts).as_bytes(),
+    )?;
+    Ok((json, csv_path))
 }
 
 #[cfg(test)]

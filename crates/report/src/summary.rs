@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use quiclab_experiment::{Summary, Verdict, summarize, winners};
+use quiclab_experiment::{MetricDef, Summary, Verdict, summarize, winners};
 use quiclab_results::{Status, StoredRun};
 
 /// One contender of one setting.
@@ -76,7 +76,12 @@ impl std::fmt::Display for RunsSummary {
 
 /// Summarises `metric` (lower is better, as the wins rule assumes) and the median of `secondary`
 /// per setting and contender.
-pub fn summarize_runs<R>(runs: &[StoredRun<R>], metric: &str, secondary: &str) -> RunsSummary {
+pub fn summarize_runs<R>(
+    runs: &[StoredRun<R>],
+    metric: &MetricDef,
+    secondary: &MetricDef,
+) -> RunsSummary {
+    let (metric, secondary) = (metric.name, secondary.name);
     // (setting, label) → contender → (metric values, secondary values).
     type Values = (Vec<f64>, Vec<f64>);
     let mut values: BTreeMap<(usize, String), BTreeMap<String, Values>> = BTreeMap::new();
@@ -131,6 +136,7 @@ pub fn summarize_runs<R>(runs: &[StoredRun<R>], metric: &str, secondary: &str) -
 #[cfg(test)]
 mod tests {
     use super::*;
+    use quiclab_model::bulk::{GOODPUT_MBPS, TOTAL_MS};
 
     fn run(setting: usize, contender: &str, total: f64, status: Status) -> StoredRun {
         StoredRun {
@@ -159,7 +165,7 @@ mod tests {
         runs.push(run(0, "h3", 10.0, Status::Failed));
         runs.push(run(1, "h1", 100.0, Status::Ok));
         runs.push(run(1, "h3", 100.0, Status::Timeout));
-        let s = summarize_runs(&runs, "total_ms", "goodput_mbps");
+        let s = summarize_runs(&runs, &TOTAL_MS, &GOODPUT_MBPS);
         assert_eq!(s.excluded, 2);
         assert_eq!(s.settings.len(), 2);
         assert_eq!(s.settings[0].verdict, "h3 wins");

@@ -4,6 +4,7 @@
 //! mixes, player 2's bitrate and Jain's index of the players' bitrates.
 
 use quiclab_experiment::stats::{self, Summary};
+use quiclab_model::video::{AVG_BITRATE_MBPS, REBUFFER_RATE};
 
 use crate::{ReportInput, RunStatus};
 
@@ -23,7 +24,7 @@ pub struct VideoRow {
 
 /// The rows, in setting then contender order (as first seen); empty when no run is a video run.
 pub fn rows(input: &ReportInput, include_flagged: bool) -> Vec<VideoRow> {
-    let is_video = |r: &crate::RunRecord| r.metrics.contains_key("avg_bitrate_mbps");
+    let is_video = |r: &crate::RunRecord| r.metrics.contains_key(AVG_BITRATE_MBPS.name);
     let mut keys: Vec<(usize, String)> = Vec::new();
     for r in input.runs.iter().filter(|r| is_video(r)) {
         let k = (r.setting, r.protocol.clone());
@@ -57,9 +58,9 @@ pub fn rows(input: &ReportInput, include_flagged: bool) -> Vec<VideoRow> {
                     .unwrap_or_default(),
                 players,
                 runs: runs.len(),
-                bitrate: metric("avg_bitrate_mbps"),
+                bitrate: metric(AVG_BITRATE_MBPS.name),
                 seek_wait: metric("mean_seek_wait_s"),
-                rebuffer_rate: metric("rebuffer_rate"),
+                rebuffer_rate: metric(REBUFFER_RATE.name),
                 bitrate_p2: metric("avg_bitrate_mbps_p2"),
                 jain_bitrate: metric("jain_bitrate"),
             }

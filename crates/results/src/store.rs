@@ -67,7 +67,7 @@ CREATE TABLE runs (
     session_id    INTEGER NOT NULL REFERENCES sessions(id),
     result        TEXT NOT NULL,      -- JSON document of the run, by outcome (docs/results.md):
                                       -- {\"outcome\": \"finished\", \"result\": {\"kind\": …}},
-                                      -- {\"outcome\": \"timed_out\", \"limit_s\": …, \"partial\": …},
+                                      -- {\"outcome\": \"timed_out\", \"limit_s\": …, \"reason\": …, \"partial\": …},
                                       -- {\"outcome\": \"failed\", \"reason\": …, \"partial\": …}
     attempt       INTEGER NOT NULL DEFAULT 1  -- which attempt this is; the earlier ones are in attempts
 );

@@ -7,6 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
+use quiclab_model::bulk::{GOODPUT_MBPS, TOTAL_MS};
 use quiclab_report::summary::RunsSummary;
 use quiclab_results::Store;
 
@@ -81,7 +82,7 @@ pub fn run(
     Ok(Demo {
         runs: runs.len(),
         failed: outcome.failed,
-        summary: quiclab_report::summary::summarize_runs(&runs, "total_ms", "goodput_mbps"),
+        summary: quiclab_report::summary::summarize_runs(&runs, &TOTAL_MS, &GOODPUT_MBPS),
         report_html: report.html,
         store: store.path().to_path_buf(),
     })

@@ -29,6 +29,7 @@ use quiclab_workload::harness::exe;
 use quiclab_workload::{RunDocument, WorkloadOutput};
 
 pub use prepare::{PreparedRun, Preparer};
+use quiclab_model::runner_metrics::{HOST_STEAL, SETUP_MS, TEARDOWN_MS};
 
 /// What a finished (or interrupted) `run` did.
 pub struct RunOutcome {
@@ -497,21 +498,7 @@ fn now_unix() -> f64 {
         .map_or(0.0, |d| d.as_secs_f64())
 }
 
-/// What the runner itself measures of every run (lab set-up and teardown, the host, its own
-/// resources), declared like a workload's metrics.
-pub const RUNNER_METRICS: &[MetricDef] = &[
-    MetricDef::lower("setup_ms", "Lab set-up", "ms"),
-    MetricDef::lower("teardown_ms", "Lab teardown", "ms"),
-    MetricDef::lower("host_steal", "CPU stolen by the hypervisor", ""),
-    MetricDef::lower("host_busy", "Host CPU busy (anyone's work)", ""),
-    MetricDef::lower(
-        "lab_cpu_cores",
-        "quiclab's own CPU (runner, emulator, stacks)",
-        "cores",
-    ),
-    MetricDef::lower("runner_fds", "Runner file descriptors", ""),
-    MetricDef::lower("runner_rss_kb", "Runner resident memory", "kB"),
-];
+pub use quiclab_model::runner_metrics::RUNNER_METRICS;
 
 /// Every metric a results database can hold: the workloads', the emulator's and the runner's.
 pub fn metric_registry() -> Vec<MetricDef> {
@@ -602,9 +589,9 @@ fn execute_one(
     stored.host_steal = host_steal;
     let (fds, rss_kb) = own_resources();
     let runner_values = [
-        ("setup_ms", Some(setup_ms)),
-        ("teardown_ms", Some(teardown_ms)),
-        ("host_steal", host_steal),
+        (SETUP_MS.name, Some(setup_ms)),
+        (TEARDOWN_MS.name, Some(teardown_ms)),
+        (HOST_STEAL.name, host_steal),
         ("host_busy", cpu.map(|c| c.host_busy)),
         ("lab_cpu_cores", cpu.map(|c| c.lab_cores)),
         ("runner_fds", Some(fds)),

@@ -24,7 +24,7 @@ fn thin(points: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
 pub fn cwnd_series(run_key: &str, cwnd_csv: &str, epoch_monotonic_ns: u64) -> Option<Series> {
     let mut by_conn: std::collections::BTreeMap<String, (f64, Vec<(f64, f64)>)> =
         Default::default();
-    for sample in quiclab_stacks::cwnd::read_samples(cwnd_csv) {
+    for sample in quiclab_model::cwnd::read_samples(cwnd_csv) {
         let entry = by_conn.entry(sample.conn).or_default();
         entry.0 = entry.0.max(sample.bytes_sent.unwrap_or(0.0));
         let t = (sample.t_mono_ns as f64 - epoch_monotonic_ns as f64) / 1e9;

@@ -625,7 +625,7 @@ impl FlowsRun {
 /// cwnd samples of cwnd.csv by the client's port, as (s since the emulator's start, bytes).
 pub fn cwnd_by_peer_port(csv: &str, epoch_ns: u64) -> BTreeMap<u16, Vec<(f64, f64)>> {
     let mut out: BTreeMap<u16, Vec<(f64, f64)>> = BTreeMap::new();
-    for s in quiclab_stacks::cwnd::read_samples(csv) {
+    for s in quiclab_model::cwnd::read_samples(csv) {
         if let Some(port) = s.peer_port {
             let t = s.t_mono_ns.saturating_sub(epoch_ns) as f64 / 1e9;
             out.entry(port).or_default().push((t, s.cwnd_bytes));
