@@ -6,10 +6,15 @@ use std::hint::black_box;
 use std::time::Instant;
 
 fn main() {
-    let buf: Vec<u8> = (0..65_536u32).map(|i| (i * 2_654_435_761) as u8).collect();
+    let buf: Vec<u8> = (0..65_536u32)
+        .map(|i| i.wrapping_mul(2_654_435_761) as u8)
+        .collect();
     let rounds = 50_000;
     for (name, f) in [
-        ("quiclab wire::virtio", quiclab_link::wire::virtio::checksum as fn(&[u8], u64) -> u16),
+        (
+            "quiclab wire::virtio",
+            quiclab_link::wire::virtio::checksum as fn(&[u8], u64) -> u16,
+        ),
         ("tun-rs (SIMD)", tun_rs::checksum as fn(&[u8], u64) -> u16),
     ] {
         assert_eq!(f(&buf, 0), tun_rs::checksum(&buf, 0));
