@@ -27,4 +27,4 @@ pub use plan::{
 pub use scenario::{
     Located, Order, Quick, Scenario, ScenarioError, TraceRuns, Value, WorkloadKind, load, parse,
 };
-pub use stats::{Summary, Verdict, beats, cdf, improvement, summarize, winners};
+pub use stats::{Summary, Winners, beats, cdf, improvement, summarize, winners};

@@ -190,7 +190,7 @@ pub fn beats(a: &[f64], b: &[f64]) -> bool {
 
 /// Outcome of [`winners`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub enum Verdict {
+pub enum Winners {
     /// The winning protocol(s), sorted by name.
     Best(Vec<String>),
     /// No protocol (or pair) wins.
@@ -205,15 +205,15 @@ pub enum Verdict {
 ///   protocols: both beat the third);
 /// * otherwise `Equal`. Fewer than two protocols is also `Equal`: there is
 ///   nothing to compare.
-pub fn winners(results: &BTreeMap<String, Vec<f64>>) -> Verdict {
+pub fn winners(results: &BTreeMap<String, Vec<f64>>) -> Winners {
     let names: Vec<&String> = results.keys().collect();
     if names.len() < 2 {
-        return Verdict::Equal;
+        return Winners::Equal;
     }
     let b = |x: &str, y: &str| beats(&results[x], &results[y]);
     for &p in &names {
         if names.iter().all(|&q| q == p || b(p, q)) {
-            return Verdict::Best(vec![p.clone()]);
+            return Winners::Best(vec![p.clone()]);
         }
     }
     for (i, &p) in names.iter().enumerate() {
@@ -223,11 +223,11 @@ pub fn winners(results: &BTreeMap<String, Vec<f64>>) -> Verdict {
                 .filter(|&&r| r != p && r != q)
                 .all(|&r| b(p, r) && b(q, r));
             if names.len() > 2 && pair_beats_rest && !b(p, q) && !b(q, p) {
-                return Verdict::Best(vec![p.clone(), q.clone()]);
+                return Winners::Best(vec![p.clone(), q.clone()]);
             }
         }
     }
-    Verdict::Equal
+    Winners::Equal
 }
 
 #[cfg(test)]
@@ -351,21 +351,21 @@ mod tests {
     #[test]
     fn winners_one_two_none() {
         let one = results(&[("h1", &[100.0; 5]), ("h2", &[100.0; 5]), ("h3", &[50.0; 5])]);
-        assert_eq!(winners(&one), Verdict::Best(vec!["h3".into()]));
+        assert_eq!(winners(&one), Winners::Best(vec!["h3".into()]));
 
         let two = results(&[("h1", &[100.0; 5]), ("h2", &[60.0; 5]), ("h3", &[62.0; 5])]);
-        assert_eq!(winners(&two), Verdict::Best(vec!["h2".into(), "h3".into()]));
+        assert_eq!(winners(&two), Winners::Best(vec!["h2".into(), "h3".into()]));
 
         let none = results(&[("h1", &[100.0; 5]), ("h2", &[98.0; 5]), ("h3", &[101.0; 5])]);
-        assert_eq!(winners(&none), Verdict::Equal);
+        assert_eq!(winners(&none), Winners::Equal);
 
         // Only one protocol beats one other, none beats both: Equal.
         let partial = results(&[("h1", &[100.0; 5]), ("h2", &[88.0; 5]), ("h3", &[96.0; 5])]);
-        assert_eq!(winners(&partial), Verdict::Equal);
+        assert_eq!(winners(&partial), Winners::Equal);
 
         let two_protocols = results(&[("h2", &[50.0; 3]), ("h3", &[100.0; 3])]);
-        assert_eq!(winners(&two_protocols), Verdict::Best(vec!["h2".into()]));
-        assert_eq!(winners(&results(&[("h3", &[1.0])])), Verdict::Equal);
+        assert_eq!(winners(&two_protocols), Winners::Best(vec!["h2".into()]));
+        assert_eq!(winners(&results(&[("h3", &[1.0])])), Winners::Equal);
     }
 
     #[test]

@@ -247,7 +247,7 @@ impl Emulator {
             };
             let counters = Arc::new(LiveCounters::default());
             live.push(counters.clone());
-            lanes.push(Lane::new(
+            lanes.push(LaneState::new(
                 direction,
                 model,
                 io,
@@ -255,7 +255,7 @@ impl Emulator {
                 config.gate.clone(),
             ));
         }
-        let [up, down]: [Lane; 2] = lanes.try_into().ok().expect("two lanes");
+        let [up, down]: [LaneState; 2] = lanes.try_into().ok().expect("two lanes");
         let scheduler = Scheduler {
             lanes: [up, down],
             shared: Shared {
@@ -539,7 +539,7 @@ impl LiveCounters {
 }
 
 /// One direction inside the scheduler thread: its model, its TUN fds, its queue and its figures.
-struct Lane {
+struct LaneState {
     direction: Direction,
     /// The link model, the packets a queue discipline holds and the release queue (sans-IO).
     link: quiclab_link::lane::Lane<Held>,
@@ -623,15 +623,15 @@ impl Shared {
     }
 }
 
-impl Lane {
+impl LaneState {
     fn new(
         direction: Direction,
         model: LinkModel,
         io: LaneIo,
         live: Arc<LiveCounters>,
         gate: Option<AddressGate>,
-    ) -> Lane {
-        Lane {
+    ) -> LaneState {
+        LaneState {
             direction,
             link: quiclab_link::lane::Lane::new(model).with_gate(gate),
             io,
@@ -980,7 +980,7 @@ impl Lane {
 /// (a data packet's write produces the ACK the other lane must read): in one loop the ACK is picked
 /// up without waking a second, idle CPU — a costly VM exit on a guest that idles in HLT.
 struct Scheduler {
-    lanes: [Lane; 2],
+    lanes: [LaneState; 2],
     shared: Shared,
     stop_fd: Arc<OwnedFd>,
     stop: Arc<AtomicBool>,

@@ -15,7 +15,7 @@ use std::net::IpAddr;
 
 use crate::Nanos;
 use crate::flow::FlowKey;
-use crate::model::{Departure, LinkModel, Settled, Verdict};
+use crate::model::{Departure, Disposition, LinkModel, Settled};
 use crate::switch::{AddressGate, GateVerdict};
 
 /// What the lane reads of a packet's headers; the shell reads them once ([`Headers::of`]).
@@ -209,7 +209,7 @@ impl<P> Lane<P> {
             .model
             .offer(now, slot as u64, len as u32, headers.key, headers.ect)
         {
-            Verdict::Forward(Departure {
+            Disposition::Forward(Departure {
                 deliver_at,
                 backlogged,
                 ..
@@ -225,7 +225,7 @@ impl<P> Lane<P> {
                 });
                 Arrived::Scheduled(self.releases.back().expect("just pushed"))
             }
-            Verdict::Held => {
+            Disposition::Held => {
                 if self.free_slots.pop().is_none() {
                     self.held.push(None);
                 }
@@ -237,15 +237,15 @@ impl<P> Lane<P> {
                 });
                 Arrived::Held
             }
-            Verdict::DroppedQueue => Arrived::Dropped {
+            Disposition::DroppedQueue => Arrived::Dropped {
                 packet,
                 cause: DropCause::Queue,
             },
-            Verdict::DroppedRandom => Arrived::Dropped {
+            Disposition::DroppedRandom => Arrived::Dropped {
                 packet,
                 cause: DropCause::Random,
             },
-            Verdict::DroppedAqm => Arrived::Dropped {
+            Disposition::DroppedAqm => Arrived::Dropped {
                 packet,
                 cause: DropCause::Discipline,
             },

@@ -15,7 +15,7 @@
 //!
 //! The I/O shell (crate `quiclab-lab`) owns the real world: it reads a packet from a TUN
 //! device, calls [`LinkModel::on_arrival`] with its own monotonic clock, and, when the
-//! verdict is [`Verdict::Forward`], holds the packet until [`Departure::deliver_at`] and
+//! verdict is [`Disposition::Forward`], holds the packet until [`Departure::deliver_at`] and
 //! then writes it out on the other side. Dropped packets are simply not written.
 //! Because the model computes each packet's departure at arrival time, the shell needs
 //! only a timer queue ordered by `deliver_at` (which is non-decreasing, so a FIFO suffices).
@@ -71,8 +71,8 @@ pub use error::ParseError;
 pub use flow::{FlowCounters, FlowKey, FlowSummary, Transport};
 pub use loss::LossProcess;
 pub use model::{
-    Counters, Departure, DirectionConfig, LinkModel, ModelError, ModelSummary, RateSpec, Settled,
-    Verdict,
+    Counters, Departure, DirectionConfig, Disposition, LinkModel, ModelError, ModelSummary,
+    RateSpec, Settled,
 };
 pub use options::LinkOptions;
 pub use profile::{Profile, ProfileStep};

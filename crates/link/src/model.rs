@@ -7,12 +7,12 @@
 //!
 //! 1. **Random loss**, decided at arrival. A lost packet never enters the queue and
 //!    consumes no capacity (like netem's and `mm-loss`'s loss, which act before the
-//!    bottleneck). Verdict [`Verdict::DroppedRandom`].
+//!    bottleneck). Disposition [`Disposition::DroppedRandom`].
 //! 2. **Tail-drop queue.** The occupancy an arriving packet sees is the bytes and packets
 //!    that arrived earlier and whose service has *not started* by `now`; the packet being
 //!    serialised is already "on the wire", like the head packet a Linux qdisc has handed to
 //!    the NIC. The packet is dropped when `waiting_bytes + bytes > limit_bytes` or
-//!    `waiting_packets + 1 > limit_packets` (verdict [`Verdict::DroppedQueue`]). A packet
+//!    `waiting_packets + 1 > limit_packets` (verdict [`Disposition::DroppedQueue`]). A packet
 //!    arriving at an idle link (every earlier packet has finished service by `now`) goes
 //!    straight to the head of the line and is never dropped by the queue, so even a `0B`
 //!    queue passes one packet at a time.
@@ -119,13 +119,13 @@ pub struct DirectionConfig {
     /// user measures end to end is the delay configured. 0 in a pure model.
     pub delay_compensation: Nanos,
     /// The queue discipline. Tail drop (the default) is decided at arrival, exactly; CoDel,
-    /// FQ-CoDel and PIE at dequeue, so the model holds their packets ([`Verdict::Held`]).
+    /// FQ-CoDel and PIE at dequeue, so the model holds their packets ([`Disposition::Held`]).
     pub discipline: DisciplineSpec,
 }
 
 /// What happens to an offered packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
+pub enum Disposition {
     /// The packet crosses the link; release it at `deliver_at`.
     Forward(Departure),
     /// Lost by the random-loss process (at arrival, before the queue, like netem and mm-loss).
@@ -836,14 +836,14 @@ impl LinkModel {
 
     /// [`LinkModel::on_arrival`] for a packet whose flow is known: its fate is also counted
     /// against `key` (see [`crate::flow`]; None counts as unkeyed).
-    pub fn on_packet(&mut self, now: Nanos, bytes: u32, key: Option<FlowKey>) -> Verdict {
+    pub fn on_packet(&mut self, now: Nanos, bytes: u32, key: Option<FlowKey>) -> Disposition {
         self.offer(now, 0, bytes, key, false)
     }
 
     /// Offers a packet known to the caller as `id` (unique among the packets the model holds):
     /// its fate is counted against `key`, and `ect` (ECN-capable transport) lets a discipline
     /// with ECN mark it instead of dropping it. With tail drop the verdict is final; with a
-    /// discipline that decides at dequeue it is usually [`Verdict::Held`].
+    /// discipline that decides at dequeue it is usually [`Disposition::Held`].
     pub fn offer(
         &mut self,
         now: Nanos,
@@ -851,15 +851,17 @@ impl LinkModel {
         bytes: u32,
         key: Option<FlowKey>,
         ect: bool,
-    ) -> Verdict {
+    ) -> Disposition {
         if self.queue.is_some() {
             return self.offer_to_discipline(now, id, bytes, key, ect);
         }
         let verdict = self.on_arrival_uncounted(now, bytes);
         let fate = match verdict {
-            Verdict::Forward(_) => Fate::Forwarded,
-            Verdict::DroppedRandom => Fate::DroppedRandom,
-            Verdict::DroppedQueue | Verdict::DroppedAqm | Verdict::Held => Fate::DroppedQueue,
+            Disposition::Forward(_) => Fate::Forwarded,
+            Disposition::DroppedRandom => Fate::DroppedRandom,
+            Disposition::DroppedQueue | Disposition::DroppedAqm | Disposition::Held => {
+                Fate::DroppedQueue
+            }
         };
         self.flows.count(key, bytes, fate);
         verdict
@@ -915,7 +917,7 @@ impl LinkModel {
         bytes: u32,
         key: Option<FlowKey>,
         ect: bool,
-    ) -> Verdict {
+    ) -> Disposition {
         self.advance(now);
         let now = self.latest_now;
         let size = u64::from(bytes);
@@ -925,7 +927,7 @@ impl LinkModel {
             self.counters.dropped_random_packets += 1;
             self.counters.dropped_random_bytes += size;
             self.flows.count(key, bytes, Fate::DroppedRandom);
-            return Verdict::DroppedRandom;
+            return Disposition::DroppedRandom;
         }
         let queue = self.queue.as_mut().expect("a discipline");
         let (backlog_bytes, _) = queue.discipline.backlog();
@@ -957,19 +959,19 @@ impl LinkModel {
                 let (b, p) = queue.discipline.backlog();
                 self.counters.max_queue_bytes = self.counters.max_queue_bytes.max(b);
                 self.counters.max_queue_packets = self.counters.max_queue_packets.max(p);
-                Verdict::Held
+                Disposition::Held
             }
             Admission::Overflow => {
                 self.counters.dropped_queue_packets += 1;
                 self.counters.dropped_queue_bytes += size;
                 self.flows.count(key, bytes, Fate::DroppedQueue);
-                Verdict::DroppedQueue
+                Disposition::DroppedQueue
             }
             Admission::DroppedEarly => {
                 self.counters.dropped_aqm_packets += 1;
                 self.counters.dropped_aqm_bytes += size;
                 self.flows.count(key, bytes, Fate::DroppedQueue);
-                Verdict::DroppedAqm
+                Disposition::DroppedAqm
             }
         };
         // An idle server takes the packet at once.
@@ -1064,11 +1066,11 @@ impl LinkModel {
 
     /// Offers a packet of `bytes` bytes arriving at `now` and returns its fate. `now` must
     /// not decrease across calls (an earlier time is treated as the latest time seen).
-    pub fn on_arrival(&mut self, now: Nanos, bytes: u32) -> Verdict {
+    pub fn on_arrival(&mut self, now: Nanos, bytes: u32) -> Disposition {
         self.on_packet(now, bytes, None)
     }
 
-    fn on_arrival_uncounted(&mut self, now: Nanos, bytes: u32) -> Verdict {
+    fn on_arrival_uncounted(&mut self, now: Nanos, bytes: u32) -> Disposition {
         let now = now.max(self.latest_now);
         self.latest_now = now;
         let size = u64::from(bytes);
@@ -1078,7 +1080,7 @@ impl LinkModel {
         if self.lose_at(now) {
             self.counters.dropped_random_packets += 1;
             self.counters.dropped_random_bytes += size;
-            return Verdict::DroppedRandom;
+            return Disposition::DroppedRandom;
         }
 
         // Packets whose service has started by now have left the queue.
@@ -1103,7 +1105,7 @@ impl LinkModel {
             if too_many_bytes || too_many_packets {
                 self.counters.dropped_queue_packets += 1;
                 self.counters.dropped_queue_bytes += size;
-                return Verdict::DroppedQueue;
+                return Disposition::DroppedQueue;
             }
         }
 
@@ -1135,7 +1137,7 @@ impl LinkModel {
         );
         stats::record_micros(&mut self.sojourn_us, service.end_ceil.saturating_sub(now));
 
-        Verdict::Forward(Departure {
+        Disposition::Forward(Departure {
             service_start: service.start,
             service_end: service.end_ceil,
             deliver_at,

@@ -15,7 +15,7 @@
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
-use quiclab_experiment::stats::{self, Paired, Summary, Verdict};
+use quiclab_experiment::stats::{self, Paired, Summary, Winners};
 
 use crate::{MetricInfo, ReportInput, ReportOptions, RunRecord, RunStatus};
 
@@ -133,7 +133,7 @@ impl MetricTable {
 /// Wins verdict of one setting on the primary metric.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WinRow {
-    pub verdict: Verdict,
+    pub verdict: Winners,
     /// Protocols that had values and so took part in the comparison.
     pub compared: Vec<String>,
 }
@@ -146,8 +146,8 @@ impl WinRow {
             return "n/a".to_string();
         }
         match &self.verdict {
-            Verdict::Best(names) => names.join("+"),
-            Verdict::Equal => "equal".to_string(),
+            Winners::Best(names) => names.join("+"),
+            Winners::Equal => "equal".to_string(),
         }
     }
 }
@@ -682,7 +682,7 @@ mod tests {
         assert_eq!(names, ["total_ms", "goodput_mbps"]);
         assert_eq!(agg.primary, Some(0));
         assert_eq!(agg.wins.len(), 1);
-        assert_eq!(agg.wins[0].verdict, Verdict::Best(vec!["h3".into()]));
+        assert_eq!(agg.wins[0].verdict, Winners::Best(vec!["h3".into()]));
         assert_eq!(agg.wins[0].label(), "h3");
         assert!(agg.notes.is_empty(), "{:?}", agg.notes);
     }
@@ -695,11 +695,11 @@ mod tests {
             .iter()
             .map(|p| (p.to_string(), winner_values(&[100.0; 5], false)))
             .collect();
-        assert_eq!(stats::winners(&equal), Verdict::Equal);
+        assert_eq!(stats::winners(&equal), Winners::Equal);
         // Goodput 20 % higher for h3: 1/120 ≤ 0.9/100, h3 wins.
         let mut better = equal.clone();
         better.insert("h3".into(), winner_values(&[120.0; 5], false));
-        assert_eq!(stats::winners(&better), Verdict::Best(vec!["h3".into()]));
+        assert_eq!(stats::winners(&better), Winners::Best(vec!["h3".into()]));
         // Zero goodput is the worst possible value.
         assert_eq!(winner_values(&[0.0], false), [f64::INFINITY]);
     }

@@ -5,7 +5,7 @@
 
 use std::fmt::Write as _;
 
-use quiclab_experiment::stats::{Paired, Verdict};
+use quiclab_experiment::stats::{Paired, Winners};
 
 use crate::aggregate::{Aggregate, Cell, CensoredMedian, Excluded, MetricTable};
 use crate::figures::{Emitted, FigureSpec, Section};
@@ -416,7 +416,7 @@ fn wins(h: &mut String, agg: &Aggregate) {
         // Protocol labels are opaque (may contain '+'), so take the winners
         // from the verdict rather than from its printed form.
         let winners: &[String] = match &row.verdict {
-            Verdict::Best(names) if row.compared.len() >= 2 => names,
+            Winners::Best(names) if row.compared.len() >= 2 => names,
             _ => &[],
         };
         let class = if winners.is_empty() {

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use quiclab_experiment::{MetricDef, Summary, Verdict, summarize, winners};
+use quiclab_experiment::{MetricDef, Summary, Winners, summarize, winners};
 use quiclab_results::{Status, StoredRun};
 
 /// One contender of one setting.
@@ -112,8 +112,8 @@ pub fn summarize_runs<R>(
                 _ if usable.len() < by_contender.len() => {
                     "no verdict: a protocol has no usable run".to_string()
                 }
-                Verdict::Best(p) => format!("{} wins", p.join(" and ")),
-                Verdict::Equal => "no protocol wins".to_string(),
+                Winners::Best(p) => format!("{} wins", p.join(" and ")),
+                Winners::Equal => "no protocol wins".to_string(),
             };
             let lines = by_contender
                 .into_iter()

@@ -542,8 +542,8 @@ pub fn judge_wins(
             continue;
         }
         let winners = match quiclab_experiment::stats::winners(by_side) {
-            quiclab_experiment::stats::Verdict::Best(w) => w,
-            quiclab_experiment::stats::Verdict::Equal => Vec::new(),
+            quiclab_experiment::stats::Winners::Best(w) => w,
+            quiclab_experiment::stats::Winners::Equal => Vec::new(),
         };
         table.push(SettingWinners {
             setting: setting.clone(),

@@ -15,7 +15,7 @@ use crate::aqm::{AqmCounters, Discipline, QueuedPacket};
 use crate::flow::FlowKey;
 use crate::{Nanos, model::Server};
 
-/// What became of a packet the discipline held ([`crate::Verdict::Held`]).
+/// What became of a packet the discipline held ([`crate::Disposition::Held`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Settled {
     /// It crosses the link; `marked`: the discipline set its ECN field to CE.

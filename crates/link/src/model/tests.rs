@@ -31,9 +31,9 @@ fn model(cfg: DirectionConfig) -> LinkModel {
 }
 
 #[track_caller]
-fn forward(verdict: Verdict) -> Departure {
+fn forward(verdict: Disposition) -> Departure {
     match verdict {
-        Verdict::Forward(departure) => departure,
+        Disposition::Forward(departure) => departure,
         other => panic!("expected Forward, got {other:?}"),
     }
 }
@@ -61,7 +61,7 @@ fn step(duration: Nanos, rate_bps: Option<u64>, delay: Nanos, loss: f64) -> Prof
 
 /// (service_start, service_end) of a forwarded packet.
 #[track_caller]
-fn service(verdict: Verdict) -> (Nanos, Nanos) {
+fn service(verdict: Disposition) -> (Nanos, Nanos) {
     let departure = forward(verdict);
     (departure.service_start, departure.service_end)
 }
@@ -222,19 +222,23 @@ fn byte_limit_admits_one_in_service_plus_what_fits() {
     let mut cfg = config(constant(10_000_000));
     cfg.queue = QueueLimit::Bytes(30_000);
     let mut link = model(cfg);
-    let verdicts: Vec<Verdict> = (0..100).map(|_| link.on_arrival(0, 1500)).collect();
+    let verdicts: Vec<Disposition> = (0..100).map(|_| link.on_arrival(0, 1500)).collect();
     let forwarded = verdicts
         .iter()
-        .filter(|v| matches!(v, Verdict::Forward(_)))
+        .filter(|v| matches!(v, Disposition::Forward(_)))
         .count();
     // 1 in service + 30 000 / 1500 = 20 waiting.
     assert_eq!(forwarded, 21);
     assert!(
         verdicts[..21]
             .iter()
-            .all(|v| matches!(v, Verdict::Forward(_)))
+            .all(|v| matches!(v, Disposition::Forward(_)))
     );
-    assert!(verdicts[21..].iter().all(|v| *v == Verdict::DroppedQueue));
+    assert!(
+        verdicts[21..]
+            .iter()
+            .all(|v| *v == Disposition::DroppedQueue)
+    );
     let counters = link.counters().clone();
     assert_eq!(
         counters,
@@ -257,9 +261,12 @@ fn byte_limit_admits_one_in_service_plus_what_fits() {
     // When the second packet enters service (1.2 ms) one slot frees up, and only one.
     let refill = forward(link.on_arrival(1_200 * US, 1500));
     assert_eq!(refill.service_start, 21 * 1_200 * US);
-    assert_eq!(link.on_arrival(1_200 * US, 1500), Verdict::DroppedQueue);
+    assert_eq!(link.on_arrival(1_200 * US, 1500), Disposition::DroppedQueue);
     // Just before the third packet starts, the queue is still full.
-    assert_eq!(link.on_arrival(2_400 * US - 1, 1500), Verdict::DroppedQueue);
+    assert_eq!(
+        link.on_arrival(2_400 * US - 1, 1500),
+        Disposition::DroppedQueue
+    );
 }
 
 #[test]
@@ -268,7 +275,7 @@ fn packet_limit_counts_waiting_packets() {
     cfg.queue = QueueLimit::Packets(5);
     let mut link = model(cfg);
     let forwarded = (0..10)
-        .filter(|_| matches!(link.on_arrival(0, 100), Verdict::Forward(_)))
+        .filter(|_| matches!(link.on_arrival(0, 100), Disposition::Forward(_)))
         .count();
     assert_eq!(forwarded, 6);
     assert_eq!(link.counters().dropped_queue_packets, 4);
@@ -282,9 +289,12 @@ fn zero_byte_queue_is_bufferless() {
     let mut cfg = config(constant(10_000_000));
     cfg.queue = QueueLimit::Bytes(0);
     let mut link = model(cfg);
-    assert!(matches!(link.on_arrival(0, 1500), Verdict::Forward(_)));
-    assert_eq!(link.on_arrival(0, 1500), Verdict::DroppedQueue);
-    assert_eq!(link.on_arrival(1_200 * US - 1, 1500), Verdict::DroppedQueue);
+    assert!(matches!(link.on_arrival(0, 1500), Disposition::Forward(_)));
+    assert_eq!(link.on_arrival(0, 1500), Disposition::DroppedQueue);
+    assert_eq!(
+        link.on_arrival(1_200 * US - 1, 1500),
+        Disposition::DroppedQueue
+    );
     // The link is idle again exactly when the first packet has left.
     assert_eq!(
         service(link.on_arrival(1_200 * US, 1500)),
@@ -298,16 +308,16 @@ fn idle_link_never_tail_drops() {
     cfg.queue = QueueLimit::Bytes(1000);
     let mut link = model(cfg);
     // Larger than the whole queue, but the link is idle: straight into service.
-    assert!(matches!(link.on_arrival(0, 1500), Verdict::Forward(_)));
-    assert_eq!(link.on_arrival(100 * US, 1500), Verdict::DroppedQueue);
+    assert!(matches!(link.on_arrival(0, 1500), Disposition::Forward(_)));
+    assert_eq!(link.on_arrival(100 * US, 1500), Disposition::DroppedQueue);
     assert_eq!(
         service(link.on_arrival(200 * US, 900)),
         (1_200 * US, 1_920 * US)
     );
-    assert_eq!(link.on_arrival(300 * US, 101), Verdict::DroppedQueue);
+    assert_eq!(link.on_arrival(300 * US, 101), Disposition::DroppedQueue);
     assert!(matches!(
         link.on_arrival(300 * US, 100),
-        Verdict::Forward(_)
+        Disposition::Forward(_)
     ));
     assert_eq!(link.counters().max_queue_bytes, 1000);
 }
@@ -321,11 +331,11 @@ fn random_drops_consume_no_capacity() {
     let mut slot = 0;
     for _ in 0..200 {
         match link.on_arrival(0, 1500) {
-            Verdict::Forward(departure) => {
+            Disposition::Forward(departure) => {
                 assert_eq!(departure.service_start, slot * 1_200 * US);
                 slot += 1;
             }
-            Verdict::DroppedRandom => {}
+            Disposition::DroppedRandom => {}
             other => panic!("the queue is large enough: {other:?}"),
         }
     }
@@ -582,18 +592,21 @@ fn profile_loss_applies_per_step_at_arrival() {
     let mut link = model(cfg);
     for ms in 0..1000 {
         assert!(
-            matches!(link.on_arrival(ms * MS, 100), Verdict::Forward(_)),
+            matches!(link.on_arrival(ms * MS, 100), Disposition::Forward(_)),
             "{ms} ms"
         );
     }
     for ms in 1000..2000 {
         assert_eq!(
             link.on_arrival(ms * MS, 100),
-            Verdict::DroppedRandom,
+            Disposition::DroppedRandom,
             "{ms} ms"
         );
     }
-    assert!(matches!(link.on_arrival(2 * S, 100), Verdict::Forward(_)));
+    assert!(matches!(
+        link.on_arrival(2 * S, 100),
+        Disposition::Forward(_)
+    ));
 }
 
 // ---------------------------------------------------------------- trace
@@ -709,10 +722,10 @@ fn trace_queue_counts_packets_waiting_for_an_opportunity() {
     let mut cfg = config(RateSpec::Trace(trace(EVERY_10MS)));
     cfg.queue = QueueLimit::Packets(2);
     let mut link = model(cfg);
-    let verdicts: Vec<Verdict> = (0..5).map(|_| link.on_arrival(0, 1500)).collect();
-    assert!(matches!(verdicts[0], Verdict::Forward(_)));
-    assert!(matches!(verdicts[1], Verdict::Forward(_)));
-    assert_eq!(verdicts[2..], [Verdict::DroppedQueue; 3]);
+    let verdicts: Vec<Disposition> = (0..5).map(|_| link.on_arrival(0, 1500)).collect();
+    assert!(matches!(verdicts[0], Disposition::Forward(_)));
+    assert!(matches!(verdicts[1], Disposition::Forward(_)));
+    assert_eq!(verdicts[2..], [Disposition::DroppedQueue; 3]);
     assert_eq!(link.counters().max_queue_packets, 2);
     // At 10 ms the first packet is served, freeing a slot.
     assert_eq!(service(link.on_arrival(10 * MS, 1500)), (30 * MS, 30 * MS));
@@ -724,12 +737,12 @@ fn trace_idle_link_admits_a_packet_larger_than_the_queue() {
     cfg.queue = QueueLimit::Bytes(1000);
     let mut link = model(cfg);
     assert_eq!(service(link.on_arrival(0, 1500)), (10 * MS, 10 * MS));
-    assert_eq!(link.on_arrival(MS, 1500), Verdict::DroppedQueue);
+    assert_eq!(link.on_arrival(MS, 1500), Disposition::DroppedQueue);
 }
 
 // ---------------------------------------------------------------- loss
 
-fn verdicts_with_seed(loss: LossSpec, seed: u64, packets: u64) -> Vec<Verdict> {
+fn verdicts_with_seed(loss: LossSpec, seed: u64, packets: u64) -> Vec<Disposition> {
     let mut cfg = config(constant(1_000_000_000));
     cfg.loss = loss;
     cfg.seed = seed;
@@ -758,7 +771,7 @@ fn bernoulli_loss_rate_is_within_the_99_percent_interval() {
     let p = 0.02;
     let dropped = verdicts_with_seed(LossSpec::Bernoulli(p), 2024, n)
         .iter()
-        .filter(|v| **v == Verdict::DroppedRandom)
+        .filter(|v| **v == Disposition::DroppedRandom)
         .count() as f64;
     let expected = n as f64 * p;
     let half_width = 2.576 * (n as f64 * p * (1.0 - p)).sqrt();
@@ -779,7 +792,7 @@ fn gilbert_elliott_loss_matches_its_stationary_mean() {
     let n = 400_000u64;
     let dropped = verdicts_with_seed(spec, 5, n)
         .iter()
-        .filter(|v| **v == Verdict::DroppedRandom)
+        .filter(|v| **v == Disposition::DroppedRandom)
         .count() as f64;
     let measured = dropped / n as f64;
     let expected = 0.01 / 0.31 * 1.0;
@@ -895,12 +908,12 @@ fn run_held(
             m.advance(at);
         }
         match m.offer(t, i as u64, bytes, key, ect) {
-            Verdict::Held => {}
-            Verdict::DroppedQueue | Verdict::DroppedAqm | Verdict::DroppedRandom => {
+            Disposition::Held => {}
+            Disposition::DroppedQueue | Disposition::DroppedAqm | Disposition::DroppedRandom => {
                 dropped.push(i as u64)
             }
             // Tail drop decides at arrival.
-            Verdict::Forward(d) => forwarded.push((i as u64, d, false)),
+            Disposition::Forward(d) => forwarded.push((i as u64, d, false)),
         }
         drain(m, &mut forwarded, &mut dropped);
     }
