@@ -115,41 +115,74 @@ pub enum WorkloadSpec {
     Video(video::VideoRun),
 }
 
+/// A workload with its result's type erased: what the runner needs of any run. Every
+/// [`Workload`] whose result is one of [`WorkloadOutput`]'s is one (a blanket impl), so a new
+/// kind needs no dispatch code here.
+pub trait AnyWorkload {
+    fn kind(&self) -> WorkloadKind;
+    fn contender(&self) -> String;
+    fn estimate_seconds(&self, spec: &LinkSpec) -> f64;
+    fn time_limit(&self, spec: &LinkSpec) -> std::time::Duration;
+    /// Runs the workload in `running` (see [`Workload::run`]) and erases its result's type.
+    fn run_erased(
+        &self,
+        running: &mut RunningLab,
+        keep: Option<&Path>,
+    ) -> Result<RunOutput, RunError>;
+}
+
+impl<W: Workload> AnyWorkload for W
+where
+    W::Output: Into<WorkloadOutput> + Clone,
+{
+    fn kind(&self) -> WorkloadKind {
+        WorkloadKind::from_name(self.name()).expect(
+            "a workload's name is its kind's (params::tests::every_kind_builds_a_run_of_its_kind)",
+        )
+    }
+    fn contender(&self) -> String {
+        Workload::contender(self)
+    }
+    fn estimate_seconds(&self, spec: &LinkSpec) -> f64 {
+        Workload::estimate_seconds(self, spec)
+    }
+    fn time_limit(&self, spec: &LinkSpec) -> std::time::Duration {
+        Workload::time_limit(self, spec)
+    }
+    fn run_erased(
+        &self,
+        running: &mut RunningLab,
+        keep: Option<&Path>,
+    ) -> Result<RunOutput, RunError> {
+        erase(self, running, keep)
+    }
+}
+
 impl WorkloadSpec {
-    pub fn kind(&self) -> WorkloadKind {
+    /// The run as any workload: the one match over the kinds of run.
+    pub fn workload(&self) -> &dyn AnyWorkload {
         match self {
-            WorkloadSpec::Bulk(_) => WorkloadKind::Bulk,
-            WorkloadSpec::Page(_) => WorkloadKind::Page,
-            WorkloadSpec::Flows(_) => WorkloadKind::Flows,
-            WorkloadSpec::Video(_) => WorkloadKind::Video,
+            WorkloadSpec::Bulk(w) => w,
+            WorkloadSpec::Page(w) => w,
+            WorkloadSpec::Flows(w) => w,
+            WorkloadSpec::Video(w) => w,
         }
+    }
+
+    pub fn kind(&self) -> WorkloadKind {
+        self.workload().kind()
     }
 
     pub fn contender(&self) -> String {
-        match self {
-            WorkloadSpec::Bulk(w) => w.contender(),
-            WorkloadSpec::Page(w) => w.contender(),
-            WorkloadSpec::Flows(w) => w.contender(),
-            WorkloadSpec::Video(w) => w.contender(),
-        }
+        self.workload().contender()
     }
 
     pub fn estimate_seconds(&self, spec: &LinkSpec) -> f64 {
-        match self {
-            WorkloadSpec::Bulk(w) => w.estimate_seconds(spec),
-            WorkloadSpec::Page(w) => w.estimate_seconds(spec),
-            WorkloadSpec::Flows(w) => w.estimate_seconds(spec),
-            WorkloadSpec::Video(w) => w.estimate_seconds(spec),
-        }
+        self.workload().estimate_seconds(spec)
     }
 
     pub fn time_limit(&self, spec: &LinkSpec) -> std::time::Duration {
-        match self {
-            WorkloadSpec::Bulk(w) => w.time_limit(spec),
-            WorkloadSpec::Page(w) => w.time_limit(spec),
-            WorkloadSpec::Flows(w) => w.time_limit(spec),
-            WorkloadSpec::Video(w) => w.time_limit(spec),
-        }
+        self.workload().time_limit(spec)
     }
 
     /// Runs the workload in `running` (see [`Workload::run`]) and erases its result's type.
@@ -158,12 +191,7 @@ impl WorkloadSpec {
         running: &mut RunningLab,
         keep: Option<&Path>,
     ) -> Result<RunOutput, RunError> {
-        match self {
-            WorkloadSpec::Bulk(w) => erase(w, running, keep),
-            WorkloadSpec::Page(w) => erase(w, running, keep),
-            WorkloadSpec::Flows(w) => erase(w, running, keep),
-            WorkloadSpec::Video(w) => erase(w, running, keep),
-        }
+        self.workload().run_erased(running, keep)
     }
 }
 

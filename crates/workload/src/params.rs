@@ -338,6 +338,15 @@ mod tests {
     }
 
     #[test]
+    fn every_kind_builds_a_run_of_its_kind() {
+        for kind in WorkloadKind::ALL {
+            let p = base(kind, "");
+            let spec = p.link.to_spec().unwrap();
+            assert_eq!(build(&p, &spec).unwrap().kind(), kind);
+        }
+    }
+
+    #[test]
     fn the_comparison_sees_only_what_changes_the_run() {
         // A value equal to the default builds the same run: the check above compares runs, not
         // what was written.
