@@ -329,38 +329,15 @@ mod tests {
 
     #[test]
     fn every_value_a_result_gives_is_declared() {
+        let WorkloadOutput::Bulk(example) = WorkloadOutput::example() else {
+            unreachable!("the example is a bulk result")
+        };
         let bulk = bulk::BulkResult {
-            proto: "h2".into(),
-            negotiated: "h2".into(),
-            tls_version: "1.3".into(),
-            resumed: false,
-            zero_rtt: false,
-            connect_ms: Some(50.0),
-            handshake_ms: 100.0,
-            ttfb_ms: 150.0,
-            alt_svc: None,
-            total_ms: 900.0,
-            bytes: 1_000_000,
             verified: Some(false),
-            goodput_mbps: 9.0,
             utilization: Some(0.95),
             goodput_utilization: Some(0.9),
             loss_ratio: Some(0.0),
-            cpu_client_s: 0.1,
-            cpu_server_s: 0.1,
-            cpu_client_s_per_gb: 100.0,
-            cpu_server_s_per_gb: 100.0,
-            cpu_emulator_s: None,
-            congestion_control: "cubic".into(),
-            path: "emulator".into(),
-            link: link(),
-            on_switch: None,
-            network_switches: None,
-            connections: None,
-            migrations: None,
-            error: None,
-            fec: None,
-            fidelity: None,
+            ..example
         };
         assert_declared(&bulk);
         assert_stored_and_read_back(&bulk);
