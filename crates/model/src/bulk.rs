@@ -79,24 +79,24 @@ pub struct BulkResult {
 pub const TOTAL_MS: MetricDef = MetricDef::completion_time("total_ms", "Download time", "ms");
 pub const TTFB_MS: MetricDef = MetricDef::lower("ttfb_ms", "Time to first byte", "ms");
 pub const GOODPUT_MBPS: MetricDef = MetricDef::higher("goodput_mbps", "Goodput", "Mbit/s");
+/// Downlink packets lost at the bottleneck over those that arrived (bulk, page and flows alike).
+pub const LOSS_RATIO: MetricDef = MetricDef::lower("loss_ratio", "Loss ratio", "");
+pub const HANDSHAKE_MS: MetricDef = MetricDef::lower("handshake_ms", "Handshake time", "ms");
+/// Seed 000's U (bulk and flows alike).
+pub const UTILIZATION: MetricDef = MetricDef::higher("utilization", "Channel utilisation U", "");
 
 impl WorkloadResult for BulkResult {
-    const REPORT_METRICS: &'static [&'static str] = &[
-        TOTAL_MS.name,
-        TTFB_MS.name,
-        GOODPUT_MBPS.name,
-        "loss_ratio",
-        "handshake_ms",
-    ];
+    const REPORT_METRICS: &'static [MetricDef] =
+        &[TOTAL_MS, TTFB_MS, GOODPUT_MBPS, LOSS_RATIO, HANDSHAKE_MS];
 
     const METRICS: &'static [MetricDef] = &[
         TOTAL_MS,
         TTFB_MS,
         GOODPUT_MBPS,
-        MetricDef::lower("loss_ratio", "Loss ratio", ""),
-        MetricDef::lower("handshake_ms", "Handshake time", "ms"),
+        LOSS_RATIO,
+        HANDSHAKE_MS,
         MetricDef::lower("connect_ms", "TCP connect time", "ms"),
-        MetricDef::higher("utilization", "Channel utilisation U", ""),
+        UTILIZATION,
         MetricDef::higher("goodput_utilization", "Goodput utilisation", ""),
         MetricDef::higher("bytes", "Bytes received", "B"),
         MetricDef::higher("resumed", "Resumed (1 = yes)", ""),

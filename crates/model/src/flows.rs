@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::bulk::{GOODPUT_MBPS, LOSS_RATIO, UTILIZATION};
 use crate::fec::FecResult;
 use crate::fidelity::FidelityReport;
 use crate::records::StopReason;
@@ -129,30 +130,32 @@ fn rebuilt_share(parts: impl IntoIterator<Item = (Option<u64>, Option<u64>)>) ->
 
 /// Jain's index over the flows' window means: the fairness figure a flows report draws.
 pub const JAIN: MetricDef = MetricDef::higher("jain", "Jain's index (window means)", "");
+/// The first flow's goodput over the others' mean (no effect at 1).
+pub const RATIO_FIRST_REST: MetricDef = MetricDef::higher(
+    "ratio_first_rest",
+    "First flow's goodput / others' mean",
+    "",
+)
+.no_effect_at(1.0);
 
 impl WorkloadResult for FlowsResult {
-    const REPORT_METRICS: &'static [&'static str] = &[
-        "goodput_mbps",
-        JAIN.name,
-        "ratio_first_rest",
-        "utilization",
-        "loss_ratio",
+    const REPORT_METRICS: &'static [MetricDef] = &[
+        GOODPUT_MBPS,
+        JAIN,
+        RATIO_FIRST_REST,
+        UTILIZATION,
+        LOSS_RATIO,
     ];
 
     const METRICS: &'static [MetricDef] = &[
         JAIN,
         MetricDef::higher("jain_bins", "Jain's index (mean per bin)", ""),
-        MetricDef::higher("utilization", "Channel utilisation U", ""),
+        UTILIZATION,
         MetricDef::higher("goodput_utilization", "Goodput utilisation", ""),
-        MetricDef::higher("goodput_mbps", "Goodput", "Mbit/s"),
-        MetricDef::higher(
-            "ratio_first_rest",
-            "First flow's goodput / others' mean",
-            "",
-        )
-        .no_effect_at(1.0),
+        GOODPUT_MBPS,
+        RATIO_FIRST_REST,
         MetricDef::higher("share_first", "First flow's goodput share", ""),
-        MetricDef::lower("loss_ratio", "Loss ratio", ""),
+        LOSS_RATIO,
         MetricDef::lower("first_flow_loss_ratio", "First flow's loss ratio", ""),
         MetricDef::lower(
             "first_flow_goodput_cv",

@@ -74,7 +74,7 @@ pub struct KindDef {
     /// Every metric the kind's result declares ([`crate::WorkloadResult::METRICS`]).
     pub metrics: &'static [MetricDef],
     /// What a report shows first; the first is the headline.
-    pub report_metrics: &'static [&'static str],
+    pub report_metrics: &'static [MetricDef],
 }
 
 /// Every kind, in [`WorkloadKind`]'s order (a test checks it).

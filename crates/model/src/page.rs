@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::bulk::LOSS_RATIO;
 use crate::fec::FecResult;
 use crate::fidelity::FidelityReport;
 use crate::records::PageConnection;
@@ -27,13 +28,17 @@ pub struct PageResult {
     pub objects: Vec<ObjectTiming>,
 }
 
+/// The page load time (the page headline) and the connections the load opened.
+pub const PLT_MS: MetricDef = MetricDef::completion_time("plt_ms", "Page load time", "ms");
+pub const CONNECTIONS: MetricDef = MetricDef::lower("connections", "Connections", "");
+
 impl WorkloadResult for PageResult {
-    const REPORT_METRICS: &'static [&'static str] = &["plt_ms", "connections", "loss_ratio"];
+    const REPORT_METRICS: &'static [MetricDef] = &[PLT_MS, CONNECTIONS, LOSS_RATIO];
 
     const METRICS: &'static [MetricDef] = &[
-        MetricDef::completion_time("plt_ms", "Page load time", "ms"),
-        MetricDef::lower("connections", "Connections", ""),
-        MetricDef::lower("loss_ratio", "Loss ratio", ""),
+        PLT_MS,
+        CONNECTIONS,
+        LOSS_RATIO,
         MetricDef::lower("ttfb_ms", "Time to first byte (root document)", "ms"),
         MetricDef::lower("dom_content_loaded_ms", "DOMContentLoaded", "ms"),
         MetricDef::higher("objects", "Objects", ""),

@@ -107,14 +107,19 @@ pub struct VideoResult {
 pub const AVG_BITRATE_MBPS: MetricDef =
     MetricDef::higher("avg_bitrate_mbps", "Average bitrate (downloaded)", "Mbit/s");
 pub const REBUFFER_RATE: MetricDef = MetricDef::lower("rebuffer_rate", "Rebuffer rate", "");
+pub const MEAN_SEEK_WAIT_S: MetricDef =
+    MetricDef::lower("mean_seek_wait_s", "Wait after seek (mean)", "s");
+pub const STARTUP_S: MetricDef = MetricDef::lower("startup_s", "Startup delay", "s");
+pub const BITRATE_SWITCHES: MetricDef =
+    MetricDef::lower("bitrate_switches", "Bitrate switches", "");
 
 impl WorkloadResult for VideoResult {
-    const REPORT_METRICS: &'static [&'static str] = &[
-        AVG_BITRATE_MBPS.name,
-        REBUFFER_RATE.name,
-        "mean_seek_wait_s",
-        "startup_s",
-        "bitrate_switches",
+    const REPORT_METRICS: &'static [MetricDef] = &[
+        AVG_BITRATE_MBPS,
+        REBUFFER_RATE,
+        MEAN_SEEK_WAIT_S,
+        STARTUP_S,
+        BITRATE_SWITCHES,
     ];
 
     const METRICS: &'static [MetricDef] = &[
@@ -128,10 +133,10 @@ impl WorkloadResult for VideoResult {
         ),
         MetricDef::lower("rebuffer_s", "Rebuffering", "s"),
         MetricDef::lower("stalls", "Stalls", ""),
-        MetricDef::lower("startup_s", "Startup delay", "s"),
-        MetricDef::lower("mean_seek_wait_s", "Wait after seek (mean)", "s"),
+        STARTUP_S,
+        MEAN_SEEK_WAIT_S,
         MetricDef::lower("max_seek_wait_s", "Wait after seek (max)", "s"),
-        MetricDef::lower("bitrate_switches", "Bitrate switches", ""),
+        BITRATE_SWITCHES,
         MetricDef::higher("segments", "Segments downloaded", ""),
         MetricDef::higher(
             "avg_bitrate_mbps_p2",

@@ -121,7 +121,7 @@ pub fn write_report_to(
             .map_err(|e| anyhow::anyhow!("the stored scenario does not parse any more: {e}"))?;
         quiclab_model::report_metrics(kind)
             .iter()
-            .map(|m| m.to_string())
+            .map(|m| m.name.to_string())
             .collect()
     } else {
         choice.metrics.clone()
