@@ -288,7 +288,15 @@ static TMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 fn temp_beside(dir: &Path, name: &str) -> std::io::Result<(PathBuf, File)> {
     loop {
         let n = TMP_COUNTER.fetch_add(1, Ordering::Relaxed);
-        let tmp = dir.join(format!(".{name}.quiclab-tmp-{}-{n}", std::process::id()));
+        // The target's extension stays last: writers that pick a format by it (the image
+        // encoder behind PNG figures) must see `.png`, not the counter.
+        let ext = Path::new(name)
+            .extension()
+            .map_or(String::new(), |e| format!(".{}", e.to_string_lossy()));
+        let tmp = dir.join(format!(
+            ".{name}.quiclab-tmp-{}-{n}{ext}",
+            std::process::id()
+        ));
         match OpenOptions::new()
             .write(true)
             .create_new(true)

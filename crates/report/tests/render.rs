@@ -56,7 +56,10 @@ fn full_report() {
         .iter()
         .filter(|f| f.extension().is_some_and(|e| e == "svg"));
     assert_eq!(svgs.count(), titles.len());
-    if out.notes.is_empty() {
+    // With a font at hand every figure has its PNG too, and nothing is noted: a PNG that could
+    // not be written (as when its temporary file lost the `.png` the encoder goes by) fails here.
+    if quiclab_fonts::find(None).is_some() {
+        assert!(out.notes.is_empty(), "{:?}", out.notes);
         assert_eq!(out.figures.len(), 2 * titles.len());
     }
     for f in &out.figures {
