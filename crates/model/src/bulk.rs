@@ -82,6 +82,9 @@ pub const GOODPUT_MBPS: MetricDef = MetricDef::higher("goodput_mbps", "Goodput",
 /// Downlink packets lost at the bottleneck over those that arrived (bulk, page and flows alike).
 pub const LOSS_RATIO: MetricDef = MetricDef::lower("loss_ratio", "Loss ratio", "");
 pub const HANDSHAKE_MS: MetricDef = MetricDef::lower("handshake_ms", "Handshake time", "ms");
+/// The client's and the server's CPU time (every kind that runs them).
+pub const CPU_CLIENT_S: MetricDef = MetricDef::lower("cpu_client_s", "Client CPU", "s");
+pub const CPU_SERVER_S: MetricDef = MetricDef::lower("cpu_server_s", "Server CPU", "s");
 /// Seed 000's U (bulk and flows alike).
 pub const UTILIZATION: MetricDef = MetricDef::higher("utilization", "Channel utilisation U", "");
 
@@ -101,15 +104,15 @@ impl WorkloadResult for BulkResult {
         MetricDef::higher("bytes", "Bytes received", "B"),
         MetricDef::higher("resumed", "Resumed (1 = yes)", ""),
         MetricDef::higher("zero_rtt", "0-RTT accepted (1 = yes)", ""),
-        MetricDef::lower("cpu_client_s", "Client CPU", "s"),
-        MetricDef::lower("cpu_server_s", "Server CPU", "s"),
+        CPU_CLIENT_S,
+        CPU_SERVER_S,
         MetricDef::lower("cpu_client_s_per_gb", "Client CPU per GB", "s/GB"),
         MetricDef::lower("cpu_server_s_per_gb", "Server CPU per GB", "s/GB"),
         MetricDef::lower("cpu_emulator_s", "Emulator CPU", "s"),
-        MetricDef::lower("mean_interruption_s", "Interruption per switch (mean)", "s"),
-        MetricDef::lower("max_interruption_s", "Interruption per switch (max)", "s"),
-        MetricDef::lower("mean_recovery_s", "Recovery per switch (mean)", "s"),
-        MetricDef::lower("connections_used", "Connections used", ""),
+        crate::switch::METRICS[0],
+        crate::switch::METRICS[1],
+        crate::switch::METRICS[2],
+        crate::switch::METRICS[3],
         crate::fec::METRICS[0],
         crate::fec::METRICS[1],
         crate::fec::METRICS[2],
@@ -138,11 +141,8 @@ impl WorkloadResult for BulkResult {
             ("cpu_client_s_per_gb", Some(self.cpu_client_s_per_gb)),
             ("cpu_server_s_per_gb", Some(self.cpu_server_s_per_gb)),
             ("cpu_emulator_s", self.cpu_emulator_s),
-            ("mean_interruption_s", sw.mean_interruption_s),
-            ("max_interruption_s", sw.max_interruption_s),
-            ("mean_recovery_s", sw.mean_recovery_s),
-            ("connections_used", sw.connections_used),
         ];
+        values.extend(sw.metric_values());
         values.extend(crate::fec::metric_values(self.fec.as_ref()));
         values
     }

@@ -169,8 +169,8 @@ impl WorkloadResult for FlowsResult {
             "",
         )
         .undefined_when("the bottleneck dropped nothing from the FEC flows (or no flow ran FEC)"),
-        MetricDef::lower("cpu_client_s", "Client CPU", "s"),
-        MetricDef::lower("cpu_server_s", "Server CPU", "s"),
+        crate::bulk::CPU_CLIENT_S,
+        crate::bulk::CPU_SERVER_S,
         crate::fec::METRICS[0],
         crate::fec::METRICS[1],
         crate::fec::METRICS[2],

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::TimeSeries;
+use crate::{MetricDef, TimeSeries};
 
 /// The window over which goodput is judged to have recovered (s).
 pub const RECOVERY_WINDOW_S: f64 = 1.0;
@@ -73,7 +73,25 @@ pub struct SwitchFigures {
     pub refetched_bytes: Option<f64>,
 }
 
+/// The switch metrics bulk and video runs declare, in [`SwitchFigures::metric_values`]' order.
+pub const METRICS: [MetricDef; 4] = [
+    MetricDef::lower("mean_interruption_s", "Interruption per switch (mean)", "s"),
+    MetricDef::lower("max_interruption_s", "Interruption per switch (max)", "s"),
+    MetricDef::lower("mean_recovery_s", "Recovery per switch (mean)", "s"),
+    MetricDef::lower("connections_used", "Connections used", ""),
+];
+
 impl SwitchFigures {
+    /// The values of [`METRICS`].
+    pub fn metric_values(&self) -> [(&'static str, Option<f64>); 4] {
+        [
+            (METRICS[0].name, self.mean_interruption_s),
+            (METRICS[1].name, self.max_interruption_s),
+            (METRICS[2].name, self.mean_recovery_s),
+            (METRICS[3].name, self.connections_used),
+        ]
+    }
+
     /// None everywhere without switches; `connections`: how many the client opened in all.
     pub fn of(switches: Option<&[SwitchOutcome]>, connections: Option<usize>) -> SwitchFigures {
         let Some(sw) = switches else {

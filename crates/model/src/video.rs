@@ -151,13 +151,13 @@ impl WorkloadResult for VideoResult {
             "",
         )
         .no_effect_at(1.0),
-        MetricDef::lower("mean_interruption_s", "Interruption per switch (mean)", "s"),
-        MetricDef::lower("max_interruption_s", "Interruption per switch (max)", "s"),
-        MetricDef::lower("mean_recovery_s", "Recovery per switch (mean)", "s"),
-        MetricDef::lower("connections_used", "Connections used", ""),
+        crate::switch::METRICS[0],
+        crate::switch::METRICS[1],
+        crate::switch::METRICS[2],
+        crate::switch::METRICS[3],
         MetricDef::lower("refetched_bytes", "Bytes fetched again", "B"),
-        MetricDef::lower("cpu_client_s", "Client CPU", "s"),
-        MetricDef::lower("cpu_server_s", "Server CPU", "s"),
+        crate::bulk::CPU_CLIENT_S,
+        crate::bulk::CPU_SERVER_S,
         crate::fec::METRICS[0],
         crate::fec::METRICS[1],
         crate::fec::METRICS[2],
@@ -194,14 +194,11 @@ impl WorkloadResult for VideoResult {
             ("rebuffer_rate_p2", p2.and_then(|p| p.metrics.rebuffer_rate)),
             ("jain_bitrate", self.jain_bitrate),
             ("bitrate_ratio_first_rest", self.bitrate_ratio_first_rest),
-            ("mean_interruption_s", sw.mean_interruption_s),
-            ("max_interruption_s", sw.max_interruption_s),
-            ("mean_recovery_s", sw.mean_recovery_s),
-            ("connections_used", sw.connections_used),
             ("refetched_bytes", sw.refetched_bytes),
             ("cpu_client_s", Some(self.cpu_client_s)),
             ("cpu_server_s", Some(self.cpu_server_s)),
         ];
+        values.extend(sw.metric_values());
         values.extend(crate::fec::metric_values(self.fec.as_ref()));
         values
     }
