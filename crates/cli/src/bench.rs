@@ -16,6 +16,24 @@ pub enum BenchCommand {
     Stacks(BenchStacksArgs),
     /// Experiment runner: lab set-up/teardown per run, bookkeeping, and leaks over a long grid
     Runner(BenchRunnerArgs),
+    /// Labs side by side: each grid of scenarios/jobs-*.toml alone and at --jobs, compared (docs/scale.md)
+    Jobs(BenchJobsArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct BenchJobsArgs {
+    /// Only these grids (comma-separated): bulk,page,chromium,video,flows
+    #[arg(long, value_delimiter = ',')]
+    pub only: Vec<String>,
+    /// The concurrency compared with one lab at a time
+    #[arg(long, default_value = "auto", value_parser = quiclab_runner::cost::Jobs::parse)]
+    pub jobs: quiclab_runner::cost::Jobs,
+    /// The grids' quick forms
+    #[arg(long)]
+    pub quick: bool,
+    /// Results and equivalence-jobs-J.json (continued when it holds an interrupted benchmark)
+    #[arg(long, value_name = "DIR", default_value = "quiclab-bench-jobs")]
+    pub out: std::path::PathBuf,
 }
 
 #[derive(Args, Debug)]
@@ -58,6 +76,11 @@ pub fn run(cmd: BenchCommand) -> Result<i32> {
         BenchCommand::Link(args) => bench_link(args),
         BenchCommand::Stacks(args) => bench_stacks(args),
         BenchCommand::Runner(args) => bench_runner(args),
+        BenchCommand::Jobs(a) => {
+            let lib = quiclab_runner::reproduce::Library::find(None)?;
+            quiclab_runner::equivalence::bench_jobs(&lib, &a.only, a.jobs, a.quick, &a.out)?;
+            Ok(0)
+        }
     }
 }
 

@@ -36,6 +36,12 @@ pub struct ReproduceArgs {
     /// Run only the K-th of N parts of each scenario's plan (docs/scale.md)
     #[arg(long, value_name = "K/N", conflicts_with = "judge")]
     pub shard: Option<quiclab_experiment::Shard>,
+    /// Labs at once: a number, or `auto` (as many as the machine's CPU budget admits; docs/scale.md)
+    #[arg(long, value_name = "N|auto", default_value = "1", value_parser = quiclab_runner::cost::Jobs::parse, conflicts_with = "judge")]
+    pub jobs: quiclab_runner::cost::Jobs,
+    /// Run each scenario's whole grid, not only the runs some finding judges
+    #[arg(long, conflicts_with = "judge")]
+    pub whole_grid: bool,
     /// A quiclab checkout holding studies/ and scenarios/ (default: found from here or the binary)
     #[arg(long, value_name = "DIR")]
     pub repo: Option<PathBuf>,
@@ -53,10 +59,12 @@ pub fn run(args: ReproduceArgs) -> Result<i32> {
     }
     let studies = reproduce::only_findings(selected, &args.findings)?;
     let opts = |quick| PackOptions {
-        quick,
         repetitions: args.repetitions,
         resume: args.resume,
         shard: args.shard,
+        jobs: args.jobs,
+        whole_grid: args.whole_grid,
+        ..PackOptions::new(quick)
     };
     if args.list {
         let rows = reproduce::listing(&lib, &studies, args.repetitions)?;

@@ -41,6 +41,10 @@ pub struct RunArgs {
     /// whole); results go to quiclab-results/<name>-shard-K-of-N by default (docs/scale.md)
     #[arg(long, value_name = "K/N")]
     pub shard: Option<quiclab_experiment::Shard>,
+    /// Labs at once: a number, or `auto` (as many as the machine's CPU budget admits; runs that
+    /// must run alone still do; docs/scale.md)
+    #[arg(long, value_name = "N|auto", default_value = "1", value_parser = quiclab_runner::cost::Jobs::parse)]
+    pub jobs: quiclab_runner::cost::Jobs,
 }
 
 pub fn run(args: RunArgs) -> Result<i32> {
@@ -54,19 +58,8 @@ pub fn run(args: RunArgs) -> Result<i32> {
         .clone()
         .unwrap_or_else(|| quiclab_runner::default_out(&scenario, args.shard));
     if args.dry_run {
-        // Streamed: each run is built, estimated, printed and dropped (a plan is never held).
-        // A reader that stops early (`| head`) closes the pipe: that ends the listing, quietly.
-        let mut w = std::io::stdout().lock();
-        let listed = quiclab_runner::write_dry_run(&mut w, &args.file, &scenario, args.shard, &out);
-        return match listed {
-            Err(e)
-                if e.downcast_ref::<std::io::Error>()
-                    .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe) =>
-            {
-                Ok(0)
-            }
-            r => r.map(|()| 0),
-        };
+        quiclab_runner::print_dry_run(&args.file, &scenario, args.shard, &out)?;
+        return Ok(0);
     }
     let mut plan = quiclab_runner::prepare_plan(&args.file, &scenario)?;
     if let Some(shard) = args.shard {
@@ -90,6 +83,7 @@ pub fn run(args: RunArgs) -> Result<i32> {
             resume,
             quick: args.quick,
             shard: args.shard,
+            jobs: args.jobs,
         },
         &quiclab_lab::guard::set_exit_hint,
     )?;

@@ -175,17 +175,12 @@ pub fn fetch(args: FetchArgs) -> Result<i32> {
     } else {
         print!("{}", quiclab_workload::child::fetch_text(&out, server));
     }
-    Ok(
-        match out
-            .report
-            .requests
-            .iter()
-            .all(|r| r.verified != Some(false))
-        {
-            true => 0,
-            false => 1,
-        },
-    )
+    let unverified = out
+        .report
+        .requests
+        .iter()
+        .any(|r| r.verified == Some(false));
+    Ok(i32::from(unverified))
 }
 
 pub type BulkArgs = WorkloadArgs<kinds::Bulk>;

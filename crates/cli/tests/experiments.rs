@@ -46,6 +46,7 @@ const PINNED_BULK_METRICS: &[&str] = &[
     "host_busy",
     "host_steal",
     "lab_cpu_cores",
+    "labs_in_flight",
     "loss_ratio",
     "max_queue_bytes",
     "random_losses",
@@ -446,12 +447,13 @@ fn flagged_runs_are_run_again_and_every_attempt_is_stored() {
 }
 
 /// Starts `quiclab run` and waits until at least `n` runs are committed.
-fn start_and_wait_for_runs(file: &Path, out_dir: &Path, n: usize) -> Child {
+fn start_and_wait_for_runs(file: &Path, out_dir: &Path, n: usize, args: &[&str]) -> Child {
     let mut child = quiclab()
         .arg("run")
         .arg(file)
         .arg("--out")
         .arg(out_dir)
+        .args(args)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -490,7 +492,7 @@ fn a_run_killed_with_sigkill_resumes_without_repeating_or_losing_runs() {
     let dir = temp_dir("kill");
     let file = write(&dir, "s.toml", NINE);
     let out_dir = dir.join("out");
-    let mut child = start_and_wait_for_runs(&file, &out_dir, 3);
+    let mut child = start_and_wait_for_runs(&file, &out_dir, 3, &[]);
     let pid = child.id();
     // SAFETY: killing the child we started.
     unsafe { libc::kill(pid as i32, libc::SIGKILL) };
@@ -548,7 +550,7 @@ fn ctrl_c_tears_the_lab_down_and_says_how_to_resume() {
     let dir = temp_dir("int");
     let file = write(&dir, "s.toml", NINE);
     let out_dir = dir.join("out");
-    let child = start_and_wait_for_runs(&file, &out_dir, 1);
+    let child = start_and_wait_for_runs(&file, &out_dir, 1, &[]);
     let pid = child.id();
     // SAFETY: signalling the child we started.
     unsafe { libc::kill(pid as i32, libc::SIGINT) };
@@ -562,4 +564,90 @@ fn ctrl_c_tears_the_lab_down_and_says_how_to_resume() {
         .run_count()
         .unwrap();
     assert!(n >= 1);
+}
+
+#[test]
+fn labs_side_by_side_store_every_run_once_with_retries_and_say_how_many_ran_at_once() {
+    if !root_or_skip(
+        "labs_side_by_side_store_every_run_once_with_retries_and_say_how_many_ran_at_once",
+    ) {
+        return;
+    }
+    let dir = temp_dir("jobs");
+    let file = write(&dir, "s.toml", SMALL);
+    let out_dir = dir.join("out");
+    // Attempt 1 of every run is flagged (fault injection): each run is retried while others
+    // are in flight, and attempt 2 is its record.
+    let child = quiclab()
+        .arg("run")
+        .arg(&file)
+        .arg("--out")
+        .arg(&out_dir)
+        .args(["--jobs", "3"])
+        .env("QUICLAB_FAULT_FLAG_ATTEMPTS", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("at --jobs 3"),
+        "the estimate at the concurrency: {err}"
+    );
+    assert!(namespaces_of(pid).is_empty(), "namespaces left behind");
+    let store = Store::open(&out_dir.join("results.sqlite")).unwrap();
+    let runs = store.runs().unwrap();
+    assert_eq!(runs.len(), 12);
+    let keys: std::collections::BTreeSet<_> = runs.iter().map(|r| &r.key).collect();
+    assert_eq!(keys.len(), 12, "every run once");
+    let mut most = 0.0f64;
+    for r in &runs {
+        assert_eq!(r.status(), Status::Ok, "{}: {:?}", r.key, r.reason());
+        assert!(r.attempt >= 2, "{}: attempt {}", r.key, r.attempt);
+        let labs = r.metrics["labs_in_flight"];
+        assert!((1.0..=3.0).contains(&labs), "{}: {labs}", r.key);
+        most = most.max(labs);
+        assert!(r.metrics["total_ms"] > 80.0, "{}", r.key);
+    }
+    assert!(most >= 2.0, "no two labs ever ran at once");
+    let attempts = store.attempts().unwrap();
+    assert!(attempts.len() >= 12, "{}", attempts.len());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn ctrl_c_tears_every_lab_in_flight_down_and_the_grid_resumes() {
+    if !root_or_skip("ctrl_c_tears_every_lab_in_flight_down_and_the_grid_resumes") {
+        return;
+    }
+    let dir = temp_dir("int-jobs");
+    let file = write(&dir, "s.toml", NINE);
+    let out_dir = dir.join("out");
+    let child = start_and_wait_for_runs(&file, &out_dir, 1, &["--jobs", "3"]);
+    let pid = child.id();
+    // SAFETY: signalling the child we started.
+    unsafe { libc::kill(pid as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(namespaces_of(pid).is_empty(), "{:?}", namespaces_of(pid));
+    let out = quiclab()
+        .arg("run")
+        .arg(&file)
+        .arg("--out")
+        .arg(&out_dir)
+        .args(["--resume", "--jobs", "3"])
+        .output()
+        .unwrap();
+    assert_success(&out);
+    let runs = Store::open(&out_dir.join("results.sqlite"))
+        .unwrap()
+        .runs()
+        .unwrap();
+    assert_eq!(runs.len(), 9);
+    assert!(runs.iter().all(|r| r.status() == Status::Ok));
+    let _ = std::fs::remove_dir_all(&dir);
 }

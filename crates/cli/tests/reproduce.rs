@@ -197,6 +197,28 @@ fn bad_reproduce_input_is_refused_naming_it() {
     assert_eq!(findings[1]["class"], "reproduction");
     assert_eq!(findings[2]["not_runnable"], "no Internet here");
     assert!(findings[2].get("scenario").is_none());
+    // The estimates: the full form trimmed to what the findings read (here all 12 runs: t-1
+    // compares h3 with h1) against the whole grid, one at a time and at --jobs auto; t-2 alone
+    // reads only the h1 runs.
+    let full = &listed[0]["full"];
+    assert_eq!(full["runs"], 12, "{listed}");
+    assert_eq!(listed[0]["whole_grid"]["runs"], 12, "{listed}");
+    let (one, auto) = (
+        full["one_at_a_time_s"].as_f64().unwrap(),
+        full["auto_s"].as_f64().unwrap(),
+    );
+    assert!(auto > 0.0 && auto < one, "{one} {auto}");
+    let out = run(&["tiny", "--list", "--json", "--finding", "t-2"]);
+    assert_success(&out);
+    let listed = json(&out);
+    assert_eq!(listed[0]["full"]["runs"], 6, "{listed}");
+    assert_eq!(listed[0]["whole_grid"]["runs"], 12, "{listed}");
+    let out = run(&["tiny", "--list"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("at --jobs auto") && text.contains("whole grid"),
+        "{text}"
+    );
     let out = run(&["tiny", "--list", "--finding", "t-9"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");

@@ -7,6 +7,9 @@
 //! * [`stats`] summarises measurements (mean, median, Student-t confidence
 //!   intervals, CDFs) and decides which protocol wins a setting.
 //!
+//! * [`admission`] decides which runs may share the machine (by expected CPU)
+//!   and how long a plan takes at a concurrency.
+//!
 //! * [`metric`] is the registry format in which workloads, the runner and the
 //!   emulator declare what each of their numbers is.
 //!
@@ -15,6 +18,7 @@
 //! deterministic and testable.
 
 pub use quiclab_model::metric;
+pub mod admission;
 pub mod plan;
 pub mod scenario;
 pub mod stats;

@@ -6,7 +6,7 @@ use crate::{MetricDef, WorkloadResult};
 
 /// What a scenario's runs measure: `kind` in `[workload]`. Every match over it is exhaustive, so
 /// a new kind is a compile error wherever it needs handling, never a silent fallthrough.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum WorkloadKind {
     /// One download of `size` bytes over one connection.

@@ -8,6 +8,17 @@ pub const TEARDOWN_MS: MetricDef = MetricDef::lower("teardown_ms", "Lab teardown
 /// The hypervisor's steal during the run (a fidelity flag and a report column).
 pub const HOST_STEAL: MetricDef =
     MetricDef::lower("host_steal", "CPU stolen by the hypervisor", "");
+/// The whole quiclab process's CPU during the run (getrusage of itself and its reaped
+/// children, per second of the run): the run's own cost when it ran alone, the sum of every lab
+/// in flight when it shared the machine (see [`LABS_IN_FLIGHT`]).
+pub const LAB_CPU_CORES: MetricDef = MetricDef::lower(
+    "lab_cpu_cores",
+    "quiclab's own CPU (runner, emulator, stacks; every lab in flight)",
+    "cores",
+);
+/// The most labs that ran at once while this run did, itself included (1: it ran alone).
+pub const LABS_IN_FLIGHT: MetricDef =
+    MetricDef::lower("labs_in_flight", "Labs running at once during the run", "");
 
 /// What the runner itself measures of every run (lab set-up and teardown, the host, its own
 /// resources), declared like a workload's metrics.
@@ -16,11 +27,8 @@ pub const RUNNER_METRICS: &[MetricDef] = &[
     TEARDOWN_MS,
     HOST_STEAL,
     MetricDef::lower("host_busy", "Host CPU busy (anyone's work)", ""),
-    MetricDef::lower(
-        "lab_cpu_cores",
-        "quiclab's own CPU (runner, emulator, stacks)",
-        "cores",
-    ),
+    LAB_CPU_CORES,
+    LABS_IN_FLIGHT,
     MetricDef::lower("runner_fds", "Runner file descriptors", ""),
     MetricDef::lower("runner_rss_kb", "Runner resident memory", "kB"),
 ];

@@ -9,8 +9,10 @@
 //! `quiclab run`, `quiclab demo` and `quiclab bench runner` ([`bench`]) drive it.
 
 pub mod bench;
+pub mod cost;
 pub mod demo;
 pub mod environment;
+pub mod equivalence;
 pub mod fidelity;
 pub mod prepare;
 pub mod reproduce;
@@ -29,7 +31,9 @@ use quiclab_workload::harness::exe;
 use quiclab_workload::{RunDocument, WorkloadOutput};
 
 pub use prepare::{PreparedRun, Preparer};
-use quiclab_model::runner_metrics::{HOST_STEAL, SETUP_MS, TEARDOWN_MS};
+use quiclab_model::runner_metrics::{
+    HOST_STEAL, LAB_CPU_CORES, LABS_IN_FLIGHT, SETUP_MS, TEARDOWN_MS,
+};
 
 /// What a finished (or interrupted) `run` did.
 pub struct RunOutcome {
@@ -140,6 +144,9 @@ pub fn format_duration(s: f64) -> String {
 pub struct DryRunLine<'a> {
     pub run: &'a RunSpec,
     pub estimate_s: f64,
+    /// What it is expected to cost the machine (the reference figures: a dry run reads no
+    /// results).
+    pub cost: quiclab_experiment::admission::Cost,
     /// The run's time limit in seconds.
     pub limit_s: f64,
 }
@@ -157,10 +164,31 @@ pub fn dry_run<'a>(
             Ok(DryRunLine {
                 run,
                 estimate_s: prepared.estimate_seconds(),
+                cost: reference_cost(&prepared),
                 limit_s: prepared.time_limit().as_secs_f64(),
             })
         })
         .collect()
+}
+
+/// What a run is expected to cost by the reference figures ([`cost::CostClass::reference_cores`]).
+fn reference_cost(prepared: &PreparedRun) -> quiclab_experiment::admission::Cost {
+    cost::CostTable::default()
+        .cost(cost::CostClass::of(prepared))
+        .0
+}
+
+/// Each run of `plan` as its estimated seconds and its expected cost (by the reference
+/// figures), in plan order: what [`quiclab_experiment::admission::makespan`] takes.
+pub fn sized(
+    file: &Path,
+    scenario: &Scenario,
+    plan: &[RunSpec],
+) -> Result<Vec<(f64, quiclab_experiment::admission::Cost)>> {
+    Ok(dry_run(file, scenario, plan)?
+        .into_iter()
+        .map(|l| (l.estimate_s, l.cost))
+        .collect())
 }
 
 /// [`dry_run`] streamed: each run of the plan (of `shard`, when given) is built, prepared,
@@ -183,6 +211,7 @@ pub fn dry_run_each(
             Ok(prepared) => f(DryRunLine {
                 run: &run,
                 estimate_s: prepared.estimate_seconds(),
+                cost: reference_cost(&prepared),
                 limit_s: prepared.time_limit().as_secs_f64(),
             }),
             Err(e) => {
@@ -234,8 +263,10 @@ pub fn write_dry_run(
     let mut slowest: Option<(String, f64, f64)> = None;
     let mut tight: (usize, Option<String>) = (0, None);
     let mut written = Ok(());
+    let mut sized = Vec::new();
     dry_run_each(file, scenario, shard, |l| {
         total += l.estimate_s;
+        sized.push((l.estimate_s, l.cost));
         if slowest.as_ref().is_none_or(|s| l.estimate_s >= s.1) {
             slowest = Some((l.run.key.clone(), l.estimate_s, l.limit_s));
         }
@@ -275,14 +306,38 @@ pub fn write_dry_run(
         "a run flagged for emulator fidelity runs again up to {} time(s) (retry_flagged)",
         scenario.retry_flagged.unwrap_or(DEFAULT_RETRY_FLAGGED)
     )?;
+    let auto = cost::Jobs::Auto.admission();
     writeln!(
         w,
-        "estimated total: {} (lab set-up, handshakes and transfers at the link rate or the \
+        "estimated total: {} one at a time, ≈ {} at --jobs auto ({}; by the reference CPU \
+         figures of docs/scale.md) (lab set-up, handshakes and transfers at the link rate or the \
          loss-limited rate; an estimate) → {}",
         format_duration(total),
+        format_duration(quiclab_experiment::admission::makespan(&sized, &auto)),
+        describe_admission(&auto),
         out.join("results.sqlite").display()
     )?;
     Ok(())
+}
+
+/// [`write_dry_run`] to stdout, streamed: a reader that stops early (`| head`) closes the pipe,
+/// which ends the listing quietly.
+pub fn print_dry_run(
+    file: &Path,
+    scenario: &Scenario,
+    shard: Option<quiclab_experiment::Shard>,
+    out: &Path,
+) -> Result<()> {
+    let mut w = std::io::stdout().lock();
+    match write_dry_run(&mut w, file, scenario, shard, out) {
+        Err(e)
+            if e.downcast_ref::<std::io::Error>()
+                .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe) =>
+        {
+            Ok(())
+        }
+        r => r,
+    }
 }
 
 /// Whether a run continues a results database.
@@ -301,6 +356,8 @@ pub struct Mode {
     pub resume: Resume,
     pub quick: bool,
     pub shard: Option<quiclab_experiment::Shard>,
+    /// How many labs may run at once.
+    pub jobs: cost::Jobs,
 }
 
 impl Default for Mode {
@@ -309,6 +366,7 @@ impl Default for Mode {
             resume: Resume::No,
             quick: false,
             shard: None,
+            jobs: cost::Jobs::ONE,
         }
     }
 }
@@ -372,12 +430,31 @@ pub fn execute(
     ));
 
     let retry_flagged = scenario.retry_flagged.unwrap_or(DEFAULT_RETRY_FLAGGED);
-    let estimates: Vec<f64> = todo
-        .iter()
-        .map(|r| preparer.prepare(r).map(|p| p.estimate_seconds()))
-        .collect::<Result<_>>()?;
+    // What each run is expected to cost: its class's runs that ran alone in this database teach
+    // it (a resumed grid starts from what it measured), else the reference figures.
+    let admission = mode.jobs.admission();
+    let mut costs = cost::CostTable::default();
+    if skipped > 0 {
+        let by_key: BTreeMap<&str, &RunSpec> = plan.iter().map(|r| (r.key.as_str(), r)).collect();
+        for stored in store.runs()? {
+            if let Some(run) = by_key.get(stored.key.as_str()) {
+                let class = cost::CostClass::of(&preparer.prepare(run)?);
+                costs.observe(class, &stored.metrics);
+            }
+        }
+    }
+    let mut sized = Vec::with_capacity(todo.len());
+    for r in &todo {
+        let p = preparer.prepare(r)?;
+        sized.push((
+            p.estimate_seconds(),
+            mode.jobs.effective(costs.cost(cost::CostClass::of(&p)).0),
+        ));
+    }
+    let alone: f64 = sized.iter().map(|s| s.0).sum();
+    let at_jobs = quiclab_experiment::admission::makespan(&sized, &admission);
     eprintln!(
-        "quiclab run: {} — {} run(s) to do{}, estimated {} → {}; a run flagged for emulator \
+        "quiclab run: {} — {} run(s) to do{}, estimated {}{} → {}; a run flagged for emulator \
          fidelity runs again up to {retry_flagged} time(s)",
         scenario.name,
         todo.len(),
@@ -386,12 +463,22 @@ pub fn execute(
         } else {
             String::new()
         },
-        format_duration(estimates.iter().sum()),
+        format_duration(alone),
+        if mode.jobs == cost::Jobs::ONE {
+            String::new()
+        } else {
+            format!(
+                " one at a time, ≈ {} at --jobs {} ({})",
+                format_duration(at_jobs),
+                mode.jobs,
+                describe_admission(&admission)
+            )
+        },
         db.display()
     );
     exe::pin();
     let progress = Progress::new(
-        todo.len() as u64,
+        sized.iter().map(|s| s.0).collect(),
         quiclab_workload::headline_metric(scenario.kind),
     );
     let mut outcome = RunOutcome {
@@ -402,79 +489,125 @@ pub fn execute(
         retries: 0,
         bookkeeping_s: 0.0,
     };
-    for run in todo {
-        progress.start(&run.key);
-        let traced = match scenario.trace {
-            TraceRuns::All => true,
-            TraceRuns::First => run.repetition == 1,
-            TraceRuns::None => false,
-        };
-        let trace_dir = match traced {
-            true => Some(
-                quiclab_outputs::claim_subdir(out, "traces", "--out")?
-                    .join(format!("run-{:05}", run.index)),
-            ),
-            false => None,
-        };
-        let captured = match scenario.pcap {
-            TraceRuns::All => true,
-            TraceRuns::First => run.repetition == 1,
-            TraceRuns::None => false,
-        };
-        // In the results directory quiclab claimed: its own file, replaced by a later attempt.
-        let capture = captured.then(|| quiclab_lab::capture::CaptureConfig {
-            force: true,
-            ..quiclab_lab::capture::CaptureConfig::new(
-                out.join("captures")
-                    .join(format!("run-{:05}.pcapng", run.index)),
-            )
-        });
+    // Runs start in plan order, each when the admission lets it beside the runs in flight; the
+    // results come back over a channel and this thread alone writes them (one writer).
+    let mut queue: std::collections::VecDeque<(usize, u32)> = std::collections::VecDeque::new();
+    for (i, run) in todo.iter().enumerate() {
         // Attempts of this run stored before an interruption count: numbering continues.
-        let mut attempt = store.attempts_of(&run.key)? + 1;
-        let stored = loop {
-            // Each attempt's trace starts empty: files of an earlier attempt (or of a run
-            // interrupted before it was stored) must not be read as this attempt's. The directory
-            // is quiclab's, under the results directory it claimed.
-            if let Some(dir) = &trace_dir {
-                quiclab_outputs::remove_claimed_dir(dir)
-                    .with_context(|| format!("clearing {}", dir.display()))?;
+        queue.push_back((i, store.attempts_of(&run.key)? + 1));
+    }
+    std::thread::scope(|scope| -> Result<()> {
+        let (tx, rx) = std::sync::mpsc::channel::<(usize, Executed)>();
+        let mut flying: BTreeMap<usize, InFlight> = BTreeMap::new();
+        // The next run, prepared, waiting for room.
+        let mut next: Option<(usize, u32, PreparedRun, cost::CostClass)> = None;
+        loop {
+            loop {
+                if next.is_none() {
+                    let Some((i, attempt)) = queue.pop_front() else {
+                        break;
+                    };
+                    let t = Instant::now();
+                    let prepared = preparer.prepare(todo[i])?;
+                    outcome.bookkeeping_s += t.elapsed().as_secs_f64();
+                    let class = cost::CostClass::of(&prepared);
+                    next = Some((i, attempt, prepared, class));
+                }
+                let Some((_, _, _, class)) = &next else { break };
+                let cost = mode.jobs.effective(costs.cost(*class).0);
+                let running: Vec<_> = flying.values().map(|f| f.cost).collect();
+                if !admission.admits(&running, cost) {
+                    break;
+                }
+                let (i, attempt, prepared, class) = next.take().expect("checked above");
+                let run = todo[i];
+                let (trace_dir, capture) = run_outputs(scenario, run, out)?;
+                // Each attempt's trace starts empty: files of an earlier attempt (or of a run
+                // interrupted before it was stored) must not be read as this attempt's. The
+                // directory is quiclab's, under the results directory it claimed.
+                if let Some(dir) = &trace_dir {
+                    quiclab_outputs::remove_claimed_dir(dir)
+                        .with_context(|| format!("clearing {}", dir.display()))?;
+                }
+                let labs = flying.len() + 1;
+                for f in flying.values_mut() {
+                    f.labs = f.labs.max(labs);
+                }
+                flying.insert(
+                    i,
+                    InFlight {
+                        cost,
+                        class,
+                        attempt,
+                        labs,
+                    },
+                );
+                progress.start(&run.key, flying.len());
+                let tx = tx.clone();
+                std::thread::Builder::new()
+                    .name(format!("ql-run-{}", run.index))
+                    .spawn_scoped(scope, move || {
+                        let executed =
+                            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                                execute_one(scenario, run, &prepared, trace_dir, capture)
+                            }))
+                            .unwrap_or_else(|panic| {
+                                let what = panic
+                                    .downcast_ref::<String>()
+                                    .cloned()
+                                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                                    .unwrap_or_else(|| "a panic".into());
+                                let mut stored = stored_shell(scenario, run, &prepared);
+                                stored.document = RunDocument::Failed {
+                                    reason: format!("the run's thread panicked: {what}"),
+                                    partial: None,
+                                };
+                                (stored, Vec::new())
+                            });
+                        // The receiver is gone only when the runner stopped on an error.
+                        let _ = tx.send((i, executed));
+                    })
+                    .context("starting a run's thread")?;
             }
-            let t = Instant::now();
-            let prepared = preparer.prepare(run)?;
-            outcome.bookkeeping_s += t.elapsed().as_secs_f64();
-            if capture.is_some() {
-                quiclab_outputs::claim_subdir(out, "captures", "--out")?;
+            if flying.is_empty() {
+                break;
             }
-            let (mut stored, series) =
-                execute_one(scenario, run, prepared, trace_dir.clone(), capture.clone());
-            stored.attempt = attempt;
-            stored.flags.extend(injected_flag(attempt));
+            let (i, (mut stored, series)) = rx.recv().context("a run's thread vanished")?;
+            let f = flying.remove(&i).expect("a run in flight");
+            stored.attempt = f.attempt;
+            stored.flags.extend(injected_flag(f.attempt));
+            stored
+                .metrics
+                .insert(LABS_IN_FLIGHT.name.to_string(), f.labs as f64);
+            costs.observe(f.class, &stored.metrics);
             let t = Instant::now();
             // A flagged attempt with retries left is kept as an attempt and run again with the
-            // same seed; the last attempt (passing or not) is the run's row.
-            let retry = !stored.flags.is_empty() && attempt <= retry_flagged;
+            // same seed (next, before the runs after it); the last attempt (passing or not) is
+            // the run's row.
+            let retry = !stored.flags.is_empty() && f.attempt <= retry_flagged;
             if retry {
                 store.record_attempt(&stored)?;
             } else {
                 store.record(&stored, &series)?;
             }
             outcome.bookkeeping_s += t.elapsed().as_secs_f64();
-            if !retry {
-                break stored;
+            if retry {
+                progress.retry(&stored, retry_flagged);
+                outcome.retries += 1;
+                queue.push_front((i, f.attempt + 1));
+                continue;
             }
-            progress.retry(&stored, retry_flagged);
-            outcome.retries += 1;
-            attempt += 1;
-        };
-        outcome.ran += 1;
-        if stored.status() != Status::Ok {
-            outcome.failed += 1;
+            outcome.ran += 1;
+            if stored.status() != Status::Ok {
+                outcome.failed += 1;
+            }
+            if !stored.flags.is_empty() {
+                outcome.flagged += 1;
+            }
+            progress.finish_one(i, &stored, flying.len());
         }
-        if !stored.flags.is_empty() {
-            outcome.flagged += 1;
-        }
-        progress.finish_one(&stored);
-    }
+        Ok(())
+    })?;
     progress.done();
     exe::unpin();
     let total = store.run_count()?;
@@ -490,6 +623,67 @@ pub fn execute(
         outcome.flagged
     );
     Ok(outcome)
+}
+
+/// A run in flight: what it was expected to cost, its attempt, and the most labs that ran at
+/// once while it did (itself included).
+struct InFlight {
+    cost: quiclab_experiment::admission::Cost,
+    class: cost::CostClass,
+    attempt: u32,
+    labs: usize,
+}
+
+/// What a run's thread hands back: the run as stored, and its time series.
+type Executed = (StoredRun<WorkloadOutput>, Vec<Series>);
+
+/// `budget 1.0 of 2 cores, at most 4 labs`.
+pub fn describe_admission(a: &quiclab_experiment::admission::Admission) -> String {
+    if a.budget_cores.is_finite() {
+        format!(
+            "expected CPU within {:.1} of {} cores, at most {} labs",
+            a.budget_cores,
+            cost::cores(),
+            a.max_in_flight
+        )
+    } else {
+        format!("at most {} labs", a.max_in_flight)
+    }
+}
+
+/// Where a run's trace and capture go, if the scenario keeps them for it.
+fn run_outputs(
+    scenario: &Scenario,
+    run: &RunSpec,
+    out: &Path,
+) -> Result<(Option<PathBuf>, Option<quiclab_lab::capture::CaptureConfig>)> {
+    let kept = |which: TraceRuns| match which {
+        TraceRuns::All => true,
+        TraceRuns::First => run.repetition == 1,
+        TraceRuns::None => false,
+    };
+    let trace_dir = match kept(scenario.trace) {
+        true => Some(
+            quiclab_outputs::claim_subdir(out, "traces", "--out")?
+                .join(format!("run-{:05}", run.index)),
+        ),
+        false => None,
+    };
+    // In the results directory quiclab claimed: its own file, replaced by a later attempt.
+    let capture = match kept(scenario.pcap) {
+        true => {
+            quiclab_outputs::claim_subdir(out, "captures", "--out")?;
+            Some(quiclab_lab::capture::CaptureConfig {
+                force: true,
+                ..quiclab_lab::capture::CaptureConfig::new(
+                    out.join("captures")
+                        .join(format!("run-{:05}.pcapng", run.index)),
+                )
+            })
+        }
+        false => None,
+    };
+    Ok((trace_dir, capture))
 }
 
 fn now_unix() -> f64 {
@@ -523,18 +717,13 @@ pub fn own_resources() -> (f64, f64) {
     (fds, rss_kb)
 }
 
-/// Executes one run in a fresh lab; never fails: a failure is a run with status failed/timeout.
-fn execute_one(
+/// A run's row before it ran: its identity, and a document saying it produced nothing.
+fn stored_shell(
     scenario: &Scenario,
     run: &RunSpec,
-    prepared: PreparedRun,
-    trace_dir: Option<PathBuf>,
-    capture: Option<quiclab_lab::capture::CaptureConfig>,
-) -> (StoredRun<WorkloadOutput>, Vec<Series>) {
-    let started_unix = now_unix();
-    let cpu = quiclab_lab::host::CpuMeter::start();
-    let t0 = Instant::now();
-    let mut stored = StoredRun {
+    prepared: &PreparedRun,
+) -> StoredRun<WorkloadOutput> {
+    StoredRun {
         key: run.key.clone(),
         index: run.index,
         setting: run.setting,
@@ -544,7 +733,7 @@ fn execute_one(
         seed: prepared.spec.seed,
         params: run.params.clone(),
         flags: Vec::new(),
-        started_unix,
+        started_unix: now_unix(),
         duration_s: 0.0,
         setup_ms: None,
         teardown_ms: None,
@@ -556,7 +745,20 @@ fn execute_one(
         },
         metrics: BTreeMap::new(),
         attempt: 1,
-    };
+    }
+}
+
+/// Executes one run in a fresh lab; never fails: a failure is a run with status failed/timeout.
+fn execute_one(
+    scenario: &Scenario,
+    run: &RunSpec,
+    prepared: &PreparedRun,
+    trace_dir: Option<PathBuf>,
+    capture: Option<quiclab_lab::capture::CaptureConfig>,
+) -> Executed {
+    let cpu = quiclab_lab::host::CpuMeter::start();
+    let t0 = Instant::now();
+    let mut stored = stored_shell(scenario, run, prepared);
     let mut series = Vec::new();
     let lab = quiclab_workload::harness::start_lab(
         &prepared.link,
@@ -593,7 +795,7 @@ fn execute_one(
         (TEARDOWN_MS.name, Some(teardown_ms)),
         (HOST_STEAL.name, host_steal),
         ("host_busy", cpu.map(|c| c.host_busy)),
-        ("lab_cpu_cores", cpu.map(|c| c.lab_cores)),
+        (LAB_CPU_CORES.name, cpu.map(|c| c.lab_cores)),
         ("runner_fds", Some(fds)),
         ("runner_rss_kb", Some(rss_kb)),
     ];
@@ -673,22 +875,29 @@ fn read_series(
     out
 }
 
-/// The progress bar (a line per run when stderr is not a terminal, e.g. in CI logs).
+/// The progress bar (a line per run when stderr is not a terminal, e.g. in CI logs): the runs
+/// in flight, and the time left learned from the runs done so far at this concurrency.
 struct Progress {
     bar: Option<indicatif::ProgressBar>,
-    total: u64,
+    /// Each run's estimate, by its place in the to-do list.
+    estimates: Vec<f64>,
     done: std::cell::Cell<u64>,
+    /// The estimates of the finished runs, summed.
+    estimated_done: std::cell::Cell<f64>,
+    in_flight: std::cell::RefCell<Vec<String>>,
+    started: Instant,
     /// Shown with each finished run.
     headline: MetricDef,
 }
 
 impl Progress {
-    fn new(total: u64, headline: MetricDef) -> Progress {
+    fn new(estimates: Vec<f64>, headline: MetricDef) -> Progress {
+        let total = estimates.len() as u64;
         let bar = std::io::stderr().is_terminal().then(|| {
             let bar = indicatif::ProgressBar::new(total);
             bar.set_style(
                 indicatif::ProgressStyle::with_template(
-                    "{bar:30} {pos}/{len} runs, {elapsed} elapsed, ETA {eta}  {msg}",
+                    "{bar:30} {pos}/{len} runs, {elapsed} elapsed  {msg}",
                 )
                 .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
             );
@@ -696,20 +905,50 @@ impl Progress {
         });
         Progress {
             bar,
-            total,
+            estimates,
             done: std::cell::Cell::new(0),
+            estimated_done: std::cell::Cell::new(0.0),
+            in_flight: std::cell::RefCell::new(Vec::new()),
+            started: Instant::now(),
             headline,
         }
     }
 
-    fn start(&self, key: &str) {
-        if let Some(b) = &self.bar {
-            b.set_message(key.to_string());
+    /// The time left: the estimates of the runs not finished, scaled by how long the finished
+    /// ones took (wall time, so the concurrency they ran at is in it) against their estimates.
+    /// None before the first run ends.
+    fn time_left(&self) -> Option<f64> {
+        let done = self.estimated_done.get();
+        (done > 0.0).then(|| {
+            let total: f64 = self.estimates.iter().sum();
+            (total - done).max(0.0) * self.started.elapsed().as_secs_f64() / done
+        })
+    }
+
+    fn message(&self) -> String {
+        let flying = self.in_flight.borrow();
+        let left = self.time_left().map_or(String::new(), |s| {
+            format!("≈ {} left; ", format_duration(s))
+        });
+        match flying.len() {
+            0 => left,
+            1 => format!("{left}{}", flying[0]),
+            n => format!("{left}{n} in flight: {}", flying.join(", ")),
         }
     }
 
-    fn finish_one<R>(&self, run: &StoredRun<R>) {
+    fn start(&self, key: &str, _in_flight: usize) {
+        self.in_flight.borrow_mut().push(key.to_string());
+        if let Some(b) = &self.bar {
+            b.set_message(self.message());
+        }
+    }
+
+    fn finish_one<R>(&self, i: usize, run: &StoredRun<R>, in_flight: usize) {
         self.done.set(self.done.get() + 1);
+        self.estimated_done
+            .set(self.estimated_done.get() + self.estimates.get(i).copied().unwrap_or(0.0));
+        self.in_flight.borrow_mut().retain(|k| k != &run.key);
         // The workload's headline metric, as it declares it.
         let h = &self.headline;
         let headline = run.metrics.get(h.name).map_or(String::new(), |v| {
@@ -717,9 +956,9 @@ impl Progress {
             format!(" {} {v:.digits$} {}", h.name, h.unit)
         });
         let line = format!(
-            "[{}/{}] {} {}{}{headline}{}{}",
+            "[{}/{}] {} {}{}{headline}{}{}{}",
             self.done.get(),
-            self.total,
+            self.estimates.len(),
             run.key,
             run.status().as_str(),
             if run.attempt > 1 {
@@ -735,12 +974,18 @@ impl Progress {
                 String::new()
             } else {
                 format!(" [flagged: {}]", run.flags.join("; "))
+            },
+            match (self.bar.is_some(), self.time_left()) {
+                (false, Some(left)) =>
+                    format!(" ({in_flight} in flight, ≈ {} left)", format_duration(left)),
+                _ => String::new(),
             }
         );
         match &self.bar {
             Some(b) => {
                 b.println(line);
                 b.inc(1);
+                b.set_message(self.message());
             }
             None => eprintln!("{line}"),
         }
@@ -748,10 +993,11 @@ impl Progress {
 
     /// An attempt that was flagged and runs again.
     fn retry<R>(&self, run: &StoredRun<R>, retry_flagged: u32) {
+        self.in_flight.borrow_mut().retain(|k| k != &run.key);
         let line = format!(
             "[{}/{}] {} attempt {} of up to {} flagged ({}): running it again, same seed",
             self.done.get() + 1,
-            self.total,
+            self.estimates.len(),
             run.key,
             run.attempt,
             retry_flagged + 1,

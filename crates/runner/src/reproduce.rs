@@ -483,9 +483,15 @@ pub struct StudyListing {
     pub findings: Vec<ListedFinding>,
     pub runnable: usize,
     pub scenarios: Vec<String>,
-    /// The pack's estimated run time, quick and full (s).
+    /// The pack's estimated run time one at a time, quick and full, trimmed to the runs its
+    /// findings judge (s).
     pub quick_s: f64,
     pub full_s: f64,
+    /// The quick and full forms trimmed to what the findings judge, and the full form's whole
+    /// grid (`--whole-grid`), each one at a time and at `--jobs auto`.
+    pub quick: PackEstimate,
+    pub full: PackEstimate,
+    pub whole_grid: PackEstimate,
 }
 
 /// One finding as `reproduce --list --json` gives it.
@@ -534,12 +540,14 @@ pub fn listing(
     studies
         .iter()
         .map(|s| {
-            let opts = |quick| PackOptions {
-                quick,
+            let opts = |quick, whole_grid| PackOptions {
                 repetitions,
-                resume: false,
-                shard: None,
+                whole_grid,
+                ..PackOptions::new(quick)
             };
+            let quick = estimate(lib, s, &opts(true, false))?;
+            let full = estimate(lib, s, &opts(false, false))?;
+            let whole_grid = estimate(lib, s, &opts(false, true))?;
             Ok(StudyListing {
                 study: s.name.clone(),
                 title: s.title.clone(),
@@ -550,8 +558,11 @@ pub fn listing(
                     .filter(|f| matches!(f.judged, Judged::Run { .. }))
                     .count(),
                 scenarios: scenarios_of(s),
-                quick_s: estimate_s(lib, s, &opts(true))?,
-                full_s: estimate_s(lib, s, &opts(false))?,
+                quick_s: quick.one_at_a_time_s,
+                full_s: full.one_at_a_time_s,
+                quick,
+                full,
+                whole_grid,
             })
         })
         .collect()
@@ -561,15 +572,24 @@ impl std::fmt::Display for StudyListing {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{}: {} findings ({} runnable) over {}; quick ≈ {}, full ≈ {}\n  {}",
+            "{}: {} findings ({} runnable) over {}\n  {}",
             self.study,
             self.findings.len(),
             self.runnable,
             self.scenarios.join(", "),
-            crate::format_duration(self.quick_s),
-            crate::format_duration(self.full_s),
             self.title
         )?;
+        let row = |name: &str, e: &PackEstimate| {
+            format!(
+                "\n  {name:<11} {:>6} runs  ≈ {:>12} one at a time, ≈ {:>12} at --jobs auto",
+                e.runs,
+                crate::format_duration(e.one_at_a_time_s),
+                crate::format_duration(e.auto_s)
+            )
+        };
+        write!(f, "{}", row("quick", &self.quick))?;
+        write!(f, "{}", row("full", &self.full))?;
+        write!(f, "{}", row("whole grid", &self.whole_grid))?;
         for l in &self.findings {
             let class = match l.class {
                 quiclab_verdict::findings::Class::Reproduction => "",
@@ -593,11 +613,31 @@ pub struct PackOptions {
     /// scenario by scenario with `quiclab merge`, then judged with `--judge`).
     pub shard: Option<quiclab_experiment::Shard>,
     pub resume: bool,
+    /// How many labs may run at once (`--jobs`).
+    pub jobs: crate::cost::Jobs,
+    /// Run each scenario's whole grid, not only the runs some finding judges.
+    pub whole_grid: bool,
 }
 
-/// A scenario of a pack as it would run: its plan (quick or full).
+impl PackOptions {
+    /// A pack of `quick` or full form, whole-grid or not, otherwise as run by default.
+    pub fn new(quick: bool) -> PackOptions {
+        PackOptions {
+            quick,
+            repetitions: None,
+            shard: None,
+            resume: false,
+            jobs: crate::cost::Jobs::ONE,
+            whole_grid: false,
+        }
+    }
+}
+
+/// A scenario of a pack as it would run: its plan (quick or full), trimmed to the runs some
+/// finding of `study` judges unless the whole grid is asked for.
 fn plan_of(
     lib: &Library,
+    study: &Study,
     scenario: &str,
     opts: &PackOptions,
 ) -> Result<(
@@ -619,23 +659,48 @@ fn plan_of(
         _ => None,
     };
     let (s, text, mut plan) = crate::load(&file, repetitions, opts.quick && has_quick)?;
+    if !opts.whole_grid {
+        plan.retain(|run| {
+            study
+                .findings
+                .iter()
+                .any(|f| f.judges(scenario, &run.params))
+        });
+    }
     if let Some(shard) = opts.shard {
         plan = quiclab_experiment::shard_of(&plan, shard);
     }
     Ok((file, s, text, plan))
 }
 
-/// The estimated run time of a study's pack, in seconds (the runs' own estimates).
-pub fn estimate_s(lib: &Library, study: &Study, opts: &PackOptions) -> Result<f64> {
-    let mut total = 0.0;
+/// How long a pack takes: its runs, one at a time and at `--jobs auto` on this machine.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct PackEstimate {
+    pub runs: usize,
+    /// One at a time (s).
+    pub one_at_a_time_s: f64,
+    /// At `--jobs auto` on this machine, by the reference costs (s).
+    pub auto_s: f64,
+}
+
+/// The estimated run time of a study's pack: each scenario after the other, each as the
+/// runner would start its runs.
+pub fn estimate(lib: &Library, study: &Study, opts: &PackOptions) -> Result<PackEstimate> {
+    let auto = crate::cost::Jobs::Auto.admission();
+    let mut e = PackEstimate::default();
     for scenario in scenarios_of(study) {
-        let (file, s, _, plan) = plan_of(lib, &scenario, opts)?;
-        total += crate::dry_run(&file, &s, &plan)?
-            .iter()
-            .map(|l| l.estimate_s)
-            .sum::<f64>();
+        let (file, s, _, plan) = plan_of(lib, study, &scenario, opts)?;
+        let sized = crate::sized(&file, &s, &plan)?;
+        e.runs += plan.len();
+        e.one_at_a_time_s += sized.iter().map(|r| r.0).sum::<f64>();
+        e.auto_s += quiclab_experiment::admission::makespan(&sized, &auto);
     }
-    Ok(total)
+    Ok(e)
+}
+
+/// The estimated run time of a study's pack one at a time, in seconds.
+pub fn estimate_s(lib: &Library, study: &Study, opts: &PackOptions) -> Result<f64> {
+    Ok(estimate(lib, study, opts)?.one_at_a_time_s)
 }
 
 /// Runs a study's pack into `out/SCENARIO/` (each a results directory; with `resume`, the runs
@@ -653,7 +718,7 @@ pub fn run_pack(
     let scenarios = scenarios_of(study);
     let mut planned = Vec::new();
     for scenario in &scenarios {
-        let (file, s, text, plan) = plan_of(lib, scenario, opts)?;
+        let (file, s, text, plan) = plan_of(lib, study, scenario, opts)?;
         // A resumed pack skips the runs already stored: they are neither estimated nor counted.
         let db = out.join(scenario).join("results.sqlite");
         let stored = if opts.resume && db.is_file() {
@@ -699,6 +764,7 @@ pub fn run_pack(
             // A scenario without a [quick] table runs its full form at one repetition.
             quick: opts.quick && s.name.ends_with("-quick"),
             shard: opts.shard,
+            jobs: opts.jobs,
         };
         crate::execute(&file, &s, &text, &plan, &dir, mode, on_hint)?;
         estimated_done += estimate;
@@ -977,6 +1043,39 @@ mod tests {
             "study = \"{name}\"\ntitle = \"t\"\n[[finding]]\nid = \"{id}\"\nclaim = \"c\"\n\
              class = \"reproduction\"\nnot_runnable = \"why\"\n"
         )
+    }
+
+    #[test]
+    fn a_pack_runs_exactly_the_runs_its_findings_judge_unless_asked_for_the_whole_grid() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let lib = Library::find(Some(&root)).unwrap();
+        let mut trimmed_somewhere = false;
+        for study in lib.studies().unwrap() {
+            for scenario in scenarios_of(&study) {
+                let whole_opts = PackOptions {
+                    whole_grid: true,
+                    ..PackOptions::new(false)
+                };
+                let (_, _, _, whole) = plan_of(&lib, &study, &scenario, &whole_opts).unwrap();
+                let (_, _, _, trimmed) =
+                    plan_of(&lib, &study, &scenario, &PackOptions::new(false)).unwrap();
+                let judged: Vec<&str> = whole
+                    .iter()
+                    .filter(|r| {
+                        study
+                            .findings
+                            .iter()
+                            .any(|f| f.judges(&scenario, &r.params))
+                    })
+                    .map(|r| r.key.as_str())
+                    .collect();
+                let kept: Vec<&str> = trimmed.iter().map(|r| r.key.as_str()).collect();
+                assert_eq!(kept, judged, "{}: {scenario}", study.name);
+                assert!(!kept.is_empty(), "{}: {scenario} runs nothing", study.name);
+                trimmed_somewhere |= kept.len() < whole.len();
+            }
+        }
+        assert!(trimmed_somewhere, "no pack runs less than its whole grid");
     }
 
     #[test]

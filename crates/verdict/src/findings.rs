@@ -137,6 +137,30 @@ pub enum Judged {
     },
 }
 
+impl Finding {
+    /// Whether judging this finding reads a run of `scenario` with these parameters (as the run
+    /// key writes them): the run matches its filter and, for a paired claim, is one of the two
+    /// sides compared (a run that does not name the axis is kept). A pack runs only the runs
+    /// some finding judges, unless asked for the seed's whole grid.
+    pub fn judges(&self, scenario: &str, params: &BTreeMap<String, String>) -> bool {
+        match &self.judged {
+            Judged::Run {
+                scenario: s,
+                filter,
+                claim,
+                ..
+            } => {
+                s == scenario
+                    && filter.iter().all(|(k, v)| params.get(k) == Some(v))
+                    && claim.sides().is_none_or(|(axis, a, b)| {
+                        params.get(axis).is_none_or(|v| v == a || v == b)
+                    })
+            }
+            Judged::NotRunnable { .. } => false,
+        }
+    }
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FileDe {
@@ -855,6 +879,39 @@ not_runnable = "the public Internet"
         );
         assert_eq!((rule.test, rule.alpha, rule.min_n), (Test::Sign, 0.05, 10));
         assert!(matches!(s.findings[2].judged, Judged::NotRunnable { .. }));
+    }
+
+    #[test]
+    fn a_finding_judges_the_runs_of_its_filter_and_its_two_sides() {
+        let s = parse(FILE, "t.toml").unwrap();
+        let p = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let paired = &s.findings[0];
+        let run = p(&[("loss", "0%"), ("rate", "3mbit"), ("protocol", "h3")]);
+        assert!(paired.judges("carlucci2015-s3", &run));
+        assert!(!paired.judges("carlucci2015-s2", &run), "another scenario");
+        let h2 = p(&[("loss", "0%"), ("rate", "3mbit"), ("protocol", "h2")]);
+        assert!(
+            !paired.judges("carlucci2015-s3", &h2),
+            "not a compared side"
+        );
+        let lossy = p(&[("loss", "2%"), ("rate", "3mbit"), ("protocol", "h1")]);
+        assert!(
+            !paired.judges("carlucci2015-s3", &lossy),
+            "outside the filter"
+        );
+        // An unpaired claim reads every contender of its filter.
+        let approx = &s.findings[1];
+        assert!(approx.judges("carlucci2015-s2", &p(&[("queue", "13kB"), ("mix", "x")])));
+        assert!(!approx.judges("carlucci2015-s2", &p(&[("queue", "26kB")])));
+        assert!(
+            !s.findings[2].judges("carlucci2015-s3", &run),
+            "not runnable"
+        );
     }
 
     #[test]
