@@ -60,6 +60,23 @@ fn mean(values: &[f64]) -> f64 {
     values.iter().sum::<f64>() / values.len() as f64
 }
 
+/// The median of `values` (the mean of the middle two for an even count); `None` when empty.
+pub fn median(values: &[f64]) -> Option<f64> {
+    let mut sorted = values.to_vec();
+    // total_cmp: a total order, so a stray NaN cannot panic the sort.
+    sorted.sort_by(f64::total_cmp);
+    (!sorted.is_empty()).then(|| median_of_sorted(&sorted))
+}
+
+fn median_of_sorted(sorted: &[f64]) -> f64 {
+    let n = sorted.len();
+    if n % 2 == 1 {
+        sorted[n / 2]
+    } else {
+        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
+    }
+}
+
 /// Summarises `values`; `None` when empty.
 pub fn summarize(values: &[f64]) -> Option<Summary> {
     if values.is_empty() {
@@ -70,11 +87,7 @@ pub fn summarize(values: &[f64]) -> Option<Summary> {
     // total_cmp: a total order, so a stray NaN cannot panic the sort.
     sorted.sort_by(f64::total_cmp);
     let m = mean(values);
-    let median = if n % 2 == 1 {
-        sorted[n / 2]
-    } else {
-        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
-    };
+    let median = median_of_sorted(&sorted);
     let (std_dev, half) = if n == 1 {
         (0.0, 0.0)
     } else {

@@ -149,23 +149,15 @@ impl CostTable {
     /// The expected cost of `class`, and where it came from.
     pub fn cost(&self, class: CostClass) -> (Cost, CostSource) {
         let exclusive = class.runs_alone().is_some();
-        match self.measured.get(&class).filter(|v| !v.is_empty()) {
-            Some(v) => {
-                let mut v = v.clone();
-                v.sort_by(f64::total_cmp);
-                let median = if v.len() % 2 == 1 {
-                    v[v.len() / 2]
-                } else {
-                    (v[v.len() / 2 - 1] + v[v.len() / 2]) / 2.0
-                };
-                (
-                    Cost {
-                        cores: median,
-                        exclusive,
-                    },
-                    CostSource::Measured(v.len()),
-                )
-            }
+        let measured = self.measured.get(&class);
+        match measured.and_then(|v| quiclab_experiment::stats::median(v)) {
+            Some(median) => (
+                Cost {
+                    cores: median,
+                    exclusive,
+                },
+                CostSource::Measured(measured.map_or(0, Vec::len)),
+            ),
             None => (
                 Cost {
                     cores: class.reference_cores(),

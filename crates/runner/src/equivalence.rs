@@ -20,6 +20,7 @@ use quiclab_results::{Status, Store, StoredRun};
 use serde::Serialize;
 
 use crate::cost::Jobs;
+use quiclab_experiment::stats::median;
 
 /// The equivalence margin: a ratio of 0.95 to 1.05 is "the same answer".
 pub const MARGIN: f64 = 0.05;
@@ -127,21 +128,8 @@ pub struct GridComparison {
     pub margin: f64,
 }
 
-fn median(v: &mut [f64]) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    Some(if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    })
-}
-
 fn side(jobs: Jobs, runs: &[StoredRun], retried: usize, wall_s: f64) -> Side {
-    let mut late: Vec<f64> = runs
+    let late: Vec<f64> = runs
         .iter()
         .filter_map(|r| r.metrics.get("emu_lateness_p99_us").copied())
         .filter(|v| v.is_finite())
@@ -153,7 +141,7 @@ fn side(jobs: Jobs, runs: &[StoredRun], retried: usize, wall_s: f64) -> Side {
         flagged: runs.iter().filter(|r| !r.flags.is_empty()).count(),
         retried_attempts: retried,
         lateness_p99_us_max: late.iter().copied().reduce(f64::max),
-        lateness_p99_us_median: median(&mut late),
+        lateness_p99_us_median: median(&late),
         most_labs: runs
             .iter()
             .filter_map(|r| r.metrics.get(LABS_IN_FLIGHT.name).copied())
@@ -226,13 +214,8 @@ pub fn compare(
                 pooled: Comparison::of(&pooled, margin),
                 settings: cells
                     .into_iter()
-                    .map(|((_, label), (mut a, mut b, r))| {
-                        (
-                            label,
-                            median(&mut a),
-                            median(&mut b),
-                            Comparison::of(&r, margin),
-                        )
+                    .map(|((_, label), (a, b, r))| {
+                        (label, median(&a), median(&b), Comparison::of(&r, margin))
                     })
                     .collect(),
             }
