@@ -60,6 +60,8 @@ pub struct CostClass {
     pub kind: WorkloadKind,
     pub chromium: bool,
     pub rate: RateClass,
+    /// A queue discipline other than tail drop (CoDel, FQ-CoDel, PIE) in either direction.
+    pub aqm: bool,
 }
 
 impl CostClass {
@@ -68,10 +70,13 @@ impl CostClass {
             &run.work,
             WorkloadSpec::Page(p) if p.browser == quiclab_workload::child::Browser::Chromium
         );
+        let tail_drop = quiclab_link::aqm::DisciplineSpec::DropTail;
         CostClass {
             kind: run.work.kind(),
             chromium,
             rate: RateClass::of(&run.spec),
+            aqm: run.spec.uplink.discipline != tail_drop
+                || run.spec.downlink.discipline != tail_drop,
         }
     }
 
@@ -83,8 +88,12 @@ impl CostClass {
                  stacks the rest",
             ),
             (_, true) => Some(
-                "a Chromium load: a browser's start-up and rendering come in bursts of a core \
-                 or more",
+                "a Chromium load: side by side its page load time grew 7.5–15 % (docs/scale.md)",
+            ),
+            _ if self.aqm && self.kind == WorkloadKind::Page => Some(
+                "a page load through a CoDel, FQ-CoDel or PIE queue: three side by side had their \
+                 emulators' release lateness p99 at 300–900 µs (10–20 µs alone) and a quarter of \
+                 the runs still flagged after their retries (docs/scale.md)",
             ),
             _ => None,
         }
@@ -110,9 +119,10 @@ impl CostClass {
 
     pub fn describe(self) -> String {
         format!(
-            "{}{} at {}",
+            "{}{}{} at {}",
             self.kind.name(),
             if self.chromium { " (Chromium)" } else { "" },
+            if self.aqm { " (AQM)" } else { "" },
             self.rate.name()
         )
     }
@@ -254,6 +264,7 @@ mod tests {
             kind,
             chromium: false,
             rate,
+            aqm: false,
         }
     }
 
@@ -285,7 +296,7 @@ mod tests {
     }
 
     #[test]
-    fn fast_links_and_chromium_run_alone() {
+    fn fast_links_chromium_and_aqm_queues_run_alone() {
         assert!(
             class(WorkloadKind::Bulk, RateClass::Fast)
                 .runs_alone()
@@ -302,6 +313,13 @@ mod tests {
         };
         assert!(chromium.runs_alone().is_some());
         assert!(CostTable::default().cost(chromium).0.exclusive);
+        // Page loads through an AQM queue run alone; downloads through one share (measured).
+        let codel = |kind| CostClass {
+            aqm: true,
+            ..class(kind, RateClass::Slow)
+        };
+        assert!(codel(WorkloadKind::Page).runs_alone().is_some());
+        assert!(codel(WorkloadKind::Bulk).runs_alone().is_none());
     }
 
     #[test]
