@@ -92,8 +92,8 @@ impl CostClass {
             ),
             _ if self.aqm && self.kind == WorkloadKind::Page => Some(
                 "a page load through a CoDel, FQ-CoDel or PIE queue: three side by side had their \
-                 emulators' release lateness p99 at 300–900 µs (10–20 µs alone) and a quarter of \
-                 the runs still flagged after their retries (docs/scale.md)",
+                 emulators' release lateness p99 up to 900 µs (at most 95 µs alone) and a quarter \
+                 of the runs still flagged after their retries (docs/scale.md)",
             ),
             _ => None,
         }
