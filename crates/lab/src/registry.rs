@@ -52,6 +52,12 @@ pub(crate) fn unregister(id: &str) {
 
 /// Kills every process of every live lab and deletes their namespaces. For signal handlers and panic
 /// hooks: it does not wait for threads and never blocks on the owners' locks for long.
+/// Whether an emergency teardown (a signal, or a panic on the main thread) has begun: the labs
+/// alive are being killed, and a run that fails from now on failed because of it.
+pub fn shutting_down() -> bool {
+    SHUTTING_DOWN.load(Ordering::SeqCst)
+}
+
 pub fn emergency_teardown_all() {
     SHUTTING_DOWN.store(true, Ordering::SeqCst);
     // Wait for a set-up in progress to finish (it then sees SHUTTING_DOWN for any later lab), and

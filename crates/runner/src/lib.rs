@@ -573,6 +573,13 @@ pub fn execute(
                 break;
             }
             let (i, (mut stored, series)) = rx.recv().context("a run's thread vanished")?;
+            if quiclab_lab::registry::shutting_down() {
+                // Ctrl-C's teardown killed the labs in flight: their runs did not fail on their
+                // own and are not stored (`--resume` runs them); the process is about to exit.
+                loop {
+                    std::thread::sleep(std::time::Duration::from_secs(1));
+                }
+            }
             let f = flying.remove(&i).expect("a run in flight");
             stored.attempt = f.attempt;
             stored.flags.extend(injected_flag(f.attempt));
