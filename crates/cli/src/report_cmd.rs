@@ -17,17 +17,14 @@ pub struct ReportArgs {
     #[arg(long)]
     pub baseline: Option<String>,
     /// Metrics to show, comma-separated; the first is the primary one (CDFs, wins table).
-    /// Default: the workload kind's (bulk: total_ms, ttfb_ms, goodput_mbps, loss_ratio,
-    /// handshake_ms; page: plt_ms, connections, loss_ratio)
+    /// Default: the workload kind's (e.g. page: plt_ms, connections, loss_ratio)
     #[arg(long, value_delimiter = ',')]
     pub metrics: Vec<String>,
     /// Include runs whose emulator fidelity was flagged in the statistics (default: shown apart)
     #[arg(long)]
     pub include_flagged: bool,
-    /// Draw the time series (congestion window, queue) only of the traced runs matching this
-    /// filter: comma-separated key=value parts of the run key, all required, e.g.
-    /// `proto=h3,loss=2%,rep=1` (`quiclab export` lists the keys). Repeat for more runs; default:
-    /// every traced run
+    /// Draw the time series only of the traced runs matching this filter: key=value parts of the
+    /// run key, all required, e.g. `proto=h3,loss=2%,rep=1`; repeatable; default: every traced run
     #[arg(long, value_name = "FILTER")]
     pub series: Vec<String>,
 }

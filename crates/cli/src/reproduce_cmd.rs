@@ -10,14 +10,13 @@ use quiclab_runner::reproduce::{self, Library, PackOptions};
 pub struct ReproduceArgs {
     /// A study (carlucci2015, …) or all
     pub study: Option<String>,
-    /// Only this finding (repeatable, e.g. --finding 000-5e): run just the scenarios it needs and
-    /// judge just it
+    /// Only this finding (repeatable, e.g. --finding 000-5e): run and judge just what it needs
     #[arg(long = "finding", value_name = "ID")]
     pub findings: Vec<String>,
     /// List the studies, their findings and the time of each pack, quick and full
     #[arg(long, conflicts_with = "judge")]
     pub list: bool,
-    /// Judge the results stored in DIR again (DIR/STUDY/SCENARIO/results.sqlite), running nothing
+    /// Judge the results (DIR/STUDY/SCENARIO/results.sqlite) or the evidence in DIR, running nothing
     #[arg(long, value_name = "DIR")]
     pub judge: Option<PathBuf>,
     /// Each scenario's quick form (one repetition where a scenario has none)
@@ -42,6 +41,9 @@ pub struct ReproduceArgs {
     /// Run each scenario's whole grid, not only the runs some finding judges
     #[arg(long, conflicts_with = "judge")]
     pub whole_grid: bool,
+    /// Add each scenario's judged runs to the evidence in DIR as it finishes (or those --judge reads)
+    #[arg(long, value_name = "DIR")]
+    pub keep_evidence: Option<PathBuf>,
     /// A quiclab checkout holding studies/ and scenarios/ (default: found from here or the binary)
     #[arg(long, value_name = "DIR")]
     pub repo: Option<PathBuf>,
@@ -64,6 +66,7 @@ pub fn run(args: ReproduceArgs) -> Result<i32> {
         shard: args.shard,
         jobs: args.jobs,
         whole_grid: args.whole_grid,
+        keep_evidence: args.keep_evidence.clone(),
         ..PackOptions::new(quick)
     };
     if args.list {

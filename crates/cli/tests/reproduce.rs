@@ -98,6 +98,53 @@ fn a_pack_runs_and_every_finding_gets_a_verdict_that_judging_again_repeats() {
     // Judged again from the stored runs: the same verdicts, nothing run.
     let again = json(&args(&["--judge", out.to_str().unwrap()]).output().unwrap());
     assert_eq!(again, first);
+    // Kept as evidence (a clean build's only) and judged from it: the same verdicts again.
+    let evidence = dir.join("evidence");
+    let kept = args(&[
+        "--judge",
+        out.to_str().unwrap(),
+        "--out",
+        dir.join("judged").to_str().unwrap(),
+        "--keep-evidence",
+        evidence.to_str().unwrap(),
+    ])
+    .output()
+    .unwrap();
+    let err = String::from_utf8_lossy(&kept.stderr);
+    if html.contains("-dirty") {
+        // A test binary built from a tree with uncommitted changes: refused, saying why.
+        assert!(
+            !kept.status.success() && err.contains("not a clean commit"),
+            "{err}"
+        );
+    } else {
+        assert!(kept.status.success(), "{err}");
+        assert!(err.contains("12 runs (12 new"), "{err}");
+        assert!(evidence.join("tiny/tiny/runs.jsonl").is_file());
+        let judged = json(
+            &args(&[
+                "--judge",
+                evidence.to_str().unwrap(),
+                "--out",
+                dir.join("from-evidence").to_str().unwrap(),
+            ])
+            .output()
+            .unwrap(),
+        );
+        assert_eq!(judged, first);
+        // Evidence is not added to evidence.
+        let twice = args(&[
+            "--judge",
+            evidence.to_str().unwrap(),
+            "--out",
+            dir.join("x").to_str().unwrap(),
+            "--keep-evidence",
+            evidence.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+        assert_eq!(twice.status.code(), Some(2));
+    }
     // Resumed, the pack finds every run stored: nothing is left to do or to wait for, and the
     // verdicts stay the same.
     let resumed = args(&["--out", out.to_str().unwrap(), "--resume"])

@@ -29,6 +29,7 @@ pub mod records;
 pub mod runner_metrics;
 pub mod switch;
 mod text;
+pub use text::utc;
 pub mod video;
 
 use std::collections::BTreeMap;

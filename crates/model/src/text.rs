@@ -222,3 +222,57 @@ impl Display for VideoResult {
         Ok(())
     }
 }
+
+/// `2026-11-25 05:56 UTC` from seconds since the epoch.
+pub fn utc(unix: f64) -> String {
+    let secs = unix.max(0.0) as u64;
+    let (mut days, rest) = (secs / 86_400, secs % 86_400);
+    let mut year = 1970;
+    loop {
+        let leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+        let len = if leap { 366 } else { 365 };
+        if days < len {
+            let month_days = [
+                31,
+                if leap { 29 } else { 28 },
+                31,
+                30,
+                31,
+                30,
+                31,
+                31,
+                30,
+                31,
+                30,
+                31,
+            ];
+            let mut month = 0;
+            while days >= month_days[month] {
+                days -= month_days[month];
+                month += 1;
+            }
+            return format!(
+                "{year}-{:02}-{:02} {:02}:{:02} UTC",
+                month + 1,
+                days + 1,
+                rest / 3600,
+                rest / 60 % 60
+            );
+        }
+        days -= len;
+        year += 1;
+    }
+}
+
+#[cfg(test)]
+mod utc_tests {
+    use super::utc;
+
+    #[test]
+    fn dates_are_utc() {
+        assert_eq!(utc(0.0), "1970-01-01 00:00 UTC");
+        // 2026-11-25 05:56:18 UTC.
+        assert_eq!(utc(1_795_586_178.0), "2026-11-25 05:56 UTC");
+        assert_eq!(utc(951_782_400.0), "2000-02-29 00:00 UTC");
+    }
+}

@@ -22,9 +22,11 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 mod aggregate;
+pub mod docs;
 pub mod fairness;
 mod figures;
 mod fonts;
+pub mod forest;
 pub mod from_store;
 mod html;
 pub mod reproduction;

@@ -29,6 +29,8 @@ pub struct PackScenario {
     /// Ok runs still flagged for emulator fidelity (judged as failed).
     pub flagged: usize,
     pub sessions: Vec<Session>,
+    /// The Chromium versions its runs loaded pages with.
+    pub chromium: Vec<String>,
     /// `STUDY/SCENARIO/report.html` when it was written.
     pub report: Option<String>,
 }
@@ -56,8 +58,42 @@ fn pack_scenario(study: &str, scenario: &str, dir: &Path) -> Result<PackScenario
             .filter(|r| r.status() == Status::Ok && !r.flags.is_empty())
             .count(),
         sessions: store.sessions()?,
+        chromium: runs
+            .iter()
+            .filter_map(|r| match r.document.result() {
+                Some(quiclab_model::WorkloadOutput::Page(p)) => p.summary.browser_version.clone(),
+                _ => None,
+            })
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect(),
         report: None,
     })
+}
+
+/// The pack scenarios `verdicts` were judged on, read from the results under `dir`
+/// (`dir/STUDY/SCENARIO/results.sqlite`), each once, with the form the verdicts give.
+pub fn packs_of(dir: &Path, verdicts: &[FindingVerdict]) -> Result<Vec<PackScenario>> {
+    let mut packs: Vec<PackScenario> = Vec::new();
+    for v in verdicts {
+        let Some(scenario) = &v.scenario else {
+            continue;
+        };
+        let sdir = dir.join(&v.study).join(scenario);
+        if !sdir.join("results.sqlite").is_file()
+            || packs
+                .iter()
+                .any(|p| p.study == v.study && &p.scenario == scenario)
+        {
+            continue;
+        }
+        let mut p = pack_scenario(&v.study, scenario, &sdir)?;
+        if let Some(form) = &v.form {
+            p.form.clone_from(form);
+        }
+        packs.push(p);
+    }
+    Ok(packs)
 }
 
 /// Writes `out/reproduction.html` for `studies` judged into `verdicts` from the results under
@@ -101,47 +137,6 @@ pub fn write(
     let path = out.join("reproduction.html");
     quiclab_outputs::write_in_claimed(&path, html.as_bytes())?;
     Ok(path)
-}
-
-/// `2026-11-25 05:56 UTC` from seconds since the epoch.
-fn utc(unix: f64) -> String {
-    let secs = unix.max(0.0) as u64;
-    let (mut days, rest) = (secs / 86_400, secs % 86_400);
-    let mut year = 1970;
-    loop {
-        let leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
-        let len = if leap { 366 } else { 365 };
-        if days < len {
-            let month_days = [
-                31,
-                if leap { 29 } else { 28 },
-                31,
-                30,
-                31,
-                30,
-                31,
-                31,
-                30,
-                31,
-                30,
-                31,
-            ];
-            let mut month = 0;
-            while days >= month_days[month] {
-                days -= month_days[month];
-                month += 1;
-            }
-            return format!(
-                "{year}-{:02}-{:02} {:02}:{:02} UTC",
-                month + 1,
-                days + 1,
-                rest / 3600,
-                rest / 60 % 60
-            );
-        }
-        days -= len;
-        year += 1;
-    }
 }
 
 fn verdict_class(v: &Verdict) -> &'static str {
@@ -253,6 +248,7 @@ fn study_section(h: &mut String, s: &Study, verdicts: &[FindingVerdict], packs: 
         esc(&s.title),
         esc(&s.seeds.join(", "))
     );
+    h.push_str(&crate::forest::forest_svg(&s.name, verdicts));
     h.push_str("<h3>How this testbed differs from the seed's</h3><ul>");
     for d in &s.differences {
         let _ = write!(h, "<li>{}</li>", esc(d));
@@ -286,7 +282,7 @@ fn study_section(h: &mut String, s: &Study, verdicts: &[FindingVerdict], packs: 
                     let e = &x.environment;
                     format!(
                         "{}, {} {}, {} ({} × {}), {}",
-                        utc(x.started_unix),
+                        quiclab_model::utc(x.started_unix),
                         e.quiclab_version,
                         e.git_commit,
                         e.hostname,
@@ -463,6 +459,31 @@ fn finding_row(h: &mut String, v: &FindingVerdict, packs: &[PackScenario], diffe
         }
         _ => String::new(),
     };
+    if let Some(b) = &v.beside {
+        let bj = &b.judgement;
+        let estimate = quiclab_verdict::outcome::estimate_text(bj, &v.estimate_of);
+        let _ = write!(
+            why,
+            "<br><span class=\"why\">beside it ({}; not counted): <b>{}</b>, n = {}{}{}{}</span>",
+            esc(&b.label()),
+            verdict_word(&bj.verdict),
+            quiclab_verdict::outcome::shown_n(bj),
+            bj.p.map_or(String::new(), |p| format!(
+                ", p = {}",
+                quiclab_verdict::outcome::p_text(p)
+            )),
+            if estimate.is_empty() {
+                String::new()
+            } else {
+                format!(", {}", esc(&estimate))
+            },
+            if b.disagrees_with(j) {
+                " — <b>disagrees</b>: the finding's verdict stands"
+            } else {
+                ""
+            }
+        );
+    }
     // The testbed's differences that touch this finding, beside its verdict.
     for d in differences.iter().filter(|d| names_finding(d, &v.id)) {
         let _ = write!(why, "<br><span class=\"why\">differs: {}</span>", esc(d));
@@ -665,14 +686,6 @@ mod tests {
         // A longer id that starts with a named one is not named.
         assert!(!names_finding(d, "000-2e-pages-0") && !names_finding(d, "000-2"));
         assert!(!names_finding("(see 000-1b-quic)", "000-1b"));
-    }
-
-    #[test]
-    fn dates_are_utc() {
-        assert_eq!(utc(0.0), "1970-01-01 00:00 UTC");
-        // 2026-11-25 05:56:18 UTC.
-        assert_eq!(utc(1_795_586_178.0), "2026-11-25 05:56 UTC");
-        assert_eq!(utc(951_782_400.0), "2000-02-29 00:00 UTC");
     }
 
     #[test]

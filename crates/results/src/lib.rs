@@ -6,6 +6,7 @@
 //! of truth and `PRAGMA user_version` carries [`SCHEMA_VERSION`]. Each run's document
 //! ([`RunDocument`]) says its outcome and carries the workload's typed result.
 
+pub mod evidence;
 mod export;
 pub mod merge;
 mod migrate;

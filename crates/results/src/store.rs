@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
-use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 
 use quiclab_model::WorkloadOutput;
 use quiclab_model::document::{RunDocument, Status};
@@ -218,7 +218,7 @@ fn upgrade_3_to_4(conn: &Connection) -> Result<()> {
 }
 
 /// What `quiclab run` was asked to do.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ScenarioRecord {
     pub name: String,
     pub description: String,
@@ -228,7 +228,7 @@ pub struct ScenarioRecord {
 }
 
 /// The machine and software a session ran on.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Environment {
     pub quiclab_version: String,
     pub git_commit: String,
@@ -240,7 +240,7 @@ pub struct Environment {
     pub command: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Session {
     pub id: i64,
     pub started_unix: f64,
@@ -268,7 +268,7 @@ fn check_status<R>(db: &Path, what: &str, column: &str, doc: &RunDocument<R>) ->
 
 /// One finished run. `R` is the type its document's result is read as: the workloads' typed
 /// results (only the migration of older schemas reads untyped JSON).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StoredRun<R = WorkloadOutput> {
     pub key: String,
     pub index: usize,
@@ -349,7 +349,7 @@ impl StoredRun {
 }
 
 /// An attempt of a run that a later attempt replaced in `runs`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Attempt<R = WorkloadOutput> {
     pub run_key: String,
     pub attempt: u32,
@@ -891,12 +891,18 @@ impl Store {
 
     /// Starts a session (one invocation of `quiclab run`); runs recorded afterwards point to it.
     pub fn begin_session(&mut self, env: &Environment) -> Result<i64> {
+        self.restore_session(now_unix(), env)
+    }
+
+    /// Adds a session as it was recorded elsewhere (evidence rebuilt into a database): its own
+    /// start time and environment; runs recorded afterwards point to it.
+    pub fn restore_session(&mut self, started_unix: f64, env: &Environment) -> Result<i64> {
         self.conn.execute(
             "INSERT INTO sessions (started_unix, quiclab_version, git_commit, kernel, cpu_model, cpus,
                                    hostname, crates, command)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
             params![
-                now_unix(),
+                started_unix,
                 env.quiclab_version,
                 env.git_commit,
                 env.kernel,
@@ -910,6 +916,25 @@ impl Store {
         let id = self.conn.last_insert_rowid();
         self.session = Some(id);
         Ok(id)
+    }
+
+    /// Points the runs recorded from now on to `session` (one [`Store::restore_session`] gave).
+    pub fn use_session(&mut self, session: i64) {
+        self.session = Some(session);
+    }
+
+    /// Adds an attempt a later one replaced, as it was recorded elsewhere, to the current
+    /// session.
+    pub fn restore_attempt(&mut self, attempt: &Attempt) -> Result<()> {
+        let session = self
+            .session
+            .context("internal: restore_attempt() before a session")?;
+        insert_attempt(&self.conn, attempt, session).with_context(|| {
+            format!(
+                "restoring attempt {} of run {}",
+                attempt.attempt, attempt.run_key
+            )
+        })
     }
 
     /// Keys of the runs already recorded (whatever their status): `--resume` skips them.

@@ -281,7 +281,8 @@ pub fn judge_study(
     lib: Option<&Library>,
 ) -> Result<Vec<FindingVerdict>> {
     // Each scenario's runs, whether they are its quick form, and the form in words.
-    type Stored = (Vec<StoredRun>, bool, String, String);
+    // The fifth: why a full form is not whole (fewer repetitions or runs than planned), if so.
+    type Stored = (Vec<StoredRun>, bool, String, String, Option<String>);
     let mut runs_by_scenario: BTreeMap<String, Option<Stored>> = BTreeMap::new();
     for scenario in scenarios_of(study) {
         let runs = match dirs.get(&scenario) {
@@ -298,12 +299,34 @@ pub fn judge_study(
                 let runs = store.runs()?;
                 let quick = stored.name != scenario;
                 let mut form = form_of(quick, &stored.text, &runs);
+                let mut part = form.strip_prefix("full, ").map(str::to_string);
+                // A full form is whole only when every run the findings judge is there: a shard,
+                // or evidence still being gathered, is a part, and says how much of the plan.
+                if !quick {
+                    let repetitions = store.plan()?.repetitions.or_else(|| {
+                        store.sessions().ok()?.iter().find_map(|s| {
+                            quiclab_results::merge::repetitions_of(&s.environment.command)
+                        })
+                    });
+                    let planned = judged_keys(study, &scenario, &stored.text, repetitions);
+                    let present: std::collections::BTreeSet<&str> =
+                        runs.iter().map(|r| r.key.as_str()).collect();
+                    let have = planned
+                        .iter()
+                        .filter(|k| present.contains(k.as_str()))
+                        .count();
+                    if have < planned.len() && part.is_none() {
+                        let of = format!("part: {have} of {} runs", planned.len());
+                        form = format!("full, {of}");
+                        part = Some(of);
+                    }
+                }
                 let current =
                     lib.and_then(|l| std::fs::read_to_string(l.scenario_path(&scenario)).ok());
                 if current.is_some_and(|t| t != stored.text) {
                     form.push_str(", from another version of the scenario file");
                 }
-                Some((runs, quick, form, stored.text))
+                Some((runs, quick, form, stored.text, part))
             }
             _ => None,
         };
@@ -332,6 +355,8 @@ pub fn judge_study(
             form: None,
             wins_table: None,
             tree: None,
+            beside: None,
+            scale: None,
         };
         match &f.judged {
             Judged::NotRunnable { why } => out.push(row(
@@ -349,6 +374,7 @@ pub fn judge_study(
                 claim,
                 rule,
                 seed_value,
+                beside,
             } => {
                 let registry = crate::metric_registry();
                 let Some(def) = quiclab_experiment::metric::find(&registry, metric) else {
@@ -363,41 +389,35 @@ pub fn judge_study(
                     Better::Higher
                 };
                 let test_of = describe(claim, better);
-                let mut wins = None;
                 let stored = runs_by_scenario.get(scenario).and_then(Option::as_ref);
-                let judgement = match stored {
-                    None => Judgement::bare(Verdict::Inconclusive {
-                        why: format!("no results of {scenario} (run the pack)"),
-                    }),
-                    Some((runs, quick, _, _)) => {
+                let judge_with = |filter: &BTreeMap<String, String>| match stored {
+                    None => (
+                        Judgement::bare(Verdict::Inconclusive {
+                            why: format!("no results of {scenario} (run the pack)"),
+                        }),
+                        None,
+                    ),
+                    Some((runs, quick, _, _, part)) => {
                         let values = run_values(runs, def);
                         let (mut j, table) =
                             judge::judge_claim(&values, filter, claim, better, *rule);
-                        wins = table;
                         // A quick form (or a full form not run to its repetitions) is an
                         // observation: its estimate and n are shown, never a verdict.
-                        let ran = runs.iter().map(|r| r.repetition).max().unwrap_or(0);
-                        if (*quick || ran < planned_repetitions(runs_text(stored)))
+                        if (*quick || part.is_some())
                             && !matches!(j.verdict, Verdict::Inconclusive { .. })
                         {
                             j.verdict = Verdict::Inconclusive {
                                 why: format!(
                                     "{}: an observation (n = {}), not a verdict",
-                                    if *quick {
-                                        "quick form".to_string()
-                                    } else {
-                                        format!(
-                                            "{ran} of {} repetitions",
-                                            planned_repetitions(runs_text(stored))
-                                        )
-                                    },
+                                    part.as_deref().unwrap_or("quick form"),
                                     j.counts.informative().max(j.counts.pairs)
                                 ),
                             };
                         }
-                        j
+                        (j, table)
                     }
                 };
+                let (judgement, wins) = judge_with(filter);
                 let mut v = row(
                     Some(scenario),
                     Some(metric),
@@ -406,8 +426,17 @@ pub fn judge_study(
                     Some(*rule),
                     judgement,
                 );
-                v.form = stored.map(|(_, _, form, _)| form.clone());
+                v.form = stored.map(|(_, _, form, _, _)| form.clone());
+                v.beside = beside.as_ref().map(|b| quiclab_verdict::outcome::Beside {
+                    values: b.clone(),
+                    judgement: judge_with(&findings::beside_filter(filter, b)).0,
+                });
                 v.estimate_of = judge::estimate_of(claim, metric);
+                v.scale = quiclab_verdict::outcome::Scale::of(
+                    claim,
+                    def.lower_is_better(),
+                    rule.min_effect,
+                );
                 if let Some(table) = wins {
                     let rows: Vec<_> = table
                         .iter()
@@ -423,8 +452,25 @@ pub fn judge_study(
     Ok(out)
 }
 
-fn runs_text(stored: Option<&(Vec<StoredRun>, bool, String, String)>) -> &str {
-    stored.map_or("", |s| s.3.as_str())
+/// The keys of the runs some finding of `study` judges in `scenario`'s full plan (its stored
+/// `text`, at `repetitions` when the pack overrode them); empty when the text does not parse.
+fn judged_keys(study: &Study, scenario: &str, text: &str, repetitions: Option<u32>) -> Vec<String> {
+    let Ok(mut s) = quiclab_experiment::parse(text, "stored scenario") else {
+        return Vec::new();
+    };
+    if let Some(r) = repetitions {
+        s.repetitions = r;
+    }
+    quiclab_experiment::expand(&s)
+        .into_iter()
+        .filter(|run| {
+            study
+                .findings
+                .iter()
+                .any(|f| f.judges(scenario, &run.params))
+        })
+        .map(|run| run.key)
+        .collect()
 }
 
 /// The repetitions a stored scenario's text states (0 if it does not parse).
@@ -617,6 +663,9 @@ pub struct PackOptions {
     pub jobs: crate::cost::Jobs,
     /// Run each scenario's whole grid, not only the runs some finding judges.
     pub whole_grid: bool,
+    /// Add each scenario's judged runs to the evidence in this directory as it finishes
+    /// (`--keep-evidence`, [`keep_evidence`]).
+    pub keep_evidence: Option<PathBuf>,
 }
 
 impl PackOptions {
@@ -629,6 +678,7 @@ impl PackOptions {
             resume: false,
             jobs: crate::cost::Jobs::ONE,
             whole_grid: false,
+            keep_evidence: None,
         }
     }
 }
@@ -767,6 +817,9 @@ pub fn run_pack(
             jobs: opts.jobs,
         };
         crate::execute(&file, &s, &text, &plan, &dir, mode, on_hint)?;
+        if let Some(evidence) = &opts.keep_evidence {
+            keep_evidence(study, scenario, &dir, evidence)?;
+        }
         estimated_done += estimate;
         dirs.insert(scenario.clone(), dir);
     }
@@ -792,6 +845,138 @@ pub fn pack_dirs(study: &Study, dir: &Path) -> BTreeMap<String, PathBuf> {
         .collect()
 }
 
+/// Adds the runs of `scenario` in the results directory `dir` that some finding of `study`
+/// judges to the evidence in `root` (`root/STUDY/SCENARIO/`, merged with what is there by
+/// [`Evidence::add`]'s rules), and says what it added.
+pub fn keep_evidence(
+    study: &Study,
+    scenario: &str,
+    dir: &Path,
+    root: &Path,
+) -> Result<quiclab_results::evidence::Added> {
+    use quiclab_results::evidence::Evidence;
+    let store = Store::open(&dir.join("results.sqlite"))?;
+    let judged = |r: &StoredRun| study.findings.iter().any(|f| f.judges(scenario, &r.params));
+    let (part, left_out) = quiclab_results::evidence::from_store(&store, &judged)?;
+    let root = quiclab_outputs::claim_dir(root, "--keep-evidence")?;
+    let sdir = quiclab_outputs::claim_subdir(&root, &study.name, "--keep-evidence")?;
+    let edir = sdir.join(scenario);
+    let what = edir.display().to_string();
+    let (evidence, mut added) = match edir.join(quiclab_results::evidence::RUNS_FILE).is_file() {
+        true => {
+            let mut e = Evidence::read(&edir)?;
+            let added = e.add(part, &what)?;
+            (e, added)
+        }
+        false => {
+            let new = part.runs.len();
+            let added = quiclab_results::evidence::Added {
+                new,
+                ..Default::default()
+            };
+            (part, added)
+        }
+    };
+    added.left_out = left_out;
+    evidence.write(&edir)?;
+    eprintln!(
+        "quiclab reproduce: evidence {what}: {} runs ({} new, {} already there, {} replaced{})",
+        evidence.runs.len(),
+        added.new,
+        added.same,
+        added.replaced.len(),
+        match left_out {
+            0 => String::new(),
+            n => format!("; {n} runs no finding judges left out"),
+        }
+    );
+    for r in &added.replaced {
+        eprintln!("quiclab reproduce: evidence {what}: {r}");
+    }
+    Ok(added)
+}
+
+/// The files of the repository `lib` generated from its committed evidence (`evidence/`),
+/// judged with today's code: docs/reproductions.md and README.md with their generated parts
+/// (the verdict tables, the summary of counts) replaced, and each study's forest plot
+/// (docs/figures/reproduction-STUDY.svg). Paths are relative to the repository; nothing is
+/// written (a test compares them with the files; `QUICLAB_BLESS=1` writes them).
+pub fn generated_docs(lib: &Library) -> Result<Vec<(PathBuf, String)>> {
+    use quiclab_report::docs;
+    let studies = lib.studies()?;
+    let tmp = tempfile::tempdir().context("a temporary directory for the evidence")?;
+    materialize_evidence(&lib.root.join("evidence"), &studies, tmp.path())?;
+    let mut verdicts = Vec::new();
+    for s in &studies {
+        verdicts.extend(judge_study(
+            s,
+            &pack_dirs(s, &tmp.path().join(&s.name)),
+            Some(lib),
+        )?);
+    }
+    let packs = quiclab_report::reproduction::packs_of(tmp.path(), &verdicts)?;
+    let figure = |study: &str| format!("figures/reproduction-{study}.svg");
+    let summary = docs::summary(&studies, &verdicts);
+    let mut out = Vec::new();
+    for (file, name, part) in [
+        (
+            "docs/reproductions.md",
+            "verdicts",
+            format!(
+                "{summary}
+{}",
+                docs::verdict_sections(&studies, &verdicts, &packs, &figure)
+            ),
+        ),
+        ("README.md", "summary", summary.clone()),
+    ] {
+        let path = lib.root.join(file);
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading {}", path.display()))?;
+        let new = docs::replace_between(&text, name, &part).ok_or_else(|| {
+            let (b, e) = docs::markers(name);
+            anyhow!(
+                "{}: needs the lines {b:?} and {e:?}, once each",
+                path.display()
+            )
+        })?;
+        out.push((PathBuf::from(file), new));
+    }
+    for s in &studies {
+        out.push((
+            PathBuf::from("docs").join(figure(&s.name)),
+            quiclab_report::forest::forest_svg(&s.name, &verdicts),
+        ));
+    }
+    Ok(out)
+}
+
+/// Rebuilds a results database of every scenario of `studies` the evidence in `root` holds,
+/// under `into/STUDY/SCENARIO/results.sqlite`, so that judging and reports read the evidence as
+/// they read results.
+fn materialize_evidence(root: &Path, studies: &[Study], into: &Path) -> Result<()> {
+    for s in studies {
+        let wanted = scenarios_of(s);
+        for (scenario, dir) in quiclab_results::evidence::scenarios_of(root, &s.name) {
+            if !wanted.contains(&scenario) {
+                eprintln!(
+                    "quiclab reproduce: {}: no finding of {} names scenario {scenario}; not judged",
+                    dir.display(),
+                    s.name
+                );
+                continue;
+            }
+            let evidence = quiclab_results::evidence::Evidence::read(&dir)?;
+            let db_dir = into.join(&s.name).join(&scenario);
+            std::fs::create_dir_all(&db_dir)?;
+            evidence
+                .materialize(&db_dir.join("results.sqlite"))
+                .with_context(|| format!("rebuilding the results of {}", dir.display()))?;
+        }
+    }
+    Ok(())
+}
+
 /// What `quiclab reproduce` wrote.
 pub struct Reproduced {
     pub verdicts: Vec<FindingVerdict>,
@@ -813,8 +998,34 @@ pub fn reproduce(
 ) -> Result<Reproduced> {
     // Where results are read from, and where verdicts and reports are written: the same claimed
     // directory, or with --judge DIR --out OUT, DIR only read and OUT written.
+    // Evidence (evidence/STUDY/SCENARIO/runs.jsonl) is rebuilt into results databases in a
+    // temporary directory, judged from there; the evidence is only read.
+    let rebuilt = match judge {
+        Some(d) if quiclab_results::evidence::is_evidence(d) => {
+            if opts.keep_evidence.is_some() {
+                bail!(
+                    "--judge {}: is evidence already; --keep-evidence adds results directories to                      evidence",
+                    d.display()
+                );
+            }
+            let tmp = tempfile::tempdir().context("a temporary directory for the evidence")?;
+            materialize_evidence(d, studies, tmp.path())?;
+            Some(tmp)
+        }
+        _ => None,
+    };
     let (results, out) = match (judge, out_arg) {
         (Some(d), _) if !d.is_dir() => bail!("--judge {}: no such directory", d.display()),
+        (Some(_), o) if rebuilt.is_some() => (
+            rebuilt
+                .as_ref()
+                .map(|t| t.path().to_path_buf())
+                .unwrap_or_default(),
+            quiclab_outputs::claim_dir(
+                o.unwrap_or_else(|| Path::new("quiclab-reproduce")),
+                "--out",
+            )?,
+        ),
         (Some(d), Some(o)) => (d.to_path_buf(), quiclab_outputs::claim_dir(o, "--out")?),
         (Some(d), None) if quiclab_outputs::is_claimed(d) => (d.to_path_buf(), d.to_path_buf()),
         (Some(d), None) => bail!(
@@ -833,7 +1044,15 @@ pub fn reproduce(
     for s in studies {
         let study_dir = results.join(&s.name);
         let dirs = match judge {
-            Some(_) => pack_dirs(s, &study_dir),
+            Some(_) => {
+                let dirs = pack_dirs(s, &study_dir);
+                if let Some(evidence) = &opts.keep_evidence {
+                    for (scenario, dir) in &dirs {
+                        keep_evidence(s, scenario, dir, evidence)?;
+                    }
+                }
+                dirs
+            }
             None => {
                 quiclab_outputs::claim_subdir(&out, &s.name, "--out")?;
                 run_pack(lib, s, &study_dir, opts, exit_hint)?
@@ -1208,6 +1427,107 @@ mod tests {
             // The estimate is still shown.
             assert_eq!(j.estimate.as_ref().unwrap().median, 0.5);
         }
+    }
+
+    /// A pack's results kept as evidence and judged from it give the results' verdict; a part
+    /// of the plan (a shard) is an observation until the rest is added.
+    #[test]
+    fn evidence_is_judged_as_its_results_and_a_part_is_an_observation() {
+        let text = "name = \"s3\"\nrepetitions = 20\n[workload]\nkind = \"page\"\n\
+                    page = \"carlucci-small\"\n[grid]\nprotocol = [\"h1\", \"h3\"]\n";
+        let plan = quiclab_experiment::expand(&quiclab_experiment::parse(text, "s3").unwrap());
+        let study = findings::parse(
+            "study = \"t\"\ntitle = \"t\"\n[[finding]]\nid = \"x\"\nclaim = \"h3 faster\"\n\
+             class = \"reproduction\"\nscenario = \"s3\"\nmetric = \"plt_ms\"\n\
+             compare = { axis = \"protocol\", a = \"h3\", b = \"h1\" }\n",
+            "t.toml",
+        )
+        .unwrap();
+        // Two parts of the plan (like two shards), each its own results directory.
+        let results = tempfile::tempdir().unwrap();
+        let evidence = tempfile::tempdir().unwrap();
+        let verdict_of = |root: &Path| {
+            let tmp = tempfile::tempdir().unwrap();
+            materialize_evidence(root, std::slice::from_ref(&study), tmp.path()).unwrap();
+            judge_study(&study, &pack_dirs(&study, &tmp.path().join("t")), None)
+                .unwrap()
+                .remove(0)
+        };
+        for part in 0..2 {
+            let dir = results.path().join(format!("part{part}")).join("s3");
+            let scenario = quiclab_results::ScenarioRecord {
+                name: "s3".into(),
+                description: String::new(),
+                file: "s3.toml".into(),
+                text: text.into(),
+                planned_runs: plan.len(),
+            };
+            let mut store =
+                Store::create_or_resume(&dir.join("results.sqlite"), &scenario, false).unwrap();
+            store
+                .begin_session(&quiclab_results::Environment {
+                    git_commit: "0123456789ab".into(),
+                    ..Default::default()
+                })
+                .unwrap();
+            // Every run but one (h1's last repetition; one unpaired run of 40 is within the 5 %
+            // a verdict tolerates), then that one.
+            let last = |spec: &quiclab_experiment::RunSpec| {
+                spec.repetition == 20 && spec.params["protocol"] == "h1"
+            };
+            let mine = |spec: &quiclab_experiment::RunSpec| last(spec) == (part == 1);
+            for (i, spec) in plan.iter().enumerate().filter(|(_, spec)| mine(spec)) {
+                let plt = if spec.params["protocol"] == "h3" {
+                    500.0
+                } else {
+                    1000.0
+                };
+                let mut r = stored(
+                    &spec.params["protocol"],
+                    spec.repetition,
+                    Status::Ok,
+                    Some(plt),
+                );
+                r.key = spec.key.clone();
+                r.index = i;
+                r.params = spec.params.clone();
+                store.record(&r, &[]).unwrap();
+            }
+            drop(store);
+            keep_evidence(&study, "s3", &dir, evidence.path()).unwrap();
+            let v = verdict_of(evidence.path());
+            if part == 0 {
+                assert_eq!(v.form.as_deref(), Some("full, part: 39 of 40 runs"));
+                assert!(
+                    matches!(&v.judgement.verdict, Verdict::Inconclusive { why }
+                        if why == "part: 39 of 40 runs: an observation (n = 19), not a verdict"),
+                    "{:?}",
+                    v.judgement
+                );
+            } else {
+                assert_eq!(v.form.as_deref(), Some("full"));
+                assert_eq!(v.judgement.verdict, Verdict::Holds);
+                assert_eq!(v.judgement.counts.pairs, 20);
+            }
+        }
+        // The evidence is text in its directory; judging it wrote nothing there.
+        let files: Vec<String> = std::fs::read_dir(evidence.path().join("t").join("s3"))
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| !n.starts_with('.'))
+            .collect();
+        let mut files = files;
+        files.sort();
+        assert_eq!(
+            files,
+            [
+                "evidence.json",
+                "runs.jsonl",
+                "scenario.toml",
+                "sessions.jsonl"
+            ]
+        );
     }
 
     #[test]

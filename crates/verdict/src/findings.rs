@@ -37,7 +37,8 @@
 //! claim = "QUIC's page load time is more than 3× SPDY's at 50 Mbit/s with 50 large objects"
 //! class = "reproduction"
 //! scenario = "megyesi2016"
-//! where = { rate = "50mbit", rtt = "18ms", loss = "0%", page = "megyesi-50-large" }
+//! where = { rate = "50mbit", rtt = "18ms", loss = "0%", page = "megyesi-50-large", browser = "chromium" }
+//! beside = { browser = "builtin" }                      # judged again so, shown, not counted
 //! metric = "plt_ms"
 //! compare = { axis = "protocol", a = "h3", b = "h2" }
 //! at_least = 3.0                                         # with compare: the ratio A/B (or approx)
@@ -121,6 +122,8 @@ pub struct Finding {
 /// How a finding is judged, or why it cannot be.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
+// A study holds a few dozen findings, parsed once: the size of the variants does not matter.
+#[allow(clippy::large_enum_variant)]
 pub enum Judged {
     Run {
         scenario: String,
@@ -131,6 +134,10 @@ pub enum Judged {
         rule: Rule,
         /// The seed's own number, shown beside quiclab's.
         seed_value: Option<f64>,
+        /// The same claim judged again with these setting values in place of the filter's
+        /// (`beside = { browser = "builtin" }`: the built-in loader beside Chromium). The
+        /// finding's verdict is its own; this one is shown beside it, never counted.
+        beside: Option<BTreeMap<String, String>>,
     },
     NotRunnable {
         why: String,
@@ -148,10 +155,17 @@ impl Finding {
                 scenario: s,
                 filter,
                 claim,
+                beside,
                 ..
             } => {
+                let matches = |filter: &BTreeMap<String, String>| {
+                    filter.iter().all(|(k, v)| params.get(k) == Some(v))
+                };
                 s == scenario
-                    && filter.iter().all(|(k, v)| params.get(k) == Some(v))
+                    && (matches(filter)
+                        || beside
+                            .as_ref()
+                            .is_some_and(|b| matches(&beside_filter(filter, b))))
                     && claim.sides().is_none_or(|(axis, a, b)| {
                         params.get(axis).is_none_or(|v| v == a || v == b)
                     })
@@ -159,6 +173,16 @@ impl Finding {
             Judged::NotRunnable { .. } => false,
         }
     }
+}
+
+/// The filter of a finding's `beside` judgement: its `where` with `beside`'s values in place.
+pub fn beside_filter(
+    filter: &BTreeMap<String, String>,
+    beside: &BTreeMap<String, String>,
+) -> BTreeMap<String, String> {
+    let mut f = filter.clone();
+    f.extend(beside.iter().map(|(k, v)| (k.clone(), v.clone())));
+    f
 }
 
 #[derive(Deserialize)]
@@ -223,6 +247,7 @@ struct FindingDe {
     min_effect: Option<f64>,
     seed_value: Option<f64>,
     not_runnable: Option<String>,
+    beside: Option<BTreeMap<String, toml::Value>>,
 }
 
 /// A value as the run key writes it (`"13kB"`, `2`, `true`).
@@ -361,6 +386,7 @@ pub fn parse(text: &str, file: &str) -> Result<Study, String> {
                     ("metric", f.metric.is_some()),
                     ("compare", f.compare.is_some()),
                     ("test", f.test.is_some()),
+                    ("beside", f.beside.is_some()),
                 ] {
                     if given {
                         return Err(at(key, "a not_runnable finding names no runs".into()));
@@ -631,6 +657,36 @@ pub fn parse(text: &str, file: &str) -> Result<Study, String> {
                         min_effect,
                     },
                     seed_value: f.seed_value,
+                    beside: match &f.beside {
+                        None => None,
+                        Some(b) => {
+                            // Another value of a setting the finding fixes: the same runs
+                            // otherwise (e.g. the other browser), never a wider or other claim.
+                            if b.is_empty() {
+                                return Err(at("beside", "names no setting".into()));
+                            }
+                            for (k, v) in b {
+                                match f.filter.get(k) {
+                                    None => {
+                                        return Err(at(
+                                            "beside",
+                                            format!(
+                                                "{k:?} is not a key of `where`: beside replaces                                                  a value the finding fixes"
+                                            ),
+                                        ));
+                                    }
+                                    Some(w) if render(w) == render(v) => {
+                                        return Err(at(
+                                            "beside",
+                                            format!("{k} = {:?} is `where`'s own value", render(v)),
+                                        ));
+                                    }
+                                    Some(_) => {}
+                                }
+                            }
+                            Some(b.iter().map(|(k, v)| (k.clone(), render(v))).collect())
+                        }
+                    },
                 }
             }
         };
@@ -678,6 +734,7 @@ pub fn validate(
             metric,
             claim,
             rule,
+            beside,
             ..
         } = &f.judged
         else {
@@ -712,6 +769,18 @@ pub fn validate(
                             values.into_iter().collect::<Vec<_>>().join(", ")
                         }
                     ),
+                ));
+            }
+        }
+        if let Some(b) = beside {
+            let other = beside_filter(filter, b);
+            if !runs
+                .iter()
+                .any(|r| other.iter().all(|(k, v)| r.params.get(k) == Some(v)))
+            {
+                return Err(at(
+                    "beside",
+                    format!("no run of {scenario} has `where` with these values in place"),
                 ));
             }
         }

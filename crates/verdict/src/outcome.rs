@@ -32,6 +32,96 @@ pub struct FindingVerdict {
     pub wins_table: Option<Vec<crate::SettingWinners>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tree: Option<crate::Tree>,
+    /// The same claim judged with other setting values (the finding's `beside`), shown beside
+    /// the verdict and never counted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub beside: Option<Beside>,
+    /// What the estimate is read against (the forest plot's row), None for a claim without a
+    /// reference value (no protocol best everywhere) or a finding that cannot run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scale: Option<Scale>,
+}
+
+/// What a finding's estimate is read against: the claim's reference value in the estimate's
+/// unit — a threshold, a band's centre, 1 for a per-pair ratio of a comparison — and the region
+/// the claim asks the estimate to lie in (None: unbounded that side).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Scale {
+    pub reference: f64,
+    pub claimed_low: Option<f64>,
+    pub claimed_high: Option<f64>,
+}
+
+impl Scale {
+    /// The scale of `claim` on a metric where lower is better or not, with the smallest effect
+    /// that matters in a comparison.
+    pub fn of(
+        claim: &crate::judge::Claim,
+        lower_is_better: bool,
+        min_effect: f64,
+    ) -> Option<Scale> {
+        use crate::judge::Claim;
+        let band = |value: f64, tolerance: f64| Scale {
+            reference: value,
+            claimed_low: Some(value * (1.0 - tolerance)),
+            claimed_high: Some(value * (1.0 + tolerance)),
+        };
+        let at_least = |value: f64| Scale {
+            reference: value,
+            claimed_low: Some(value),
+            claimed_high: None,
+        };
+        let at_most = |value: f64| Scale {
+            reference: value,
+            claimed_low: None,
+            claimed_high: Some(value),
+        };
+        Some(match claim {
+            Claim::Better { .. } if lower_is_better => at_most(1.0 - min_effect),
+            Claim::Better { .. } => at_least(1.0 + min_effect),
+            Claim::AtLeast { value } | Claim::RatioAtLeast { value, .. } => at_least(*value),
+            Claim::AtMost { value } | Claim::RatioAtMost { value, .. } => at_most(*value),
+            Claim::Approx { value, tolerance }
+            | Claim::Ratio {
+                value, tolerance, ..
+            } => band(*value, *tolerance),
+            Claim::WinsShare { at_least: a, .. } => at_least(*a),
+            Claim::NoBestEverywhere { .. } => return None,
+        })
+        .map(|s| match claim {
+            // A comparison's estimate is the ratio A/B: read against no difference (1).
+            Claim::Better { .. } => Scale {
+                reference: 1.0,
+                ..s
+            },
+            _ => s,
+        })
+    }
+}
+
+/// A finding's claim judged again with other values of settings it fixes (the built-in loader
+/// beside Chromium).
+#[derive(Debug, Clone, Serialize)]
+pub struct Beside {
+    /// The values in place of the finding's (`browser` → `builtin`).
+    pub values: std::collections::BTreeMap<String, String>,
+    pub judgement: Judgement,
+}
+
+impl Beside {
+    /// `browser = builtin`.
+    pub fn label(&self) -> String {
+        self.values
+            .iter()
+            .map(|(k, v)| format!("{k} = {v}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// Whether its verdict differs from `main`'s (in word: holds, reversed, …).
+    pub fn disagrees_with(&self, main: &Judgement) -> bool {
+        verdict_word(&self.judgement.verdict) != verdict_word(&main.verdict)
+    }
 }
 
 /// A p value as tables print it: three decimals, or two significant digits below 0.001 (a p of
@@ -138,6 +228,42 @@ impl std::fmt::Display for FindingVerdict {
     }
 }
 
+/// A judgement's estimate as tables show it: `h3/h1 per pair: 0.637 (0.636–0.637, 95.9 %)`, or
+/// a count of settings; empty without one.
+pub fn estimate_text(j: &Judgement, estimate_of: &str) -> String {
+    match &j.estimate {
+        Some(e) if e.level >= 1.0 => format!("{:.3} of {} settings", e.median, e.n),
+        Some(e) => format!(
+            "{estimate_of}: {:.3} ({:.3}–{:.3}, {:.1} %)",
+            e.median,
+            e.low,
+            e.high,
+            e.level * 100.0
+        ),
+        None => String::new(),
+    }
+}
+
+/// A judgement's verdict as tables show it: the word in bold, why (inconclusive, not runnable),
+/// the detail, and the runs that did not count.
+pub fn verdict_text(j: &Judgement) -> String {
+    let mut verdict = format!("**{}**", verdict_word(&j.verdict));
+    if let Verdict::Inconclusive { why } | Verdict::NotRunnable { why } = &j.verdict {
+        verdict.push_str(&format!(" — {why}"));
+    }
+    if let Some(d) = &j.detail {
+        verdict.push_str(&format!(" ({d})"));
+    }
+    let c = &j.counts;
+    if c.failed_runs + c.censored_runs + c.undefined_runs + c.unpaired > 0 {
+        verdict.push_str(&format!(
+            "; {} failed, {} censored, {} undefined, {} unpaired runs",
+            c.failed_runs, c.censored_runs, c.undefined_runs, c.unpaired
+        ));
+    }
+    verdict
+}
+
 /// The verdicts as Markdown tables, one per study (`verdicts.md`; docs/reproductions.md pastes
 /// them): finding, claim, metric, what was tested, n, p, the estimate with its interval, the
 /// seed's number, the verdict and why.
@@ -152,41 +278,20 @@ pub fn markdown(verdicts: &[FindingVerdict]) -> String {
     let cell = |s: &str| s.replace('|', "\\|");
     for study in studies {
         let mine: Vec<&FindingVerdict> = verdicts.iter().filter(|v| v.study == study).collect();
+        let with_beside = mine.iter().any(|v| v.beside.is_some());
         out.push_str(&format!("#### {study}: {}\n\n", tally(&mine)));
         out.push_str(
-            "| finding | class | claim | metric | judged as | form | n | p | estimate (exact CI) | seed | verdict |\n\
-             |---|---|---|---|---|---|---:|---:|---|---|---|\n",
+            "| finding | class | claim | metric | judged as | form | n | p | estimate (exact CI) | seed | verdict |",
         );
+        out.push_str(if with_beside {
+            " beside it (not counted) |\n|---|---|---|---|---|---|---:|---:|---|---|---|---|\n"
+        } else {
+            "\n|---|---|---|---|---|---|---:|---:|---|---|---|\n"
+        });
         for v in mine {
             let j = &v.judgement;
-            let estimate = match &j.estimate {
-                Some(e) if e.level >= 1.0 => format!("{:.3} of {} settings", e.median, e.n),
-                Some(e) => format!(
-                    "{}: {:.3} ({:.3}–{:.3}, {:.1} %)",
-                    v.estimate_of,
-                    e.median,
-                    e.low,
-                    e.high,
-                    e.level * 100.0
-                ),
-                None => String::new(),
-            };
-            let mut verdict = format!("**{}**", verdict_word(&j.verdict));
-            if let Verdict::Inconclusive { why } | Verdict::NotRunnable { why } = &j.verdict {
-                verdict.push_str(&format!(" — {why}"));
-            }
-            if let Some(d) = &j.detail {
-                verdict.push_str(&format!(" ({d})"));
-            }
-            let c = &j.counts;
-            if c.failed_runs + c.censored_runs + c.undefined_runs + c.unpaired > 0 {
-                verdict.push_str(&format!(
-                    "; {} failed, {} censored, {} undefined, {} unpaired runs",
-                    c.failed_runs, c.censored_runs, c.undefined_runs, c.unpaired
-                ));
-            }
-            out.push_str(&format!(
-                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            let mut row = format!(
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                 cell(&v.id),
                 v.class.name(),
                 cell(&v.claim),
@@ -195,10 +300,30 @@ pub fn markdown(verdicts: &[FindingVerdict]) -> String {
                 cell(v.form.as_deref().unwrap_or("")),
                 shown_n(j),
                 j.p.map_or(String::new(), p_text),
-                estimate,
+                estimate_text(j, &v.estimate_of),
                 v.seed_value.map_or(String::new(), |x| x.to_string()),
-                cell(&verdict),
-            ));
+                cell(&verdict_text(j)),
+            );
+            if with_beside {
+                let text = v.beside.as_ref().map_or(String::new(), |b| {
+                    let bj = &b.judgement;
+                    let mut t = format!("{}: {}, n = {}", b.label(), verdict_text(bj), shown_n(bj));
+                    if let Some(p) = bj.p {
+                        t.push_str(&format!(", p = {}", p_text(p)));
+                    }
+                    let e = estimate_text(bj, &v.estimate_of);
+                    if !e.is_empty() {
+                        t.push_str(&format!(", {e}"));
+                    }
+                    if b.disagrees_with(j) {
+                        t.push_str(" — **disagrees**; the finding's verdict stands");
+                    }
+                    t
+                });
+                row.push_str(&format!(" {} |", cell(&text)));
+            }
+            out.push_str(&row);
+            out.push('\n');
         }
         out.push('\n');
         // Findings judged on the same wins table (e.g. 001-1a and 001-1g) grow the same tree:
@@ -245,6 +370,8 @@ mod tests {
             form: Some("quick".into()),
             wins_table: None,
             tree,
+            beside: None,
+            scale: None,
         }
     }
 
