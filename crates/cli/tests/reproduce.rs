@@ -120,7 +120,7 @@ fn a_pack_runs_and_every_finding_gets_a_verdict_that_judging_again_repeats() {
     } else {
         assert!(kept.status.success(), "{err}");
         assert!(err.contains("12 runs (12 new"), "{err}");
-        assert!(evidence.join("tiny/tiny/runs.jsonl").is_file());
+        assert!(evidence.join("tiny/tiny/runs.jsonl.gz").is_file());
         let judged = json(
             &args(&[
                 "--judge",

@@ -8,7 +8,7 @@
 //! - `sessions.jsonl` — one line per results session a run came from: quiclab's commit (a clean
 //!   tree: evidence from a dirty build is refused), host, kernel, CPU, the stack crates, the
 //!   Chromium versions its runs loaded pages with, the date;
-//! - `runs.jsonl` — one line per run, in plan order: key, parameters, seed, the typed document
+//! - `runs.jsonl.gz` — one line per run (gzip-compressed), in plan order: key, parameters, seed, the typed document
 //!   (the result; no time series, no packets), metrics, fidelity flags, host steal, and the
 //!   earlier attempts a retry replaced.
 //!
@@ -28,7 +28,10 @@ use quiclab_model::WorkloadOutput;
 pub const SCENARIO_FILE: &str = "scenario.toml";
 pub const HEADER_FILE: &str = "evidence.json";
 pub const SESSIONS_FILE: &str = "sessions.jsonl";
-pub const RUNS_FILE: &str = "runs.jsonl";
+/// Gzip-compressed: the runs of every pack in text would pass the ≈ 30 MB the repository allows
+/// evidence (a page load's fidelity report alone is ≈ 7 kB); `zcat` (or git's textconv, see
+/// .gitattributes) shows the lines.
+pub const RUNS_FILE: &str = "runs.jsonl.gz";
 
 /// What a scenario's evidence is: the scenario record (its text is `scenario.toml`), its form,
 /// and the results databases merged into it.
@@ -107,7 +110,7 @@ pub fn clean_commit(commit: &str) -> bool {
     !commit.is_empty() && commit != "unknown" && !commit.ends_with("-dirty")
 }
 
-/// Whether `dir` holds evidence: some `STUDY/SCENARIO/runs.jsonl` (a results directory holds
+/// Whether `dir` holds evidence: some `STUDY/SCENARIO/runs.jsonl.gz` (a results directory holds
 /// `STUDY/SCENARIO/results.sqlite` instead).
 pub fn is_evidence(dir: &Path) -> bool {
     std::fs::read_dir(dir).is_ok_and(|studies| {
@@ -229,7 +232,7 @@ fn chromium_versions(
 }
 
 impl EvidenceRun {
-    /// Its line of `runs.jsonl` (two runs are the same run when their lines are).
+    /// Its line of `runs.jsonl.gz` (two runs are the same run when their lines are).
     pub fn line(&self) -> String {
         serde_json::to_string(self).unwrap_or_default()
     }
@@ -382,7 +385,8 @@ impl Evidence {
         let (_, text) = file(SCENARIO_FILE)?;
         let (sp, sessions) = file(SESSIONS_FILE)?;
         let sessions: Vec<EvidenceSession> = lines(&sp, &sessions)?;
-        let (rp, runs) = file(RUNS_FILE)?;
+        let rp = dir.join(RUNS_FILE);
+        let runs = gunzip(&rp)?;
         let runs: Vec<EvidenceRun> = lines(&rp, &runs)?;
         for s in &sessions {
             if !clean_commit(&s.environment.git_commit) {
@@ -447,15 +451,18 @@ impl Evidence {
             .map(serde_json::to_string)
             .collect::<serde_json::Result<Vec<_>>>()?;
         let files = [
-            (SCENARIO_FILE, self.text.clone()),
-            (HEADER_FILE, serde_json::to_string_pretty(&header)? + "\n"),
-            (SESSIONS_FILE, jsonl(sessions)),
-            (RUNS_FILE, jsonl(runs)),
+            (SCENARIO_FILE, self.text.clone().into_bytes()),
+            (
+                HEADER_FILE,
+                (serde_json::to_string_pretty(&header)? + "\n").into_bytes(),
+            ),
+            (SESSIONS_FILE, jsonl(sessions).into_bytes()),
+            (RUNS_FILE, gzip(jsonl(runs).as_bytes())?),
         ];
         let paths: Vec<PathBuf> = files.iter().map(|(n, _)| dir.join(n)).collect();
         quiclab_outputs::check_in_claimed(&paths.iter().map(PathBuf::as_path).collect::<Vec<_>>())?;
-        for ((_, text), path) in files.iter().zip(&paths) {
-            quiclab_outputs::write_in_claimed(path, text.as_bytes())
+        for ((_, bytes), path) in files.iter().zip(&paths) {
+            quiclab_outputs::write_in_claimed(path, bytes)
                 .with_context(|| format!("writing {}", path.display()))?;
         }
         Ok(())
@@ -515,6 +522,27 @@ impl Evidence {
         }
         Ok(store)
     }
+}
+
+/// `bytes` gzip-compressed, the same bytes for the same input (no name, no time in the header).
+pub fn gzip(bytes: &[u8]) -> Result<Vec<u8>> {
+    use std::io::Write as _;
+    let mut e = flate2::GzBuilder::new()
+        .mtime(0)
+        .write(Vec::new(), flate2::Compression::best());
+    e.write_all(bytes)?;
+    Ok(e.finish()?)
+}
+
+/// The text of the gzip-compressed file `path`.
+pub fn gunzip(path: &Path) -> Result<String> {
+    use std::io::Read as _;
+    let f = std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(f)
+        .read_to_string(&mut text)
+        .with_context(|| format!("{}: not gzip-compressed UTF-8 text", path.display()))?;
+    Ok(text)
 }
 
 /// Parses one JSON value per non-empty line of `text` (the file `path`), naming the line of one
@@ -715,15 +743,14 @@ mod tests {
             scenarios_of(&root, "study").into_keys().collect::<Vec<_>>(),
             ["scenario"]
         );
-        let runs = std::fs::read_to_string(dir.join(RUNS_FILE)).unwrap();
-        std::fs::write(dir.join(RUNS_FILE), format!("{runs}{{\"key\": 1}}\n")).unwrap();
+        let runs = gunzip(&dir.join(RUNS_FILE)).unwrap();
+        let put = |text: String| {
+            std::fs::write(dir.join(RUNS_FILE), gzip(text.as_bytes()).unwrap()).unwrap()
+        };
+        put(format!("{runs}{{\"key\": 1}}\n"));
         let err = format!("{:#}", Evidence::read(&dir).unwrap_err());
-        assert!(err.contains("runs.jsonl:2: does not read"), "{err}");
-        std::fs::write(
-            dir.join(RUNS_FILE),
-            runs.replace("\"session_id\":1", "\"session_id\":9"),
-        )
-        .unwrap();
+        assert!(err.contains("runs.jsonl.gz:2: does not read"), "{err}");
+        put(runs.replace("\"session_id\":1", "\"session_id\":9"));
         let err = format!("{:#}", Evidence::read(&dir).unwrap_err());
         assert!(err.contains("session 9"), "{err}");
     }

@@ -998,7 +998,7 @@ pub fn reproduce(
 ) -> Result<Reproduced> {
     // Where results are read from, and where verdicts and reports are written: the same claimed
     // directory, or with --judge DIR --out OUT, DIR only read and OUT written.
-    // Evidence (evidence/STUDY/SCENARIO/runs.jsonl) is rebuilt into results databases in a
+    // Evidence (evidence/STUDY/SCENARIO/runs.jsonl.gz) is rebuilt into results databases in a
     // temporary directory, judged from there; the evidence is only read.
     let rebuilt = match judge {
         Some(d) if quiclab_results::evidence::is_evidence(d) => {
@@ -1523,7 +1523,7 @@ mod tests {
             files,
             [
                 "evidence.json",
-                "runs.jsonl",
+                "runs.jsonl.gz",
                 "scenario.toml",
                 "sessions.jsonl"
             ]
