@@ -484,6 +484,9 @@ fn finding_row(h: &mut String, v: &FindingVerdict, packs: &[PackScenario], diffe
             }
         );
     }
+    if let Some(needed) = quiclab_verdict::outcome::needed_n(v) {
+        let _ = write!(why, "<br><span class=\"why\">{}</span>", esc(&needed));
+    }
     // The testbed's differences that touch this finding, beside its verdict.
     for d in differences.iter().filter(|d| names_finding(d, &v.id)) {
         let _ = write!(why, "<br><span class=\"why\">differs: {}</span>", esc(d));

@@ -264,6 +264,71 @@ pub fn verdict_text(j: &Judgement) -> String {
     verdict
 }
 
+/// For a finding left inconclusive by a whole full form, the n it would need, as a sentence —
+/// an extrapolation, said as one: for a test of signs, the fewest informative pairs (or runs)
+/// at which the share observed on the leading side would reach p < α; for an interval (a band, a
+/// margin), the n at which the interval's half-width, shrinking as 1/√n, would fit between the
+/// median and the nearest edge. None when the verdict is not inconclusive, the form is not whole,
+/// or no n would do (as many on each side; a median on an edge) — and for a wins claim, whose
+/// n is the repetitions per setting its rule states.
+pub fn needed_n(v: &FindingVerdict) -> Option<String> {
+    let j = &v.judgement;
+    let Verdict::Inconclusive { why } = &j.verdict else {
+        return None;
+    };
+    if v.form.as_deref() != Some("full") || why.contains("failed") {
+        return None;
+    }
+    let rule = v.rule?;
+    if rule.test == crate::Test::Wins {
+        return None;
+    }
+    let c = &j.counts;
+    let n = c.informative();
+    let interval_bound = why.contains("interval") || why.contains("within the");
+    if j.p.is_some() && !interval_bound && n > 0 {
+        // A test of signs: the share on the leading side, held as n grows.
+        let lead = c.a_better.max(c.a_worse) as f64 / n as f64;
+        if lead <= 0.5 {
+            return None;
+        }
+        let needed = (n..=100_000).find(|&m| {
+            let k = ((lead * m as f64).ceil() as usize).min(m);
+            quiclab_experiment::stats::sign_test_p(k, m - k) < rule.alpha
+        })?;
+        let needed = needed
+            .max(rule.min_n)
+            .max(crate::rules::fewest_informative(rule.alpha));
+        return Some(format!(
+            "would need ≈ {needed} informative pairs or runs (has {n}) if the split it shows              ({} of {n} on one side) held",
+            c.a_better.max(c.a_worse)
+        ));
+    }
+    // An interval: its half-width against the distance from the median to the edge it must clear.
+    let e = j.estimate.as_ref()?;
+    let scale = v.scale?;
+    let half = (e.high - e.low) / 2.0;
+    let edges: Vec<f64> = match (scale.claimed_low, scale.claimed_high) {
+        (Some(lo), Some(hi)) => vec![lo, hi],
+        (Some(x), None) | (None, Some(x)) => vec![x],
+        (None, None) => return None,
+    };
+    let distance = edges
+        .iter()
+        .map(|x| (e.median - x).abs())
+        .fold(f64::INFINITY, f64::min);
+    if !(half > 0.0 && distance > 0.0 && distance.is_finite()) {
+        return None;
+    }
+    let needed = ((e.n as f64) * (half / distance).powi(2)).ceil() as usize;
+    Some(format!(
+        "would need n ≈ {} (has {}) for the interval to clear the edge, if the spread it shows          held (half-width {half:.3}, median {:.3} from the edge)",
+        needed.max(e.n + 1),
+        e.n,
+        distance
+    ))
+}
+
 /// The verdicts as Markdown tables, one per study (`verdicts.md`; docs/reproductions.md pastes
 /// them): finding, claim, metric, what was tested, n, p, the estimate with its interval, the
 /// seed's number, the verdict and why.
@@ -302,7 +367,10 @@ pub fn markdown(verdicts: &[FindingVerdict]) -> String {
                 j.p.map_or(String::new(), p_text),
                 estimate_text(j, &v.estimate_of),
                 v.seed_value.map_or(String::new(), |x| x.to_string()),
-                cell(&verdict_text(j)),
+                cell(&match needed_n(v) {
+                    Some(needed) => format!("{}; {needed}", verdict_text(j)),
+                    None => verdict_text(j),
+                }),
             );
             if with_beside {
                 let text = v.beside.as_ref().map_or(String::new(), |b| {
@@ -373,6 +441,76 @@ mod tests {
             beside: None,
             scale: None,
         }
+    }
+
+    #[test]
+    fn an_inconclusive_full_form_says_the_n_it_would_need() {
+        let rule = crate::Rule {
+            test: crate::Test::Sign,
+            alpha: 0.05,
+            min_n: 6,
+            min_effect: 0.05,
+        };
+        let mut v = verdict("x", None);
+        v.form = Some("full".into());
+        v.rule = Some(rule);
+        v.judgement.p = Some(0.115);
+        v.judgement.counts.a_better = 14;
+        v.judgement.counts.a_worse = 6;
+        v.judgement.verdict = Verdict::Inconclusive {
+            why: "fewer informative pairs than the rule needs".into(),
+        };
+        // 14 of 20 (70 %) on one side: the first m at which ⌈0.7 m⌉ of m gives p < 0.05.
+        let text = needed_n(&v).unwrap();
+        let m: usize = text
+            .trim_start_matches("would need ≈ ")
+            .split(' ')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let k = (0.7 * m as f64).ceil() as usize;
+        assert!(
+            quiclab_experiment::stats::sign_test_p(k, m - k) < 0.05,
+            "{text}"
+        );
+        let k1 = (0.7 * (m - 1) as f64).ceil() as usize;
+        assert!(
+            quiclab_experiment::stats::sign_test_p(k1, m - 1 - k1) >= 0.05,
+            "{text}"
+        );
+        // Half on each side: no n would do. A quick form or part: not a full form's verdict.
+        v.judgement.counts.a_worse = 14;
+        assert_eq!(needed_n(&v), None);
+        v.judgement.counts.a_worse = 6;
+        v.form = Some("quick".into());
+        assert_eq!(needed_n(&v), None);
+        // An interval straddling a band edge: the half-width scaled as 1/√n.
+        v.form = Some("full".into());
+        v.judgement.p = None;
+        v.judgement.verdict = Verdict::Inconclusive {
+            why: "the 97.9 % interval overlaps the band".into(),
+        };
+        v.judgement.estimate = Some(crate::rules::RatioInterval {
+            median: 1.0,
+            low: 0.85,
+            high: 1.15,
+            level: 0.979,
+            n: 10,
+        });
+        v.scale = Some(Scale {
+            reference: 1.0,
+            claimed_low: Some(0.9),
+            claimed_high: Some(1.1),
+        });
+        // Half-width 0.15 against 0.1 to the edges: 10 × 1.5² = 22.5 → 23.
+        assert!(
+            needed_n(&v)
+                .unwrap()
+                .starts_with("would need n ≈ 23 (has 10)"),
+            "{:?}",
+            needed_n(&v)
+        );
     }
 
     fn leaf(label: &str) -> Tree {
