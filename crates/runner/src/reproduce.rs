@@ -1004,7 +1004,7 @@ pub fn reproduce(
         Some(d) if quiclab_results::evidence::is_evidence(d) => {
             if opts.keep_evidence.is_some() {
                 bail!(
-                    "--judge {}: is evidence already; --keep-evidence adds results directories to                      evidence",
+                    "--judge {}: is evidence already; --keep-evidence adds results directories to evidence",
                     d.display()
                 );
             }

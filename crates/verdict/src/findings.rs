@@ -671,7 +671,7 @@ pub fn parse(text: &str, file: &str) -> Result<Study, String> {
                                         return Err(at(
                                             "beside",
                                             format!(
-                                                "{k:?} is not a key of `where`: beside replaces                                                  a value the finding fixes"
+                                                "{k:?} is not a key of `where`: beside replaces a value the finding fixes"
                                             ),
                                         ));
                                     }

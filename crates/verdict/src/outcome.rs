@@ -300,29 +300,44 @@ pub fn needed_n(v: &FindingVerdict) -> Option<String> {
             .max(rule.min_n)
             .max(crate::rules::fewest_informative(rule.alpha));
         return Some(format!(
-            "would need ≈ {needed} informative pairs or runs (has {n}) if the split it shows              ({} of {n} on one side) held",
+            "would need ≈ {needed} informative pairs or runs (has {n}) if the split it shows ({} of {n} on one side) held",
             c.a_better.max(c.a_worse)
         ));
     }
-    // An interval: its half-width against the distance from the median to the edge it must clear.
+    // An interval: on the side of each edge it must clear, its reach from the median against the
+    // median's distance to that edge. A median inside a band must clear both edges; outside it,
+    // the nearest one.
     let e = j.estimate.as_ref()?;
     let scale = v.scale?;
-    let half = (e.high - e.low) / 2.0;
     let edges: Vec<f64> = match (scale.claimed_low, scale.claimed_high) {
-        (Some(lo), Some(hi)) => vec![lo, hi],
+        (Some(lo), Some(hi)) if e.median > lo && e.median < hi => vec![lo, hi],
+        (Some(lo), Some(hi)) => vec![if (e.median - lo).abs() < (e.median - hi).abs() {
+            lo
+        } else {
+            hi
+        }],
         (Some(x), None) | (None, Some(x)) => vec![x],
         (None, None) => return None,
     };
-    let distance = edges
-        .iter()
-        .map(|x| (e.median - x).abs())
-        .fold(f64::INFINITY, f64::min);
-    if !(half > 0.0 && distance > 0.0 && distance.is_finite()) {
-        return None;
+    let mut worst: Option<(f64, f64)> = None;
+    for edge in edges {
+        let reach = if e.median < edge {
+            e.high - e.median
+        } else {
+            e.median - e.low
+        };
+        let distance = (e.median - edge).abs();
+        if !(reach > 0.0 && distance > 0.0 && distance.is_finite()) {
+            return None;
+        }
+        if worst.is_none_or(|(r, d)| reach / distance > r / d) {
+            worst = Some((reach, distance));
+        }
     }
+    let (half, distance) = worst?;
     let needed = ((e.n as f64) * (half / distance).powi(2)).ceil() as usize;
     Some(format!(
-        "would need n ≈ {} (has {}) for the interval to clear the edge, if the spread it shows          held (half-width {half:.3}, median {:.3} from the edge)",
+        "would need n ≈ {} (has {}) for the interval to clear the edge, if the spread it shows held (it reaches {half:.3} from the median, {:.3} from the edge)",
         needed.max(e.n + 1),
         e.n,
         distance
