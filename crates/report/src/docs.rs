@@ -116,25 +116,14 @@ pub fn verdict_sections(
             out.push_str("No evidence of this study is committed yet: every runnable finding is not run yet.\n\n");
         } else {
             out.push_str(
-                "| scenario | form | ok | flagged | failed | timeout | sessions (UTC, quiclab commit, host, CPUs, kernel) | Chromium |\n\
+                "| scenario | form | ok | flagged | failed | timeout | sessions (UTC, quiclab version and commit, host, kernel) | Chromium |\n\
                  |---|---|---:|---:|---:|---:|---|---|\n",
             );
             for p in judged {
                 let sessions: Vec<String> = p
                     .sessions
                     .iter()
-                    .map(|x| {
-                        let e = &x.environment;
-                        format!(
-                            "{}, {}, {}, {} × {}, {}",
-                            quiclab_model::utc(x.started_unix),
-                            e.git_commit,
-                            e.hostname,
-                            e.cpus,
-                            e.cpu_model,
-                            e.kernel
-                        )
-                    })
+                    .map(crate::reproduction::session_line)
                     .collect();
                 let _ = writeln!(
                     out,

@@ -139,6 +139,22 @@ pub fn write(
     Ok(path)
 }
 
+/// A session as the pages name it: `2026-11-26 15:22 UTC, 0.1.0 d9d9476d9935, vm (2 × AMD EPYC),
+/// Linux 6.18.44`.
+pub fn session_line(x: &Session) -> String {
+    let e = &x.environment;
+    format!(
+        "{}, {} {}, {} ({} × {}), {}",
+        quiclab_model::utc(x.started_unix),
+        e.quiclab_version,
+        e.git_commit,
+        e.hostname,
+        e.cpus,
+        e.cpu_model,
+        e.kernel
+    )
+}
+
 fn verdict_class(v: &Verdict) -> &'static str {
     match v {
         Verdict::Holds => "holds",
@@ -275,23 +291,7 @@ fn study_section(h: &mut String, s: &Study, verdicts: &[FindingVerdict], packs: 
              <th>failed</th><th>timeout</th><th>ran (UTC), commit, machine</th><th>stacks</th></tr>\n",
         );
         for p in &mine {
-            let sessions: Vec<String> = p
-                .sessions
-                .iter()
-                .map(|x| {
-                    let e = &x.environment;
-                    format!(
-                        "{}, {} {}, {} ({} × {}), {}",
-                        quiclab_model::utc(x.started_unix),
-                        e.quiclab_version,
-                        e.git_commit,
-                        e.hostname,
-                        e.cpus,
-                        e.cpu_model,
-                        e.kernel
-                    )
-                })
-                .collect();
+            let sessions: Vec<String> = p.sessions.iter().map(session_line).collect();
             let crates: Vec<String> = p
                 .sessions
                 .last()
