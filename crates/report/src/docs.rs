@@ -48,7 +48,8 @@ pub fn summary_word(v: &FindingVerdict) -> &'static str {
     }
 }
 
-const COLUMNS: [&str; 6] = [
+/// The columns of the summary, in order.
+pub const COLUMNS: [&str; 6] = [
     "holds",
     "does not hold",
     "reversed",
@@ -57,15 +58,19 @@ const COLUMNS: [&str; 6] = [
     "not runnable",
 ];
 
-/// The summary: per study and class (reproductions and calibrations apart), how many findings
-/// hold, do not hold, are reversed or inconclusive on a full form, have no full form yet, or
-/// cannot run.
-pub fn summary(studies: &[Study], verdicts: &[FindingVerdict]) -> String {
-    let mut t = String::from("| study | class | findings |");
-    for c in COLUMNS {
-        let _ = write!(t, " {c} |");
-    }
-    t.push_str("\n|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
+/// One row of the summary: a study's findings of one class, counted per [`COLUMNS`].
+pub struct SummaryRow<'a> {
+    pub study: &'a str,
+    pub class: Class,
+    pub findings: usize,
+    pub counts: [usize; 6],
+}
+
+/// The summary's rows: per study and class (reproductions and calibrations apart, a class
+/// without findings left out), how many findings hold, do not hold, are reversed or
+/// inconclusive on a full form, have no full form yet, or cannot run.
+pub fn summary_rows<'a>(studies: &'a [Study], verdicts: &[FindingVerdict]) -> Vec<SummaryRow<'a>> {
+    let mut rows = Vec::new();
     for s in studies {
         for class in [Class::Reproduction, Class::Calibration] {
             let mine: Vec<&FindingVerdict> = verdicts
@@ -75,13 +80,31 @@ pub fn summary(studies: &[Study], verdicts: &[FindingVerdict]) -> String {
             if mine.is_empty() {
                 continue;
             }
-            let _ = write!(t, "| {} | {}s | {} |", s.name, class.name(), mine.len());
-            for c in COLUMNS {
-                let n = mine.iter().filter(|v| summary_word(v) == c).count();
-                let _ = write!(t, " {n} |");
-            }
-            t.push('\n');
+            let counts = COLUMNS.map(|c| mine.iter().filter(|v| summary_word(v) == c).count());
+            rows.push(SummaryRow {
+                study: &s.name,
+                class,
+                findings: mine.len(),
+                counts,
+            });
         }
+    }
+    rows
+}
+
+/// The summary as a Markdown table ([`summary_rows`]).
+pub fn summary(studies: &[Study], verdicts: &[FindingVerdict]) -> String {
+    let mut t = String::from("| study | class | findings |");
+    for c in COLUMNS {
+        let _ = write!(t, " {c} |");
+    }
+    t.push_str("\n|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
+    for r in summary_rows(studies, verdicts) {
+        let _ = write!(t, "| {} | {}s | {} |", r.study, r.class.name(), r.findings);
+        for n in r.counts {
+            let _ = write!(t, " {n} |");
+        }
+        t.push('\n');
     }
     t
 }

@@ -11,7 +11,6 @@ use std::path::{Path, PathBuf};
 use anyhow::{Result, anyhow};
 use quiclab_experiment::metric::MetricDef;
 use quiclab_results::{Session, Status, Store};
-use quiclab_verdict::findings::Class;
 use quiclab_verdict::{FindingVerdict, Study, Tree, Verdict, verdict_word};
 
 use crate::html::esc;
@@ -164,14 +163,6 @@ fn verdict_class(v: &Verdict) -> &'static str {
     }
 }
 
-const WORDS: [&str; 5] = [
-    "holds",
-    "does not hold",
-    "reversed",
-    "inconclusive",
-    "not runnable",
-];
-
 /// The page (pure: everything it shows is in its arguments).
 pub fn page(
     studies: &[Study],
@@ -209,37 +200,25 @@ pub fn page(
          retries count as failed; runs whose metric is undefined by its definition are counted \
          apart.</p>\n",
     );
-    // Counts per study and class: calibrations never add to the reproductions.
+    // Counts per study and class: calibrations never add to the reproductions; a finding
+    // without a whole full form is "not run yet" (the docs' summary, the same rows).
     h.push_str("<table><tr><th>study</th><th>class</th><th>findings</th>");
-    for w in WORDS {
+    for w in crate::docs::COLUMNS {
         let _ = write!(h, "<th>{w}</th>");
     }
     h.push_str("</tr>\n");
-    for s in studies {
-        for class in [Class::Reproduction, Class::Calibration] {
-            let mine: Vec<&FindingVerdict> = verdicts
-                .iter()
-                .filter(|v| v.study == s.name && v.class == class)
-                .collect();
-            if mine.is_empty() {
-                continue;
-            }
-            let _ = write!(
-                h,
-                "<tr><td><a href=\"#{0}\">{0}</a></td><td>{1}s</td><td>{2}</td>",
-                esc(&s.name),
-                class.name(),
-                mine.len()
-            );
-            for w in WORDS {
-                let n = mine
-                    .iter()
-                    .filter(|v| verdict_word(&v.judgement.verdict) == w)
-                    .count();
-                let _ = write!(h, "<td>{n}</td>");
-            }
-            h.push_str("</tr>\n");
+    for r in crate::docs::summary_rows(studies, verdicts) {
+        let _ = write!(
+            h,
+            "<tr><td><a href=\"#{0}\">{0}</a></td><td>{1}s</td><td>{2}</td>",
+            esc(r.study),
+            r.class.name(),
+            r.findings
+        );
+        for n in r.counts {
+            let _ = write!(h, "<td>{n}</td>");
         }
+        h.push_str("</tr>\n");
     }
     h.push_str("</table>\n");
     for s in studies {
