@@ -71,6 +71,14 @@ pub struct BulkResult {
     /// did not, or over h3).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub alt_svc: Option<String>,
+    /// Which programs served and fetched, their versions and congestion control (None in runs
+    /// stored before implementations were an axis: quiclab's own on both ends).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub implementations: Option<crate::implementation::Implementations>,
+    /// Why a value is null: its name → the reason (another implementation that does not tell
+    /// it, say).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub unmeasured: std::collections::BTreeMap<String, String>,
     pub fidelity: Option<FidelityReport>,
 }
 
@@ -119,6 +127,8 @@ impl WorkloadResult for BulkResult {
     ];
 
     fn metric_values(&self) -> Vec<(&'static str, Option<f64>)> {
+        // NaN: not measured (another implementation did not tell it; `unmeasured` says why).
+        let measured = |v: f64| Some(v).filter(|v| !v.is_nan());
         let flag = |b: bool| Some(f64::from(u8::from(b)));
         let sw = crate::switch::SwitchFigures::of(
             self.network_switches.as_deref(),
@@ -126,10 +136,10 @@ impl WorkloadResult for BulkResult {
         );
         let mut values = vec![
             (TOTAL_MS.name, Some(self.total_ms)),
-            (TTFB_MS.name, Some(self.ttfb_ms)),
+            (TTFB_MS.name, measured(self.ttfb_ms)),
             (GOODPUT_MBPS.name, Some(self.goodput_mbps)),
             ("loss_ratio", self.loss_ratio),
-            ("handshake_ms", Some(self.handshake_ms)),
+            ("handshake_ms", measured(self.handshake_ms)),
             ("connect_ms", self.connect_ms),
             ("utilization", self.utilization),
             ("goodput_utilization", self.goodput_utilization),

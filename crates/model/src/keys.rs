@@ -432,6 +432,22 @@ pub const PROTOCOL: Key = Key {
     example: "h3",
     ..value("protocol", Side::Protocol, params::protocol)
 };
+pub const SERVER: Key = Key {
+    kinds: &[Bulk],
+    syntax: "quiclab|caddy|quic-go|ngtcp2",
+    default: "quiclab",
+    doc: "Which program serves (docs/stacks.md): quiclab (quinn + h3, hyper + rustls), caddy (Debian's Caddy: Go's TLS, its quic-go), quic-go (a current quic-go, Go's net/http for h1 and h2) or ngtcp2 (ngtcp2's example server, h3 only)",
+    example: "quic-go",
+    ..value("server", Side::Protocol, params::server)
+};
+pub const CLIENT: Key = Key {
+    kinds: &[Bulk],
+    syntax: "quiclab|chromium|quic-go|ngtcp2|curl",
+    default: "quiclab",
+    doc: "Which program downloads (docs/stacks.md): quiclab, chromium (a fetch() in headless Chromium), quic-go, ngtcp2 (h3 only) or curl (h1 and h2); page loads choose with browser",
+    example: "curl",
+    ..value("client", Side::Protocol, params::client)
+};
 pub const TLS: Key = Key {
     mix_wide: true,
     syntax: "1.2|1.3",
@@ -776,6 +792,8 @@ pub const KEYS: &[&Key] = &[
     &OFFLOAD_WINDOW,
     &TCP_CC,
     &PROTOCOL,
+    &SERVER,
+    &CLIENT,
     &TLS,
     &CC,
     &GQUIC_N,

@@ -20,6 +20,7 @@ pub mod error;
 pub mod fec;
 pub mod fidelity;
 pub mod flows;
+pub mod implementation;
 pub mod keys;
 pub mod kind;
 pub mod metric;
@@ -180,6 +181,8 @@ impl WorkloadOutput {
             migrations: None,
             error: None,
             fec: None,
+            implementations: None,
+            unmeasured: Default::default(),
             fidelity: None,
         })
     }

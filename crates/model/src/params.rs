@@ -16,6 +16,7 @@ use quiclab_proto::options::{Protocol, TlsVersion};
 use quiclab_video::{AbrKind, PlayerMix, Seek, SeekPolicy};
 
 use crate::WorkloadKind;
+use crate::implementation::{Client, Server};
 use crate::keys::{self, Key, Parser, Side};
 use crate::records::OnSwitch;
 
@@ -37,6 +38,8 @@ pub enum Setting {
     OnSwitch(OnSwitch),
     /// An FEC group size; None: off.
     Fec(Option<u8>),
+    Server(Server),
+    Client(Client),
 }
 
 /// A key whose value or combination is refused, and why.
@@ -206,6 +209,22 @@ impl Params {
         }
     }
 
+    /// The `server` key's value (None: quiclab's own).
+    pub fn server(&self) -> Option<Server> {
+        match self.get(&keys::SERVER)? {
+            Setting::Server(s) => Some(*s),
+            other => mistyped(&keys::SERVER, other),
+        }
+    }
+
+    /// The `client` key's value (None: quiclab's own).
+    pub fn client(&self) -> Option<Client> {
+        match self.get(&keys::CLIENT)? {
+            Setting::Client(c) => Some(*c),
+            other => mistyped(&keys::CLIENT, other),
+        }
+    }
+
     pub fn on_switch(&self) -> Option<OnSwitch> {
         match self.get(&keys::ON_SWITCH)? {
             Setting::OnSwitch(o) => Some(*o),
@@ -364,6 +383,14 @@ pub(crate) fn protocol(v: &str, _: &Params) -> Result<Setting, String> {
     v.parse()
         .map(Setting::Protocol)
         .map_err(|e: quiclab_proto::ProtoError| e.to_string())
+}
+
+pub(crate) fn server(v: &str, _: &Params) -> Result<Setting, String> {
+    Server::parse(v).map(Setting::Server)
+}
+
+pub(crate) fn client(v: &str, _: &Params) -> Result<Setting, String> {
+    Client::parse(v).map(Setting::Client)
 }
 
 pub(crate) fn tls(v: &str, _: &Params) -> Result<Setting, String> {

@@ -16,6 +16,7 @@ use crate::child::{
 use crate::fec::FecResult;
 use crate::harness::{self, RunError, WorkDir};
 use crate::{Outcome, Workload};
+use quiclab_model::implementation::{Client, Implementations, Server};
 use quiclab_stacks::switching::{OnSwitch, SwitchPlan};
 
 /// One bulk transfer's parameters.
@@ -33,6 +34,9 @@ pub struct BulkRun {
     pub timeout: Option<Duration>,
     /// How the client answers network switches (used when the link has a switch schedule).
     pub switching: SwitchBehaviour,
+    /// Which program serves and which downloads (docs/stacks.md).
+    pub server: Server,
+    pub client: Client,
 }
 
 /// A client's answer to network switches (see `quiclab_stacks::switching`).
@@ -94,6 +98,8 @@ impl BulkRun {
             qlog: false,
             timeout: None,
             switching: SwitchBehaviour::default(),
+            server: Server::Quiclab,
+            client: Client::Quiclab,
         }
     }
 
@@ -195,6 +201,9 @@ impl Workload for BulkRun {
         let work = WorkDir::new(keep, "bulk")?;
         let lab = &running.lab;
         harness::write_certificate(lab, &work)?;
+        if self.server != Server::Quiclab || self.client != Client::Quiclab {
+            return self.run_with_others(running, work);
+        }
         let mut serve = harness::serve_config(lab, &work, self.stack);
         if work.is_kept() {
             serve.cwnd_log = Some(work.join("cwnd.csv"));
@@ -301,6 +310,8 @@ impl Workload for BulkRun {
                     client.report.fec,
                 )
             }),
+            implementations: Some(self.own_implementations()),
+            unmeasured: Default::default(),
             fidelity: fidelity.clone(),
         };
         Ok(Outcome { result, fidelity })
@@ -308,6 +319,224 @@ impl Workload for BulkRun {
 }
 
 impl BulkRun {
+    /// quiclab's own stacks on both ends, as the result records them.
+    fn own_implementations(&self) -> Implementations {
+        let own = crate::peer::quiclab_record(self.stack.cc_name(self.proto));
+        Implementations {
+            server: own.clone(),
+            client: own,
+        }
+    }
+
+    /// The download with another implementation on either end (quiclab-peers): its server in
+    /// the server namespace, its client through `quiclab child` in the client namespace.
+    fn run_with_others(
+        &self,
+        running: &mut RunningLab,
+        work: WorkDir,
+    ) -> Result<Outcome<BulkResult>, RunError> {
+        let spec = running.spec.clone();
+        if spec.switch.is_some() {
+            return Err(RunError::Failed(
+                "network switches are answered by quiclab's own client and server".into(),
+            ));
+        }
+        let lab = &running.lab;
+        let cc = self.stack.cc_name(self.proto);
+        let tcp = self.proto != Protocol::H3;
+        let server_ip: IpAddr = if self.ipv6 {
+            lab.address_v6(Side::Server).into()
+        } else {
+            lab.address_v4(Side::Server).into()
+        };
+        let site = quiclab_peers::content::Site::create(work.path(), "www")
+            .map_err(|e| RunError::Failed(format!("{e:#}")))?;
+        let path = site
+            .add_pattern_object(self.size)
+            .map_err(|e| RunError::Failed(format!("{e:#}")))?;
+        // Caddy and curl take the namespace's TCP congestion control; the quic-go peer and
+        // ngtcp2 set their own.
+        if tcp && self.server == Server::Caddy {
+            crate::peer::check_namespace_cc(lab, cc, "Caddy")?;
+        }
+        if tcp && self.client == Client::Curl {
+            crate::peer::check_namespace_cc(lab, cc, "curl")?;
+        }
+        let (server_pid, server_record, server_qlog) = if self.server == Server::Quiclab {
+            let serve = harness::serve_config(lab, &work, self.stack);
+            let pid = harness::start_server(lab, &work, serve)?;
+            (pid, crate::peer::quiclab_record(cc), None)
+        } else {
+            let started = crate::peer::start_server(
+                lab,
+                &work,
+                &crate::peer::ServerChoice {
+                    server: self.server,
+                    address: server_ip,
+                    root: &site.root,
+                    quic_cc: (!tcp).then_some(cc),
+                    tcp_cc: cc,
+                    qlog: work.is_kept(),
+                },
+            )?;
+            (started.pid, started.record, started.qlog_dir)
+        };
+        let timeout = self.time_limit(&spec);
+        let server = SocketAddr::new(server_ip, 443);
+        let (fetch, client_record, client_cpu, server_cpu, fidelity) = if self.client
+            == Client::Quiclab
+        {
+            let fetch = ChildConfig::Fetch(FetchConfig {
+                proto: self.proto,
+                cert: work.join("cert.pem"),
+                server,
+                paths: vec![path.clone()],
+                resume: self.resume,
+                zero_rtt: self.zero_rtt,
+                verify: true,
+                qlog_dir: None,
+                timeout_ms: timeout.as_millis() as u64,
+                stack: self.stack,
+            });
+            let end = harness::run_client_to_end::<FetchChildReport>(
+                running,
+                &work,
+                "fetch",
+                &fetch,
+                timeout,
+                Duration::from_secs(5),
+                server_pid,
+            )?;
+            let client = end.client?;
+            let Some(req) = client.report.requests.first() else {
+                return Err(RunError::Failed("the fetch's report has no request".into()));
+            };
+            let c = &client.report.connection;
+            let f = quiclab_peers::client::ExternalFetch {
+                negotiated: Some(c.protocol.clone()),
+                tls_version: Some(c.tls_version.clone()),
+                connect_ms: c.tcp_connect_ms,
+                handshake_ms: Some(c.handshake_ms),
+                ttfb_ms: Some(req.first_byte_ms),
+                total_ms: req.last_byte_ms,
+                bytes: req.bytes,
+                verified: req.verified,
+                resumed: c.resumed,
+                cwnd: Vec::new(),
+                unmeasured: Default::default(),
+            };
+            (
+                f,
+                crate::peer::quiclab_record(cc),
+                client.cpu_s,
+                end.server_cpu_s,
+                end.fidelity,
+            )
+        } else {
+            let key_log = running.lab.key_log.clone();
+            let setup = quiclab_peers::client::FetchSetup {
+                work: work.path(),
+                proto: self.proto,
+                server,
+                path: &path,
+                size: self.size,
+                ca: &work.join("cert.pem"),
+                tcp_cc: cc,
+                keylog: key_log.as_deref(),
+                timeout,
+            };
+            let other = crate::peer::run_client(running, &work, self.client, &setup, server_pid)?;
+            (
+                other.fetch?,
+                other.record,
+                other.exec.cpu_s,
+                other.server_cpu_s,
+                other.fidelity,
+            )
+        };
+        let nan = |v: Option<f64>| v.unwrap_or(f64::NAN);
+        let mut unmeasured: std::collections::BTreeMap<String, String> = fetch
+            .unmeasured
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect();
+        if fetch.negotiated.is_none() {
+            unmeasured.insert("negotiated".into(), "the client does not report it".into());
+        }
+        // The transfer is timed from the first byte's request as quiclab's own client times it
+        // where the client tells it; otherwise from the connection's start.
+        let transfer_s = (fetch.total_ms - fetch.handshake_ms.unwrap_or(0.0)).max(1e-9) / 1e3;
+        let goodput = fetch.bytes as f64 * 8.0 / transfer_s;
+        let gb = fetch.bytes.max(1) as f64 / 1e9;
+        let result = BulkResult {
+            proto: self.proto.to_string(),
+            negotiated: fetch.negotiated.clone().unwrap_or_default(),
+            tls_version: fetch.tls_version.clone().unwrap_or_default(),
+            resumed: fetch.resumed,
+            zero_rtt: false,
+            connect_ms: fetch.connect_ms,
+            handshake_ms: nan(fetch.handshake_ms),
+            ttfb_ms: nan(fetch.ttfb_ms),
+            alt_svc: None,
+            total_ms: fetch.total_ms,
+            bytes: fetch.bytes,
+            verified: fetch.verified,
+            goodput_mbps: goodput / 1e6,
+            utilization: match (spec.downlink.mean_rate_bps(), &fidelity) {
+                (Some(r), Some(f)) if fetch.total_ms > 0.0 => Some(
+                    f.downlink.model.counters.forwarded_bytes as f64 * 8.0
+                        / (fetch.total_ms / 1e3)
+                        / r,
+                ),
+                _ => None,
+            },
+            goodput_utilization: spec.downlink.mean_rate_bps().map(|r| goodput / r),
+            loss_ratio: fidelity
+                .as_ref()
+                .map(|f| f.downlink.model.counters.loss_ratio()),
+            cpu_client_s: client_cpu,
+            cpu_server_s: server_cpu,
+            cpu_client_s_per_gb: client_cpu / gb,
+            cpu_server_s_per_gb: server_cpu / gb,
+            cpu_emulator_s: fidelity
+                .as_ref()
+                .map(|f| f.cpu_core_fraction * f.wall_seconds),
+            congestion_control: cc.to_string(),
+            path: "emulator".into(),
+            link: spec.describe(),
+            on_switch: None,
+            network_switches: None,
+            connections: None,
+            migrations: None,
+            error: None,
+            fec: None,
+            implementations: Some(Implementations {
+                server: server_record,
+                client: client_record,
+            }),
+            unmeasured,
+            fidelity: fidelity.clone(),
+        };
+        // The server's qlog, when kept: its congestion window over time, for the report.
+        if let Some(dir) = server_qlog {
+            let samples: Vec<String> = quiclab_peers::qlog::files(&dir)
+                .first()
+                .and_then(|f| std::fs::read_to_string(f).ok())
+                .map(|t| quiclab_peers::qlog::read(&t).cwnd)
+                .unwrap_or_default()
+                .iter()
+                .map(|(ms, cwnd)| format!("{ms},{cwnd}"))
+                .collect();
+            if !samples.is_empty() {
+                let _ = quiclab_outputs::write_in_claimed(
+                    &work.join("server-cwnd.csv"),
+                    (String::from("ms,cwnd_bytes\n") + &samples.join("\n") + "\n").as_bytes(),
+                );
+            }
+        }
+        Ok(Outcome { result, fidelity })
+    }
+
     /// The download over a link with a switch schedule: a client that lives through the
     /// switches (`self.switching`), the outcome of each.
     fn run_across_switches(
@@ -390,6 +619,8 @@ impl BulkRun {
             connections: Some(r.connections.clone()),
             migrations: Some(r.migrations.clone()),
             fec: None,
+            implementations: Some(self.own_implementations()),
+            unmeasured: Default::default(),
             error: match (&r.error, r.complete) {
                 (None, true) => None,
                 (e, _) => {

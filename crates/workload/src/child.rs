@@ -32,6 +32,35 @@ pub enum ChildConfig {
     FlowsClient(FlowsClientConfig),
     VideoClient(VideoClientConfig),
     SwitchFetch(SwitchFetchConfig),
+    Exec(ExecConfig),
+}
+
+/// Another implementation's client (curl, quic-go, ngtcp2; quiclab-peers says how to run it),
+/// started by `quiclab child` in the client namespace so that its wall and CPU time are measured
+/// as quiclab's own client's are: this process waits for it and reads its resource usage.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExecConfig {
+    pub program: PathBuf,
+    pub args: Vec<String>,
+    pub env: Vec<(String, String)>,
+    /// Its standard output goes here (a file of the run's work directory).
+    pub stdout: PathBuf,
+    pub timeout_ms: u64,
+}
+
+/// How the program ended.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExecReport {
+    /// Its exit code (None: ended by a signal).
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    /// It ran past the time limit and was killed.
+    pub timed_out: bool,
+    pub wall_ms: f64,
+    /// Its user + system CPU seconds (getrusage of the reaped child).
+    pub cpu_s: f64,
 }
 
 /// A download across network switches (see `quiclab_stacks::switching`).
@@ -302,7 +331,59 @@ pub fn main(config_file: &Path) -> Result<i32> {
             println!("{}", serde_json::to_string(&report)?);
             Ok(0)
         }
+        // How the program ended is the report; the workload reads what it wrote.
+        ChildConfig::Exec(c) => {
+            let report = exec(&c)?;
+            println!("{}", serde_json::to_string(&report)?);
+            Ok(0)
+        }
     }
+}
+
+/// Runs another implementation's client to its end (or kills it, by its PID, at the limit).
+pub fn exec(c: &ExecConfig) -> Result<ExecReport> {
+    use std::os::unix::process::ExitStatusExt;
+    let stdout = quiclab_outputs::create_in_claimed(&c.stdout)
+        .with_context(|| format!("creating {}", c.stdout.display()))?;
+    let mut cmd = std::process::Command::new(&c.program);
+    cmd.args(&c.args)
+        .stdout(stdout)
+        .stdin(std::process::Stdio::null());
+    for (k, v) in &c.env {
+        cmd.env(k, v);
+    }
+    let t0 = Instant::now();
+    let mut child = cmd
+        .spawn()
+        .with_context(|| format!("starting {}", c.program.display()))?;
+    let limit = Duration::from_millis(c.timeout_ms);
+    let mut timed_out = false;
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        if t0.elapsed() > limit {
+            timed_out = true;
+            let _ = child.kill();
+            break child.wait()?;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    };
+    let wall_ms = t0.elapsed().as_secs_f64() * 1e3;
+    // SAFETY: getrusage(2) fills the struct it is given.
+    let usage = unsafe {
+        let mut u: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_CHILDREN, &mut u);
+        u
+    };
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    Ok(ExecReport {
+        exit_code: status.code(),
+        signal: status.signal(),
+        timed_out,
+        wall_ms,
+        cpu_s: secs(usage.ru_utime) + secs(usage.ru_stime),
+    })
 }
 
 /// Prints `run`'s report as one line of JSON (exit 0), or its error on stderr with exit code

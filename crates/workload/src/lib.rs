@@ -25,6 +25,7 @@ pub mod flows;
 pub mod harness;
 pub mod page;
 pub mod params;
+pub mod peer;
 pub mod switch;
 pub mod syscalls;
 pub mod video;

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use quiclab_lab::LinkSpec;
 use quiclab_model::WorkloadKind;
+use quiclab_model::implementation::{self, Client, Server};
 use quiclab_model::keys as k;
 pub use quiclab_model::params::{ParamError, Params, fec_group, refuse, size};
 use quiclab_proto::options::{FecSettings, Protocol, QUIC_MIN_UDP_PAYLOAD, QuicMtu, StackOptions};
@@ -142,6 +143,37 @@ pub fn build(p: &Params, link: &LinkSpec) -> Result<WorkloadSpec, ParamError> {
                     "across network switches, resumption is chosen by on_switch = \"reconnect-0rtt\"",
                 ));
             }
+            let server = p.server().unwrap_or(Server::Quiclab);
+            let client = p.client().unwrap_or(Client::Quiclab);
+            // Checked before any lab starts, with the programs present: a run that cannot work
+            // costs nothing.
+            implementation::check(&implementation::Combination {
+                kind,
+                proto,
+                server,
+                client: Some(client),
+                cc: p.text(&k::CC),
+                resume,
+                zero_rtt,
+                fec: p.fec().is_some(),
+            })
+            .map_err(|(key, e)| refuse(key, e))?;
+            if server != Server::Quiclab || client != Client::Quiclab {
+                if link.switch.is_some() {
+                    return Err(refuse(
+                        if server != Server::Quiclab {
+                            "server"
+                        } else {
+                            "client"
+                        },
+                        "network switches are answered by quiclab's own client and server",
+                    ));
+                }
+                quiclab_peers::programs::server_program(server)
+                    .map_err(|e| refuse("server", format!("{e:#}")))?;
+                quiclab_peers::programs::client_program(client)
+                    .map_err(|e| refuse("client", format!("{e:#}")))?;
+            }
             let run = BulkRun {
                 resume,
                 zero_rtt,
@@ -149,6 +181,8 @@ pub fn build(p: &Params, link: &LinkSpec) -> Result<WorkloadSpec, ParamError> {
                 ipv6,
                 timeout: Some(timeout.unwrap_or_else(|| crate::bulk::default_timeout(size, link))),
                 switching: switching(p),
+                server,
+                client,
                 ..BulkRun::new(proto, size)
             };
             run.validate().map_err(|e| refuse("on_switch", e))?;
@@ -304,6 +338,8 @@ mod tests {
                 "discover" => &[("browser", "chromium")],
                 "parallel" => &[("players", "h3")],
                 "connections" => &[("players", "h1")],
+                // curl speaks h1 and h2 only.
+                "client" => &[("protocol", "h2")],
                 "switch" | "profile" | "up-profile" | "down-profile" => &[],
                 "size" if kind == WorkloadKind::Flows => &[("duration", "")],
                 _ => &[],
