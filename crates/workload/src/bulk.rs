@@ -7,7 +7,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
 use std::time::Duration;
 
-use quiclab_lab::{LinkSpec, RunningLab, Side};
+use quiclab_lab::{FidelityReport, LinkSpec, RunningLab, Side};
 use quiclab_proto::options::{Protocol, StackOptions};
 
 use crate::child::{
@@ -154,6 +154,18 @@ pub fn transfer_estimate_seconds(bytes: f64, spec: &LinkSpec) -> f64 {
     OVERHEAD_S + 4.0 * rtt + bytes * 8.0 / rate.min(mathis) * 1.1
 }
 
+/// Seed 000's U = r/b of a download that took `total_ms`: the bytes the bottleneck forwarded
+/// downstream per second over the link's mean rate (None on an unlimited link, without the
+/// emulator, or for a download that took no time).
+fn utilization(spec: &LinkSpec, fidelity: Option<&FidelityReport>, total_ms: f64) -> Option<f64> {
+    match (spec.downlink.mean_rate_bps(), fidelity) {
+        (Some(r), Some(f)) if total_ms > 0.0 => {
+            Some(f.downlink.model.counters.forwarded_bytes as f64 * 8.0 / (total_ms / 1e3) / r)
+        }
+        _ => None,
+    }
+}
+
 impl Workload for BulkRun {
     type Output = BulkResult;
 
@@ -272,14 +284,7 @@ impl Workload for BulkRun {
             bytes: req.bytes,
             verified: req.verified,
             goodput_mbps: goodput / 1e6,
-            utilization: match (spec.downlink.mean_rate_bps(), &fidelity) {
-                (Some(r), Some(f)) if req.last_byte_ms > 0.0 => Some(
-                    f.downlink.model.counters.forwarded_bytes as f64 * 8.0
-                        / (req.last_byte_ms / 1e3)
-                        / r,
-                ),
-                _ => None,
-            },
+            utilization: utilization(&spec, fidelity.as_ref(), req.last_byte_ms),
             goodput_utilization: spec.downlink.mean_rate_bps().map(|r| goodput / r),
             loss_ratio: fidelity
                 .as_ref()
@@ -482,14 +487,7 @@ impl BulkRun {
             bytes: fetch.bytes,
             verified: fetch.verified,
             goodput_mbps: goodput / 1e6,
-            utilization: match (spec.downlink.mean_rate_bps(), &fidelity) {
-                (Some(r), Some(f)) if fetch.total_ms > 0.0 => Some(
-                    f.downlink.model.counters.forwarded_bytes as f64 * 8.0
-                        / (fetch.total_ms / 1e3)
-                        / r,
-                ),
-                _ => None,
-            },
+            utilization: utilization(&spec, fidelity.as_ref(), fetch.total_ms),
             goodput_utilization: spec.downlink.mean_rate_bps().map(|r| goodput / r),
             loss_ratio: fidelity
                 .as_ref()
