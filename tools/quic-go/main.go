@@ -105,7 +105,29 @@ func keyLog(path string) (io.Writer, error) {
 
 // patternHandler answers `/bytes/N` with N pattern bytes and anything else from root.
 type patternHandler struct {
-	files http.Handler
+	files http.FileSystem
+}
+
+// serveFile answers with the file at the request's path (a directory's index.html), with Range
+// support, and never redirects: http.FileServer answers /index.html with a 301 to ./, which a
+// page's own request for it does not expect (quiclab's server, Caddy and ngtcp2 serve it).
+func serveFile(files http.FileSystem, w http.ResponseWriter, r *http.Request) {
+	name := r.URL.Path
+	if strings.HasSuffix(name, "/") {
+		name += "index.html"
+	}
+	f, err := files.Open(name) // http.Dir refuses paths that leave the root
+	if err != nil {
+		http.NotFound(w, r)
+		return
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || st.IsDir() {
+		http.NotFound(w, r)
+		return
+	}
+	http.ServeContent(w, r, st.Name(), st.ModTime(), f)
 }
 
 func (h patternHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -135,7 +157,7 @@ func (h patternHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	h.files.ServeHTTP(w, r)
+	serveFile(h.files, w, r)
 }
 
 func server(args []string) error {
@@ -159,9 +181,9 @@ func server(args []string) error {
 	if err != nil {
 		return err
 	}
-	var files http.Handler
+	var files http.FileSystem
 	if *root != "" {
-		files = http.FileServer(http.Dir(*root))
+		files = http.Dir(*root)
 	}
 	handler := patternHandler{files: files}
 	tlsConf := &tls.Config{Certificates: []tls.Certificate{pair}, KeyLogWriter: kl}

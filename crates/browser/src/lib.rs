@@ -15,6 +15,7 @@
 //! own `pre_exec` `setns`.
 
 mod cdp;
+pub mod fetch;
 pub mod netlog;
 
 use std::collections::BTreeSet;
@@ -469,7 +470,7 @@ pub fn load_with(
 /// Starts Chromium through `launcher`, runs `work` on its CDP session, and cleans up; returns
 /// what `work` gave, the wall time from the spawn in ms and, for discovery and warm runs, the text
 /// of Chromium's NetLog (None: not written or unreadable).
-fn run_browser<T>(
+pub(crate) fn run_browser<T>(
     opts: &BrowserOptions,
     url: &str,
     launcher: impl FnOnce(&[String]) -> Command,
@@ -577,12 +578,12 @@ struct PageTimings {
 }
 
 /// A tab to load pages in: its CDP session id and the browser's version.
-struct Tab {
-    sid: String,
-    browser_version: String,
+pub(crate) struct Tab {
+    pub(crate) sid: String,
+    pub(crate) browser_version: String,
 }
 
-fn open_tab(session: &mut cdp::Session, deadline: Instant) -> Result<Tab> {
+pub(crate) fn open_tab(session: &mut cdp::Session, deadline: Instant) -> Result<Tab> {
     let version = session.call(None, "Browser.getVersion", serde_json::json!({}), deadline)?;
     let browser_version = version["product"].as_str().unwrap_or("").to_string();
     let target = session.call(

@@ -155,3 +155,175 @@ fn each_client_downloads_verified_bytes_through_the_lab() {
         }
     }
 }
+
+#[test]
+fn page_loads_from_other_servers_are_refused_where_they_cannot_work() {
+    refused(
+        "page",
+        &[
+            "--page",
+            "carlucci-small",
+            "--proto",
+            "h1",
+            "--server",
+            "ngtcp2",
+        ],
+        &["--server", "h3 only"],
+    );
+    refused(
+        "page",
+        &[
+            "--page",
+            "carlucci-small",
+            "--proto",
+            "h3",
+            "--server",
+            "caddy",
+            "--warm",
+        ],
+        &["--warm", "quiclab's own server"],
+    );
+}
+
+/// One load of the built-in page carlucci-small (a root document and its JPEGs) at 20 Mbit/s
+/// and 20 ms from `server`, by `browser`; every object must arrive over `proto`.
+fn load_page(server: &str, browser: &str, proto: &str, cc: &str) {
+    let out = quiclab()
+        .args([
+            "page",
+            "--json",
+            "--page",
+            "carlucci-small",
+            "--rate",
+            "20mbit",
+            "--rtt",
+            "20ms",
+            "--proto",
+            proto,
+            "--server",
+            server,
+            "--browser",
+            browser,
+            "--cc",
+            cc,
+        ])
+        .output()
+        .unwrap();
+    let r = json(&out);
+    let expected = quiclab_page::corpus::lookup("carlucci-small")
+        .unwrap()
+        .generate()
+        .len() as u64;
+    assert_eq!(
+        r["objects"].as_u64(),
+        Some(expected),
+        "{server} {browser} {proto}: {r}"
+    );
+    let plt = r["plt_ms"].as_f64().unwrap_or(0.0);
+    assert!(plt > 40.0 && plt < 30_000.0, "plt {plt}: {r}");
+    let negotiated = r["negotiated_protocols"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let wanted = match proto {
+        "h1" => "http/1.1",
+        other => other,
+    };
+    assert!(
+        !negotiated.is_empty() && negotiated.iter().all(|p| p == wanted),
+        "{server} {browser} {proto}: negotiated {negotiated:?}"
+    );
+    let imps = &r["implementations"];
+    assert_eq!(imps["server"]["name"], server, "{imps}");
+    let loader = if browser == "chromium" {
+        "chromium"
+    } else {
+        "quiclab"
+    };
+    assert_eq!(imps["client"]["name"], loader, "{imps}");
+}
+
+#[test]
+fn other_servers_serve_a_corpus_page_to_both_loaders_through_the_lab() {
+    if !root_or_skip("other_servers_serve_a_corpus_page_to_both_loaders_through_the_lab") {
+        return;
+    }
+    for (server, browser, proto, cc) in [
+        ("caddy", "chromium", "h3", "cubic"),
+        ("caddy", "builtin", "h1", "bbr"),
+        ("quic-go", "chromium", "h2", "cubic"),
+        ("quic-go", "builtin", "h3", "cubic"),
+        ("ngtcp2", "chromium", "h3", "cubic"),
+        ("ngtcp2", "builtin", "h3", "cubic"),
+    ] {
+        load_page(server, browser, proto, cc);
+    }
+}
+
+#[test]
+fn chromium_downloads_verified_bytes_from_each_server_through_the_lab() {
+    if !root_or_skip("chromium_downloads_verified_bytes_from_each_server_through_the_lab") {
+        return;
+    }
+    for (server, proto, cc) in [
+        ("quiclab", "h3", "cubic"),
+        ("quiclab", "h1", "cubic"),
+        ("caddy", "h2", "bbr"),
+        ("quic-go", "h3", "cubic"),
+        ("ngtcp2", "h3", "cubic"),
+    ] {
+        let r = download(&[
+            "--proto", proto, "--server", server, "--client", "chromium", "--cc", cc,
+        ]);
+        check(&r, server, "chromium");
+        let wanted = if proto == "h1" { "http/1.1" } else { proto };
+        assert_eq!(r["negotiated"], wanted, "{r}");
+        let handshake = r["handshake_ms"].as_f64().unwrap_or(0.0);
+        // One round trip (QUIC) or two (TCP, then TLS 1.3) of 20 ms, with generous room.
+        assert!(
+            (19.0..400.0).contains(&handshake),
+            "handshake {handshake}: {r}"
+        );
+        assert!(r["ttfb_ms"].as_f64().unwrap_or(0.0) > handshake, "{r}");
+    }
+}
+
+#[test]
+fn other_servers_serve_video_segments_to_quiclab_players_through_the_lab() {
+    if !root_or_skip("other_servers_serve_video_segments_to_quiclab_players_through_the_lab") {
+        return;
+    }
+    // Two segments of bbb (4 s each) from each server; the h1 player's 4 Range requests per
+    // segment need the server's Range support. (Caddy over TCP would take the namespace's
+    // congestion control, which on a host that allows only reno and bbr cannot be CUBIC.)
+    for (server, players) in [("quic-go", "h1/4"), ("ngtcp2", "h3"), ("caddy", "h3")] {
+        let out = quiclab()
+            .args([
+                "video",
+                "--json",
+                "--proto",
+                players,
+                "--duration",
+                "8s",
+                "--abr",
+                "basic",
+                "--rate",
+                "20mbit",
+                "--rtt",
+                "20ms",
+                "--server",
+                server,
+            ])
+            .output()
+            .unwrap();
+        let r = json(&out);
+        assert_eq!(r["segments"].as_u64(), Some(2), "{server}: {r}");
+        assert_eq!(r["server"]["name"], server, "{r}");
+        assert!(r["avg_bitrate_mbps"].as_f64().unwrap_or(0.0) > 0.0, "{r}");
+    }
+    refused(
+        "video",
+        &["--proto", "h1", "--duration", "8s", "--server", "ngtcp2"],
+        &["--server", "h3"],
+    );
+}

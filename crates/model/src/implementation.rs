@@ -31,7 +31,8 @@ pub enum Server {
 pub enum Client {
     /// quiclab's own client (`quiclab child`): quinn + h3, hyper + rustls.
     Quiclab,
-    /// Headless Chromium: a `fetch()` of the object from a page of the same origin.
+    /// Headless Chromium: a `fetch()` of the object from a blank tab, its connection's timings
+    /// from DevTools.
     Chromium,
     /// A current quic-go client (`quiclab-quic-go get`), Go's net/http for h1 and h2.
     QuicGo,
@@ -58,9 +59,8 @@ pub struct ServerDef {
     pub server: Server,
     pub name: &'static str,
     pub protocols: &'static [Protocol],
-    /// The workload kinds it serves (the others need quiclab's own server: flows and video
-    /// servers are quiclab's — their pacing, FEC and segment sizes are its own; page loads from
-    /// other servers are not built yet).
+    /// The workload kinds it serves (flows need quiclab's own server: their pacing and FEC are
+    /// its own).
     pub kinds: &'static [WorkloadKind],
     /// Its QUIC congestion control: the choices, the first the default (empty: no QUIC).
     pub quic_cc: &'static [&'static str],
@@ -103,7 +103,7 @@ pub const SERVERS: &[ServerDef] = &[
         server: Server::Caddy,
         name: "caddy",
         protocols: ALL,
-        kinds: &[WorkloadKind::Bulk],
+        kinds: &[WorkloadKind::Bulk, WorkloadKind::Page, WorkloadKind::Video],
         quic_cc: &["cubic"],
         quic_cc_settable: false,
         cwnd: CwndSource::None("Caddy writes no qlog and exposes no congestion window"),
@@ -113,7 +113,7 @@ pub const SERVERS: &[ServerDef] = &[
         server: Server::QuicGo,
         name: "quic-go",
         protocols: ALL,
-        kinds: &[WorkloadKind::Bulk],
+        kinds: &[WorkloadKind::Bulk, WorkloadKind::Page, WorkloadKind::Video],
         quic_cc: &["cubic"],
         quic_cc_settable: false,
         cwnd: CwndSource::Qlog,
@@ -123,7 +123,7 @@ pub const SERVERS: &[ServerDef] = &[
         server: Server::Ngtcp2,
         name: "ngtcp2",
         protocols: &[Protocol::H3],
-        kinds: &[WorkloadKind::Bulk],
+        kinds: &[WorkloadKind::Bulk, WorkloadKind::Page, WorkloadKind::Video],
         quic_cc: &["cubic", "reno", "bbr"],
         quic_cc_settable: true,
         cwnd: CwndSource::Qlog,
@@ -144,7 +144,7 @@ pub const CLIENTS: &[ClientDef] = &[
         name: "chromium",
         protocols: ALL,
         resumes: false,
-        doc: "headless Chromium: fetch() of the object from a page of the same origin",
+        doc: "headless Chromium: fetch() of the object from a blank tab (timings from DevTools)",
     },
     ClientDef {
         client: Client::QuicGo,
@@ -255,7 +255,8 @@ pub fn check(c: &Combination) -> Result<(), (&'static str, String)> {
         return Err((
             "server",
             format!(
-                "{} serves bulk downloads so far; a {} run needs server = \"quiclab\"",
+                "{} serves bulk downloads, page loads and video segments; a {} run needs \
+                 server = \"quiclab\"",
                 s.name,
                 c.kind.name()
             ),
@@ -274,14 +275,6 @@ pub fn check(c: &Combination) -> Result<(), (&'static str, String)> {
     }
     if let Some(client) = c.client {
         let d = client.def();
-        if client == Client::Chromium {
-            return Err((
-                "client",
-                "a download through Chromium's fetch() is not built yet: page loads in Chromium \
-                 are browser = \"chromium\""
-                    .into(),
-            ));
-        }
         if !d.protocols.contains(&c.proto) {
             return Err((
                 "client",
@@ -408,6 +401,16 @@ mod tests {
             ..combo(Server::Caddy, None, Protocol::H3)
         };
         assert_eq!(check(&flows).unwrap_err().0, "server");
+        let page = |server, proto| Combination {
+            kind: WorkloadKind::Page,
+            ..combo(server, None, proto)
+        };
+        assert!(check(&page(Server::Caddy, Protocol::H1)).is_ok());
+        assert!(check(&page(Server::Ngtcp2, Protocol::H3)).is_ok());
+        assert_eq!(
+            check(&page(Server::Ngtcp2, Protocol::H2)).unwrap_err().0,
+            "server"
+        );
         let resumed = Combination {
             zero_rtt: true,
             ..combo(Server::Quiclab, Some(Client::QuicGo), Protocol::H3)

@@ -433,10 +433,12 @@ pub const PROTOCOL: Key = Key {
     ..value("protocol", Side::Protocol, params::protocol)
 };
 pub const SERVER: Key = Key {
-    kinds: &[Bulk],
+    kinds: &[Bulk, Page, Video],
+    // One server for a video run's every player.
+    mix_wide: true,
     syntax: "quiclab|caddy|quic-go|ngtcp2",
     default: "quiclab",
-    doc: "Which program serves (docs/stacks.md): quiclab (quinn + h3, hyper + rustls), caddy (Debian's Caddy: Go's TLS, its quic-go), quic-go (a current quic-go, Go's net/http for h1 and h2) or ngtcp2 (ngtcp2's example server, h3 only)",
+    doc: "Which program serves (docs/stacks.md): quiclab (quinn + h3, hyper + rustls), caddy (Debian's Caddy: Go's TLS, its quic-go), quic-go (a current quic-go, Go's net/http for h1 and h2) or ngtcp2 (ngtcp2's example server, h3 only); bulk downloads, page loads and video segments",
     example: "quic-go",
     ..value("server", Side::Protocol, params::server)
 };

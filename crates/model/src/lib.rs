@@ -387,6 +387,7 @@ mod tests {
             loss_ratio: None,
             fec: None,
             fidelity: None,
+            implementations: None,
             objects: Vec::new(),
         };
         assert_declared(&page);

@@ -23,6 +23,10 @@ pub struct PageResult {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fec: Option<FecResult>,
     pub fidelity: Option<FidelityReport>,
+    /// Which program served and which loaded, their versions and congestion control (None in
+    /// loads stored before implementations were an axis: quiclab's own server).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub implementations: Option<crate::implementation::Implementations>,
     /// Per-object timings (for the HAR and the waterfall; not part of the JSON document).
     #[serde(skip)]
     pub objects: Vec<ObjectTiming>,

@@ -99,6 +99,10 @@ pub struct VideoResult {
     pub cpu_server_s: f64,
     pub link: LinkDescription,
     pub fidelity: Option<FidelityReport>,
+    /// Which program served the segments, its version and congestion control (None in runs
+    /// stored before implementations were an axis; the players are always quiclab's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<crate::implementation::ImplementationRecord>,
     #[serde(skip)]
     pub series: Vec<TimeSeries>,
 }

@@ -73,6 +73,26 @@ impl Site {
         Ok(format!("/bytes/{size}"))
     }
 
+    /// Writes `path` (`/a/b/c`, plain names) as a file of `size` bytes that reads as zeros and
+    /// takes no disk (sparse): for clients that count bytes and do not check them (video
+    /// segments).
+    pub fn add_sized_file(&self, path: &str, size: u64) -> Result<()> {
+        let mut parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+        let name = parts.pop().unwrap_or_default();
+        let mut at = self.root.clone();
+        for part in parts {
+            quiclab_outputs::plain_name(part, "a served path").map_err(anyhow::Error::msg)?;
+            at = quiclab_outputs::claim_subdir(&at, part, "the served content")
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+        }
+        quiclab_outputs::plain_name(name, "a served path").map_err(anyhow::Error::msg)?;
+        let file = at.join(name);
+        quiclab_outputs::create_in_claimed(&file)?
+            .set_len(size)
+            .with_context(|| format!("sizing {}", file.display()))?;
+        Ok(())
+    }
+
     /// Copies the files of a page's directory (its tree, plain files only: a link is refused,
     /// never followed).
     pub fn add_tree(&self, from: &Path) -> Result<()> {
@@ -126,6 +146,10 @@ mod tests {
             !file_holds_pattern(&path, size + 1).unwrap(),
             "a short body"
         );
+        site.add_sized_file("/video/bbb/3/17", 123_456).unwrap();
+        let seg = site.root.join("video/bbb/3/17");
+        assert_eq!(std::fs::metadata(&seg).unwrap().len(), 123_456);
+        assert!(site.add_sized_file("/video/../x", 1).is_err());
         assert!(holds_pattern(&[254, 255, 0, 1], 254));
         assert!(!holds_pattern(&[0, 0], 0));
     }

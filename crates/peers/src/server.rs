@@ -134,7 +134,11 @@ pub fn launch(server: Server, program: &Program, s: &ServerSetup) -> Result<Laun
                 args,
                 env,
                 ready: Ready::File(ready),
-                record: record(cc_text("quic-go's only; not settable")),
+                record: record(format!(
+                    "QUIC {quic_cc} (quic-go's only; not settable); TCP {} (set per socket by \
+                     quiclab: --tcp-cc)",
+                    s.tcp_cc
+                )),
                 no_keylog: None,
             }
         }

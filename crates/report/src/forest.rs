@@ -245,12 +245,12 @@ fn interval(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use quiclab_verdict::judge::Judgement;
     use quiclab_verdict::outcome::Scale;
 
-    fn finding(id: &str, class: Class, verdict: Verdict, median: f64) -> FindingVerdict {
+    pub(crate) fn finding(id: &str, class: Class, verdict: Verdict, median: f64) -> FindingVerdict {
         let mut judgement = Judgement::bare(verdict);
         judgement.estimate = Some(quiclab_verdict::rules::RatioInterval {
             median,
@@ -281,6 +281,7 @@ mod tests {
                 claimed_low: None,
                 claimed_high: Some(0.95),
             }),
+            per: None,
         }
     }
 

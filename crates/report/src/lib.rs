@@ -29,6 +29,7 @@ mod fonts;
 pub mod forest;
 pub mod from_store;
 mod html;
+pub mod matrix;
 pub mod reproduction;
 pub mod summary;
 mod svg;

@@ -236,12 +236,17 @@ pub fn page(
 }
 
 fn study_section(h: &mut String, s: &Study, verdicts: &[FindingVerdict], packs: &[PackScenario]) {
+    let seeds = if s.seeds.is_empty() {
+        "no seed of its own".to_string()
+    } else {
+        format!("seeds {}", s.seeds.join(", "))
+    };
     let _ = write!(
         h,
-        "<h2 id=\"{0}\">{0}</h2>\n<p>{1} (seeds {2})</p>\n",
+        "<h2 id=\"{0}\">{0}</h2>\n<p>{1} ({2})</p>\n",
         esc(&s.name),
         esc(&s.title),
-        esc(&s.seeds.join(", "))
+        esc(&seeds)
     );
     h.push_str(&crate::forest::forest_svg(&s.name, verdicts));
     h.push_str("<h3>How this testbed differs from the seed's</h3><ul>");
@@ -311,6 +316,47 @@ fn study_section(h: &mut String, s: &Study, verdicts: &[FindingVerdict], packs: 
         finding_row(h, v, packs, &s.differences);
     }
     h.push_str("</table>\n");
+    // Findings judged once per value of a setting: finding × value → verdict.
+    for m in crate::matrix::matrices(&mine) {
+        let _ = writeln!(
+            h,
+            "<h3>By {0}</h3>\n<p>Each finding judged once per {0} (the rows above, id@value): \
+             its verdict, the estimate with its exact interval and n, and p.</p>\n\
+             <table><tr><th>finding</th><th>claim</th>",
+            esc(&m.axis)
+        );
+        for v in &m.values {
+            let _ = write!(h, "<th>{} = {}</th>", esc(&m.axis), esc(v));
+        }
+        h.push_str("</tr>\n");
+        for r in &m.rows {
+            let _ = write!(h, "<tr><td>{}</td><td>{}</td>", esc(&r.of), esc(&r.claim));
+            for c in &r.cells {
+                let class = match c.as_ref().map(|c| c.word) {
+                    Some("holds") => "holds",
+                    Some("does not hold" | "reversed") => "nothold",
+                    Some("not runnable") => "na",
+                    _ => "open",
+                };
+                let _ = write!(
+                    h,
+                    "<td class=\"{class}\">{}</td>",
+                    esc(&crate::matrix::cell_text(c.as_ref()))
+                );
+            }
+            h.push_str("</tr>\n");
+        }
+        h.push_str("</table>\n");
+    }
+    let ids: Vec<&str> = mine.iter().map(|v| v.id.as_str()).collect();
+    let differ = crate::matrix::differences_by_value(&ids, verdicts);
+    if !differ.is_empty() {
+        h.push_str("<h3>Where the verdict differs by implementation</h3><ul>");
+        for d in &differ {
+            let _ = write!(h, "<li>{}</li>", esc(d));
+        }
+        h.push_str("</ul>\n");
+    }
     for v in mine
         .iter()
         .filter(|v| v.tree.is_some() || v.wins_table.is_some())

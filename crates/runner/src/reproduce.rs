@@ -198,15 +198,24 @@ pub struct StudyFile {
 
 /// Keeps only the findings `ids` names (`--finding`): a pack then runs just the scenarios those
 /// findings need, and judges just them. Studies left without a finding are dropped. An id that no
-/// selected study has is an error listing the ids there are.
+/// selected study has is an error listing the ids there are. A finding judged per value (`per`)
+/// is named by its own id (every value) or by `id@value`.
 pub fn only_findings(studies: Vec<Study>, ids: &[String]) -> Result<Vec<Study>> {
     if ids.is_empty() {
         return Ok(studies);
     }
-    let known: Vec<&str> = studies
-        .iter()
-        .flat_map(|s| s.findings.iter().map(|f| f.id.as_str()))
-        .collect();
+    let named = |f: &quiclab_verdict::findings::Finding| {
+        ids.contains(&f.id) || f.per.as_ref().is_some_and(|p| ids.contains(&p.of))
+    };
+    let mut known: Vec<&str> = Vec::new();
+    for f in studies.iter().flat_map(|s| &s.findings) {
+        if let Some(p) = &f.per
+            && !known.contains(&p.of.as_str())
+        {
+            known.push(&p.of);
+        }
+        known.push(&f.id);
+    }
     if let Some(unknown) = ids.iter().find(|id| !known.contains(&id.as_str())) {
         let studies: Vec<&str> = studies.iter().map(|s| s.name.as_str()).collect();
         bail!(
@@ -218,7 +227,7 @@ pub fn only_findings(studies: Vec<Study>, ids: &[String]) -> Result<Vec<Study>> 
     Ok(studies
         .into_iter()
         .map(|mut s| {
-            s.findings.retain(|f| ids.contains(&f.id));
+            s.findings.retain(|f| named(f));
             s
         })
         .filter(|s| !s.findings.is_empty())
@@ -357,6 +366,7 @@ pub fn judge_study(
             tree: None,
             beside: None,
             scale: None,
+            per: f.per.clone(),
         };
         match &f.judged {
             Judged::NotRunnable { why } => out.push(row(
@@ -375,6 +385,7 @@ pub fn judge_study(
                 rule,
                 seed_value,
                 beside,
+                pin,
             } => {
                 let registry = crate::metric_registry();
                 let Some(def) = quiclab_experiment::metric::find(&registry, metric) else {
@@ -388,7 +399,16 @@ pub fn judge_study(
                 } else {
                     Better::Higher
                 };
-                let test_of = describe(claim, better);
+                let mut test_of = describe(claim, better);
+                // A pinned side says which value its runs keep (`h1 from server = quiclab`).
+                if let (Some(p), Some((_, a, b))) = (pin, claim.sides())
+                    && p.a != p.b
+                {
+                    test_of.push_str(&format!(
+                        "; {a} from {0} = {1}, {b} from {0} = {2}",
+                        p.param, p.a, p.b
+                    ));
+                }
                 let stored = runs_by_scenario.get(scenario).and_then(Option::as_ref);
                 let judge_with = |filter: &BTreeMap<String, String>| match stored {
                     None => (
@@ -400,7 +420,7 @@ pub fn judge_study(
                     Some((runs, quick, _, _, part)) => {
                         let values = run_values(runs, def);
                         let (mut j, table) =
-                            judge::judge_claim(&values, filter, claim, better, *rule);
+                            judge::judge_claim(&values, filter, claim, pin.as_ref(), better, *rule);
                         // A quick form (or a full form not run to its repetitions) is an
                         // observation: its estimate and n are shown, never a verdict.
                         if (*quick || part.is_some())

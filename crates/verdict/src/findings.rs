@@ -117,6 +117,18 @@ pub struct Finding {
     #[serde(skip)]
     pub line: usize,
     pub judged: Judged,
+    /// For a finding judged once per value of a setting (`per`): which finding and which value.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub per: Option<PerValue>,
+}
+
+/// One value of a finding judged once per value of a setting (`per = { axis = "server", … }`):
+/// the finding is `of`, its id `of@value`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct PerValue {
+    pub of: String,
+    pub axis: String,
+    pub value: String,
 }
 
 /// How a finding is judged, or why it cannot be.
@@ -138,6 +150,9 @@ pub enum Judged {
         /// (`beside = { browser = "builtin" }`: the built-in loader beside Chromium). The
         /// finding's verdict is its own; this one is shown beside it, never counted.
         beside: Option<BTreeMap<String, String>>,
+        /// A paired claim whose sides also differ in a second setting (`per` with `a` or `b`).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pin: Option<crate::judge::Pin>,
     },
     NotRunnable {
         why: String,
@@ -156,6 +171,7 @@ impl Finding {
                 filter,
                 claim,
                 beside,
+                pin,
                 ..
             } => {
                 let matches = |filter: &BTreeMap<String, String>| {
@@ -168,6 +184,7 @@ impl Finding {
                             .is_some_and(|b| matches(&beside_filter(filter, b))))
                     && claim.sides().is_none_or(|(axis, a, b)| {
                         params.get(axis).is_none_or(|v| v == a || v == b)
+                            && pin.as_ref().is_none_or(|p| p.admits(params, axis, a, b))
                     })
             }
             Judged::NotRunnable { .. } => false,
@@ -206,6 +223,17 @@ struct CompareDe {
     axis: String,
     a: toml::Value,
     b: toml::Value,
+}
+
+/// `per = { axis = "server", values = ["quiclab", "caddy"], b = "quiclab" }`: the finding is
+/// judged once per value; with `a` or `b`, that side of the comparison keeps the given value.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PerDe {
+    axis: String,
+    values: Vec<toml::Value>,
+    a: Option<toml::Value>,
+    b: Option<toml::Value>,
 }
 
 #[derive(Deserialize)]
@@ -248,6 +276,7 @@ struct FindingDe {
     seed_value: Option<f64>,
     not_runnable: Option<String>,
     beside: Option<BTreeMap<String, toml::Value>>,
+    per: Option<PerDe>,
 }
 
 /// A value as the run key writes it (`"13kB"`, `2`, `true`).
@@ -332,10 +361,16 @@ pub fn parse(text: &str, file: &str) -> Result<Study, String> {
         let at = |key: &str, msg: String| {
             format!("{file}:{line}: finding {:?}: key \"{key}\": {msg}", f.id)
         };
-        if f.id.is_empty() || f.id.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        if f.id.is_empty()
+            || f.id
+                .chars()
+                .any(|c| c.is_whitespace() || c.is_control() || c == '@')
+        {
             return Err(at(
                 "id",
-                "expected a non-empty id without spaces (e.g. \"000-5a\")".into(),
+                "expected a non-empty id without spaces or @ (e.g. \"000-5a\"; `per` names its \
+                 values id@value)"
+                    .into(),
             ));
         }
         if !ids.insert(f.id.clone()) {
@@ -687,17 +722,99 @@ pub fn parse(text: &str, file: &str) -> Result<Study, String> {
                             Some(b.iter().map(|(k, v)| (k.clone(), render(v))).collect())
                         }
                     },
+                    pin: None,
                 }
             }
         };
-        findings.push(Finding {
-            id: f.id,
-            source: f.source,
-            claim: f.claim,
-            class,
-            line,
-            judged,
-        });
+        let Some(per) = &f.per else {
+            findings.push(Finding {
+                id: f.id,
+                source: f.source,
+                claim: f.claim,
+                class,
+                line,
+                judged,
+                per: None,
+            });
+            continue;
+        };
+        // One finding per value: `where` gains the value, or a pinned side keeps its own.
+        let Judged::Run { filter, claim, .. } = &judged else {
+            return Err(at("per", "a not_runnable finding names no runs".into()));
+        };
+        if per.values.is_empty() {
+            return Err(at(
+                "per",
+                "values is empty: name the values to judge".into(),
+            ));
+        }
+        if filter.contains_key(&per.axis) {
+            return Err(at(
+                "per",
+                format!(
+                    "{:?} is also in `where`: per sets it, once per value",
+                    per.axis
+                ),
+            ));
+        }
+        let pinned = match (&per.a, &per.b) {
+            (None, None) => None,
+            (Some(_), Some(_)) => {
+                return Err(at(
+                    "per",
+                    "give a or b, not both: one side keeps its value, the other takes each".into(),
+                ));
+            }
+            (a, b) => {
+                let Some((axis, _, _)) = claim.sides() else {
+                    return Err(at(
+                        "per",
+                        "a and b pin a side of a comparison: they need compare".into(),
+                    ));
+                };
+                if axis == per.axis {
+                    return Err(at(
+                        "per",
+                        "per's axis is the compared one: choose another setting".into(),
+                    ));
+                }
+                Some((a.as_ref().map(render), b.as_ref().map(render)))
+            }
+        };
+        for value in per.values.iter().map(render) {
+            let id = format!("{}@{value}", f.id);
+            if !ids.insert(id.clone()) {
+                return Err(at("per", format!("{value:?} is named twice ({id})")));
+            }
+            let mut one = judged.clone();
+            if let Judged::Run { filter, pin, .. } = &mut one {
+                match &pinned {
+                    None => {
+                        filter.insert(per.axis.clone(), value.clone());
+                    }
+                    Some((a, b)) => {
+                        *pin = Some(crate::judge::Pin {
+                            param: per.axis.clone(),
+                            a: a.clone().unwrap_or_else(|| value.clone()),
+                            b: b.clone().unwrap_or_else(|| value.clone()),
+                        });
+                    }
+                }
+            }
+            findings.push(Finding {
+                id,
+                source: f.source.clone(),
+                claim: f.claim.clone(),
+                class,
+                line,
+                judged: one,
+                per: Some(PerValue {
+                    of: f.id.clone(),
+                    axis: per.axis.clone(),
+                    value,
+                }),
+            });
+        }
     }
     if findings.is_empty() {
         return Err(format!("{file}: no [[finding]]"));
@@ -735,10 +852,19 @@ pub fn validate(
             claim,
             rule,
             beside,
+            pin,
             ..
         } = &f.judged
         else {
             continue;
+        };
+        // A pinned side (`per` with a or b) counts only its runs with the pinned value.
+        let admitted = |r: &&&quiclab_experiment::plan::RunSpec| {
+            pin.as_ref().is_none_or(|p| {
+                claim
+                    .sides()
+                    .is_none_or(|(axis, a, b)| p.admits(&r.params, axis, a, b))
+            })
         };
         let at = |key: &str, msg: String| {
             format!(
@@ -816,11 +942,22 @@ pub fn validate(
         for (axis, side) in sides {
             if !matching
                 .iter()
+                .filter(&admitted)
                 .any(|r| r.params.get(axis).map(String::as_str) == Some(side))
             {
                 return Err(at(
-                    "compare",
-                    format!("no run of {scenario} within `where` has {axis} = {side:?}"),
+                    if pin.is_some() { "per" } else { "compare" },
+                    format!(
+                        "no run of {scenario} within `where` has {axis} = {side:?}{}",
+                        match (pin, claim.sides()) {
+                            (Some(p), Some((_, a, _))) => format!(
+                                " with {} = {:?}",
+                                p.param,
+                                if side == a { &p.a } else { &p.b }
+                            ),
+                            _ => String::new(),
+                        }
+                    ),
                 ));
             }
         }
@@ -830,6 +967,7 @@ pub fn validate(
         let count = |axis: &str, v: &str| {
             matching
                 .iter()
+                .filter(&admitted)
                 .filter(|r| r.params.get(axis).map(String::as_str) == Some(v))
                 .count()
         };
@@ -921,6 +1059,106 @@ claim = "YouTube"
 class = "reproduction"
 not_runnable = "the public Internet"
 "#;
+
+    const PER: &str = r#"study = "t"
+title = "per value"
+
+[[finding]]
+id = "5a"
+claim = "QUIC beats HTTP/1.1"
+class = "reproduction"
+scenario = "s"
+where = { loss = "0%" }
+metric = "plt_ms"
+compare = { axis = "protocol", a = "h3", b = "h1" }
+per = { axis = "server", values = ["quiclab", "caddy"], b = "quiclab" }
+
+[[finding]]
+id = "1b"
+claim = "loss does not matter"
+class = "reproduction"
+scenario = "s"
+metric = "goodput_mbps"
+compare = { axis = "loss", a = "2%", b = "0%" }
+approx = { value = 1.0, tolerance = 0.1 }
+test = "interval"
+per = { axis = "server", values = ["quiclab", "caddy"] }
+"#;
+
+    #[test]
+    fn a_finding_per_value_is_one_finding_each_with_its_side_pinned() {
+        let s = parse(PER, "t.toml").unwrap();
+        let ids: Vec<&str> = s.findings.iter().map(|f| f.id.as_str()).collect();
+        assert_eq!(ids, ["5a@quiclab", "5a@caddy", "1b@quiclab", "1b@caddy"]);
+        let caddy = &s.findings[1];
+        assert_eq!(
+            caddy.per,
+            Some(PerValue {
+                of: "5a".into(),
+                axis: "server".into(),
+                value: "caddy".into()
+            })
+        );
+        let Judged::Run { filter, pin, .. } = &caddy.judged else {
+            panic!("{caddy:?}")
+        };
+        assert!(!filter.contains_key("server"), "{filter:?}");
+        let pin = pin.as_ref().unwrap();
+        assert_eq!((pin.a.as_str(), pin.b.as_str()), ("caddy", "quiclab"));
+        let params = |proto: &str, server: &str| {
+            BTreeMap::from([
+                ("protocol".to_string(), proto.to_string()),
+                ("server".to_string(), server.to_string()),
+                ("loss".to_string(), "0%".to_string()),
+            ])
+        };
+        assert!(caddy.judges("s", &params("h3", "caddy")));
+        assert!(caddy.judges("s", &params("h1", "quiclab")));
+        assert!(!caddy.judges("s", &params("h3", "quiclab")));
+        assert!(!caddy.judges("s", &params("h1", "caddy")));
+        // Without a or b, both sides take the value: it is part of `where`.
+        let Judged::Run { filter, pin, .. } = &s.findings[3].judged else {
+            panic!()
+        };
+        assert_eq!(filter["server"], "caddy");
+        assert!(pin.is_none());
+
+        for (from, to, says) in [
+            (
+                "values = [\"quiclab\", \"caddy\"], b",
+                "values = [], b",
+                "values is empty",
+            ),
+            (
+                "b = \"quiclab\" }",
+                "a = \"x\", b = \"quiclab\" }",
+                "not both",
+            ),
+            (
+                "where = { loss = \"0%\" }",
+                "where = { server = \"caddy\" }",
+                "also in `where`",
+            ),
+            (
+                "\"quiclab\", \"caddy\"], b",
+                "\"caddy\", \"caddy\"], b",
+                "named twice",
+            ),
+            ("id = \"5a\"", "id = \"5a@x\"", "without spaces or @"),
+        ] {
+            let e = parse(&PER.replacen(from, to, 1), "t.toml").unwrap_err();
+            assert!(e.starts_with("t.toml:4:") && e.contains(says), "{e}");
+        }
+        let e = parse(
+            &PER.replace(
+                "axis = \"server\", values = [\"quiclab\", \"caddy\"] }",
+                "axis = \"loss\", values = [\"0%\"], a = \"0%\" }",
+            ),
+            "t.toml",
+        )
+        .unwrap_err();
+        assert!(e.contains("compared one"), "{e}");
+    }
 
     #[test]
     fn a_study_file_parses_into_checked_findings() {

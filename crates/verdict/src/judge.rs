@@ -189,6 +189,29 @@ pub fn select(runs: &[RunValue], filter: &BTreeMap<String, String>) -> Vec<Obser
         .collect()
 }
 
+/// A second setting that differs between the two sides of a paired claim: side A's runs have
+/// `param = a`, side B's `param = b` (`per = { axis = "server", b = "quiclab" }`: each server's
+/// HTTP/3 against quiclab's own TCP). Runs pair across both settings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Pin {
+    pub param: String,
+    pub a: String,
+    pub b: String,
+}
+
+impl Pin {
+    /// Whether a run with these parameters can be on a side: `param` is the pinned value of the
+    /// side its `axis` value names (either pinned value when it names neither).
+    pub fn admits(&self, params: &BTreeMap<String, String>, axis: &str, a: &str, b: &str) -> bool {
+        let have = params.get(&self.param);
+        match params.get(axis) {
+            Some(v) if v == a => have == Some(&self.a),
+            Some(v) if v == b => have == Some(&self.b),
+            _ => have == Some(&self.a) || have == Some(&self.b),
+        }
+    }
+}
+
 /// The pairs of `runs` (already the finding's scenario) that match `filter`, A's run against B's
 /// along `axis`, matched by repetition and every other parameter. A run without a partner is
 /// left out and counted in `unpaired` (the judgement counts it as missing).
@@ -199,6 +222,18 @@ pub fn pair(
     a: &str,
     b: &str,
 ) -> (Vec<(Observed, Observed)>, usize) {
+    pair_pinned(runs, filter, axis, a, b, None)
+}
+
+/// [`pair`], the two sides also differing in `pin`'s setting.
+pub fn pair_pinned(
+    runs: &[RunValue],
+    filter: &BTreeMap<String, String>,
+    axis: &str,
+    a: &str,
+    b: &str,
+    pin: Option<&Pin>,
+) -> (Vec<(Observed, Observed)>, usize) {
     type Key = (BTreeMap<String, String>, u32);
     let mut sides: BTreeMap<Key, (Option<Observed>, Option<Observed>)> = BTreeMap::new();
     for r in runs.iter().filter(|r| matches(r, filter)) {
@@ -207,6 +242,12 @@ pub fn pair(
         };
         let mut rest = r.params.clone();
         rest.remove(axis);
+        if let Some(p) = pin {
+            if !p.admits(&r.params, axis, a, b) {
+                continue;
+            }
+            rest.remove(&p.param);
+        }
         let entry = sides.entry((rest, r.repetition)).or_default();
         if side == a {
             entry.0 = Some(r.value);
@@ -625,11 +666,13 @@ pub fn judge_wins(
 /// Judges `claim` on the runs `filter` selects, by the claim's kind (an exhaustive match: a new
 /// kind of claim is a compile error here, never a silent default): paired claims pair the runs
 /// along their axis, the wins rule decides each setting (its table is returned), the others take
-/// the values as they are. `better` is the metric's declared direction.
+/// the values as they are. `pin` (paired claims only) sets a second setting per side. `better`
+/// is the metric's declared direction.
 pub fn judge_claim(
     runs: &[RunValue],
     filter: &BTreeMap<String, String>,
     claim: &Claim,
+    pin: Option<&Pin>,
     better: Better,
     rule: Rule,
 ) -> (Judgement, Option<Vec<SettingWinners>>) {
@@ -638,7 +681,7 @@ pub fn judge_claim(
         | Claim::Ratio { axis, a, b, .. }
         | Claim::RatioAtLeast { axis, a, b, .. }
         | Claim::RatioAtMost { axis, a, b, .. } => {
-            let (pairs, unpaired) = pair(runs, filter, axis, a, b);
+            let (pairs, unpaired) = pair_pinned(runs, filter, axis, a, b, pin);
             (judge_paired(&pairs, unpaired, claim, better, rule), None)
         }
         Claim::WinsShare { .. } | Claim::NoBestEverywhere { .. } => {
@@ -824,6 +867,37 @@ mod tests {
             repetition: rep,
             value: v,
         }
+    }
+
+    #[test]
+    fn a_pinned_setting_pairs_each_side_with_its_own_value() {
+        // fec stands in for a server: side A (h3) from fec = 2, side B (h1) from fec = 0.
+        let mut runs = Vec::new();
+        for rep in 1..=6 {
+            runs.push(run("h3", "2", rep, Value(5.0)));
+            runs.push(run("h3", "0", rep, Value(50.0)));
+            runs.push(run("h1", "0", rep, Value(10.0)));
+            runs.push(run("h1", "2", rep, Value(1.0)));
+        }
+        let pin = Pin {
+            param: "fec".into(),
+            a: "2".into(),
+            b: "0".into(),
+        };
+        let (pairs, unpaired) =
+            pair_pinned(&runs, &BTreeMap::new(), "protocol", "h3", "h1", Some(&pin));
+        assert_eq!((pairs.len(), unpaired), (6, 0));
+        assert!(pairs.iter().all(|p| *p == (Value(5.0), Value(10.0))));
+        let params = |proto: &str, fec: &str| run(proto, fec, 1, Value(0.0)).params;
+        assert!(pin.admits(&params("h3", "2"), "protocol", "h3", "h1"));
+        assert!(!pin.admits(&params("h3", "0"), "protocol", "h3", "h1"));
+        assert!(pin.admits(&params("h1", "0"), "protocol", "h3", "h1"));
+        assert!(!pin.admits(&params("h1", "2"), "protocol", "h3", "h1"));
+        // A side's run without its partner counts as missing.
+        runs.retain(|r| !(r.repetition == 6 && r.params["protocol"] == "h1"));
+        let (pairs, unpaired) =
+            pair_pinned(&runs, &BTreeMap::new(), "protocol", "h3", "h1", Some(&pin));
+        assert_eq!((pairs.len(), unpaired), (5, 1));
     }
 
     #[test]

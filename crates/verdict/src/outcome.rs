@@ -40,6 +40,10 @@ pub struct FindingVerdict {
     /// reference value (no protocol best everywhere) or a finding that cannot run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scale: Option<Scale>,
+    /// For a finding judged once per value of a setting: which finding and value (the matrix
+    /// of reproduction.html: finding × value → verdict).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub per: Option<crate::findings::PerValue>,
 }
 
 /// What a finding's estimate is read against: the claim's reference value in the estimate's
@@ -455,6 +459,7 @@ mod tests {
             tree,
             beside: None,
             scale: None,
+            per: None,
         }
     }
 

@@ -437,6 +437,38 @@ impl BulkRun {
                 end.server_cpu_s,
                 end.fidelity,
             )
+        } else if self.client == Client::Chromium {
+            let config = ChildConfig::ChromiumFetch(crate::child::ChromiumFetchConfig {
+                proto: self.proto,
+                cert: work.join("cert.pem"),
+                server,
+                path: path.clone(),
+                size: self.size,
+                timeout_ms: timeout.as_millis() as u64,
+            });
+            let namespace_cc = running.lab.tcp_default_cc.clone();
+            // Chromium needs a few seconds to start on top of the download.
+            let end = harness::run_client_to_end::<crate::child::ChromiumFetchReport>(
+                running,
+                &work,
+                "chromium-fetch",
+                &config,
+                timeout,
+                Duration::from_secs(20),
+                server_pid,
+            )?;
+            let report = end.client?;
+            (
+                crate::peer::chromium_fetch_result(&report.fetch, self.proto)?,
+                crate::peer::chromium_record(
+                    Some(&report.fetch.browser_version),
+                    self.proto,
+                    &namespace_cc,
+                ),
+                report.cpu_s,
+                end.server_cpu_s,
+                end.fidelity,
+            )
         } else {
             let key_log = running.lab.key_log.clone();
             let setup = quiclab_peers::client::FetchSetup {

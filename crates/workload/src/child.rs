@@ -33,6 +33,30 @@ pub enum ChildConfig {
     VideoClient(VideoClientConfig),
     SwitchFetch(SwitchFetchConfig),
     Exec(ExecConfig),
+    ChromiumFetch(ChromiumFetchConfig),
+}
+
+/// A bulk download by Chromium's `fetch()` ([`quiclab_browser::fetch`]), run in the client
+/// namespace like a page load.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChromiumFetchConfig {
+    pub proto: Protocol,
+    pub cert: PathBuf,
+    pub server: SocketAddr,
+    /// `/bytes/N`.
+    pub path: String,
+    pub size: u64,
+    pub timeout_ms: u64,
+}
+
+/// What Chromium's fetch measured, with the CPU time of Chromium's processes (those this
+/// process and Chromium reaped).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChromiumFetchReport {
+    pub fetch: quiclab_browser::fetch::BrowserFetch,
+    pub cpu_s: f64,
 }
 
 /// Another implementation's client (curl, quic-go, ngtcp2; quiclab-peers says how to run it),
@@ -164,6 +188,10 @@ pub struct PageClientConfig {
     /// Chromium without forcing QUIC, [`DISCOVERY_NAVIGATIONS`] loads in one browser.
     #[serde(default)]
     pub discover: bool,
+    /// Chromium loads the certificate's name mapped to the server's address (another server
+    /// chooses its certificate by the name sent), not the address itself.
+    #[serde(default)]
+    pub by_name: bool,
 }
 
 /// The client half of a flow mix: every flow in one process, so they share one clock and start
@@ -331,6 +359,9 @@ pub fn main(config_file: &Path) -> Result<i32> {
             println!("{}", serde_json::to_string(&report)?);
             Ok(0)
         }
+        ChildConfig::ChromiumFetch(c) => {
+            report_or_timeout(Duration::from_millis(c.timeout_ms), || chromium_fetch(&c))
+        }
         // How the program ended is the report; the workload reads what it wrote.
         ChildConfig::Exec(c) => {
             let report = exec(&c)?;
@@ -338,6 +369,45 @@ pub fn main(config_file: &Path) -> Result<i32> {
             Ok(0)
         }
     }
+}
+
+/// CPU seconds of the children this process has waited for (and of theirs).
+fn children_cpu_s() -> f64 {
+    // SAFETY: getrusage(2) fills the struct it is given.
+    let usage = unsafe {
+        let mut u: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_CHILDREN, &mut u);
+        u
+    };
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    secs(usage.ru_utime) + secs(usage.ru_stime)
+}
+
+/// One download by Chromium's fetch(): the certificate's name mapped to the server's address
+/// (as a page load from another server), the protocol forced as for page loads.
+pub fn chromium_fetch(c: &ChromiumFetchConfig) -> Result<ChromiumFetchReport> {
+    let cert = load_client_certificate(&c.cert)?;
+    let origin = format!("https://{CHROMIUM_V6_HOST}:{}", c.server.port());
+    let mut opts = quiclab_browser::BrowserOptions::new(c.proto, &origin, &cert.spki_sha256_base64);
+    opts.timeout = Duration::from_millis(c.timeout_ms);
+    opts.extra_args = vec![format!(
+        "--host-resolver-rules=MAP {CHROMIUM_V6_HOST} {}",
+        match c.server.ip() {
+            std::net::IpAddr::V6(a) => format!("[{a}]"),
+            std::net::IpAddr::V4(a) => a.to_string(),
+        }
+    )];
+    let before = children_cpu_s();
+    let fetch = quiclab_browser::fetch::fetch_with(
+        &opts,
+        &format!("{origin}{}", c.path),
+        c.size,
+        quiclab_browser::prefixed(Vec::new()),
+    )?;
+    Ok(ChromiumFetchReport {
+        fetch,
+        cpu_s: children_cpu_s() - before,
+    })
 }
 
 /// Runs another implementation's client to its end (or kills it, by its PID, at the limit).
@@ -370,19 +440,13 @@ pub fn exec(c: &ExecConfig) -> Result<ExecReport> {
         std::thread::sleep(Duration::from_millis(2));
     };
     let wall_ms = t0.elapsed().as_secs_f64() * 1e3;
-    // SAFETY: getrusage(2) fills the struct it is given.
-    let usage = unsafe {
-        let mut u: libc::rusage = std::mem::zeroed();
-        libc::getrusage(libc::RUSAGE_CHILDREN, &mut u);
-        u
-    };
-    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     Ok(ExecReport {
         exit_code: status.code(),
         signal: status.signal(),
         timed_out,
         wall_ms,
-        cpu_s: secs(usage.ru_utime) + secs(usage.ru_stime),
+        // The only child this process had.
+        cpu_s: children_cpu_s(),
     })
 }
 
@@ -608,7 +672,9 @@ pub fn page_client(c: &PageClientConfig) -> Result<PageClientReport> {
             // an IPv6 literal against --origin-to-force-quic-on (it loaded h2 instead).
             // Discovery runs use the name too: an origin learns its Alt-Svc under its name.
             let (origin, extra_args) = match c.server {
-                SocketAddr::V4(_) if !c.discover => (format!("https://{}", c.server), Vec::new()),
+                SocketAddr::V4(_) if !c.discover && !c.by_name => {
+                    (format!("https://{}", c.server), Vec::new())
+                }
                 _ => (
                     format!("https://{CHROMIUM_V6_HOST}:{}", c.server.port()),
                     vec![format!(

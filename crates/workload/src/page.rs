@@ -16,6 +16,8 @@ use quiclab_lab::{LinkSpec, RunningLab, Side};
 use quiclab_page::har::HarPage;
 use quiclab_proto::options::{Protocol, StackOptions};
 
+use quiclab_model::implementation::{ImplementationRecord, Implementations, Server};
+
 use crate::child::{Browser, ChildConfig, PageClientConfig, PageClientReport};
 use crate::fec::FecResult;
 use crate::harness::{self, RunError, WorkDir};
@@ -91,6 +93,9 @@ pub struct PageRun {
     pub proto: Protocol,
     pub page: PageSource,
     pub browser: Browser,
+    /// The program that serves the page: quiclab's own, or another implementation serving the
+    /// page's directory (docs/stacks.md).
+    pub server: Server,
     /// For h2/h3: the most requests in flight at once (early QUIC multiplexed 6).
     pub max_streams: Option<u64>,
     pub stack: StackOptions,
@@ -144,6 +149,16 @@ impl PageRun {
                 ));
             }
         }
+        if self.server != Server::Quiclab && (self.warm || self.discover) {
+            return Err((
+                if self.warm { "warm" } else { "discover" },
+                format!(
+                    "warm and discovery loads are measured against quiclab's own server so far \
+                     (its session tickets, 0-RTT and Alt-Svc are known); this load's server is {}",
+                    self.server.name()
+                ),
+            ));
+        }
         if self.warm {
             if self.discover {
                 return Err((
@@ -175,6 +190,25 @@ impl PageRun {
             2
         } else {
             1
+        }
+    }
+
+    /// The loader as the result records it: quiclab's (its congestion control set per socket or
+    /// connection) or Chromium (its own QUIC with its default congestion control; its TCP the
+    /// client namespace's).
+    fn loader_record(
+        &self,
+        summary: &PageSummary,
+        cc: &str,
+        namespace_cc: &str,
+    ) -> ImplementationRecord {
+        match self.browser {
+            Browser::Builtin => crate::peer::quiclab_record(cc),
+            Browser::Chromium => crate::peer::chromium_record(
+                summary.browser_version.as_deref(),
+                self.proto,
+                namespace_cc,
+            ),
         }
     }
 
@@ -367,15 +401,40 @@ impl Workload for PageRun {
             PageSource::Dir(d) => d.clone(),
         };
         harness::write_certificate(lab, &work)?;
-        let mut serve = harness::serve_config(lab, &work, self.stack);
-        serve.dir = Some(page_dir);
-        if work.is_kept() {
-            serve.cwnd_log = Some(work.join("cwnd.csv"));
-            serve.qlog_dir = Some(work.path().to_path_buf());
-        }
-        harness::start_server(lab, &work, serve)?;
-
         let server_ip: IpAddr = self.server_ip(lab);
+        let cc = self.stack.cc_name(self.proto);
+        let server_record = if self.server == Server::Quiclab {
+            let mut serve = harness::serve_config(lab, &work, self.stack);
+            serve.dir = Some(page_dir);
+            if work.is_kept() {
+                serve.cwnd_log = Some(work.join("cwnd.csv"));
+                serve.qlog_dir = Some(work.path().to_path_buf());
+            }
+            harness::start_server(lab, &work, serve)?;
+            crate::peer::quiclab_record(cc)
+        } else {
+            let tcp = self.proto != Protocol::H3;
+            // Caddy takes the namespace's TCP congestion control; the others set their own.
+            if tcp && self.server == Server::Caddy {
+                crate::peer::check_namespace_cc(lab, cc, "Caddy")?;
+            }
+            // The page's files, read in place: the built-in page is in the run's own work
+            // directory, a directory given by the user is only read.
+            crate::peer::start_server(
+                lab,
+                &work,
+                &crate::peer::ServerChoice {
+                    server: self.server,
+                    address: server_ip,
+                    root: &page_dir,
+                    quic_cc: (!tcp).then_some(cc),
+                    tcp_cc: cc,
+                    qlog: work.is_kept(),
+                },
+            )?
+            .record
+        };
+
         let client = ChildConfig::PageClient(PageClientConfig {
             proto: self.proto,
             browser: self.browser,
@@ -391,6 +450,9 @@ impl Workload for PageRun {
             stack: self.stack,
             warm: self.warm,
             discover: self.discover,
+            // Another server is reached by the certificate's name (mapped to its address), as a
+            // browser would: Caddy picks its certificate by the name a client sends.
+            by_name: self.server != Server::Quiclab,
         });
         // Chromium needs a few seconds to start on top of the load itself.
         let grace = Duration::from_secs(match self.browser {
@@ -411,6 +473,8 @@ impl Workload for PageRun {
             None
         };
         let report = report?;
+        let namespace_cc = running.lab.tcp_default_cc.clone();
+        let client_record = self.loader_record(&report.summary, cc, &namespace_cc);
         let result = PageResult {
             summary: report.summary,
             page: self.page.name(),
@@ -423,6 +487,10 @@ impl Workload for PageRun {
                 .fec
                 .map(|_| FecResult::of(harness::server_fec(&work).map(|l| l.total), report.fec)),
             fidelity: fidelity.clone(),
+            implementations: Some(Implementations {
+                server: server_record,
+                client: client_record,
+            }),
             objects: report.objects,
         };
         Ok(Outcome { result, fidelity })

@@ -173,6 +173,10 @@ pub fn build(p: &Params, link: &LinkSpec) -> Result<WorkloadSpec, ParamError> {
                     .map_err(|e| refuse("server", format!("{e:#}")))?;
                 quiclab_peers::programs::client_program(client)
                     .map_err(|e| refuse("client", format!("{e:#}")))?;
+                if client == Client::Chromium {
+                    quiclab_browser::check_chromium(Path::new(quiclab_browser::DEFAULT_CHROMIUM))
+                        .map_err(|e| refuse("client", e.to_string()))?;
+                }
             }
             let run = BulkRun {
                 resume,
@@ -218,9 +222,24 @@ pub fn build(p: &Params, link: &LinkSpec) -> Result<WorkloadSpec, ParamError> {
                 }
                 _ => Browser::Builtin,
             };
+            let server = p.server().unwrap_or(Server::Quiclab);
+            implementation::check(&implementation::Combination {
+                kind,
+                proto,
+                server,
+                client: None,
+                cc: p.text(&k::CC),
+                resume,
+                zero_rtt,
+                fec: p.fec().is_some(),
+            })
+            .map_err(|(key, e)| refuse(key, e))?;
+            quiclab_peers::programs::server_program(server)
+                .map_err(|e| refuse("server", format!("{e:#}")))?;
             let run = PageRun {
                 proto,
                 browser,
+                server,
                 max_streams: p.count(&k::MAX_STREAMS),
                 stack,
                 timeout: timeout.unwrap_or_else(|| page.default_timeout(link)),
@@ -270,6 +289,31 @@ pub fn build(p: &Params, link: &LinkSpec) -> Result<WorkloadSpec, ParamError> {
             run.ipv6 = ipv6;
             run.timeout = timeout;
             run.switching = switching(p);
+            run.server = p.server().unwrap_or(Server::Quiclab);
+            if run.server != Server::Quiclab {
+                if link.switch.is_some() {
+                    return Err(refuse(
+                        "server",
+                        "network switches are answered by quiclab's own client and server",
+                    ));
+                }
+                // Each player's protocol against the server's table (and the cc it can set).
+                for player in &run.mix.players {
+                    implementation::check(&implementation::Combination {
+                        kind,
+                        proto: player.proto,
+                        server: run.server,
+                        client: None,
+                        cc: p.text(&k::CC),
+                        resume: false,
+                        zero_rtt: false,
+                        fec: p.fec().is_some(),
+                    })
+                    .map_err(|(key, e)| refuse(key, e))?;
+                }
+                quiclab_peers::programs::server_program(run.server)
+                    .map_err(|e| refuse("server", format!("{e:#}")))?;
+            }
             run.validate().map_err(|(k, e)| refuse(k, e))?;
             WorkloadSpec::Video(run)
         }

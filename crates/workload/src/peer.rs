@@ -10,6 +10,7 @@ use quiclab_lab::{Lab, RunningLab, Side};
 use quiclab_model::implementation::{Client, ImplementationRecord, Server};
 use quiclab_peers::client::{ClientLaunch, ExternalFetch, FetchSetup};
 use quiclab_peers::server::{Launch, Ready, ServerSetup};
+use quiclab_proto::options::Protocol;
 
 use crate::child::{ChildConfig, ExecConfig, ExecReport};
 use crate::harness::{self, ClientEnd, RunError, WorkDir};
@@ -24,6 +25,85 @@ pub fn quiclab_record(cc: &str) -> ImplementationRecord {
         ),
         congestion_control: format!("{cc} (set by quiclab per socket or connection)"),
     }
+}
+
+/// Chromium as a run records it: its version, its QUIC's congestion control its own default
+/// (quiclab cannot set it), its TCP the client namespace's.
+pub fn chromium_record(
+    version: Option<&str>,
+    proto: Protocol,
+    tcp_cc: &str,
+) -> ImplementationRecord {
+    ImplementationRecord {
+        name: "chromium".into(),
+        version: version.unwrap_or("unknown (not reported)").to_string(),
+        congestion_control: if proto == Protocol::H3 {
+            "QUIC: Chromium's default (not set by quiclab)".into()
+        } else {
+            format!("TCP {tcp_cc} (the client namespace's, set by quiclab)")
+        },
+    }
+}
+
+/// A Chromium fetch() as the bulk download reads it: the protocol it used must be the one asked
+/// for, the answer 200; times from the fetch() call (its connection opened by it).
+pub fn chromium_fetch_result(
+    f: &quiclab_browser::fetch::BrowserFetch,
+    proto: Protocol,
+) -> Result<ExternalFetch, RunError> {
+    if f.status != 200 {
+        return Err(RunError::Failed(format!(
+            "Chromium's fetch got HTTP status {}",
+            f.status
+        )));
+    }
+    let wanted = quiclab_browser::next_hop_protocol(proto);
+    match f.protocol.as_deref() {
+        Some(p) if p == wanted => {}
+        other => {
+            return Err(RunError::Failed(format!(
+                "Chromium fetched over {} where {wanted} was asked",
+                other.unwrap_or("an unreported protocol")
+            )));
+        }
+    }
+    let mut unmeasured = std::collections::BTreeMap::new();
+    if f.handshake_ms.is_none() {
+        unmeasured.insert(
+            "handshake_ms",
+            "Chromium's DevTools timing reported no connection set-up".to_string(),
+        );
+    }
+    if f.first_byte_ms.is_none() {
+        unmeasured.insert("ttfb_ms", "the body was empty".to_string());
+    }
+    let tls_version = match f.security.as_deref() {
+        Some("TLS 1.3" | "QUIC") => Some("1.3".to_string()),
+        Some("TLS 1.2") => Some("1.2".to_string()),
+        _ => {
+            unmeasured.insert(
+                "tls_version",
+                format!(
+                    "Chromium reported the connection's security as {:?}",
+                    f.security
+                ),
+            );
+            None
+        }
+    };
+    Ok(ExternalFetch {
+        negotiated: f.protocol.clone(),
+        tls_version,
+        connect_ms: f.connect_ms,
+        handshake_ms: f.handshake_ms,
+        ttfb_ms: f.first_byte_ms,
+        total_ms: f.total_ms,
+        bytes: f.bytes,
+        verified: Some(f.verified),
+        resumed: false,
+        cwnd: Vec::new(),
+        unmeasured,
+    })
 }
 
 /// A started server of another implementation.

@@ -21,6 +21,7 @@ use crate::fec::FecResult;
 use crate::harness::{self, RunError, WorkDir};
 use crate::switch::Timeline;
 use crate::{Outcome, TimeSeries, Workload};
+use quiclab_model::implementation::{ImplementationRecord, Server};
 use quiclab_model::keys as k;
 use quiclab_model::params::Params;
 
@@ -40,6 +41,9 @@ pub struct VideoRun {
     pub timeout: Option<Duration>,
     /// How the players answer network switches (used when the link has a switch schedule).
     pub switching: crate::bulk::SwitchBehaviour,
+    /// The program that serves the segments: quiclab's own, or another implementation serving
+    /// them as files of the segments' sizes.
+    pub server: Server,
 }
 
 /// The option names [`VideoRun::from_params`] blames, as scenario keys.
@@ -122,6 +126,7 @@ impl VideoRun {
             ipv6: false,
             timeout: None,
             switching: crate::bulk::SwitchBehaviour::default(),
+            server: Server::Quiclab,
         };
         run.validate()?;
         Ok(run)
@@ -156,6 +161,30 @@ impl VideoRun {
                 .on_switch
                 .check(p.proto)
                 .map_err(|e| ("on_switch", format!("player {} {}: {e}", i + 1, p.label())))?;
+        }
+        if self.server != Server::Quiclab {
+            let def = self.server.def();
+            if let Some(p) = self
+                .mix
+                .players
+                .iter()
+                .find(|p| !def.protocols.contains(&p.proto))
+            {
+                return Err((
+                    "server",
+                    format!(
+                        "{} serves {} only; player {} is {}",
+                        def.name,
+                        def.protocols
+                            .iter()
+                            .map(|p| p.as_str())
+                            .collect::<Vec<_>>()
+                            .join(" and "),
+                        p.label(),
+                        p.proto
+                    ),
+                ));
+            }
         }
         // FEC applies to the h3 players; without one it would silently do nothing.
         if self.stack.fec.is_some() && !self.mix.players.iter().any(|p| p.proto == Protocol::H3) {
@@ -213,16 +242,28 @@ impl Workload for VideoRun {
         let work = WorkDir::new(keep, "video")?;
         let lab = &running.lab;
         harness::write_certificate(lab, &work)?;
-        let mut serve = harness::serve_config(lab, &work, self.stack);
-        serve.videos = vec![self.content.clone()];
-        if work.is_kept() {
-            serve.cwnd_log = Some(work.join("cwnd.csv"));
-        }
-        let server_pid = harness::start_server(lab, &work, serve)?;
         let server_ip: IpAddr = if self.ipv6 {
             lab.address_v6(Side::Server).into()
         } else {
             lab.address_v4(Side::Server).into()
+        };
+        let (server_pid, server_record) = if self.server == Server::Quiclab {
+            let mut serve = harness::serve_config(lab, &work, self.stack);
+            serve.videos = vec![self.content.clone()];
+            if work.is_kept() {
+                serve.cwnd_log = Some(work.join("cwnd.csv"));
+            }
+            let pid = harness::start_server(lab, &work, serve)?;
+            let cc = self
+                .mix
+                .players
+                .iter()
+                .map(|p| self.stack.cc_name(p.proto))
+                .collect::<Vec<_>>()
+                .join(", ");
+            (pid, crate::peer::quiclab_record(&cc))
+        } else {
+            self.start_other_server(running, &work, server_ip)?
         };
         let limit = self.limit();
         let schedule = spec.switch.clone();
@@ -288,6 +329,7 @@ impl Workload for VideoRun {
             server_cpu,
             epoch_ns,
         );
+        result.server = Some(server_record);
         if let Some(schedule) = &schedule {
             self.add_switch_outcomes(&mut result, &client, schedule, &applied, epoch_ns);
         }
@@ -359,6 +401,46 @@ impl VideoRun {
             schedule.switches().iter().map(|sw| sw.at as f64 / 1e9),
             end,
         ));
+    }
+
+    /// Another implementation serving the content: every segment of every representation as a
+    /// file of its size (sparse: the players count bytes, they do not read them), from the run's
+    /// own work directory.
+    fn start_other_server(
+        &self,
+        running: &RunningLab,
+        work: &WorkDir,
+        address: IpAddr,
+    ) -> Result<(u32, ImplementationRecord), RunError> {
+        let lab = &running.lab;
+        let failed = |e: anyhow::Error| RunError::Failed(format!("{e:#}"));
+        let site = quiclab_peers::content::Site::create(work.path(), "www").map_err(failed)?;
+        for rep in 0..self.content.levels() {
+            for n in 0..self.content.segments() {
+                let size = self.content.size(rep, n).unwrap_or(0);
+                site.add_sized_file(&self.content.path(rep, n), size)
+                    .map_err(failed)?;
+            }
+        }
+        let h3 = self.mix.players.iter().find(|p| p.proto == Protocol::H3);
+        let tcp = self.mix.players.iter().find(|p| p.proto != Protocol::H3);
+        // Caddy takes the namespace's TCP congestion control; the others set their own.
+        if let (Some(p), Server::Caddy) = (tcp, self.server) {
+            crate::peer::check_namespace_cc(lab, self.stack.cc_name(p.proto), "Caddy")?;
+        }
+        let started = crate::peer::start_server(
+            lab,
+            work,
+            &crate::peer::ServerChoice {
+                server: self.server,
+                address,
+                root: &site.root,
+                quic_cc: h3.map(|p| self.stack.cc_name(p.proto)),
+                tcp_cc: tcp.map_or("cubic", |p| self.stack.cc_name(p.proto)),
+                qlog: work.is_kept(),
+            },
+        )?;
+        Ok((started.pid, started.record))
     }
 
     fn assemble(
@@ -436,6 +518,8 @@ impl VideoRun {
             cpu_server_s: server_cpu,
             link: spec.describe(),
             fidelity,
+            // Set by the caller, who started the server.
+            server: None,
             series,
         }
     }
