@@ -170,16 +170,18 @@ pub fn verdict_sections(
         out.push_str(&quiclab_verdict::outcome::markdown(&mine));
         let refs: Vec<&FindingVerdict> = mine.iter().collect();
         for m in crate::matrix::matrices(&refs) {
-            let _ = writeln!(out, "\nBy {}:\n", m.axis);
+            let _ = writeln!(out, "By {}:\n", m.axis);
             out.push_str(&crate::matrix::markdown(&m));
+            out.push('\n');
         }
         let ids: Vec<&str> = mine.iter().map(|v| v.id.as_str()).collect();
         let differ = crate::matrix::differences_by_value(&ids, verdicts);
         if !differ.is_empty() {
-            out.push_str("\nWhere the verdict differs by implementation:\n\n");
+            out.push_str("Where the verdict differs by implementation:\n\n");
             for d in differ {
                 let _ = writeln!(out, "- {d}");
             }
+            out.push('\n');
         }
     }
     out
