@@ -168,6 +168,14 @@ pub fn start_server(
     } else {
         None
     };
+    // Caddy cannot choose its TCP congestion control: it has the namespace's default, whatever
+    // the run asked for (a TCP run checks they agree first; an HTTP/3 run records what its
+    // unused TCP listener had).
+    let tcp_cc = if server == Server::Caddy {
+        lab.tcp_default_cc.as_str()
+    } else {
+        tcp_cc
+    };
     let setup = ServerSetup {
         work: work.path(),
         cert: &work.join("cert.pem"),
