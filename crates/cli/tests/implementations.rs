@@ -327,3 +327,41 @@ fn other_servers_serve_video_segments_to_quiclab_players_through_the_lab() {
         &["--server", "h3"],
     );
 }
+
+/// A kept run of the quic-go server: its qlog's congestion window goes into cwnd.csv on the
+/// monotonic clock, as quiclab's own server writes it, inside the run's time.
+#[test]
+fn a_kept_quic_go_run_has_its_congestion_window_on_the_labs_clock() {
+    if !root_or_skip("a_kept_quic_go_run_has_its_congestion_window_on_the_labs_clock") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let keep = dir.path().join("kept");
+    let mono_ns = || {
+        nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC)
+            .map(|t| t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64)
+            .unwrap()
+    };
+    let before = mono_ns();
+    let r = download(&[
+        "--proto",
+        "h3",
+        "--server",
+        "quic-go",
+        "--keep",
+        keep.to_str().unwrap(),
+    ]);
+    let after = mono_ns();
+    check(&r, "quic-go", "quiclab");
+    let csv = std::fs::read_to_string(keep.join("cwnd.csv")).unwrap();
+    let mut lines = csv.lines();
+    assert_eq!(lines.next(), Some("t_mono_ns,conn,transport,cwnd_bytes"));
+    let times: Vec<u64> = lines
+        .map(|l| l.split(',').next().unwrap().parse().unwrap())
+        .collect();
+    assert!(times.len() >= 3, "{csv}");
+    assert!(
+        times.iter().all(|t| (before..after).contains(t)),
+        "samples outside the run ({before}..{after}): {times:?}"
+    );
+}

@@ -22,6 +22,51 @@ pub struct Timeline {
     pub last_stream_data_ms: Option<f64>,
     /// Records that did not parse (a truncated last record of a killed server, say).
     pub unreadable: usize,
+    /// When the trace's times start, in Unix nanoseconds: quic-go writes its reference time's
+    /// wall clock (RFC 3339). None when the qlog gives no absolute time (ngtcp2 0.12 writes
+    /// `"reference_time": 0`, its times relative to the connection's first timestamp).
+    pub reference_unix_ns: Option<i128>,
+}
+
+impl Timeline {
+    /// The window samples on CLOCK_MONOTONIC (ns, the clock of quiclab's cwnd.csv and packet
+    /// log), given the realtime clock's offset to it (realtime − monotonic, ns, read on the same
+    /// machine); None without a reference time.
+    pub fn cwnd_monotonic_ns(&self, realtime_minus_monotonic_ns: i128) -> Option<Vec<(u64, u64)>> {
+        let start = self.reference_unix_ns? - realtime_minus_monotonic_ns;
+        Some(
+            self.cwnd
+                .iter()
+                .filter_map(|(ms, w)| {
+                    let t = start + (ms * 1e6).round() as i128;
+                    u64::try_from(t).ok().map(|t| (t, *w))
+                })
+                .collect(),
+        )
+    }
+}
+
+/// A qlog header's reference time in Unix nanoseconds: `{"wall_clock_time": RFC 3339}` (the
+/// qlog drafts since 0.4, quic-go) or a number of milliseconds since the epoch (0.3); 0 or
+/// anything else is no reference.
+fn reference_time(header: &Value) -> Option<i128> {
+    let r = header
+        .get("trace")?
+        .get("common_fields")?
+        .get("reference_time")?;
+    match r {
+        Value::Object(o) => {
+            let text = o.get("wall_clock_time")?.as_str()?;
+            time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339)
+                .ok()
+                .map(|t| t.unix_timestamp_nanos())
+        }
+        Value::Number(n) => n
+            .as_f64()
+            .filter(|ms| *ms > 0.0)
+            .map(|ms| (ms * 1e6).round() as i128),
+        _ => None,
+    }
 }
 
 /// The records of a qlog file's text.
@@ -44,7 +89,11 @@ pub fn read(text: &str) -> Timeline {
             v.get("name").and_then(Value::as_str),
             v.get("time").and_then(Value::as_f64),
         ) else {
-            continue; // the header, or an event without a time
+            // The header, or an event without a time.
+            if t.reference_unix_ns.is_none() {
+                t.reference_unix_ns = reference_time(&v);
+            }
+            continue;
         };
         let data = v.get("data").unwrap_or(&Value::Null);
         match name {
@@ -129,6 +178,24 @@ mod tests {
         assert_eq!(t.first_stream_data_ms, Some(40.0));
         assert_eq!(t.last_stream_data_ms, Some(95.5));
         assert_eq!(t.unreadable, 1, "the truncated last record");
+    }
+
+    #[test]
+    fn a_wall_clock_reference_puts_the_window_on_the_monotonic_clock() {
+        let quic_go = "\u{1e}{\"qlog_format\":\"JSON-SEQ\",\"trace\":{\"common_fields\":{\"reference_time\":{\"clock_type\":\"monotonic\",\"epoch\":\"unknown\",\"wall_clock_time\":\"2026-11-27T01:00:00.5+01:00\"}}}}\n\
+             \u{1e}{\"time\":2.25,\"name\":\"recovery:metrics_updated\",\"data\":{\"congestion_window\":1200}}\n";
+        let t = read(quic_go);
+        // 2026-11-27T00:00:00.5Z
+        let unix_ns = 1_795_737_600_500_000_000i128;
+        assert_eq!(t.reference_unix_ns, Some(unix_ns));
+        let offset = unix_ns - 1_000_000_000; // the monotonic clock read 1 s at that instant
+        assert_eq!(
+            t.cwnd_monotonic_ns(offset),
+            Some(vec![(1_000_000_000 + 2_250_000, 1200)])
+        );
+        let ngtcp2 = "\u{1e}{\"qlog_format\":\"JSON-SEQ\",\"trace\":{\"common_fields\":{\"time_format\":\"relative\",\"reference_time\":0}}}\n";
+        assert_eq!(read(ngtcp2).reference_unix_ns, None);
+        assert_eq!(read(ngtcp2).cwnd_monotonic_ns(0), None);
     }
 
     #[test]

@@ -323,6 +323,53 @@ impl Workload for BulkRun {
     }
 }
 
+/// Another server's congestion window from its qlog, into the kept run's directory: cwnd.csv on
+/// the monotonic clock (as quiclab's own server writes it, so the report draws it) when the qlog
+/// says when it started (quic-go), else server-cwnd.csv in ms from the connection's start
+/// (ngtcp2 0.12's qlog has no absolute time).
+fn write_server_cwnd(work: &WorkDir, qlog_dir: &Path) {
+    let Some(timeline) = quiclab_peers::qlog::files(qlog_dir)
+        .first()
+        .and_then(|f| std::fs::read_to_string(f).ok())
+        .map(|t| quiclab_peers::qlog::read(&t))
+    else {
+        return;
+    };
+    if timeline.cwnd.is_empty() {
+        return;
+    }
+    // Both clocks read together: realtime − monotonic, to put the qlog's wall-clock start on
+    // the monotonic clock.
+    let mono = quiclab_stacks::cwnd::monotonic_ns() as i128;
+    let real = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i128);
+    let (name, text) = match timeline.cwnd_monotonic_ns(real - mono) {
+        Some(samples) => (
+            "cwnd.csv",
+            samples.iter().fold(
+                String::from("t_mono_ns,conn,transport,cwnd_bytes\n"),
+                |mut s, (t, w)| {
+                    s.push_str(&format!("{t},0,quic,{w}\n"));
+                    s
+                },
+            ),
+        ),
+        None => (
+            "server-cwnd.csv",
+            timeline.cwnd.iter().fold(
+                String::from("ms_since_connection_start,cwnd_bytes\n"),
+                |mut s, (ms, w)| {
+                    s.push_str(&format!("{ms},{w}\n"));
+                    s
+                },
+            ),
+        ),
+    };
+    // A kept run's extra file: one that cannot be written leaves the measurement as it is.
+    let _ = quiclab_outputs::write_in_claimed(&work.join(name), text.as_bytes());
+}
+
 impl BulkRun {
     /// quiclab's own stacks on both ends, as the result records them.
     fn own_implementations(&self) -> Implementations {
@@ -549,20 +596,7 @@ impl BulkRun {
         };
         // The server's qlog, when kept: its congestion window over time, for the report.
         if let Some(dir) = server_qlog {
-            let samples: Vec<String> = quiclab_peers::qlog::files(&dir)
-                .first()
-                .and_then(|f| std::fs::read_to_string(f).ok())
-                .map(|t| quiclab_peers::qlog::read(&t).cwnd)
-                .unwrap_or_default()
-                .iter()
-                .map(|(ms, cwnd)| format!("{ms},{cwnd}"))
-                .collect();
-            if !samples.is_empty() {
-                let _ = quiclab_outputs::write_in_claimed(
-                    &work.join("server-cwnd.csv"),
-                    (String::from("ms,cwnd_bytes\n") + &samples.join("\n") + "\n").as_bytes(),
-                );
-            }
+            write_server_cwnd(&work, &dir);
         }
         Ok(Outcome { result, fidelity })
     }
