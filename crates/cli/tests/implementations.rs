@@ -365,3 +365,47 @@ fn a_kept_quic_go_run_has_its_congestion_window_on_the_labs_clock() {
         "samples outside the run ({before}..{after}): {times:?}"
     );
 }
+
+/// Another server's kernel TCP (Caddy's, the quic-go peer's net/http): its window read from the
+/// kernel's socket diagnostics goes into a kept run's cwnd.csv, quiclab's own format and clock;
+/// the run checks the congestion control the kernel ran is the one it records.
+#[test]
+fn a_kept_run_of_another_servers_tcp_has_its_window_from_the_kernel() {
+    if !root_or_skip("a_kept_run_of_another_servers_tcp_has_its_window_from_the_kernel") {
+        return;
+    }
+    for (server, proto, cc) in [("caddy", "h2", "bbr"), ("quic-go", "h1", "cubic")] {
+        let dir = tempfile::tempdir().unwrap();
+        let keep = dir.path().join("kept");
+        let r = download(&[
+            "--proto",
+            proto,
+            "--server",
+            server,
+            "--cc",
+            cc,
+            "--keep",
+            keep.to_str().unwrap(),
+        ]);
+        check(&r, server, "quiclab");
+        let csv = std::fs::read_to_string(keep.join("cwnd.csv")).unwrap();
+        let mut lines = csv.lines();
+        assert_eq!(
+            lines.next(),
+            Some(
+                "t_mono_ns,conn,transport,cwnd_bytes,ssthresh_bytes,srtt_us,min_rtt_us,lost_packets,retransmitted_packets,delivery_rate_bps,bytes_sent,ca_state,peer_port"
+            )
+        );
+        let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+        // 3 MB at 20 Mbit/s takes > 1 s: a sample every 5 ms gives well over 50.
+        assert!(rows.len() > 50, "{server}: {} rows", rows.len());
+        assert!(rows.iter().all(|r| r[2] == "tcp"), "{server}: {csv}");
+        let peak: u64 = rows
+            .iter()
+            .map(|r| r[3].parse::<u64>().unwrap())
+            .max()
+            .unwrap();
+        // The path's BDP is 50 kB; the window grows past its initial 10 segments.
+        assert!(peak > 14_480, "{server}: peak window {peak} B");
+    }
+}

@@ -42,7 +42,8 @@ pub enum Client {
     Curl,
 }
 
-/// Where an implementation's congestion window can be read, if anywhere.
+/// Where an implementation's QUIC congestion window can be read, if anywhere. (Another server's
+/// kernel TCP is read from the kernel's socket diagnostics, whoever the server is.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CwndSource {
     /// quiclab's own recorder (quinn's path stats; `tcp_info` for its TCP sockets).
@@ -106,7 +107,7 @@ pub const SERVERS: &[ServerDef] = &[
         kinds: &[WorkloadKind::Bulk, WorkloadKind::Page, WorkloadKind::Video],
         quic_cc: &["cubic"],
         quic_cc_settable: false,
-        cwnd: CwndSource::None("Caddy writes no qlog and exposes no congestion window"),
+        cwnd: CwndSource::None("Caddy writes no qlog and exposes no QUIC congestion window"),
         doc: "Caddy (Debian's package): Go's TLS for HTTP/1.1 and HTTP/2, its vendored quic-go for HTTP/3",
     },
     ServerDef {

@@ -16,6 +16,8 @@
 //!   the HTTP/1.1, HTTP/2 and HTTP/3 servers so they answer identically.
 //! - [`options`]: the option enums (protocol, TLS version, congestion controllers) shared by
 //!   the server, the client and the CLI, with one spelling for parsing, display and JSON.
+//! - [`sock_diag`]: the netlink socket-diagnostics request and answer through which quiclab reads
+//!   another program's TCP state (`tcp_info`, congestion control) without its descriptor.
 //!
 //! Nothing in this crate panics on bad input: malformed input is either an error whose message
 //! names what is accepted, or (where the relevant RFC says to) silently ignored.
@@ -25,6 +27,7 @@ pub mod gquic_cubic;
 pub mod mix;
 pub mod options;
 pub mod range;
+pub mod sock_diag;
 pub mod sockopt;
 pub mod tcp_info;
 

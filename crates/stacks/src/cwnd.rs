@@ -83,6 +83,12 @@ impl CwndLog {
         }
     }
 
+    /// Writes a `tcp_info` read some other way (another program's socket, through the kernel's
+    /// socket diagnostics) as a sample of connection `conn`, taken at `t_mono_ns`.
+    pub fn record_tcp(&self, t_mono_ns: u64, conn: u64, peer_port: u16, info: &TcpInfo) {
+        self.row(format!("{},{peer_port}", tcp_row(t_mono_ns, conn, info)));
+    }
+
     /// Samples quinn's path statistics of a connection.
     pub fn sample_quic(&self, conn: u64, c: &quinn::Connection) {
         let s = c.stats();

@@ -4,7 +4,7 @@
 pub use quiclab_model::bulk::*;
 use quiclab_stacks::stop::StopReason;
 use std::net::{IpAddr, SocketAddr};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use quiclab_lab::{FidelityReport, LinkSpec, RunningLab, Side};
@@ -241,25 +241,14 @@ impl Workload for BulkRun {
             let server = SocketAddr::new(server_ip, 443);
             return self.run_across_switches(running, work, server, server_pid, timeout);
         }
-        let fetch = ChildConfig::Fetch(FetchConfig {
-            proto: self.proto,
-            cert: work.join("cert.pem"),
-            server: SocketAddr::new(server_ip, 443),
-            paths: vec![format!("/bytes/{}", self.size)],
-            resume: self.resume,
-            zero_rtt: self.zero_rtt,
-            verify: true,
-            qlog_dir: (work.is_kept() && self.qlog).then(|| work.path().to_path_buf()),
-            timeout_ms: timeout.as_millis() as u64,
-            stack: self.stack,
-        });
-        let end = harness::run_client_to_end::<FetchChildReport>(
+        let qlog_dir = (work.is_kept() && self.qlog).then(|| work.path().to_path_buf());
+        let end = self.fetch_with_own_client(
             running,
             &work,
-            "fetch",
-            &fetch,
+            SocketAddr::new(server_ip, 443),
+            format!("/bytes/{}", self.size),
+            qlog_dir,
             timeout,
-            Duration::from_secs(5),
             server_pid,
         )?;
         let (server_cpu, fidelity) = (end.server_cpu_s, end.fidelity);
@@ -371,6 +360,42 @@ fn write_server_cwnd(work: &WorkDir, qlog_dir: &Path) {
 }
 
 impl BulkRun {
+    /// One download of `path` by quiclab's own client (the fetch child), whichever server
+    /// answers; waits for the client, then stops the emulator.
+    #[allow(clippy::too_many_arguments)]
+    fn fetch_with_own_client(
+        &self,
+        running: &mut RunningLab,
+        work: &WorkDir,
+        server: SocketAddr,
+        path: String,
+        qlog_dir: Option<PathBuf>,
+        timeout: Duration,
+        server_pid: u32,
+    ) -> Result<harness::ClientEnd<FetchChildReport>, RunError> {
+        let fetch = ChildConfig::Fetch(FetchConfig {
+            proto: self.proto,
+            cert: work.join("cert.pem"),
+            server,
+            paths: vec![path],
+            resume: self.resume,
+            zero_rtt: self.zero_rtt,
+            verify: true,
+            qlog_dir,
+            timeout_ms: timeout.as_millis() as u64,
+            stack: self.stack,
+        });
+        harness::run_client_to_end::<FetchChildReport>(
+            running,
+            work,
+            "fetch",
+            &fetch,
+            timeout,
+            Duration::from_secs(5),
+            server_pid,
+        )
+    }
+
     /// quiclab's own stacks on both ends, as the result records them.
     fn own_implementations(&self) -> Implementations {
         let own = crate::peer::quiclab_record(self.stack.cc_name(self.proto));
@@ -415,7 +440,10 @@ impl BulkRun {
             crate::peer::check_namespace_cc(lab, cc, "curl")?;
         }
         let (server_pid, server_record, server_qlog) = if self.server == Server::Quiclab {
-            let serve = harness::serve_config(lab, &work, self.stack);
+            let mut serve = harness::serve_config(lab, &work, self.stack);
+            if work.is_kept() {
+                serve.cwnd_log = Some(work.join("cwnd.csv"));
+            }
             let pid = harness::start_server(lab, &work, serve)?;
             (pid, crate::peer::quiclab_record(cc), None)
         } else {
@@ -433,30 +461,20 @@ impl BulkRun {
             )?;
             (started.pid, started.record, started.qlog_dir)
         };
+        let tcp_sampler =
+            crate::peer_tcp::sample_other_server(lab, &work, self.server, self.proto)?;
         let timeout = self.time_limit(&spec);
         let server = SocketAddr::new(server_ip, 443);
         let (fetch, client_record, client_cpu, server_cpu, fidelity) = if self.client
             == Client::Quiclab
         {
-            let fetch = ChildConfig::Fetch(FetchConfig {
-                proto: self.proto,
-                cert: work.join("cert.pem"),
-                server,
-                paths: vec![path.clone()],
-                resume: self.resume,
-                zero_rtt: self.zero_rtt,
-                verify: true,
-                qlog_dir: None,
-                timeout_ms: timeout.as_millis() as u64,
-                stack: self.stack,
-            });
-            let end = harness::run_client_to_end::<FetchChildReport>(
+            let end = self.fetch_with_own_client(
                 running,
                 &work,
-                "fetch",
-                &fetch,
+                server,
+                path.clone(),
+                None,
                 timeout,
-                Duration::from_secs(5),
                 server_pid,
             )?;
             let client = end.client?;
@@ -538,6 +556,9 @@ impl BulkRun {
                 other.fidelity,
             )
         };
+        if let Some(sampler) = tcp_sampler {
+            sampler.finish().check(self.server, cc)?;
+        }
         let nan = |v: Option<f64>| v.unwrap_or(f64::NAN);
         let mut unmeasured: std::collections::BTreeMap<String, String> = fetch
             .unmeasured

@@ -26,6 +26,7 @@ pub mod harness;
 pub mod page;
 pub mod params;
 pub mod peer;
+pub mod peer_tcp;
 pub mod switch;
 pub mod syscalls;
 pub mod video;

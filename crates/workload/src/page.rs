@@ -403,7 +403,7 @@ impl Workload for PageRun {
         harness::write_certificate(lab, &work)?;
         let server_ip: IpAddr = self.server_ip(lab);
         let cc = self.stack.cc_name(self.proto);
-        let server_record = if self.server == Server::Quiclab {
+        let (server_record, tcp_sampler) = if self.server == Server::Quiclab {
             let mut serve = harness::serve_config(lab, &work, self.stack);
             serve.dir = Some(page_dir);
             if work.is_kept() {
@@ -411,7 +411,7 @@ impl Workload for PageRun {
                 serve.qlog_dir = Some(work.path().to_path_buf());
             }
             harness::start_server(lab, &work, serve)?;
-            crate::peer::quiclab_record(cc)
+            (crate::peer::quiclab_record(cc), None)
         } else {
             let tcp = self.proto != Protocol::H3;
             // Caddy takes the namespace's TCP congestion control; the others set their own.
@@ -420,7 +420,7 @@ impl Workload for PageRun {
             }
             // The page's files, read in place: the built-in page is in the run's own work
             // directory, a directory given by the user is only read.
-            crate::peer::start_server(
+            let record = crate::peer::start_server(
                 lab,
                 &work,
                 &crate::peer::ServerChoice {
@@ -432,7 +432,10 @@ impl Workload for PageRun {
                     qlog: work.is_kept(),
                 },
             )?
-            .record
+            .record;
+            let sampler =
+                crate::peer_tcp::sample_other_server(lab, &work, self.server, self.proto)?;
+            (record, sampler)
         };
 
         let client = ChildConfig::PageClient(PageClientConfig {
@@ -473,6 +476,9 @@ impl Workload for PageRun {
             None
         };
         let report = report?;
+        if let Some(sampler) = tcp_sampler {
+            sampler.finish().check(self.server, cc)?;
+        }
         let namespace_cc = running.lab.tcp_default_cc.clone();
         let client_record = self.loader_record(&report.summary, cc, &namespace_cc);
         let result = PageResult {

@@ -247,6 +247,9 @@ impl Workload for VideoRun {
         } else {
             lab.address_v4(Side::Server).into()
         };
+        // Another server's kernel TCP (its TCP players' connections): sampled from the kernel.
+        let tcp_player = self.mix.players.iter().find(|p| p.proto != Protocol::H3);
+        let mut tcp_sampler = None;
         let (server_pid, server_record) = if self.server == Server::Quiclab {
             let mut serve = harness::serve_config(lab, &work, self.stack);
             serve.videos = vec![self.content.clone()];
@@ -263,7 +266,12 @@ impl Workload for VideoRun {
                 .join(", ");
             (pid, crate::peer::quiclab_record(&cc))
         } else {
-            self.start_other_server(running, &work, server_ip)?
+            let started = self.start_other_server(running, &work, server_ip)?;
+            if let Some(p) = tcp_player {
+                tcp_sampler =
+                    crate::peer_tcp::sample_other_server(lab, &work, self.server, p.proto)?;
+            }
+            started
         };
         let limit = self.limit();
         let schedule = spec.switch.clone();
@@ -304,6 +312,11 @@ impl Workload for VideoRun {
         };
         let (server_cpu, fidelity) = (end.server_cpu_s, end.fidelity);
         let client = end.client?;
+        if let (Some(sampler), Some(p)) = (tcp_sampler, tcp_player) {
+            sampler
+                .finish()
+                .check(self.server, self.stack.cc_name(p.proto))?;
+        }
         if work.is_kept() {
             // A kept run's files are part of its data: one that cannot be written fails the run.
             let segments = serde_json::to_vec_pretty(
