@@ -51,6 +51,17 @@ pub enum ProtoError {
         min: usize,
     },
 
+    /// The kernel's `NETLINK_SOCK_DIAG` answer is not laid out as `include/uapi/linux/inet_diag.h`
+    /// says (truncated, a length that overruns its buffer, a netlink error): not a configuration
+    /// problem, so not `InvalidConfig`.
+    #[error(
+        "malformed sock_diag answer: {detail} (expected netlink messages laid out as include/uapi/linux/inet_diag.h says)"
+    )]
+    SockDiag {
+        /// What was wrong, with the offsets involved.
+        detail: String,
+    },
+
     /// An HTTP Range request that cannot be served.
     #[error(transparent)]
     Range(#[from] RangeError),

@@ -95,12 +95,8 @@ pub struct DumpPart {
     pub done: bool,
 }
 
-fn bad(what: String) -> ProtoError {
-    ProtoError::InvalidConfig {
-        what: "sock_diag answer",
-        value: what,
-        expected: "netlink messages as include/uapi/linux/inet_diag.h lays them out",
-    }
+fn bad(detail: String) -> ProtoError {
+    ProtoError::SockDiag { detail }
 }
 
 fn u16_ne(b: &[u8], at: usize) -> u16 {
@@ -306,7 +302,10 @@ mod tests {
         assert!(e.contains("error 1"), "{e}");
         let mut buf = message(SOCK_DIAG_BY_FAMILY, 7, &socket_body(443, 2, 2, 2, "cubic"));
         buf.truncate(buf.len() - 8);
-        assert!(parse_dump(&buf, 7).is_err());
+        assert!(
+            matches!(parse_dump(&buf, 7), Err(ProtoError::SockDiag { .. })),
+            "a truncated answer is a malformed kernel answer, not a configuration error"
+        );
         let short = message(SOCK_DIAG_BY_FAMILY, 7, &[2u8; 20]);
         assert!(parse_dump(&short, 7).is_err());
         // A header claiming more than the buffer holds.
