@@ -169,6 +169,43 @@ pub fn claim_dir(dir: &Path, flag: &str) -> Result<PathBuf, OutputError> {
     claim(dir, flag).map(|(p, _)| p)
 }
 
+/// Whether [`claim_dir`] would accept `dir`, without creating or marking anything: a command
+/// that writes there only after hours of runs asks first, so a refusal comes before the runs.
+pub fn check_claimable(dir: &Path, flag: &str) -> Result<(), OutputError> {
+    match std::fs::symlink_metadata(dir) {
+        Ok(m) if m.file_type().is_symlink() => Err(error(flag, dir, SYMLINK)),
+        Ok(m) if !m.is_dir() => Err(error(
+            flag,
+            dir,
+            "not a directory; give a new or empty directory",
+        )),
+        Ok(_) => {
+            let mut entries = std::fs::read_dir(dir).map_err(|e| {
+                error(
+                    flag,
+                    dir,
+                    format!("{e} (expected a new or empty directory)"),
+                )
+            })?;
+            if entries.next().is_some() && !is_claimed(dir) {
+                return Err(error(flag, dir, FOREIGN));
+            }
+            Ok(())
+        }
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(error(
+            flag,
+            dir,
+            format!("{e} (expected a new or empty directory)"),
+        )),
+    }
+}
+
+/// Why a directory with files and no marker is refused.
+const FOREIGN: &str = "the directory holds files quiclab did not create (it has no quiclab marker \
+                       .quiclab-output); give a new or empty directory (quiclab never overwrites or \
+                       deletes files it did not create)";
+
 /// [`claim_dir`], also saying whether the directory was created now (a command that fails
 /// before it wrote anything removes such a directory: it leaves nothing behind).
 pub fn claim(dir: &Path, flag: &str) -> Result<(PathBuf, bool), OutputError> {
@@ -192,13 +229,7 @@ pub fn claim(dir: &Path, flag: &str) -> Result<(PathBuf, bool), OutputError> {
             })?;
             let empty = entries.next().is_none();
             if !empty && !is_claimed(dir) {
-                return Err(error(
-                    flag,
-                    dir,
-                    "the directory holds files quiclab did not create (it has no quiclab marker \
-                     .quiclab-output); give a new or empty directory (quiclab never overwrites or \
-                     deletes files it did not create)",
-                ));
+                return Err(error(flag, dir, FOREIGN));
             }
         }
         Err(e) if e.kind() == ErrorKind::NotFound => {

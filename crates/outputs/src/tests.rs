@@ -297,3 +297,35 @@ fn a_write_that_fails_is_an_error_naming_the_flag() {
     assert!(e.starts_with("--har ") && e.contains("x.har"), "{e}");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+#[test]
+fn a_directory_is_checked_before_hours_of_runs_without_being_touched() {
+    let d = scratch("check");
+    // New (absent) and empty: acceptable, and nothing is created or marked.
+    let new = d.join("new");
+    check_claimable(&new, "--keep-evidence").unwrap();
+    assert!(!new.exists());
+    check_claimable(&d, "--keep-evidence").unwrap();
+    assert!(!d.join(MARKER).exists());
+    // Someone else's files: the same refusal claim_dir gives, and nothing is written.
+    std::fs::write(d.join("notes.txt"), "the user's own").unwrap();
+    let e = check_claimable(&d, "--keep-evidence")
+        .unwrap_err()
+        .to_string();
+    assert_eq!(e, claim_dir(&d, "--keep-evidence").unwrap_err().to_string());
+    assert!(
+        e.starts_with("--keep-evidence ") && e.contains("did not create"),
+        "{e}"
+    );
+    assert!(!d.join(MARKER).exists());
+    // quiclab's own: acceptable.
+    let own = d.join("own");
+    claim_dir(&own, "--out").unwrap();
+    std::fs::write(own.join("x"), "").unwrap();
+    check_claimable(&own, "--keep-evidence").unwrap();
+    // A link and a file: refused.
+    std::os::unix::fs::symlink(&own, d.join("link")).unwrap();
+    assert!(check_claimable(&d.join("link"), "--keep-evidence").is_err());
+    assert!(check_claimable(&d.join("notes.txt"), "--keep-evidence").is_err());
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -786,6 +786,16 @@ pub fn run_pack(
 ) -> Result<BTreeMap<String, PathBuf>> {
     let mut dirs = BTreeMap::new();
     let scenarios = scenarios_of(study);
+    if let Some(evidence) = &opts.keep_evidence {
+        // The evidence is written after each scenario's runs: a directory quiclab may not write
+        // to is refused now, not after an hour of runs (which would stop the pack there).
+        let study_dir = evidence.join(&study.name);
+        quiclab_outputs::check_claimable(evidence, "--keep-evidence")?;
+        quiclab_outputs::check_claimable(&study_dir, "--keep-evidence")?;
+        for scenario in &scenarios {
+            quiclab_outputs::check_claimable(&study_dir.join(scenario), "--keep-evidence")?;
+        }
+    }
     let mut planned = Vec::new();
     for scenario in &scenarios {
         let (file, s, text, plan) = plan_of(lib, study, scenario, opts)?;
@@ -1282,6 +1292,27 @@ mod tests {
             "study = \"{name}\"\ntitle = \"t\"\n[[finding]]\nid = \"{id}\"\nclaim = \"c\"\n\
              class = \"reproduction\"\nnot_runnable = \"why\"\n"
         )
+    }
+
+    #[test]
+    fn an_evidence_directory_quiclab_may_not_write_to_is_refused_before_any_run() {
+        let (_dir, lib) = library(&[("one", &study_text("one", "1-a"))]);
+        let study = lib.studies().unwrap().remove(0);
+        let foreign = tempfile::tempdir().unwrap();
+        std::fs::write(foreign.path().join("notes.txt"), "the user's own").unwrap();
+        let out = tempfile::tempdir().unwrap();
+        let opts = PackOptions {
+            keep_evidence: Some(foreign.path().to_path_buf()),
+            ..PackOptions::new(false)
+        };
+        let e = run_pack(&lib, &study, out.path(), &opts, &|_| {}).unwrap_err();
+        assert!(
+            format!("{e:#}").contains("--keep-evidence")
+                && format!("{e:#}").contains("did not create"),
+            "{e:#}"
+        );
+        assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 0);
+        assert_eq!(std::fs::read_dir(foreign.path()).unwrap().count(), 1);
     }
 
     #[test]
