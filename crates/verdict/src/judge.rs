@@ -567,6 +567,8 @@ pub fn judge_wins(
     }
     counts.pairs = settings.len();
     let mut table = Vec::new();
+    // Whether each table entry has `min_n` finished runs of every side: only those decide.
+    let mut decided = Vec::new();
     let mut too_few = 0;
     for (setting, by_side) in &settings {
         let fewest = sides
@@ -586,6 +588,7 @@ pub fn judge_wins(
             quiclab_experiment::stats::Winners::Best(w) => w,
             quiclab_experiment::stats::Winners::Equal => Vec::new(),
         };
+        decided.push(fewest >= rule.min_n);
         table.push(SettingWinners {
             setting: setting.clone(),
             winners,
@@ -638,28 +641,73 @@ pub fn judge_wins(
         };
         return (j, table);
     }
-    if settings.is_empty() || too_few > 0 {
-        j.verdict = Verdict::Inconclusive {
-            why: format!(
-                "{too_few} of {} settings have fewer than {} finished runs of each {axis} \
-                 (the wins rule compares distributions)",
-                settings.len(),
-                rule.min_n
-            ),
-        };
+    let undecided = || Verdict::Inconclusive {
+        why: format!(
+            "{too_few} of {} settings have fewer than {} finished runs of each {axis} \
+                 (the wins rule compares distributions), and what they would show could change \
+                 the verdict",
+            settings.len(),
+            rule.min_n
+        ),
+    };
+    if settings.is_empty() {
+        j.verdict = undecided();
         return (j, table);
     }
+    // A setting short of `min_n` finished runs of a side (a run failed, or was still flagged
+    // after its retries) is undecided. The claim is judged on the decided settings only when no
+    // outcome of the undecided ones could change the verdict; else it is inconclusive. (One
+    // failed load among 1 440 no longer silences a 48-setting claim; it cannot tip one either.)
+    let decided_won = |side: &str| {
+        table
+            .iter()
+            .zip(&decided)
+            .filter(|(t, d)| **d && t.winners.iter().any(|w| w == side))
+            .count()
+    };
+    let all = settings.len();
     j.verdict = match claim {
         Claim::WinsShare { a, at_least, .. } => {
-            verdict_of(won(a) as f64 / n as f64 >= *at_least, false)
+            // The share at worst (every undecided setting lost) and at best (every one won).
+            let worst = decided_won(a) as f64 / all as f64;
+            let best = (decided_won(a) + too_few) as f64 / all as f64;
+            if worst >= *at_least {
+                Verdict::Holds
+            } else if best < *at_least {
+                Verdict::DoesNotHold { reversed: false }
+            } else {
+                undecided()
+            }
         }
         // Every side best somewhere (alone or shared); reversed when one side wins every
-        // setting alone (it is better than the others everywhere).
+        // setting alone (it is better than the others everywhere). A side that wins a decided
+        // setting keeps it whatever the undecided ones show, and with two or more sides winning
+        // somewhere none wins everywhere: that verdict stands; any other needs every setting.
+        _ if sides.iter().all(|s| decided_won(s) > 0) => Verdict::Holds,
+        _ if too_few > 0 => undecided(),
         _ => verdict_of(
             sides.iter().all(|s| won(s) > 0),
             sides.iter().any(|s| alone(s) == n),
         ),
     };
+    if too_few > 0 && !matches!(j.verdict, Verdict::Inconclusive { .. }) {
+        // Say which settings the verdict was given without, and why that is allowed.
+        let decided_wins = sides
+            .iter()
+            .map(|s| format!("{s} {}", decided_won(s)))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let note = format!(
+            "{too_few} of {all} settings undecided (fewer than {} finished runs of each {axis}; \
+             wins in the {} decided: {decided_wins}); no outcome there could change the verdict",
+            rule.min_n,
+            all - too_few
+        );
+        j.detail = Some(match j.detail.take() {
+            Some(d) => format!("{d}; {note}"),
+            None => note,
+        });
+    }
     (j, table)
 }
 
@@ -1089,10 +1137,71 @@ mod tests {
         assert!(matches!(j.verdict, Verdict::Inconclusive { .. }), "{j:?}");
         assert_eq!(table.len(), 3);
         assert!(j.detail.unwrap().contains("h3 wins 1 of 3 settings"));
-        // A failed run above 5 %: inconclusive.
+        // One failed run (1 of 27, under 5 %) leaves its setting (18 ms) undecided. The
+        // verdicts no outcome there could change stand; the others wait.
         runs[0].value = Failed;
+        let (j, _) = judge_wins(&runs, &none, &share("h3", 0.3), Better::Lower, rule);
+        assert_eq!(
+            j.verdict,
+            Verdict::Holds,
+            "h3 wins 1 of 3 whatever 18 ms shows: {j:?}"
+        );
+        assert!(
+            j.detail.as_deref().is_some_and(|d| d.ends_with(
+                "1 of 3 settings undecided (fewer than 3 finished runs of each protocol; \
+                 wins in the 2 decided: h1 0, h2 1, h3 1); no outcome there could change the verdict"
+            )),
+            "{j:?}"
+        );
+        let (j, _) = judge_wins(&runs, &none, &share("h2", 0.9), Better::Lower, rule);
+        assert_eq!(
+            j.verdict,
+            Verdict::DoesNotHold { reversed: false },
+            "h2 wins at most 2 of 3: {j:?}"
+        );
+        let (j, _) = judge_wins(&runs, &none, &share("h3", 0.5), Better::Lower, rule);
+        assert!(
+            matches!(&j.verdict, Verdict::Inconclusive { why } if why.contains("1 of 3 settings")),
+            "h3 wins 1 or 2 of 3: {j:?}"
+        );
+        // h1's only win is the undecided setting: whether every protocol wins somewhere waits.
         let (j, _) = judge_wins(&runs, &none, &nobody, Better::Lower, rule);
         assert!(matches!(j.verdict, Verdict::Inconclusive { .. }), "{j:?}");
+        // The failed run in a setting h1 does not need (218 ms, h1's side): every protocol
+        // still wins a decided setting, so no protocol can be best everywhere.
+        runs[0].value = Value(50.0);
+        let at_218_h1 = runs
+            .iter()
+            .position(|r| r.params["rtt"] == "218ms" && r.params["protocol"] == "h1")
+            .unwrap();
+        runs[at_218_h1].value = Failed;
+        let (j, _) = judge_wins(&runs, &none, &nobody, Better::Lower, rule);
+        assert!(
+            matches!(j.verdict, Verdict::Inconclusive { .. }),
+            "h3's only win is at 218 ms, now undecided: {j:?}"
+        );
+        // A fourth setting h3 wins: every protocol wins a decided setting, so none can be best
+        // everywhere whatever 218 ms would show.
+        for rep in 1..=3 {
+            runs.push(setting("318ms", "h1", rep, Value(400.0)));
+            runs.push(setting("318ms", "h2", rep, Value(400.0)));
+            runs.push(setting("318ms", "h3", rep, Value(100.0)));
+        }
+        let (j, _) = judge_wins(&runs, &none, &nobody, Better::Lower, rule);
+        assert_eq!(j.verdict, Verdict::Holds, "{j:?}");
+        // Above 5 % failed: inconclusive whatever the settings show.
+        for r in runs
+            .iter_mut()
+            .filter(|r| r.params["rtt"] == "118ms")
+            .take(2)
+        {
+            r.value = Failed;
+        }
+        let (j, _) = judge_wins(&runs, &none, &share("h3", 0.0), Better::Lower, rule);
+        assert!(
+            matches!(&j.verdict, Verdict::Inconclusive { why } if why.contains("runs failed")),
+            "{j:?}"
+        );
     }
 
     /// Issue 37, §3: n counts informative pairs. 004-3c's quick form had six pairs of which five
