@@ -209,40 +209,11 @@ const FOREIGN: &str = "the directory holds files quiclab did not create (it has 
 /// [`claim_dir`], also saying whether the directory was created now (a command that fails
 /// before it wrote anything removes such a directory: it leaves nothing behind).
 pub fn claim(dir: &Path, flag: &str) -> Result<(PathBuf, bool), OutputError> {
-    let mut created = false;
-    match std::fs::symlink_metadata(dir) {
-        Ok(m) if m.file_type().is_symlink() => return Err(error(flag, dir, SYMLINK)),
-        Ok(m) if !m.is_dir() => {
-            return Err(error(
-                flag,
-                dir,
-                "not a directory; give a new or empty directory",
-            ));
-        }
-        Ok(_) => {
-            let mut entries = std::fs::read_dir(dir).map_err(|e| {
-                error(
-                    flag,
-                    dir,
-                    format!("{e} (expected a new or empty directory)"),
-                )
-            })?;
-            let empty = entries.next().is_none();
-            if !empty && !is_claimed(dir) {
-                return Err(error(flag, dir, FOREIGN));
-            }
-        }
-        Err(e) if e.kind() == ErrorKind::NotFound => {
-            std::fs::create_dir_all(dir).map_err(|e| error(flag, dir, format!("creating: {e}")))?;
-            created = true;
-        }
-        Err(e) => {
-            return Err(error(
-                flag,
-                dir,
-                format!("{e} (expected a new or empty directory)"),
-            ));
-        }
+    check_claimable(dir, flag)?;
+    // Accepted: absent (made now), empty, or quiclab's.
+    let created = !dir.exists();
+    if created {
+        std::fs::create_dir_all(dir).map_err(|e| error(flag, dir, format!("creating: {e}")))?;
     }
     if !is_claimed(dir) {
         let mut f = OpenOptions::new()
