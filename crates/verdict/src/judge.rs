@@ -317,6 +317,34 @@ pub fn judge_paired(
     j
 }
 
+/// For pairs too few informative ones to test: the detail of "no difference that matters" when
+/// no run failed beyond the allowance, the pairs with a ratio (ties included; a pair with B = 0 has
+/// none) reach the rule's minimum, and the median ratio's exact interval reaches 1 − α and lies
+/// within 1 ± min_effect.
+fn no_difference_that_matters(j: &Judgement, rule: Rule) -> Option<String> {
+    let e = j.estimate.as_ref()?;
+    let (lo, hi) = (1.0 - rule.min_effect, 1.0 + rule.min_effect);
+    let ok = rule.min_effect > 0.0
+        && j.counts.failed_share() <= MAX_FAILED_SHARE
+        && e.n >= rule.min_n
+        && e.reaches(1.0 - rule.alpha)
+        && e.low >= lo
+        && e.high <= hi;
+    ok.then(|| {
+        format!(
+            "no difference that matters: {} of {} pairs tied, and the median ratio of {} pairs, \
+             {:.3}, with its interval {:.3}–{:.3} lies within 1 ± {:.0} %",
+            j.counts.ties,
+            j.counts.pairs,
+            e.n,
+            e.median,
+            e.low,
+            e.high,
+            rule.min_effect * 100.0
+        )
+    })
+}
+
 /// Judges a [`Claim::Better`] on its pairs: the sign or Wilcoxon test on the informative pairs,
 /// then the minimum effect on the median ratio A/B.
 pub fn judge_pairs(pairs: &[(Observed, Observed)], better: Better, rule: Rule) -> Judgement {
@@ -333,7 +361,17 @@ pub fn judge_pairs(pairs: &[(Observed, Observed)], better: Better, rule: Rule) -
         detail: None,
     };
     if let Some(v) = too_little(&j.counts, j.counts.informative(), rule) {
-        j.verdict = v;
+        // Ties are no evidence for a direction, but they are evidence of no difference: when two
+        // sides mostly give the same value (an ABR choosing the same bitrates over both), more
+        // repetitions add ties, never informative pairs, and "too few" would never end. The
+        // median ratio over all pairs, ties included, answers instead: its exact interval at
+        // 1 − α inside 1 ± the smallest difference that matters is no lead either way.
+        if let Some(detail) = no_difference_that_matters(&j, rule) {
+            j.verdict = Verdict::DoesNotHold { reversed: false };
+            j.detail = Some(detail);
+        } else {
+            j.verdict = v;
+        }
         return j;
     }
     if p >= rule.alpha {
@@ -1202,6 +1240,46 @@ mod tests {
             matches!(&j.verdict, Verdict::Inconclusive { why } if why.contains("runs failed")),
             "{j:?}"
         );
+    }
+
+    /// 004-5c-h1's pairs mostly tie (the ABR chooses the same bitrates over QUIC and TCP): more
+    /// repetitions add ties, never informative pairs. Twelve pairs, ten tied, whose median ratio's
+    /// interval lies within 1 ± 5 %: no lead that matters. The same pairs with a wider spread, or
+    /// without a smallest difference that matters, stay "too few".
+    #[test]
+    fn mostly_tied_pairs_within_the_margin_do_not_hold() {
+        let rule = Rule {
+            min_effect: 0.05,
+            min_n: 6,
+            ..SIGN
+        };
+        let mut pairs = vec![(Value(1.0), Value(1.0)); 10];
+        pairs.push((Value(1.02), Value(1.0)));
+        pairs.push((Value(1.0), Value(1.01)));
+        let j = judge_pairs(&pairs, Better::Higher, rule);
+        assert_eq!(j.verdict, Verdict::DoesNotHold { reversed: false }, "{j:?}");
+        assert!(
+            j.detail.as_deref().unwrap().contains("10 of 12 pairs tied"),
+            "{j:?}"
+        );
+        let j = judge_pairs(&pairs, Better::Higher, SIGN);
+        assert!(
+            matches!(&j.verdict, Verdict::Inconclusive { why } if why.contains("n = 2 informative")),
+            "{j:?}"
+        );
+        // Six pairs apart by 30 % or more among the ties: the interval leaves the margin.
+        let mut wide = vec![(Value(1.0), Value(1.0)); 4];
+        wide.extend([(Value(1.3), Value(1.0)); 3]);
+        wide.extend([(Value(1.0), Value(1.3)); 2]);
+        let j = judge_pairs(&wide, Better::Higher, rule);
+        assert!(
+            matches!(&j.verdict, Verdict::Inconclusive { why } if why.contains("n = 5 informative")),
+            "{j:?}"
+        );
+        // Fewer pairs than the rule's minimum, all tied: too few, whatever they show.
+        let few = vec![(Value(1.0), Value(1.0)); 5];
+        let j = judge_pairs(&few, Better::Higher, rule);
+        assert!(matches!(j.verdict, Verdict::Inconclusive { .. }), "{j:?}");
     }
 
     /// Issue 37, §3: n counts informative pairs. 004-3c's quick form had six pairs of which five
