@@ -317,19 +317,22 @@ pub fn judge_paired(
     j
 }
 
+/// Whether the median ratio's exact interval reaches 1 − α and lies within 1 ± min_effect: no
+/// difference that matters, either way.
+fn inside_margin(e: &RatioInterval, rule: Rule) -> bool {
+    e.reaches(1.0 - rule.alpha) && e.low >= 1.0 - rule.min_effect && e.high <= 1.0 + rule.min_effect
+}
+
 /// For pairs too few informative ones to test: the detail of "no difference that matters" when
 /// no run failed beyond the allowance, the pairs with a ratio (ties included; a pair with B = 0 has
 /// none) reach the rule's minimum, and the median ratio's exact interval reaches 1 − α and lies
 /// within 1 ± min_effect.
 fn no_difference_that_matters(j: &Judgement, rule: Rule) -> Option<String> {
     let e = j.estimate.as_ref()?;
-    let (lo, hi) = (1.0 - rule.min_effect, 1.0 + rule.min_effect);
     let ok = rule.min_effect > 0.0
         && j.counts.failed_share() <= MAX_FAILED_SHARE
         && e.n >= rule.min_n
-        && e.reaches(1.0 - rule.alpha)
-        && e.low >= lo
-        && e.high <= hi;
+        && inside_margin(e, rule);
     ok.then(|| {
         format!(
             "no difference that matters: {} of {} pairs tied, and the median ratio of {} pairs, \
@@ -399,7 +402,7 @@ pub fn judge_pairs(pairs: &[(Observed, Observed)], better: Better, rule: Rule) -
         let (lo, hi) = (1.0 - rule.min_effect, 1.0 + rule.min_effect);
         if e.median > lo && e.median < hi {
             let margin = format!("{:.0} %", rule.min_effect * 100.0);
-            if e.reaches(1.0 - rule.alpha) && e.low >= lo && e.high <= hi {
+            if inside_margin(e, rule) {
                 j.verdict = Verdict::DoesNotHold { reversed: false };
                 j.detail = Some(format!(
                     "significant (p = {}) but smaller than the {margin} that matters: the median \
