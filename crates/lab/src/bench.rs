@@ -217,6 +217,7 @@ impl LinkBench {
             "configured": p, "sent": r.sent, "received": r.received, "measured": r.loss,
             "interval_99": [lo, hi], "within": r.loss >= lo && r.loss <= hi,
             "emulator_counted_random_drops": f.uplink.model.counters.dropped_random_packets,
+            "host_dropped": r.host_dropped,
         });
         self.say(format!(
             "loss 2% over {n} datagrams: measured {:.4}% (99% interval {:.4}–{:.4}%)",

@@ -100,6 +100,9 @@ pub struct DirectionLoss {
     /// The 99 % interval of the measured loss under the configured process.
     pub interval_99: [f64; 2],
     pub pass: bool,
+    /// Datagrams the kernel dropped outside the emulator while both directions' streams ran (see
+    /// [`probe::LossResult::host_dropped`]): part of `measured`, not the link's doing.
+    pub host_dropped: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -313,6 +316,7 @@ pub fn calibrate(
             received: r.received,
             interval_99: [lo, hi],
             pass: r.loss >= lo && r.loss <= hi,
+            host_dropped: r.host_dropped,
         }
     };
     let up_cfg = spec.uplink.configured_over(t4, t5).loss;

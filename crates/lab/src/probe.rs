@@ -249,6 +249,60 @@ pub struct LossResult {
     pub sent: u64,
     pub received: u64,
     pub loss: f64,
+    /// Packets the kernel counted as dropped outside the emulator while the stream ran: UDP receive
+    /// buffer overflows and interface drops in either namespace. They are part of `loss` (the probe sees
+    /// only what arrived) but not the link's doing; non-zero means the host, not the link, lost some
+    /// (a CPU-steal burst longer than the receive buffer lasts). Anything else on the namespaces'
+    /// interfaces during the stream (another probe, in calibration) is counted too.
+    pub host_dropped: u64,
+}
+
+/// Drops the kernel counts inside one namespace: UDP `RcvbufErrors` plus every interface's receive and
+/// transmit drops. Read from `/proc/thread-self/net`, which shows the network namespace of the thread
+/// reading it (a namespace thread, see [`crate::netns`]).
+fn kernel_drops(lab: &Lab, side: Side) -> Result<u64> {
+    let (snmp, dev) = lab.namespace(side).run(|| {
+        (
+            std::fs::read_to_string("/proc/thread-self/net/snmp"),
+            std::fs::read_to_string("/proc/thread-self/net/dev"),
+        )
+    })?;
+    let (snmp, dev) = (
+        snmp.context("reading /proc/thread-self/net/snmp in a lab namespace")?,
+        dev.context("reading /proc/thread-self/net/dev in a lab namespace")?,
+    );
+    Ok(udp_rcvbuf_errors(&snmp)? + interface_drops(&dev))
+}
+
+/// `RcvbufErrors` of the `Udp:` table of `/proc/net/snmp` (a header line of names, then one of values).
+fn udp_rcvbuf_errors(snmp: &str) -> Result<u64> {
+    let mut udp = snmp.lines().filter(|l| l.starts_with("Udp: "));
+    let (names, values) = (udp.next(), udp.next());
+    let (Some(names), Some(values)) = (names, values) else {
+        anyhow::bail!("/proc/net/snmp has no Udp table");
+    };
+    names
+        .split_whitespace()
+        .zip(values.split_whitespace())
+        .find(|(n, _)| *n == "RcvbufErrors")
+        .and_then(|(_, v)| v.parse().ok())
+        .context("/proc/net/snmp's Udp table has no RcvbufErrors")
+}
+
+/// Sum of every interface's receive and transmit `drop` columns of `/proc/net/dev` (columns 4 and 12
+/// after the interface name).
+fn interface_drops(dev: &str) -> u64 {
+    dev.lines()
+        .skip(2)
+        .filter_map(|l| l.split_once(':'))
+        .map(|(_, cols)| {
+            let c: Vec<u64> = cols
+                .split_whitespace()
+                .filter_map(|v| v.parse().ok())
+                .collect();
+            c.get(3).copied().unwrap_or(0) + c.get(11).copied().unwrap_or(0)
+        })
+        .sum()
 }
 
 /// Sends `count` UDP datagrams of `payload` bytes at `rate_bps` (IP-layer rate) from `from` to the
@@ -271,8 +325,19 @@ pub fn paced_udp(
     };
     let receiver = udp_in(lab, to, dst)?;
     let sender = udp_in(lab, from, src)?;
-    // A large receive buffer: losses must come from the link, not from our own socket.
-    socket2::SockRef::from(&receiver).set_recv_buffer_size(8 << 20)?;
+    // A large receive buffer: losses must come from the link, not from our own socket. As root the
+    // buffer is forced past `net.core.rmem_max` (212 kB by default: ≈ 10 ms of this stream, shorter
+    // than this VM's CPU-steal bursts); otherwise it is the most the host allows.
+    if nix::sys::socket::setsockopt(
+        &receiver,
+        nix::sys::socket::sockopt::RcvBufForce,
+        &(8 << 20),
+    )
+    .is_err()
+    {
+        socket2::SockRef::from(&receiver).set_recv_buffer_size(8 << 20)?;
+    }
+    let drops_before = kernel_drops(lab, from)? + kernel_drops(lab, to)?;
     receiver.set_read_timeout(Some(Duration::from_millis(20)))?;
     let payload = payload.max(8);
     let header = if ipv6 { 48 } else { 28 };
@@ -328,9 +393,36 @@ pub fn paced_udp(
     let received = counter
         .join()
         .map_err(|_| anyhow::anyhow!("UDP counter panicked"))?;
+    let drops_after = kernel_drops(lab, from)? + kernel_drops(lab, to)?;
     Ok(LossResult {
         sent: count,
         received,
         loss: 1.0 - received as f64 / count as f64,
+        host_dropped: drops_after.saturating_sub(drops_before),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rcvbuf_errors_are_read_from_the_udp_table_by_name() {
+        let snmp = "Ip: Forwarding DefaultTTL\nIp: 1 64\n\
+            Udp: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors SndbufErrors\n\
+            Udp: 10 0 3 9 2 0\n\
+            UdpLite: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors SndbufErrors\n\
+            UdpLite: 0 0 0 0 7 0\n";
+        assert_eq!(udp_rcvbuf_errors(snmp).unwrap(), 2);
+        assert!(udp_rcvbuf_errors("Ip: a\nIp: 1\n").is_err());
+    }
+
+    #[test]
+    fn interface_drops_sum_receive_and_transmit_drop_columns() {
+        let dev = "Inter-|   Receive                                                |  Transmit\n \
+            face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed\n    \
+            lo:     100       2    0    1    0     0          0         0      100       2    0    0    0     0       0          0\n\
+            tun0: 5000      50    0    0    0     0          0         0     6000      60    0    4    0     0       0          0\n";
+        assert_eq!(interface_drops(dev), 5);
+    }
 }

@@ -143,10 +143,24 @@ fn bernoulli_loss_is_measured_close_to_its_configuration() {
         "measured loss {:.4}, configured {p}, allowed ±{half:.4}",
         r.loss
     );
-    // What the receiver missed is what the emulator says it dropped (no other losses on the path).
+    // What the receiver missed is what the emulator says it dropped plus what the kernel counted as
+    // dropped outside it (a receive-buffer overflow in a CPU-steal burst, once seen in CI: 497 missed,
+    // 496 dropped by the link). The host's share must stay a sliver or the probe measures the host.
+    let c = &f.uplink.model.counters;
+    let link_drops = c.dropped_random_packets + c.dropped_queue_packets + c.dropped_aqm_packets;
     assert_eq!(
         r.sent - r.received,
-        f.uplink.model.counters.dropped_random_packets
+        link_drops + r.host_dropped,
+        "missed = link drops ({} random, {} queue, {} AQM) + host drops ({})",
+        c.dropped_random_packets,
+        c.dropped_queue_packets,
+        c.dropped_aqm_packets,
+        r.host_dropped
+    );
+    assert!(
+        r.host_dropped * 200 <= n,
+        "the host dropped {} of {n} datagrams",
+        r.host_dropped
     );
 }
 
