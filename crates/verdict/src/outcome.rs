@@ -339,9 +339,11 @@ pub fn needed_n(v: &FindingVerdict) -> Option<String> {
         }
     }
     let (half, distance) = worst?;
+    // Said as the interval's n: it can differ from the table's n column, which counts a sign
+    // test's informative pairs (ties left out) where the interval holds every pair's ratio.
     let needed = ((e.n as f64) * (half / distance).powi(2)).ceil() as usize;
     Some(format!(
-        "would need n ≈ {} (has {}) for the interval to clear the edge, if the spread it shows held (it reaches {half:.3} from the median, {:.3} from the edge)",
+        "would need the interval's n ≈ {} (it has {}) to clear the edge, if the spread it shows held (it reaches {half:.3} from the median, {:.3} from the edge)",
         needed.max(e.n + 1),
         e.n,
         distance
@@ -527,7 +529,7 @@ mod tests {
         assert!(
             needed_n(&v)
                 .unwrap()
-                .starts_with("would need n ≈ 23 (has 10)"),
+                .starts_with("would need the interval's n ≈ 23 (it has 10)"),
             "{:?}",
             needed_n(&v)
         );
