@@ -30,5 +30,6 @@ pub use plan::{
 };
 pub use scenario::{
     Located, Order, Quick, Scenario, ScenarioError, TraceRuns, Value, WorkloadKind, load, parse,
+    same_experiment,
 };
 pub use stats::{Summary, Winners, beats, cdf, improvement, summarize, winners};

@@ -259,6 +259,20 @@ pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
 
 /// Parses and validates scenario text. `source_name` is used as FILE in
 /// error messages.
+/// Whether two scenario files' texts describe the same experiment: the same TOML values, whatever
+/// their comments, spacing and key order. Runs made from one are runs of the other, so a comment
+/// edited since (say, to reword a heading) does not mark kept results as "another version". A text
+/// that is not TOML is the same only as itself, byte for byte.
+pub fn same_experiment(a: &str, b: &str) -> bool {
+    if a == b {
+        return true;
+    }
+    match (a.parse::<toml::Table>(), b.parse::<toml::Table>()) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => false,
+    }
+}
+
 pub fn parse(text: &str, source_name: &str) -> Result<Scenario, ScenarioError> {
     let parser = Parser {
         text,
@@ -1197,6 +1211,20 @@ protocol = ["h1", "h2", "h3"]
 rate = ["3mbit", "10mbit"]
 loss = ["0%", "2%"]
 "#;
+
+    #[test]
+    fn a_comment_or_layout_change_is_the_same_experiment_and_a_value_change_is_not() {
+        let commented = format!("# a heading reworded\n{}\n# a trailing note\n", EXAMPLE);
+        assert!(same_experiment(EXAMPLE, &commented));
+        let spaced = EXAMPLE.replace("repetitions = 10", "repetitions    =    10");
+        assert!(same_experiment(EXAMPLE, &spaced));
+        let changed = EXAMPLE.replace("repetitions = 10", "repetitions = 11");
+        assert_ne!(changed, EXAMPLE, "the example names repetitions = 10");
+        assert!(!same_experiment(EXAMPLE, &changed));
+        // Not TOML: only itself.
+        assert!(same_experiment("name = ", "name = "));
+        assert!(!same_experiment("name = ", "name =  "));
+    }
 
     fn err(text: &str) -> String {
         parse(text, "s.toml").unwrap_err().to_string()

@@ -332,7 +332,8 @@ pub fn judge_study(
                 }
                 let current =
                     lib.and_then(|l| std::fs::read_to_string(l.scenario_path(&scenario)).ok());
-                if current.is_some_and(|t| t != stored.text) {
+                // A comment reworded since is not another version: the values ran are the same.
+                if current.is_some_and(|t| !quiclab_experiment::same_experiment(&t, &stored.text)) {
                     form.push_str(", from another version of the scenario file");
                 }
                 Some((runs, quick, form, stored.text, part))
@@ -1561,6 +1562,35 @@ mod tests {
                 assert_eq!(v.judgement.counts.pairs, 20);
             }
         }
+        // Judged beside a library whose scenario file was edited since: a reworded comment is
+        // the same experiment; a changed value is another version, and the form says so.
+        let library = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(library.path().join("scenarios")).unwrap();
+        let lib = Library {
+            root: library.path().to_path_buf(),
+        };
+        let form_beside = |file_text: &str| {
+            std::fs::write(lib.scenario_path("s3"), file_text).unwrap();
+            let tmp = tempfile::tempdir().unwrap();
+            materialize_evidence(evidence.path(), std::slice::from_ref(&study), tmp.path())
+                .unwrap();
+            judge_study(
+                &study,
+                &pack_dirs(&study, &tmp.path().join("t")),
+                Some(&lib),
+            )
+            .unwrap()
+            .remove(0)
+            .form
+        };
+        assert_eq!(
+            form_beside(&format!("# what s3 asks, reworded\n{text}")).as_deref(),
+            Some("full")
+        );
+        assert_eq!(
+            form_beside(&text.replace("repetitions = 20", "repetitions = 30")).as_deref(),
+            Some("full, from another version of the scenario file")
+        );
         // The evidence is text in its directory; judging it wrote nothing there.
         let files: Vec<String> = std::fs::read_dir(evidence.path().join("t").join("s3"))
             .unwrap()
