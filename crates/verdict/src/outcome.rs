@@ -312,8 +312,19 @@ pub fn needed_n(v: &FindingVerdict) -> Option<String> {
     // median's distance to that edge. A median inside a band must clear both edges; outside it,
     // the nearest one.
     let e = j.estimate.as_ref()?;
+    // A significant difference whose median ratio lies within 1 ± min_effect, its interval
+    // reaching beyond: settled ("smaller than the difference that matters") when the interval lies
+    // inside that margin, so both of the margin's edges are to clear from within, not the claim's.
+    let within_margin = rule.min_effect > 0.0
+        && why.contains("that matters")
+        && (e.median - 1.0).abs() < rule.min_effect;
     let scale = v.scale?;
-    let edges: Vec<f64> = match (scale.claimed_low, scale.claimed_high) {
+    let (claimed_low, claimed_high) = if within_margin {
+        (Some(1.0 - rule.min_effect), Some(1.0 + rule.min_effect))
+    } else {
+        (scale.claimed_low, scale.claimed_high)
+    };
+    let edges: Vec<f64> = match (claimed_low, claimed_high) {
         (Some(lo), Some(hi)) if e.median > lo && e.median < hi => vec![lo, hi],
         (Some(lo), Some(hi)) => vec![if (e.median - lo).abs() < (e.median - hi).abs() {
             lo
@@ -532,6 +543,34 @@ mod tests {
                 .starts_with("would need the interval's n ≈ 23 (it has 10)"),
             "{:?}",
             needed_n(&v)
+        );
+        // Significant, its median within the 5 % that matters, its interval reaching beyond: the
+        // margin 0.95–1.05 is what the interval must fit in, not the claimed side (< 0.95; which
+        // it already clears). Median 1.021, high 1.100: 0.079 against 0.029 to 1.05, n = 24 →
+        // 24 × (0.079 / 0.029)² = 178.1 → 179.
+        v.judgement.p = Some(5.6e-6);
+        v.judgement.verdict = Verdict::Inconclusive {
+            why: "significant (p = 5.6e-6) but the median ratio 1.021 is within the 5 % that \
+                  matters (its interval 1.011–1.100 reaches beyond it)"
+                .into(),
+        };
+        v.judgement.estimate = Some(crate::rules::RatioInterval {
+            median: 1.021,
+            low: 1.011,
+            high: 1.100,
+            level: 0.977,
+            n: 24,
+        });
+        v.scale = Some(Scale {
+            reference: 1.0,
+            claimed_low: None,
+            claimed_high: Some(0.95),
+        });
+        let text = needed_n(&v).unwrap();
+        assert!(
+            text.starts_with("would need the interval's n ≈ 179 (it has 24)")
+                && text.contains("0.079 from the median, 0.029 from the edge"),
+            "{text}"
         );
     }
 
