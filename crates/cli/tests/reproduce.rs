@@ -146,13 +146,13 @@ fn a_pack_runs_and_every_finding_gets_a_verdict_that_judging_again_repeats() {
         assert_eq!(twice.status.code(), Some(2));
     }
     // Resumed, the pack finds every run stored: nothing is left to do or to wait for, and the
-    // verdicts stay the same.
-    let resumed = args(&["--out", out.to_str().unwrap(), "--resume"])
+    // verdicts stay the same. Its estimates are at the --jobs it runs at.
+    let resumed = args(&["--out", out.to_str().unwrap(), "--resume", "--jobs", "2"])
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&resumed.stderr);
     assert!(
-        err.contains("(0 of 12 runs to do, ≈ 0 s)") && err.contains("≈ 0 s left"),
+        err.contains("(0 of 12 runs to do, ≈ 0 s at --jobs 2)") && err.contains("≈ 0 s left"),
         "{err}"
     );
     assert_eq!(json(&resumed), first);

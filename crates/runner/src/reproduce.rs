@@ -807,10 +807,16 @@ pub fn run_pack(
         } else {
             Default::default()
         };
-        let (todo, estimate) = crate::dry_run(&file, &s, &plan)?
-            .iter()
-            .filter(|l| !stored.contains(&l.run.key))
-            .fold((0usize, 0.0), |(n, t), l| (n + 1, t + l.estimate_s));
+        // Estimated as the scenario will run: at the pack's --jobs (labs side by side as the
+        // admission would take them), not one at a time — at `--jobs auto` that is ≈ 1/6 of it.
+        let sized: Vec<(f64, quiclab_experiment::admission::Cost)> =
+            crate::dry_run(&file, &s, &plan)?
+                .iter()
+                .filter(|l| !stored.contains(&l.run.key))
+                .map(|l| (l.estimate_s, opts.jobs.effective(l.cost)))
+                .collect();
+        let todo = sized.len();
+        let estimate = quiclab_experiment::admission::makespan(&sized, &opts.jobs.admission());
         planned.push((scenario, file, s, text, plan, todo, estimate));
     }
     let total: f64 = planned.iter().map(|p| p.6).sum();
@@ -826,12 +832,17 @@ pub fn run_pack(
             1.0
         };
         eprintln!(
-            "quiclab reproduce: {} — scenario {} of {}: {scenario} ({todo} of {} runs to do, ≈ {}); pack: {} spent, ≈ {} left",
+            "quiclab reproduce: {} — scenario {} of {}: {scenario} ({todo} of {} runs to do, ≈ {}{}); pack: {} spent, ≈ {} left",
             study.name,
             i + 1,
             scenarios.len(),
             plan.len(),
             crate::format_duration(estimate),
+            if opts.jobs == crate::cost::Jobs::ONE {
+                String::new()
+            } else {
+                format!(" at --jobs {}", opts.jobs)
+            },
             crate::format_duration(elapsed),
             crate::format_duration((total - estimated_done) * pace),
         );
