@@ -257,8 +257,6 @@ pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
     parse(&text, &name)
 }
 
-/// Parses and validates scenario text. `source_name` is used as FILE in
-/// error messages.
 /// Whether two scenario files' texts describe the same experiment: the same TOML values, whatever
 /// their comments, spacing and key order. Runs made from one are runs of the other, so a comment
 /// edited since (say, to reword a heading) does not mark kept results as "another version". A text
@@ -273,6 +271,8 @@ pub fn same_experiment(a: &str, b: &str) -> bool {
     }
 }
 
+/// Parses and validates scenario text. `source_name` is used as FILE in
+/// error messages.
 pub fn parse(text: &str, source_name: &str) -> Result<Scenario, ScenarioError> {
     let parser = Parser {
         text,
