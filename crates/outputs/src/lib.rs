@@ -216,14 +216,28 @@ pub fn claim(dir: &Path, flag: &str) -> Result<(PathBuf, bool), OutputError> {
         std::fs::create_dir_all(dir).map_err(|e| error(flag, dir, format!("creating: {e}")))?;
     }
     if !is_claimed(dir) {
-        let mut f = OpenOptions::new()
+        match OpenOptions::new()
             .write(true)
             .create_new(true)
             .custom_flags(libc::O_NOFOLLOW)
             .open(dir.join(MARKER))
-            .map_err(|e| error(flag, dir, format!("marking it as quiclab's: {e}")))?;
-        f.write_all(MARKER_TEXT.as_bytes())
-            .map_err(|e| error(flag, dir, format!("marking it as quiclab's: {e}")))?;
+        {
+            Ok(mut f) => f
+                .write_all(MARKER_TEXT.as_bytes())
+                .map_err(|e| error(flag, dir, format!("marking it as quiclab's: {e}")))?,
+            // Another quiclab process claimed it at the same moment: its marker is being
+            // written (one short write); it is quiclab's once the text is there.
+            Err(e) if e.kind() == ErrorKind::AlreadyExists => {
+                let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+                while !is_claimed(dir) {
+                    if std::time::Instant::now() > deadline {
+                        return Err(error(flag, dir, FOREIGN));
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+            }
+            Err(e) => return Err(error(flag, dir, format!("marking it as quiclab's: {e}"))),
+        }
     }
     Ok((dir.to_path_buf(), created))
 }
@@ -353,8 +367,25 @@ fn split(path: &Path) -> std::io::Result<(PathBuf, String)> {
     Ok((dir, name))
 }
 
-/// Refuses an existing link or non-file at `path` (a file of quiclab's own name).
+/// Refuses an existing link or non-file at `path` (a file of quiclab's own name), and a regular
+/// file there that the manifest of its claimed directory does not list: a user put it there
+/// (the marker promises that quiclab replaces only its own files).
 fn own_name_is_free(path: &Path) -> std::io::Result<()> {
+    if let Ok((dir, name)) = split(path)
+        && std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_file())
+        && is_claimed(&dir)
+        && name != MARKER
+        && !manifest(&dir).contains(&name)
+    {
+        return Err(std::io::Error::new(
+            ErrorKind::AlreadyExists,
+            format!(
+                "{}: a file quiclab did not write (its directory's manifest {MARKER} does not list \
+                 it); quiclab replaces only its own files: move it away, or write elsewhere",
+                path.display()
+            ),
+        ));
+    }
     match std::fs::symlink_metadata(path) {
         Ok(m) if m.file_type().is_symlink() => Err(std::io::Error::new(
             ErrorKind::InvalidInput,
@@ -379,6 +410,9 @@ fn own_name_is_free(path: &Path) -> std::io::Result<()> {
 pub fn create_in_claimed(path: &Path) -> std::io::Result<File> {
     let (dir, name) = split(path)?;
     own_name_is_free(path)?;
+    // Listed first: a process killed between the two leaves a listed name (harmless), never an
+    // unlisted file of its own that a later run would have to refuse as a user's.
+    record(&dir, &name)?;
     let f = OpenOptions::new()
         .write(true)
         .create(true)
@@ -398,7 +432,6 @@ pub fn create_in_claimed(path: &Path) -> std::io::Result<File> {
                 std::io::Error::new(e.kind(), format!("creating {}: {e}", path.display()))
             }
         })?;
-    record(&dir, &name)?;
     Ok(f)
 }
 
@@ -408,8 +441,50 @@ pub fn create_in_claimed(path: &Path) -> std::io::Result<File> {
 pub fn write_in_claimed(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let (dir, name) = split(path)?;
     own_name_is_free(path)?;
-    write_atomically(&dir, &name, bytes)?;
-    record(&dir, &name)
+    record(&dir, &name)?;
+    write_atomically(&dir, &name, bytes)
+}
+
+/// Writes several files of quiclab's own into the claimed directory `dir` as one set: every
+/// file goes to a temporary file first, and only when all are written (a full disk fails here,
+/// leaving the old set whole) are they renamed over the old ones, one rename each.
+pub fn write_set_in_claimed(dir: &Path, files: &[(&str, &[u8])]) -> std::io::Result<()> {
+    let paths: Vec<PathBuf> = files.iter().map(|(n, _)| dir.join(n)).collect();
+    check_in_claimed(&paths.iter().map(PathBuf::as_path).collect::<Vec<_>>())?;
+    let mut temps: Vec<PathBuf> = Vec::new();
+    let written = (|| -> std::io::Result<()> {
+        for (name, bytes) in files {
+            let (tmp, mut f) = temp_beside(dir, name)?;
+            temps.push(tmp);
+            f.write_all(bytes)
+                .and_then(|()| f.sync_all())
+                .map_err(|e| {
+                    std::io::Error::new(
+                        e.kind(),
+                        format!("writing {}: {e}", dir.join(name).display()),
+                    )
+                })?;
+        }
+        for (name, _) in files {
+            record(dir, name)?;
+        }
+        Ok(())
+    })();
+    if let Err(e) = written {
+        for t in &temps {
+            let _ = std::fs::remove_file(t);
+        }
+        return Err(e);
+    }
+    for ((tmp, path), (name, _)) in temps.iter().zip(&paths).zip(files) {
+        std::fs::rename(tmp, path).map_err(|e| {
+            std::io::Error::new(
+                e.kind(),
+                format!("writing {}: {e}", dir.join(name).display()),
+            )
+        })?;
+    }
+    Ok(())
 }
 
 /// Writes `path` (a file of quiclab's own in a claimed directory) with a writer that wants a
@@ -422,6 +497,7 @@ pub fn write_in_claimed_with(
 ) -> std::io::Result<()> {
     let (dir, name) = split(path)?;
     own_name_is_free(path)?;
+    record(&dir, &name)?;
     let (tmp, f) = temp_beside(&dir, &name)?;
     drop(f);
     let done = write(&tmp)
@@ -430,8 +506,7 @@ pub fn write_in_claimed_with(
     if done.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
-    done?;
-    record(&dir, &name)
+    done
 }
 
 /// Checks, before anything is written, that each of `paths` (files of quiclab's own names in a
@@ -645,5 +720,64 @@ impl Drop for UserFile {
     }
 }
 
+mod bounded;
+mod lock;
+mod scratch;
+mod snapshot;
+mod writable;
+pub use bounded::{MAX_STORED_FILE, read_bounded, read_to_string_bounded, too_large};
+pub use lock::{DirLock, lock_dir};
+pub use scratch::{
+    PINNED_PREFIX, ScratchDir, remove_registered as remove_scratch_dirs, remove_stale_pins,
+    remove_stale_scratch,
+};
+pub use snapshot::Snapshot;
+pub use writable::check_writable;
+
 #[cfg(test)]
 mod tests;
+
+/// Removes, in `dir` and the claimed directories below it, the temporary files
+/// ([`temp_beside`]'s `.NAME.quiclab-tmp-PID-N`) of quiclab processes that no longer exist: a
+/// process killed, or stopped by a full disk, while writing. Returns how many went.
+pub fn remove_stale_temps(dir: &Path) -> usize {
+    if !is_claimed(dir) {
+        return 0;
+    }
+    let mut n = 0;
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    for entry in entries.flatten() {
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if kind.is_dir() {
+            n += remove_stale_temps(&entry.path());
+        } else if kind.is_file()
+            && let Some(pid) = temp_owner(&name)
+            && !process_exists(pid)
+            && std::fs::remove_file(entry.path()).is_ok()
+        {
+            n += 1;
+        }
+    }
+    n
+}
+
+/// The process id in a temporary file's name (`.NAME.quiclab-tmp-PID-N…`).
+fn temp_owner(name: &str) -> Option<u32> {
+    if !name.starts_with('.') {
+        return None;
+    }
+    let rest = &name[name.find(".quiclab-tmp-")? + ".quiclab-tmp-".len()..];
+    let (pid, after) = rest.split_once('-')?;
+    after.chars().next().filter(char::is_ascii_digit)?;
+    pid.parse().ok()
+}
+
+/// Whether a process `pid` exists (`/proc/PID`).
+pub fn process_exists(pid: u32) -> bool {
+    pid == std::process::id() || Path::new(&format!("/proc/{pid}")).exists()
+}

@@ -329,3 +329,194 @@ fn a_directory_is_checked_before_hours_of_runs_without_being_touched() {
     assert!(check_claimable(&d.join("notes.txt"), "--keep-evidence").is_err());
     let _ = std::fs::remove_dir_all(&d);
 }
+
+#[test]
+fn a_failed_command_removes_only_what_it_wrote() {
+    let d = scratch("snapshot");
+    let out = d.join("out");
+    claim_dir(&out, "--out").unwrap();
+    write_in_claimed(&out.join("results.sqlite"), b"earlier runs").unwrap();
+    let traces = claim_subdir(&out, "traces", "--out").unwrap();
+    write_in_claimed(&traces.join("run-1.json"), b"earlier trace").unwrap();
+    std::fs::write(out.join("notes.txt"), "the user's").unwrap();
+    let before = Snapshot::take(&out);
+    // What a failing command then writes: a new file, a new trace, a new directory.
+    write_in_claimed(&out.join("report.html"), b"new").unwrap();
+    write_in_claimed(&traces.join("run-2.json"), b"new trace").unwrap();
+    let figures = claim_subdir(&out, "figures", "--out").unwrap();
+    write_in_claimed(&figures.join("a.svg"), b"<svg/>").unwrap();
+    before.remove_new().unwrap();
+    assert_eq!(
+        std::fs::read(out.join("results.sqlite")).unwrap(),
+        b"earlier runs"
+    );
+    assert_eq!(
+        std::fs::read(traces.join("run-1.json")).unwrap(),
+        b"earlier trace"
+    );
+    assert_eq!(std::fs::read(out.join("notes.txt")).unwrap(), b"the user's");
+    assert!(!out.join("report.html").exists() && !traces.join("run-2.json").exists());
+    assert!(!figures.exists());
+    assert!(is_claimed(&out));
+    // A directory the command made is removed whole.
+    let fresh = d.join("fresh");
+    let before = Snapshot::take(&fresh);
+    claim_dir(&fresh, "--out").unwrap();
+    write_in_claimed(&fresh.join("x"), b"x").unwrap();
+    before.remove_new().unwrap();
+    assert!(!fresh.exists());
+    // An empty directory of the user's stays (without quiclab's marker).
+    let empty = d.join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let before = Snapshot::take(&empty);
+    claim_dir(&empty, "--out").unwrap();
+    write_in_claimed(&empty.join("x"), b"x").unwrap();
+    before.remove_new().unwrap();
+    assert!(empty.is_dir() && std::fs::read_dir(&empty).unwrap().count() == 0);
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn a_users_file_under_one_of_quiclabs_names_is_not_replaced() {
+    let d = scratch("unlisted");
+    let r = d.join("r");
+    claim_dir(&r, "--out").unwrap();
+    write_in_claimed(&r.join("report.html"), b"quiclab's").unwrap();
+    std::fs::write(r.join("runs.csv"), "the user's own table").unwrap();
+    for e in [
+        write_in_claimed(&r.join("runs.csv"), b"x").unwrap_err(),
+        create_in_claimed(&r.join("runs.csv")).unwrap_err(),
+        write_set_in_claimed(&r, &[("report.html", b"y"), ("runs.csv", b"y")]).unwrap_err(),
+    ] {
+        assert!(e.to_string().contains("did not write"), "{e}");
+    }
+    assert_eq!(
+        std::fs::read(r.join("runs.csv")).unwrap(),
+        b"the user's own table"
+    );
+    // The set was refused whole: quiclab's own file is unchanged too.
+    assert_eq!(std::fs::read(r.join("report.html")).unwrap(), b"quiclab's");
+    write_set_in_claimed(&r, &[("report.html", b"new"), ("verdicts.md", b"new")]).unwrap();
+    assert_eq!(std::fs::read(r.join("verdicts.md")).unwrap(), b"new");
+    assert!(manifest(&r).contains("verdicts.md"));
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn a_directory_another_process_writes_is_refused_naming_it_or_waited_for() {
+    let d = scratch("lock");
+    claim_dir(&d.join("r"), "--out").unwrap();
+    let r = d.join("r");
+    // Another process holds the directory's lock (flock(1) locks a directory as quiclab does).
+    let mut other = std::process::Command::new("flock")
+        .arg(&r)
+        .args(["sleep", "2"])
+        .spawn()
+        .expect("flock(1) (util-linux)");
+    let held = std::time::Instant::now();
+    let e = loop {
+        match lock_dir(&r, "--out", false) {
+            Err(e) => break e,
+            // flock(1) has not taken the lock yet.
+            Ok(l) => {
+                drop(l);
+                assert!(held.elapsed().as_secs() < 2, "flock(1) never took the lock");
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        }
+    };
+    let e = e.to_string();
+    assert!(
+        e.contains("another quiclab process is writing into it")
+            && e.contains(&format!("pid {}", other.id())),
+        "{e}"
+    );
+    // Waiting: granted once the other process ends.
+    let lock = lock_dir(&r, "--out", true).unwrap();
+    assert!(
+        other.try_wait().unwrap().is_some(),
+        "granted before the holder ended"
+    );
+    // Within one process the lock is re-entrant, and released with its last holder.
+    let again = lock_dir(&r, "--out", false).unwrap();
+    drop(lock);
+    drop(again);
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn temporary_files_of_dead_processes_are_removed_and_live_ones_kept() {
+    let d = scratch("stale");
+    claim_dir(&d, "--out").unwrap();
+    let caps = claim_subdir(&d, "captures", "--out").unwrap();
+    // PID 999999999 is past any pid_max: that process does not exist.
+    let dead = caps.join(".run-00001.pcapng.quiclab-tmp-999999999-0.pcapng");
+    let live = caps.join(format!(
+        ".run-00002.pcapng.quiclab-tmp-{}-0.pcapng",
+        std::process::id()
+    ));
+    let users = caps.join(".notes.quiclab-tmp-x");
+    for p in [&dead, &live, &users] {
+        std::fs::write(p, "x").unwrap();
+    }
+    assert_eq!(remove_stale_temps(&d), 1);
+    assert!(!dead.exists() && live.exists() && users.exists());
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn an_unwritable_directory_is_refused_before_it_is_needed() {
+    let d = scratch("writable");
+    check_writable(&d.join("new/deeper"), "--keep-evidence").unwrap();
+    check_writable(&d, "--keep-evidence").unwrap();
+    assert!(!d.join("new").exists(), "the check made a directory");
+    assert_eq!(
+        std::fs::read_dir(&d).unwrap().count(),
+        0,
+        "the check left a file"
+    );
+    std::fs::write(d.join("file"), "x").unwrap();
+    let e = check_writable(&d.join("file/sub"), "--keep-evidence").unwrap_err();
+    assert!(
+        e.to_string().to_lowercase().contains("not a directory"),
+        "{e}"
+    );
+    // A read-only mount, which root's permissions do not override (only as root).
+    let ro = d.join("ro");
+    std::fs::create_dir(&ro).unwrap();
+    if std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "ro,size=64k", "quiclab-test"])
+        .arg(&ro)
+        .status()
+        .is_ok_and(|s| s.success())
+    {
+        let e1 = check_writable(&ro, "--keep-evidence").map(|_| ());
+        let e2 = check_writable(&ro.join("evidence"), "--keep-evidence").map(|_| ());
+        let _ = std::process::Command::new("umount").arg(&ro).status();
+        for e in [e1, e2] {
+            let e = e.unwrap_err().to_string();
+            assert!(
+                e.starts_with("--keep-evidence ") && e.contains("Read-only"),
+                "{e}"
+            );
+        }
+    } else {
+        assert!(
+            unsafe { libc::geteuid() } != 0,
+            "as root, a read-only tmpfs could not be mounted"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn reads_of_stored_files_are_bounded() {
+    let e = read_bounded(Path::new("/dev/zero"), 1 << 20).unwrap_err();
+    assert!(e.to_string().contains("not a regular file"), "{e}");
+    let d = scratch("bounded");
+    std::fs::write(d.join("big"), vec![b'x'; 2048]).unwrap();
+    let e = read_bounded(&d.join("big"), 1024).unwrap_err();
+    assert!(e.to_string().contains("larger than"), "{e}");
+    assert_eq!(read_bounded(&d.join("big"), 4096).unwrap().len(), 2048);
+    let _ = std::fs::remove_dir_all(&d);
+}
