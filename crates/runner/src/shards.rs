@@ -5,7 +5,9 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Result, anyhow};
+use std::os::unix::fs::MetadataExt;
+
+use anyhow::{Result, anyhow, bail};
 use quiclab_results::Store;
 use quiclab_results::merge::MergeReport;
 
@@ -21,27 +23,45 @@ pub struct MergeOutcome {
     pub planned: usize,
 }
 
-/// `quiclab merge`: claims `out` (new, empty or quiclab's), merges `shards` into it, and when
-/// the merge fails removes what it made — the directory it created, or its files in an empty
-/// one — so a failed merge leaves nothing behind.
+/// `quiclab merge`: claims `out` (new, empty or quiclab's, not one of the shards, without a
+/// database), locks it, merges `shards` into it, and when the merge fails removes what this
+/// merge wrote — the directory it created, or its files — and nothing that was there before.
 pub fn merge_into(
     shards: &[PathBuf],
     out: &Path,
     allow_mixed_versions: bool,
 ) -> Result<MergeOutcome> {
-    let was_claimed = quiclab_outputs::is_claimed(out);
-    let (out, created) = quiclab_outputs::claim(out, "--out")?;
+    // Refused before anything is written: an --out that is one of the shards (merging into it
+    // would write beside the shard's own database), or one that holds a database already.
+    let same_dir = |a: &Path, b: &Path| match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
+        _ => false,
+    };
+    for shard in shards {
+        if same_dir(shard, out) {
+            bail!(
+                "--out {}: is the shard {} itself; merge writes a new results directory (give a \
+                 new or empty --out)",
+                out.display(),
+                shard.display()
+            );
+        }
+    }
+    if std::fs::symlink_metadata(out.join("results.sqlite")).is_ok() {
+        bail!(
+            "--out {}: holds a results database already; merge writes a new one (give a new or \
+             empty --out; nothing was changed)",
+            out.display()
+        );
+    }
+    quiclab_outputs::check_writable(out, "--out")?;
+    // What --out held before: a merge that fails removes only what it wrote itself.
+    let before = quiclab_outputs::Snapshot::take(out);
+    let (out, _) = quiclab_outputs::claim(out, "--out")?;
+    let _lock = quiclab_outputs::lock_dir(&out, "--out", false)?;
     let merged = merge(shards, &out, allow_mixed_versions);
     if merged.is_err() {
-        if created {
-            let _ = quiclab_outputs::remove_claimed_dir(&out);
-        } else {
-            let _ = quiclab_outputs::remove_listed(&out, |_| true);
-            let _ = quiclab_outputs::remove_claimed_dir(&out.join("traces"));
-            if !was_claimed {
-                let _ = std::fs::remove_file(out.join(quiclab_outputs::MARKER));
-            }
-        }
+        let _ = before.remove_new();
     }
     merged
 }
