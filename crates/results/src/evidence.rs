@@ -376,7 +376,8 @@ impl Evidence {
         let file = |name: &str| -> Result<(PathBuf, String)> {
             let p = dir.join(name);
             let text =
-                std::fs::read_to_string(&p).with_context(|| format!("reading {}", p.display()))?;
+                quiclab_outputs::read_to_string_bounded(&p, quiclab_outputs::MAX_STORED_FILE)
+                    .with_context(|| format!("reading {}", p.display()))?;
             Ok((p, text))
         };
         let (hp, header) = file(HEADER_FILE)?;
@@ -459,12 +460,11 @@ impl Evidence {
             (SESSIONS_FILE, jsonl(sessions).into_bytes()),
             (RUNS_FILE, gzip(jsonl(runs).as_bytes())?),
         ];
-        let paths: Vec<PathBuf> = files.iter().map(|(n, _)| dir.join(n)).collect();
-        quiclab_outputs::check_in_claimed(&paths.iter().map(PathBuf::as_path).collect::<Vec<_>>())?;
-        for ((_, bytes), path) in files.iter().zip(&paths) {
-            quiclab_outputs::write_in_claimed(path, bytes)
-                .with_context(|| format!("writing {}", path.display()))?;
-        }
+        // One set: all four written before any replaces the old one (a full disk leaves the
+        // evidence as it was, never a new header beside old runs).
+        let set: Vec<(&str, &[u8])> = files.iter().map(|(n, b)| (*n, b.as_slice())).collect();
+        quiclab_outputs::write_set_in_claimed(&dir, &set)
+            .with_context(|| format!("writing the evidence in {}", dir.display()))?;
         Ok(())
     }
 
@@ -534,15 +534,25 @@ pub fn gzip(bytes: &[u8]) -> Result<Vec<u8>> {
     Ok(e.finish()?)
 }
 
-/// The text of the gzip-compressed file `path`.
+/// The text of the gzip-compressed file `path`: every gzip member (a file made by joining two
+/// gzip files reads as their joined text, as `zcat` reads it), refused past
+/// [`quiclab_outputs::MAX_STORED_FILE`] bytes compressed or uncompressed (a gzip bomb), and
+/// refused when it is not a regular file (a device, a pipe).
 pub fn gunzip(path: &Path) -> Result<String> {
     use std::io::Read as _;
-    let f = std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
-    let mut text = String::new();
-    flate2::read::GzDecoder::new(f)
-        .read_to_string(&mut text)
-        .with_context(|| format!("{}: not gzip-compressed UTF-8 text", path.display()))?;
-    Ok(text)
+    let max = quiclab_outputs::MAX_STORED_FILE;
+    let compressed = quiclab_outputs::read_bounded(path, max)?;
+    let mut bytes = Vec::new();
+    flate2::read::MultiGzDecoder::new(compressed.as_slice())
+        .take(max + 1)
+        .read_to_end(&mut bytes)
+        .with_context(|| format!("{}: not gzip-compressed text", path.display()))?;
+    if bytes.len() as u64 > max {
+        return Err(quiclab_outputs::too_large(path, max))
+            .with_context(|| format!("{}: uncompressed", path.display()));
+    }
+    String::from_utf8(bytes)
+        .map_err(|_| anyhow::anyhow!("{}: not gzip-compressed UTF-8 text", path.display()))
 }
 
 /// Parses one JSON value per non-empty line of `text` (the file `path`), naming the line of one

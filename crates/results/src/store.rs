@@ -592,6 +592,52 @@ fn plan_table() -> &'static str {
     &SCHEMA[start..start + len]
 }
 
+/// The rollback journal SQLite keeps beside `path` while a write is under way.
+fn journal_of(path: &Path) -> PathBuf {
+    let mut p = path.as_os_str().to_owned();
+    p.push("-journal");
+    PathBuf::from(p)
+}
+
+/// Whether a write to `path` was interrupted: its rollback journal is there and not empty (a
+/// writer killed mid-transaction, or a disk that filled).
+pub fn interrupted_write(path: &Path) -> bool {
+    std::fs::symlink_metadata(journal_of(path)).is_ok_and(|m| m.is_file() && m.len() > 0)
+}
+
+fn interrupted_message(path: &Path, e: &anyhow::Error) -> String {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    format!(
+        "{}: an interrupted write (a quiclab process was killed, or the disk filled, while it \
+         stored a run) left {} behind, which a read-only command cannot roll back ({e}). Recover \
+         it with `quiclab report {}` or `quiclab run FILE --out {} --resume`: they roll the \
+         unfinished write back and keep every run stored before it",
+        path.display(),
+        journal_of(path).display(),
+        dir.display(),
+        dir.display()
+    )
+}
+
+/// Rolls back the interrupted write of the results database in `dir` ([`interrupted_write`]),
+/// when quiclab made the directory: the write that was under way is undone, every run stored
+/// before it stays. The caller holds the directory's lock (no live writer). Returns whether
+/// there was anything to roll back.
+pub fn recover_interrupted(dir: &Path) -> Result<bool> {
+    let path = dir.join("results.sqlite");
+    if !interrupted_write(&path) || !quiclab_outputs::is_claimed(dir) {
+        return Ok(false);
+    }
+    // Opening to write lets SQLite roll the hot journal back (it does so on the first read).
+    let store = Store::open_to_write(&path)?;
+    store.run_count()?;
+    drop(store);
+    Ok(true)
+}
+
 fn must_exist(path: &Path) -> Result<()> {
     match std::fs::metadata(path) {
         Ok(m) if m.is_file() => Ok(()),
@@ -619,7 +665,12 @@ impl Store {
             OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )
         .with_context(|| format!("opening {} read-only", path.display()))?;
-        let Kind::Quiclab { version, .. } = identify(&conn, path)?;
+        let Kind::Quiclab { version, .. } = match identify(&conn, path) {
+            Ok(k) => k,
+            // A read-only connection cannot roll back what a killed writer left half-done.
+            Err(e) if interrupted_write(path) => bail!("{}", interrupted_message(path, &e)),
+            Err(e) => return Err(e),
+        };
         if version == SCHEMA_VERSION {
             conn.busy_timeout(std::time::Duration::from_secs(5))?;
             return Ok(Store {
@@ -715,6 +766,24 @@ impl Store {
     /// the same scenario. Without `resume`, an existing database with runs is an error: runs are
     /// never overwritten.
     pub fn create_or_resume(path: &Path, scenario: &ScenarioRecord, resume: bool) -> Result<Store> {
+        // An empty file quiclab listed before creating its database (the disk filled, or the
+        // process was killed, before the schema was written) is its own: made again.
+        if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_file() && m.len() == 0)
+            && !interrupted_write(path)
+            && path.parent().is_some_and(|d| {
+                let d = if d.as_os_str().is_empty() {
+                    Path::new(".")
+                } else {
+                    d
+                };
+                path.file_name().is_some_and(|n| {
+                    quiclab_outputs::manifest(d).contains(n.to_string_lossy().as_ref())
+                })
+            })
+        {
+            std::fs::remove_file(path)
+                .with_context(|| format!("removing the empty {}", path.display()))?;
+        }
         if path.exists() || std::fs::symlink_metadata(path).is_ok() {
             let store = Store::open_to_write(path)?;
             let stored = store.scenario()?;
@@ -744,38 +813,56 @@ impl Store {
         {
             std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         }
-        let conn = Connection::open_with_flags(
-            path,
-            OpenFlags::SQLITE_OPEN_READ_WRITE
-                | OpenFlags::SQLITE_OPEN_CREATE
-                | OpenFlags::SQLITE_OPEN_URI
-                | OpenFlags::SQLITE_OPEN_NOFOLLOW,
-        )
-        .with_context(|| format!("creating {}", path.display()))?;
-        Self::tune(&conn)?;
-        conn.execute_batch(&format!(
-            "BEGIN; {SCHEMA} PRAGMA user_version = {SCHEMA_VERSION}; \
-             PRAGMA application_id = {APPLICATION_ID}; COMMIT;"
-        ))
-        .with_context(|| format!("creating the schema in {}", path.display()))?;
-        conn.execute(
-            "INSERT INTO scenario (id, name, description, file, text, planned_runs, created_unix)
-             VALUES (1, ?1, ?2, ?3, ?4, ?5, ?6)",
-            params![
-                scenario.name,
-                scenario.description,
-                scenario.file,
-                scenario.text,
-                scenario.planned_runs as i64,
-                now_unix()
-            ],
-        )?;
-        conn.execute(
-            "INSERT INTO plan (id, database_id) VALUES (1, ?1)",
-            params![random_id()],
-        )?;
+        // Listed before it exists: a file SQLite leaves empty (a full disk) is then known to be
+        // quiclab's, and made again by the next command instead of blocking it.
         quiclab_outputs::list_in_manifest(path)
             .with_context(|| format!("listing {} in its directory's manifest", path.display()))?;
+        let created = (|| -> Result<Connection> {
+            let conn = Connection::open_with_flags(
+                path,
+                OpenFlags::SQLITE_OPEN_READ_WRITE
+                    | OpenFlags::SQLITE_OPEN_CREATE
+                    | OpenFlags::SQLITE_OPEN_URI
+                    | OpenFlags::SQLITE_OPEN_NOFOLLOW,
+            )
+            .with_context(|| format!("creating {}", path.display()))?;
+            Self::tune(&conn)?;
+            // The schema, the scenario and the plan in one transaction: a database either holds
+            // all three or nothing.
+            conn.execute_batch(&format!(
+                "BEGIN; {SCHEMA} PRAGMA user_version = {SCHEMA_VERSION}; \
+                 PRAGMA application_id = {APPLICATION_ID};"
+            ))
+            .with_context(|| format!("creating the schema in {}", path.display()))?;
+            conn.execute(
+                "INSERT INTO scenario (id, name, description, file, text, planned_runs, created_unix)
+                 VALUES (1, ?1, ?2, ?3, ?4, ?5, ?6)",
+                params![
+                    scenario.name,
+                    scenario.description,
+                    scenario.file,
+                    scenario.text,
+                    scenario.planned_runs as i64,
+                    now_unix()
+                ],
+            )?;
+            conn.execute(
+                "INSERT INTO plan (id, database_id) VALUES (1, ?1)",
+                params![random_id()],
+            )?;
+            conn.execute_batch("COMMIT")
+                .with_context(|| format!("creating {}", path.display()))?;
+            Ok(conn)
+        })();
+        let conn = match created {
+            Ok(c) => c,
+            Err(e) => {
+                // This command made the file (it did not exist above): it goes with its journal.
+                let _ = std::fs::remove_file(path);
+                let _ = std::fs::remove_file(journal_of(path));
+                return Err(e);
+            }
+        };
         Ok(Store {
             conn,
             path: path.to_owned(),
