@@ -14,23 +14,23 @@ pub struct ReproduceArgs {
     #[arg(long = "finding", value_name = "ID")]
     pub findings: Vec<String>,
     /// List the studies, their findings and the time of each pack, quick and full
-    #[arg(long, conflicts_with = "judge")]
+    #[arg(long, conflicts_with_all = ["judge", "out", "keep_evidence", "resume", "shard", "whole_grid"])]
     pub list: bool,
     /// Judge the results (DIR/STUDY/SCENARIO/results.sqlite) or the evidence in DIR, running nothing
     #[arg(long, value_name = "DIR")]
     pub judge: Option<PathBuf>,
     /// Each scenario's quick form (one repetition where a scenario has none)
-    #[arg(long)]
+    #[arg(long, conflicts_with = "judge")]
     pub quick: bool,
     /// Override every scenario's repetitions
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=quiclab_experiment::MAX_REPETITIONS as i64))]
+    #[arg(long, conflicts_with = "judge", value_parser = clap::value_parser!(u32).range(1..=quiclab_experiment::MAX_REPETITIONS as i64))]
     pub repetitions: Option<u32>,
     /// Where the packs' results and the verdicts go (default quiclab-reproduce). With --judge:
     /// where the verdicts and reports go (default: the judged DIR, when quiclab made it)
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Continue an interrupted pack: runs already stored are skipped
-    #[arg(long)]
+    #[arg(long, conflicts_with = "judge")]
     pub resume: bool,
     /// Run only the K-th of N parts of each scenario's plan (docs/scale.md)
     #[arg(long, value_name = "K/N", conflicts_with = "judge")]

@@ -619,7 +619,7 @@ pub fn write_verdicts(dir: &Path, verdicts: &[FindingVerdict]) -> Result<(PathBu
         &dir.join("verdicts.md"),
         &dir.join("reproduction.html"),
     ])?;
-    quiclab_outputs::write_in_claimed(&json, serde_json::to_string_pretty(verdicts)?.as_bytes())?;
+    let json_bytes = serde_json::to_string_pretty(verdicts)?.into_bytes();
     let csv_path = dir.join("verdicts.csv");
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record([
@@ -692,10 +692,17 @@ pub fn write_verdicts(dir: &Path, verdicts: &[FindingVerdict]) -> Result<(PathBu
             j.detail.clone().unwrap_or_default(),
         ])?;
     }
-    quiclab_outputs::write_in_claimed(&csv_path, &w.into_inner().map_err(|e| anyhow!("{e}"))?)?;
-    quiclab_outputs::write_in_claimed(
-        &dir.join("verdicts.md"),
-        quiclab_verdict::outcome::markdown(verdicts).as_bytes(),
+    let csv_bytes = w.into_inner().map_err(|e| anyhow!("{e}"))?;
+    let md_bytes = quiclab_verdict::outcome::markdown(verdicts).into_bytes();
+    // The three as one set: a full disk leaves the earlier verdicts whole, never a new JSON
+    // beside an old table.
+    quiclab_outputs::write_set_in_claimed(
+        dir,
+        &[
+            ("verdicts.json", &json_bytes),
+            ("verdicts.csv", &csv_bytes),
+            ("verdicts.md", &md_bytes),
+        ],
     )?;
     Ok((json, csv_path))
 }

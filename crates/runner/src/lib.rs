@@ -395,7 +395,13 @@ pub fn execute(
     }
     // A results directory is new, empty or quiclab's (its marker, from an earlier run): the report
     // and figures written into it must never replace someone else's files.
+    quiclab_outputs::check_writable(out, "--out")?;
     quiclab_outputs::claim_dir(out, "--out")?;
+    // One writer per results directory: a second `run` into it would run the same labs and
+    // store (and trace) the same runs.
+    let _lock = quiclab_outputs::lock_dir(out, "--out", false)?;
+    // Temporary files of an earlier process that died here (a capture cut short) go first.
+    quiclab_outputs::remove_stale_temps(out);
     let preparer = Preparer::new(scenario, file);
     let db = out.join("results.sqlite");
     let record = ScenarioRecord {

@@ -317,7 +317,8 @@ pub fn judge_study(
                             quiclab_results::merge::repetitions_of(&s.environment.command)
                         })
                     });
-                    let planned = judged_keys(study, &scenario, &stored.text, repetitions);
+                    let planned = judged_keys(study, &scenario, &stored.text, repetitions)
+                        .with_context(|| format!("{}", dir.join("results.sqlite").display()))?;
                     let present: std::collections::BTreeSet<&str> =
                         runs.iter().map(|r| r.key.as_str()).collect();
                     let have = planned
@@ -475,14 +476,28 @@ pub fn judge_study(
 
 /// The keys of the runs some finding of `study` judges in `scenario`'s full plan (its stored
 /// `text`, at `repetitions` when the pack overrode them); empty when the text does not parse.
-fn judged_keys(study: &Study, scenario: &str, text: &str, repetitions: Option<u32>) -> Vec<String> {
+fn judged_keys(
+    study: &Study,
+    scenario: &str,
+    text: &str,
+    repetitions: Option<u32>,
+) -> Result<Vec<String>> {
     let Ok(mut s) = quiclab_experiment::parse(text, "stored scenario") else {
-        return Vec::new();
+        return Ok(Vec::new());
     };
     if let Some(r) = repetitions {
+        // A stored plan is bounded as a command line's is (a damaged or hostile database or
+        // evidence file could say 4 294 967 295 repetitions).
+        if !(1..=quiclab_experiment::MAX_REPETITIONS).contains(&r) {
+            bail!(
+                "its plan says {r} repetitions; quiclab plans 1 to {} (the file is damaged)",
+                quiclab_experiment::MAX_REPETITIONS
+            );
+        }
         s.repetitions = r;
     }
-    quiclab_experiment::expand(&s)
+    quiclab_experiment::check_plan_size(&s).map_err(|e| anyhow!("its stored plan: {e}"))?;
+    Ok(quiclab_experiment::expand(&s)
         .into_iter()
         .filter(|run| {
             study
@@ -491,7 +506,7 @@ fn judged_keys(study: &Study, scenario: &str, text: &str, repetitions: Option<u3
                 .any(|f| f.judges(scenario, &run.params))
         })
         .map(|run| run.key)
-        .collect()
+        .collect())
 }
 
 /// The repetitions a stored scenario's text states (0 if it does not parse).
@@ -791,10 +806,10 @@ pub fn run_pack(
         // The evidence is written after each scenario's runs: a directory quiclab may not write
         // to is refused now, not after an hour of runs (which would stop the pack there).
         let study_dir = evidence.join(&study.name);
-        quiclab_outputs::check_claimable(evidence, "--keep-evidence")?;
-        quiclab_outputs::check_claimable(&study_dir, "--keep-evidence")?;
+        quiclab_outputs::check_writable(evidence, "--keep-evidence")?;
+        quiclab_outputs::check_writable(&study_dir, "--keep-evidence")?;
         for scenario in &scenarios {
-            quiclab_outputs::check_claimable(&study_dir.join(scenario), "--keep-evidence")?;
+            quiclab_outputs::check_writable(&study_dir.join(scenario), "--keep-evidence")?;
         }
     }
     let mut planned = Vec::new();
@@ -874,6 +889,19 @@ pub fn run_pack(
     Ok(dirs)
 }
 
+/// `path` resolved (links and `..` followed), or, when it does not exist yet, its nearest
+/// existing parent resolved with the rest of the path appended.
+fn canonical_or_parent(path: &Path) -> Option<PathBuf> {
+    if let Ok(p) = std::fs::canonicalize(path) {
+        return Some(p);
+    }
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    Some(canonical_or_parent(parent)?.join(path.file_name()?))
+}
+
 /// The results directories of a judged or run pack: `dir/SCENARIO/` for each scenario that has
 /// results there.
 pub fn pack_dirs(study: &Study, dir: &Path) -> BTreeMap<String, PathBuf> {
@@ -901,6 +929,10 @@ pub fn keep_evidence(
     let judged = |r: &StoredRun| study.findings.iter().any(|f| f.judges(scenario, &r.params));
     let (part, left_out) = quiclab_results::evidence::from_store(&store, &judged)?;
     let root = quiclab_outputs::claim_dir(root, "--keep-evidence")?;
+    // One addition at a time: two packs that end side by side with the same evidence directory
+    // each read, add and write back; unlocked, the later write drops the earlier one's runs.
+    // The second waits (its runs are done; refusing would lose them).
+    let _lock = quiclab_outputs::lock_dir(&root, "--keep-evidence", true)?;
     let sdir = quiclab_outputs::claim_subdir(&root, &study.name, "--keep-evidence")?;
     let edir = sdir.join(scenario);
     let what = edir.display().to_string();
@@ -946,7 +978,8 @@ pub fn keep_evidence(
 pub fn generated_docs(lib: &Library) -> Result<Vec<(PathBuf, String)>> {
     use quiclab_report::docs;
     let studies = lib.studies()?;
-    let tmp = tempfile::tempdir().context("a temporary directory for the evidence")?;
+    let tmp = quiclab_outputs::ScratchDir::new("judge")
+        .context("a temporary directory for the evidence")?;
     materialize_evidence(&lib.root.join("evidence"), &studies, tmp.path())?;
     let mut verdicts = Vec::new();
     for s in &studies {
@@ -1042,6 +1075,47 @@ pub fn reproduce(
     // directory, or with --judge DIR --out OUT, DIR only read and OUT written.
     // Evidence (evidence/STUDY/SCENARIO/runs.jsonl.gz) is rebuilt into results databases in a
     // temporary directory, judged from there; the evidence is only read.
+    if let Some(d) = judge
+        && !d.is_dir()
+    {
+        bail!(
+            "--judge {}: {}; give a pack's directory (--out of an earlier `quiclab reproduce`) or \
+             an evidence directory",
+            d.display(),
+            if d.exists() {
+                "not a directory"
+            } else {
+                "no such directory"
+            }
+        );
+    }
+    if let Some(evidence) = &opts.keep_evidence {
+        // Evidence is a directory of its own: beside a pack's results it would be read back as
+        // a pack, and a later `--judge` of the pack would read its rebuilt copy.
+        let inside = |dir: &Path| match (std::fs::canonicalize(dir), canonical_or_parent(evidence))
+        {
+            (Ok(d), Some(e)) => e.starts_with(&d),
+            _ => false,
+        };
+        let out_default = Path::new("quiclab-reproduce");
+        for (flag, dir) in [
+            ("--judge", judge),
+            ("--out", Some(out_arg.unwrap_or(out_default))),
+        ] {
+            if let Some(dir) = dir
+                && inside(dir)
+            {
+                bail!(
+                    "--keep-evidence {}: is inside {flag} {}; keep the evidence in a directory of \
+                     its own (e.g. evidence/)",
+                    evidence.display(),
+                    dir.display()
+                );
+            }
+        }
+        // Before any run (a pack may take hours): a directory quiclab cannot write is refused now.
+        quiclab_outputs::check_writable(evidence, "--keep-evidence")?;
+    }
     let rebuilt = match judge {
         Some(d) if quiclab_results::evidence::is_evidence(d) => {
             if opts.keep_evidence.is_some() {
@@ -1050,7 +1124,8 @@ pub fn reproduce(
                     d.display()
                 );
             }
-            let tmp = tempfile::tempdir().context("a temporary directory for the evidence")?;
+            let tmp = quiclab_outputs::ScratchDir::new("judge")
+                .context("a temporary directory for the evidence")?;
             materialize_evidence(d, studies, tmp.path())?;
             Some(tmp)
         }
@@ -1081,6 +1156,9 @@ pub fn reproduce(
             (o.clone(), o)
         }
     };
+    // One writer per pack directory: a second `reproduce` into it would run (or judge) the same
+    // packs and write the same files.
+    let _lock = quiclab_outputs::lock_dir(&out, "--out", false)?;
     let mut verdicts: Vec<FindingVerdict> = Vec::new();
     let mut judged = Vec::new();
     for s in studies {
@@ -1119,7 +1197,8 @@ pub fn reproduce(
             results.display()
         );
     }
-    let (json, csv) = quiclab_report::reproduction::write_verdicts(&out, &verdicts)?;
+    // The report first, then the verdicts as one set: a write that fails (a full disk) leaves
+    // the earlier verdicts whole.
     let html = quiclab_report::reproduction::write(
         &results,
         &out,
@@ -1127,6 +1206,7 @@ pub fn reproduce(
         &verdicts,
         &crate::metric_registry(),
     )?;
+    let (json, csv) = quiclab_report::reproduction::write_verdicts(&out, &verdicts)?;
     Ok(Reproduced {
         verdicts,
         json,
