@@ -21,7 +21,7 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use pcap_parser::ToVec;
 use pcap_parser::pcapng::{
     DecryptionSecretsBlock, EnhancedPacketBlock, InterfaceDescriptionBlock, OptionCode,
@@ -195,6 +195,13 @@ pub fn secrets_block(key_log: &[u8]) -> Vec<u8> {
     })
 }
 
+impl Drop for CaptureWriter {
+    fn drop(&mut self) {
+        // The side file is quiclab's own: never left behind, however the capture ended.
+        let _ = std::fs::remove_file(&self.part_path);
+    }
+}
+
 /// The capture of one run while it goes on (see the module's documentation).
 pub struct CaptureWriter {
     config: CaptureConfig,
@@ -210,6 +217,9 @@ pub struct CaptureWriter {
     packets: u64,
     written: u64,
     over_cap: u64,
+    /// Why the side file could not be written (a full disk): from then on packets are only
+    /// counted, and the capture ends marked missing (the run goes on and is stored).
+    error: Option<String>,
 }
 
 impl CaptureWriter {
@@ -226,6 +236,7 @@ impl CaptureWriter {
             packets: 0,
             written: 0,
             over_cap: 0,
+            error: None,
         })
     }
 
@@ -237,13 +248,18 @@ impl CaptureWriter {
             &p.data,
             p.fate.comment(),
         );
+        if self.error.is_some() {
+            // The capture is lost already (it ends marked missing); the run goes on.
+            return Ok(());
+        }
         if self.written + block.len() as u64 > self.config.max_bytes {
             self.over_cap += 1;
             return Ok(());
         }
-        self.part
-            .write_all(&block)
-            .with_context(|| format!("--pcap: writing {}", self.part_path.display()))?;
+        if let Err(e) = self.part.write_all(&block) {
+            self.error = Some(format!("writing {}: {e}", self.part_path.display()));
+            return Ok(());
+        }
         self.written += block.len() as u64;
         self.packets += 1;
         Ok(())
@@ -259,6 +275,9 @@ impl CaptureWriter {
     ) -> Result<CaptureSummary> {
         let path = self.config.path.clone();
         let result = (|| -> Result<CaptureSummary> {
+            if let Some(e) = &self.error {
+                anyhow::bail!("{e}");
+            }
             self.part.flush()?;
             let (out_tmp, out_file) = self.output.temp()?;
             let mut out = BufWriter::new(out_file);
@@ -274,29 +293,36 @@ impl CaptureWriter {
                     "; {dropped_by_writer} packet(s) not captured: the writer fell behind"
                 ));
             }
-            out.write_all(&section_header(&note))?;
-            out.write_all(&interface(
-                "uplink",
-                "client to server, at the bottleneck's ingress",
-            ))?;
-            out.write_all(&interface(
-                "downlink",
-                "server to client, at the bottleneck's ingress",
-            ))?;
-            let secrets = key_log
-                .filter(|k| !k.is_empty())
-                .map(|k| {
-                    out.write_all(&secrets_block(k))?;
-                    Ok::<_, std::io::Error>(
-                        k.split(|&b| b == b'\n').filter(|l| !l.is_empty()).count() as u64,
-                    )
-                })
-                .transpose()?
-                .unwrap_or(0);
-            let mut part = File::open(&self.part_path)?;
-            std::io::copy(&mut part, &mut out)?;
-            out.flush()?;
+            let written = (|| -> std::io::Result<u64> {
+                out.write_all(&section_header(&note))?;
+                out.write_all(&interface(
+                    "uplink",
+                    "client to server, at the bottleneck's ingress",
+                ))?;
+                out.write_all(&interface(
+                    "downlink",
+                    "server to client, at the bottleneck's ingress",
+                ))?;
+                let secrets = key_log
+                    .filter(|k| !k.is_empty())
+                    .map(|k| {
+                        out.write_all(&secrets_block(k))?;
+                        Ok::<_, std::io::Error>(
+                            k.split(|&b| b == b'\n').filter(|l| !l.is_empty()).count() as u64,
+                        )
+                    })
+                    .transpose()?
+                    .unwrap_or(0);
+                let mut part = File::open(&self.part_path)?;
+                std::io::copy(&mut part, &mut out)?;
+                out.flush()?;
+                Ok(secrets)
+            })();
             drop(out);
+            // The output's temporary file is quiclab's own: gone when it could not be written.
+            let secrets = written.inspect_err(|_| {
+                let _ = std::fs::remove_file(&out_tmp);
+            })?;
             self.output.commit(&out_tmp)?;
             let bytes = std::fs::metadata(&path)?.len();
             Ok(CaptureSummary {
@@ -306,11 +332,22 @@ impl CaptureWriter {
                 over_cap: self.over_cap,
                 dropped_by_writer,
                 secrets,
+                missing: None,
             })
         })();
         // The side file is quiclab's own (created exclusively by it): gone whatever happened.
         let _ = std::fs::remove_file(&self.part_path);
-        result.with_context(|| format!("--pcap: writing {}", path.display()))
+        // A capture that could not be written (a full disk) costs the capture, not the run:
+        // the summary says it is missing and why, and the measurement is stored.
+        Ok(result.unwrap_or_else(|e| CaptureSummary {
+            path: path.clone(),
+            packets: self.packets,
+            bytes: 0,
+            over_cap: self.over_cap,
+            dropped_by_writer,
+            secrets: 0,
+            missing: Some(format!("--pcap: writing {}: {e:#}", path.display())),
+        }))
     }
 }
 

@@ -37,6 +37,7 @@ pub fn install() {
         default_hook(info);
         if std::thread::current().name() == Some("main") {
             crate::registry::emergency_teardown_all();
+            quiclab_outputs::remove_scratch_dirs();
         }
     }));
     let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
@@ -78,8 +79,14 @@ fn emergency_exit(sig: i32) -> ! {
         // SAFETY: signalling the child we started.
         unsafe { libc::kill(fg, libc::SIGKILL) };
     }
-    crate::registry::emergency_teardown_all();
-    eprintln!("quiclab: interrupted; the lab was torn down");
+    let labs = crate::registry::emergency_teardown_all();
+    // The destructors that remove temporary directories do not run on this exit.
+    quiclab_outputs::remove_scratch_dirs();
+    match labs {
+        0 => eprintln!("quiclab: interrupted"),
+        1 => eprintln!("quiclab: interrupted; the lab was torn down"),
+        n => eprintln!("quiclab: interrupted; the {n} labs were torn down"),
+    }
     if let Ok(h) = EXIT_HINT.try_lock()
         && !h.is_empty()
     {

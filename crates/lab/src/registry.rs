@@ -58,7 +58,9 @@ pub fn shutting_down() -> bool {
     SHUTTING_DOWN.load(Ordering::SeqCst)
 }
 
-pub fn emergency_teardown_all() {
+/// Tears down every live lab of this process (a signal, or a panic on the main thread) and
+/// returns how many there were.
+pub fn emergency_teardown_all() -> usize {
     SHUTTING_DOWN.store(true, Ordering::SeqCst);
     // Wait for a set-up in progress to finish (it then sees SHUTTING_DOWN for any later lab), and
     // keep the lock: the process is about to exit.
@@ -69,6 +71,7 @@ pub fn emergency_teardown_all() {
         Some(mut live) => std::mem::take(&mut *live).into_values().collect(),
         None => Vec::new(),
     };
+    let mut torn_down = labs.len();
     for rec in labs {
         for &(pid, start) in &rec.children {
             if crate::process::is_alive(pid, start) {
@@ -104,9 +107,11 @@ pub fn emergency_teardown_all() {
                     crate::process::kill_namespace_processes(inode);
                 }
                 let _ = ns.delete();
+                torn_down = torn_down.max(1);
             }
         }
     }
+    torn_down
 }
 
 /// Number of labs alive in this process.

@@ -591,6 +591,12 @@ pub struct CleanReport {
     pub namespaces: Vec<String>,
     pub processes: Vec<i32>,
     pub skipped_live: Vec<String>,
+    /// Temporary work directories (`quiclab-KIND-PID-…`) of processes that no longer exist.
+    #[serde(default)]
+    pub work_dirs: Vec<std::path::PathBuf>,
+    /// Pinned binaries (`.quiclab-pinned-PID` beside the executable) of such processes.
+    #[serde(default)]
+    pub pinned: Vec<std::path::PathBuf>,
 }
 
 /// What `quiclab clean` prints.
@@ -598,10 +604,13 @@ impl std::fmt::Display for CleanReport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "removed {} lab(s), {} namespace(s), {} process(es)",
+            "removed {} lab(s), {} namespace(s), {} process(es), {} work directory(ies), {} \
+             pinned binary(ies)",
             self.labs.len(),
             self.namespaces.len(),
-            self.processes.len()
+            self.processes.len(),
+            self.work_dirs.len(),
+            self.pinned.len()
         )?;
         if !self.skipped_live.is_empty() {
             write!(
@@ -668,6 +677,9 @@ pub fn clean_stale() -> Result<CleanReport> {
             _ => clean_namespace(&name, &mut report),
         }
     }
+    // What dead processes left on disk: their temporary work directories and pinned binaries.
+    report.work_dirs = quiclab_outputs::remove_stale_scratch();
+    report.pinned = quiclab_outputs::remove_stale_pins();
     Ok(report)
 }
 

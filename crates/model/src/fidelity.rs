@@ -139,6 +139,10 @@ pub struct CaptureSummary {
     pub dropped_by_writer: u64,
     /// Lines of TLS key log embedded (0: nothing to decrypt with).
     pub secrets: u64,
+    /// Why the capture could not be written (a full disk): its file is absent, and the run's
+    /// measurement is kept all the same. None: the file was written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub missing: Option<String>,
 }
 
 /// What one direction's offload did, for the fidelity report.
@@ -269,6 +273,13 @@ impl std::fmt::Display for AppliedSwitch {
 impl std::fmt::Display for CaptureSummary {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let c = self;
+        if let Some(why) = &c.missing {
+            return write!(
+                f,
+                "capture: {} not written ({why}); the run's measurement is kept",
+                c.path.display()
+            );
+        }
         let mut line = format!(
             "capture: {} ({} packets, {} bytes; {})",
             c.path.display(),

@@ -247,6 +247,9 @@ pub struct Combination<'a> {
     pub resume: bool,
     pub zero_rtt: bool,
     pub fec: bool,
+    /// The first key given that sets quiclab's own QUIC stack (`quic_mtu`, `quic_pmtud`,
+    /// `gquic_n`), which another program would not honour.
+    pub quic_stack_key: Option<&'static str>,
 }
 
 /// Whether the combination can run; else the key to change and why.
@@ -294,6 +297,27 @@ pub fn check(c: &Combination) -> Result<(), (&'static str, String)> {
                 format!(
                     "resumption and 0-RTT are measured with quiclab's own client; {} is run cold",
                     d.name
+                ),
+            ));
+        }
+    }
+    if let Some(key) = c.quic_stack_key
+        && c.proto == Protocol::H3
+    {
+        // Another program sends datagrams of its own size (Caddy 1 252 bytes, ngtcp2 1 444 with
+        // --quic-mtu 1200): the run would record a value that never went on the wire.
+        let other = match (c.server, c.client) {
+            (s, _) if s != Server::Quiclab => Some(s.def().name),
+            (_, Some(x)) if x != Client::Quiclab => Some(x.def().name),
+            _ => None,
+        };
+        if let Some(name) = other {
+            return Err((
+                key,
+                format!(
+                    "{key} sets quiclab's own QUIC stack (quinn); {name} chooses its own packet \
+                     sizes and congestion control, so the run would record a value that never \
+                     went on the wire: leave {key} out, or use server and client \"quiclab\""
                 ),
             ));
         }
@@ -368,6 +392,7 @@ mod tests {
             resume: false,
             zero_rtt: false,
             fec: false,
+            quic_stack_key: None,
         }
     }
 
@@ -422,6 +447,25 @@ mod tests {
             ..combo(Server::Ngtcp2, Some(Client::Quiclab), Protocol::H3)
         };
         assert_eq!(check(&fec).unwrap_err().0, "fec");
+        // A datagram size another program would not honour is refused, not recorded.
+        for (server, client) in [
+            (Server::Caddy, Some(Client::Quiclab)),
+            (Server::Ngtcp2, Some(Client::Quiclab)),
+            (Server::Quiclab, Some(Client::Ngtcp2)),
+        ] {
+            let mtu = Combination {
+                quic_stack_key: Some("quic_mtu"),
+                ..combo(server, client, Protocol::H3)
+            };
+            let (key, why) = check(&mtu).unwrap_err();
+            assert_eq!(key, "quic_mtu");
+            assert!(why.contains("never went on the wire"), "{why}");
+        }
+        let own = Combination {
+            quic_stack_key: Some("quic_mtu"),
+            ..combo(Server::Quiclab, Some(Client::Quiclab), Protocol::H3)
+        };
+        assert!(check(&own).is_ok());
     }
 
     #[test]

@@ -318,17 +318,27 @@ pub(crate) fn durations(v: &str, _: &Params) -> Result<Setting, String> {
         .map(Setting::Durations)
 }
 
-/// A size such as 10MB, 500kB, 1MiB, 1000B or a byte count.
+/// The largest transfer a run may ask for: 1 TB, the largest resource quiclab's servers serve;
+/// past it a run could not be served, and its time limit would be centuries.
+pub const MAX_SIZE: u64 = quiclab_proto::range::MAX_BYTES_RESOURCE;
+
+/// A size such as 10MB, 500kB, 1MiB, 1000B or a byte count, from 1 B to [`MAX_SIZE`].
 pub fn size(s: &str) -> Result<u64, String> {
-    if let Ok(n) = s.parse::<u64>()
-        && n > 0
-    {
-        return Ok(n);
-    }
-    match quiclab_link::units::parse_queue(s) {
-        Ok(quiclab_link::QueueLimit::Bytes(b)) if b > 0 => Ok(b),
-        _ => Err(format!(
-            "expected a size such as 10MB, 500kB, 1MiB or 1000B (units B, kB, KiB, MB, MiB); got {s:?}"
+    let n = match s.parse::<u64>() {
+        Ok(n) if n > 0 => Some(n),
+        _ => match quiclab_link::units::parse_queue(s) {
+            Ok(quiclab_link::QueueLimit::Bytes(b)) if b > 0 => Some(b),
+            _ => None,
+        },
+    };
+    match n {
+        Some(n) if n <= MAX_SIZE => Ok(n),
+        Some(_) => Err(format!(
+            "{s:?} is more than 1 TB (1000GB), the largest transfer quiclab serves"
+        )),
+        None => Err(format!(
+            "expected a size such as 10MB, 500kB, 1MiB or 1000B (units B, kB, KiB, MB, MiB), at \
+             most 1 TB; got {s:?}"
         )),
     }
 }

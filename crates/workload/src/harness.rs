@@ -28,7 +28,7 @@ pub const EXIT_TIMED_OUT: i32 = 3;
 pub struct WorkDir {
     path: PathBuf,
     /// The temporary directory (removed on drop); None when kept.
-    temporary: Option<tempfile::TempDir>,
+    temporary: Option<quiclab_outputs::ScratchDir>,
 }
 
 impl WorkDir {
@@ -43,9 +43,8 @@ impl WorkDir {
             None => {
                 // A random name (not the lab id): nobody can prepare it in advance, and a leftover
                 // of a dead process is never taken for this run's.
-                let temp = tempfile::Builder::new()
-                    .prefix(&format!("quiclab-{workload}-"))
-                    .tempdir()
+                // Named with this process's id: `quiclab clean` removes a dead process's.
+                let temp = quiclab_outputs::ScratchDir::new(workload)
                     .context("creating a temporary work directory")?;
                 Ok(WorkDir {
                     path: temp.path().to_path_buf(),
@@ -313,7 +312,7 @@ pub mod exe {
 
     static PINNED: OnceLock<PathBuf> = OnceLock::new();
 
-    const PREFIX: &str = ".quiclab-pinned-";
+    const PREFIX: &str = quiclab_outputs::PINNED_PREFIX;
 
     /// Pins the current executable (best effort: without a pin, [`path`] is `current_exe()`).
     pub fn pin() {
@@ -322,18 +321,7 @@ pub mod exe {
         };
         let Some(dir) = exe.parent() else { return };
         // Links left by runners that died (SIGKILL) go first. Only quiclab's own names.
-        if let Ok(entries) = std::fs::read_dir(dir) {
-            for e in entries.flatten() {
-                let name = e.file_name().to_string_lossy().into_owned();
-                if let Some(pid) = name
-                    .strip_prefix(PREFIX)
-                    .and_then(|p| p.parse::<i32>().ok())
-                    && !quiclab_lab::process::pid_exists(pid)
-                {
-                    let _ = std::fs::remove_file(e.path());
-                }
-            }
-        }
+        quiclab_outputs::remove_stale_pins();
         let link = dir.join(format!("{PREFIX}{}", std::process::id()));
         let _ = std::fs::remove_file(&link);
         // /proc/self/exe as the source: it is the inode we run, even if the path was replaced.

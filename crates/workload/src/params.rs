@@ -34,6 +34,15 @@ fn switching(p: &Params) -> SwitchBehaviour {
     }
 }
 
+/// The first key given that sets quiclab's own QUIC stack, which another program would not
+/// honour (checked against the server and client chosen).
+fn quic_stack_key(p: &Params) -> Option<&'static str> {
+    [&k::QUIC_MTU, &k::QUIC_PMTUD, &k::GQUIC_N]
+        .into_iter()
+        .find(|key| p.given(key))
+        .map(|key| key.name)
+}
+
 /// The protocol stack's options (for `proto`, the run's protocol or a mix's default).
 fn stack(p: &Params, proto: Protocol, link: &LinkSpec) -> Result<StackOptions, ParamError> {
     let mut stack = StackOptions {
@@ -156,6 +165,7 @@ pub fn build(p: &Params, link: &LinkSpec) -> Result<WorkloadSpec, ParamError> {
                 resume,
                 zero_rtt,
                 fec: p.fec().is_some(),
+                quic_stack_key: quic_stack_key(p),
             })
             .map_err(|(key, e)| refuse(key, e))?;
             if server != Server::Quiclab || client != Client::Quiclab {
@@ -232,6 +242,7 @@ pub fn build(p: &Params, link: &LinkSpec) -> Result<WorkloadSpec, ParamError> {
                 resume,
                 zero_rtt,
                 fec: p.fec().is_some(),
+                quic_stack_key: quic_stack_key(p),
             })
             .map_err(|(key, e)| refuse(key, e))?;
             quiclab_peers::programs::server_program(server)
@@ -308,6 +319,7 @@ pub fn build(p: &Params, link: &LinkSpec) -> Result<WorkloadSpec, ParamError> {
                         resume: false,
                         zero_rtt: false,
                         fec: p.fec().is_some(),
+                        quic_stack_key: quic_stack_key(p),
                     })
                     .map_err(|(key, e)| refuse(key, e))?;
                 }
