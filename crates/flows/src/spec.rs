@@ -97,7 +97,7 @@ impl FlowMix {
 
     /// Parses `h3:gquic-cubic + h1:cubic` (flows joined by `+`).
     pub fn parse_joined(s: &str) -> Result<FlowMix, SpecError> {
-        FlowMix::parse(&quiclab_proto::mix::split_joined(s))
+        FlowMix::parse(&quiclab_proto::mix::split_joined(s).map_err(SpecError)?)
     }
 
     /// The contender label: runs of equal flows as `LABELxN`, joined by `+` (`h3+h1`,

@@ -43,6 +43,7 @@
 pub mod aqm;
 pub mod error;
 pub mod flow;
+pub mod input;
 pub mod lane;
 pub mod loss;
 pub mod model;

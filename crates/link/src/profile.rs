@@ -408,7 +408,7 @@ pub fn load(path: &Path) -> Result<Profile, ParseError> {
             ));
         }
     };
-    let text = std::fs::read_to_string(path).map_err(|e| {
+    let text = crate::input::read_text(path).map_err(|e| {
         ParseError::whole_file(&source_name, format!("cannot read the profile file: {e}"))
     })?;
     parse(&text, &source_name)

@@ -100,7 +100,7 @@ impl DeliveryTrace {
     /// Reads and parses a trace file; errors (including a missing file) name the file.
     pub fn load(path: &Path) -> Result<DeliveryTrace, ParseError> {
         let source_name = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| {
+        let text = crate::input::read_text(path).map_err(|e| {
             ParseError::whole_file(&source_name, format!("cannot read the trace file: {e}"))
         })?;
         DeliveryTrace::parse(&text, &source_name)

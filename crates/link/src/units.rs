@@ -431,6 +431,16 @@ pub fn parse_loss(s: &str) -> Result<LossSpec, UnitError> {
         .map(|_| &input[3..])
     else {
         let probability = parse_probability_expecting(input, LOSS_EXPECTED)?;
+        // A bare 1 is most likely "1 %" meant, and as a fraction it drops every packet (every
+        // run would time out): a bare number is a fraction below 1; all loss takes "100%".
+        if probability >= 1.0 && !input.ends_with('%') {
+            return Err(UnitError::expected_with_hint(
+                LOSS_EXPECTED,
+                input,
+                "a bare number is a fraction below 1 (0.01 is 1%); write 1% for one percent, or \
+                 100% for a link that drops every packet",
+            ));
+        }
         return Ok(if probability == 0.0 {
             LossSpec::None
         } else {
@@ -480,6 +490,14 @@ pub fn parse_loss(s: &str) -> Result<LossSpec, UnitError> {
     }
     let missing =
         |key: &str| UnitError::expected_with_hint(GE_EXPECTED, input, &format!("{key} is missing"));
+    if r == Some(0.0) && p.is_some_and(|p| p > 0.0) {
+        return Err(UnitError::expected_with_hint(
+            GE_EXPECTED,
+            input,
+            "r = 0 never leaves the Bad state once entered (a link that ends up dropping at the \
+             bad rate for good); give r above 0",
+        ));
+    }
     Ok(LossSpec::GilbertElliott {
         p: p.ok_or_else(|| missing("p"))?,
         r: r.ok_or_else(|| missing("r"))?,

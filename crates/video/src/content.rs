@@ -118,7 +118,7 @@ impl Content {
                 BUILTIN_CONTENTS.join(", ")
             )));
         }
-        let text = std::fs::read_to_string(path)
+        let text = quiclab_link::input::read_text(path)
             .map_err(|e| ContentError(format!("{}: {e}", path.display())))?;
         let stem = path
             .file_stem()

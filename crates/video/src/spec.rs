@@ -82,7 +82,7 @@ impl PlayerMix {
 
     /// `h1 + h3` (players joined by `+`).
     pub fn parse_joined(s: &str) -> Result<PlayerMix, String> {
-        PlayerMix::parse(&quiclab_proto::mix::split_joined(s))
+        PlayerMix::parse(&quiclab_proto::mix::split_joined(s)?)
     }
 
     /// The contender label: runs of equal players as `LABELxN`, joined by `+` (`h1`, `h1/4`,
