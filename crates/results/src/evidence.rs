@@ -769,4 +769,17 @@ mod tests {
         let err = format!("{:#}", Evidence::read(&dir).unwrap_err());
         assert!(err.contains("session 9"), "{err}");
     }
+
+    #[test]
+    fn every_gzip_member_is_read_and_devices_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("runs.jsonl.gz");
+        // Two files joined (`cat a.gz b.gz`): zcat reads both, and so does quiclab.
+        let mut joined = gzip(b"{\"a\":1}\n").unwrap();
+        joined.extend(gzip(b"{\"a\":2}\n").unwrap());
+        std::fs::write(&p, joined).unwrap();
+        assert_eq!(gunzip(&p).unwrap(), "{\"a\":1}\n{\"a\":2}\n");
+        let e = gunzip(std::path::Path::new("/dev/zero")).unwrap_err();
+        assert!(format!("{e:#}").contains("not a regular file"), "{e:#}");
+    }
 }

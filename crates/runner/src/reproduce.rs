@@ -1198,7 +1198,19 @@ pub fn reproduce(
         );
     }
     // The report first, then the verdicts as one set: a write that fails (a full disk) leaves
-    // the earlier verdicts whole.
+    // the earlier verdicts whole. All four names are checked before either is written.
+    quiclab_outputs::check_in_claimed(
+        &[
+            "verdicts.json",
+            "verdicts.csv",
+            "verdicts.md",
+            "reproduction.html",
+        ]
+        .map(|n| out.join(n))
+        .iter()
+        .map(PathBuf::as_path)
+        .collect::<Vec<_>>(),
+    )?;
     let html = quiclab_report::reproduction::write(
         &results,
         &out,
