@@ -26,7 +26,8 @@ pub struct ReproduceArgs {
     #[arg(long, conflicts_with = "judge", value_parser = clap::value_parser!(u32).range(1..=quiclab_experiment::MAX_REPETITIONS as i64))]
     pub repetitions: Option<u32>,
     /// Where the packs' results and the verdicts go (default quiclab-reproduce). With --judge:
-    /// where the verdicts and reports go (default: the judged DIR, when quiclab made it)
+    /// where the verdicts and reports go (default: the judged pack's DIR, when quiclab made it;
+    /// for evidence, quiclab-reproduce: evidence is only read)
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Continue an interrupted pack: runs already stored are skipped

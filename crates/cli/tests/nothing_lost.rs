@@ -483,3 +483,106 @@ fn a_capture_that_does_not_fit_costs_the_capture_not_the_run() {
     assert!(runs.iter().all(|r| r.metrics.contains_key("total_ms")));
     let _ = std::fs::remove_dir_all(&base);
 }
+
+const SCENARIO2: &str = "name = \"s\"\nrepetitions = 2\n[workload]\nkind = \"bulk\"\n\
+                         size = \"10kB\"\n[grid]\nprotocol = [\"h1\", \"h3\"]\n";
+
+/// A shard of a pack of study `t` (`PACK/t/s/`) holding `reps` of both protocols, made by a
+/// clean build (evidence keeps only those).
+fn shard_pack(pack: &Path, shard: &str, reps: &[u32]) {
+    quiclab_outputs::claim_dir(pack, "--out").unwrap();
+    quiclab_outputs::claim_subdir(pack, "t", "--out").unwrap();
+    let dir = pack.join("t/s");
+    quiclab_outputs::claim_dir(&dir, "--out").unwrap();
+    let record = ScenarioRecord {
+        name: "s".into(),
+        description: String::new(),
+        file: "s.toml".into(),
+        text: SCENARIO2.into(),
+        planned_runs: 4,
+    };
+    let mut store = Store::create_or_resume(&dir.join("results.sqlite"), &record, false).unwrap();
+    store
+        .check_and_set_plan(false, 2, Some(shard.to_string()))
+        .unwrap();
+    store
+        .begin_session(&Environment {
+            quiclab_version: "0.1.0".into(),
+            git_commit: "0123456789ab".into(),
+            command: "quiclab reproduce t".into(),
+            ..Environment::default()
+        })
+        .unwrap();
+    for &rep in reps {
+        for (proto, v) in [("h1", 300.0), ("h3", 200.0)] {
+            let run = StoredRun {
+                params: [
+                    ("protocol".to_string(), proto.to_string()),
+                    ("size".to_string(), "10kB".to_string()),
+                ]
+                .into(),
+                metrics: [("total_ms".to_string(), v)].into(),
+                ..StoredRun::example(&format!("proto={proto};rep={rep}"), proto, rep, Status::Ok)
+            };
+            store.record(&run, &[]).unwrap();
+        }
+    }
+}
+
+#[test]
+fn ds2_two_evidence_additions_at_once_keep_every_run() {
+    let base = temp_dir("n-evidence");
+    let lib = base.join("repo");
+    std::fs::create_dir_all(lib.join("studies")).unwrap();
+    std::fs::create_dir_all(lib.join("scenarios")).unwrap();
+    write(&lib.join("scenarios"), "s.toml", SCENARIO2);
+    write(&lib.join("studies"), "t.toml", STUDY);
+    let (pa, pb) = (base.join("pa"), base.join("pb"));
+    shard_pack(&pa, "1/2", &[1]);
+    shard_pack(&pb, "2/2", &[2]);
+    // Unlocked, two packs ending side by side kept one pack's runs in 8 of 10 tries.
+    for attempt in 0..5 {
+        let ev = base.join(format!("ev{attempt}"));
+        let start = |pack: &Path, out: &str| {
+            quiclab()
+                .args(["reproduce", "t", "--repo", lib.to_str().unwrap()])
+                .args(["--judge", pack.to_str().unwrap()])
+                .args([
+                    "--out",
+                    base.join(format!("{out}{attempt}")).to_str().unwrap(),
+                ])
+                .args(["--keep-evidence", ev.to_str().unwrap()])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        };
+        let (a, b) = (start(&pa, "ja"), start(&pb, "jb"));
+        for o in [a.wait_with_output().unwrap(), b.wait_with_output().unwrap()] {
+            assert_success(&o);
+        }
+        let runs = quiclab_results::evidence::gunzip(&ev.join("t/s/runs.jsonl.gz")).unwrap();
+        assert_eq!(runs.lines().count(), 4, "attempt {attempt}: {runs}");
+    }
+    // Damaged evidence is named, not passed over as "no results": a runs file that is a device.
+    let runs = base.join("ev0/t/s/runs.jsonl.gz");
+    std::fs::remove_file(&runs).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", &runs).unwrap();
+    let o = run(&[
+        "reproduce",
+        "t",
+        "--repo",
+        lib.to_str().unwrap(),
+        "--judge",
+        base.join("ev0").to_str().unwrap(),
+        "--out",
+        base.join("judged").to_str().unwrap(),
+    ]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("runs.jsonl.gz") && err.contains("not a regular file"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&base);
+}

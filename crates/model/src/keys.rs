@@ -279,7 +279,7 @@ pub const LOSS: Key = Key {
     ..link(
         "loss",
         "LOSS",
-        "Random loss: 2%, 0.02, or Gilbert–Elliott ge:p=1%,r=30%[,bad=100%][,good=0%]",
+        "Random loss: 2%, or a fraction below 1 (0.02), or Gilbert–Elliott ge:p=1%,r=30%[,bad=100%][,good=0%]",
         "1%",
     )
 };

@@ -116,9 +116,17 @@ pub fn is_evidence(dir: &Path) -> bool {
     std::fs::read_dir(dir).is_ok_and(|studies| {
         studies.flatten().any(|s| {
             std::fs::read_dir(s.path())
-                .is_ok_and(|sc| sc.flatten().any(|d| d.path().join(RUNS_FILE).is_file()))
+                .is_ok_and(|sc| sc.flatten().any(|d| holds_evidence(&d.path())))
         })
     })
+}
+
+/// Whether the scenario directory `dir` holds evidence: its runs file or its header, whatever
+/// they are (a runs file that is missing, a device or a pipe is then refused by
+/// [`Evidence::read`], naming it, instead of the directory being passed over in silence).
+fn holds_evidence(dir: &Path) -> bool {
+    std::fs::symlink_metadata(dir.join(RUNS_FILE)).is_ok()
+        || std::fs::symlink_metadata(dir.join(HEADER_FILE)).is_ok()
 }
 
 /// The evidence of `store` (a pack's results database of one scenario): its runs that `judged`
@@ -575,7 +583,7 @@ pub fn scenarios_of(dir: &Path, study: &str) -> BTreeMap<String, PathBuf> {
         .flatten()
         .flatten()
         .map(|e| e.path())
-        .filter(|p| p.join(RUNS_FILE).is_file())
+        .filter(|p| holds_evidence(p))
         .filter_map(|p| Some((p.file_name()?.to_string_lossy().into_owned(), p)))
         .collect()
 }

@@ -1159,6 +1159,12 @@ pub fn reproduce(
     // One writer per pack directory: a second `reproduce` into it would run (or judge) the same
     // packs and write the same files.
     let _lock = quiclab_outputs::lock_dir(&out, "--out", false)?;
+    quiclab_outputs::check_writable(&out, "--out").map_err(|e| match judge {
+        Some(_) => {
+            anyhow!("{e}; give --out DIR for the verdicts (the judged directory is only read)")
+        }
+        None => anyhow!("{e}"),
+    })?;
     let mut verdicts: Vec<FindingVerdict> = Vec::new();
     let mut judged = Vec::new();
     for s in studies {
