@@ -187,7 +187,7 @@ pub fn check_claimable(dir: &Path, flag: &str) -> Result<(), OutputError> {
                     format!("{e} (expected a new or empty directory)"),
                 )
             })?;
-            if entries.next().is_some() && !is_claimed(dir) {
+            if entries.next().is_some() && !is_claimed(dir) && !marker_being_written(dir) {
                 return Err(error(flag, dir, FOREIGN));
             }
             Ok(())
@@ -199,6 +199,23 @@ pub fn check_claimable(dir: &Path, flag: &str) -> Result<(), OutputError> {
             format!("{e} (expected a new or empty directory)"),
         )),
     }
+}
+
+/// Whether another quiclab process is claiming `dir` at this moment: its marker file is there
+/// and gets quiclab's text within a moment (it is written in one short write after the file is
+/// created). Two packs that start side by side with one new `--keep-evidence` meet here.
+fn marker_being_written(dir: &Path) -> bool {
+    if !std::fs::symlink_metadata(dir.join(MARKER)).is_ok_and(|m| m.file_type().is_file()) {
+        return false;
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    while std::time::Instant::now() < deadline {
+        if is_claimed(dir) {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    false
 }
 
 /// Why a directory with files and no marker is refused.

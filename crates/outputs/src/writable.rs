@@ -1,25 +1,19 @@
 //! Whether quiclab will be able to write a directory, asked before the runs that end in the
 //! write: a read-only mount or a directory without write permission is refused at once, not
-//! after an hour of runs.
+//! after an hour of runs. (A full disk is not foreseen: that is met when the write comes.)
 
 use std::io::ErrorKind;
 use std::path::Path;
 
-use crate::{OutputError, check_claimable, error, temp_beside};
+use crate::{OutputError, check_claimable, error};
 
-/// Checks that `dir` is claimable ([`check_claimable`]) and writable: an existing directory
-/// takes a temporary file (made and removed at once); a missing one's nearest existing parent
-/// must be a directory this process may write into (the directory will be made there).
+/// Checks that `dir` is claimable ([`check_claimable`]) and writable: the directory, or when it
+/// is missing its nearest existing parent (where it will be made), must be one this process may
+/// write into. Nothing is created: another quiclab process may be claiming the same directory
+/// at this moment, and a file of ours there would make it look like someone else's.
 pub fn check_writable(dir: &Path, flag: &str) -> Result<(), OutputError> {
     check_claimable(dir, flag)?;
-    if std::fs::symlink_metadata(dir).is_ok() {
-        let (tmp, f) = temp_beside(dir, "writable")
-            .map_err(|e| error(flag, dir, format!("quiclab cannot write into it: {e}")))?;
-        drop(f);
-        let _ = std::fs::remove_file(tmp);
-        return Ok(());
-    }
-    let mut at = dir.parent();
+    let mut at = Some(dir);
     while let Some(p) = at {
         let p = if p.as_os_str().is_empty() {
             Path::new(".")
@@ -44,7 +38,11 @@ pub fn check_writable(dir: &Path, flag: &str) -> Result<(), OutputError> {
                     return Err(error(
                         flag,
                         dir,
-                        format!("cannot be made in {}: {e}", p.display()),
+                        if p == dir {
+                            format!("quiclab cannot write into it: {e}")
+                        } else {
+                            format!("cannot be made in {}: {e}", p.display())
+                        },
                     ));
                 }
                 return Ok(());
