@@ -128,6 +128,9 @@ pub struct Lab {
     /// The TCP congestion control a socket in this lab gets unless it chooses one (see
     /// [`LabOptions::tcp_congestion_control`]; may differ from the request, see `build`).
     pub tcp_default_cc: String,
+    /// The congestion control each side's routes give its connections (client, server), once
+    /// [`Lab::route_congestion_control`] set one.
+    route_cc: Mutex<[Option<String>; 2]>,
     /// The CPU the emulator should run on when receive steering is on (None: anywhere).
     pub emulator_cpu: Option<usize>,
     /// The TUN devices' MTU.
@@ -175,6 +178,7 @@ impl Lab {
             children: Mutex::new(Vec::new()),
             setup_time: Duration::ZERO,
             tcp_default_cc: String::new(),
+            route_cc: Mutex::new([None, None]),
             emulator_cpu: None,
             mtu: opts.mtu,
             key_log: None,
@@ -304,6 +308,53 @@ impl Lab {
         }
         let ns = &self.record.lock().unwrap().namespaces[0];
         switch_addresses(ns, from, to)
+    }
+
+    /// Gives every TCP connection over `side`'s link the congestion control `cc`, through the
+    /// namespace's own routes (`congctl`, which iproute2 sets per route and the kernel applies to
+    /// each connection on the route, opened or accepted). For a program whose sockets quiclab
+    /// does not own (Caddy, curl) on a host whose `net.ipv4.tcp_allowed_congestion_control`
+    /// keeps a namespace from choosing `cc` as its default: the routes are the lab's, the host
+    /// is not touched. It overrides a socket's own choice, so it is for runs whose TCP on that
+    /// side is one program with one algorithm (never quiclab's flows of mixed algorithms).
+    pub fn route_congestion_control(&self, side: Side, cc: &str) -> Result<()> {
+        if cc.is_empty() || !cc.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            bail!("{cc:?} is not a congestion control's name");
+        }
+        let ns = self.namespace(side).name().to_string();
+        let mut commands = Vec::new();
+        for family in ["-4", "-6"] {
+            let out = Command::new("ip")
+                .args(["-n", &ns, family, "route", "show", "dev", TUN_NAME])
+                .output()
+                .context("running `ip` (iproute2)")?;
+            if !out.status.success() {
+                bail!(
+                    "reading {ns}'s routes: {}",
+                    String::from_utf8_lossy(&out.stderr).trim()
+                );
+            }
+            for line in String::from_utf8_lossy(&out.stdout).lines() {
+                commands.push(format!(
+                    "route replace {} dev {TUN_NAME} congctl {cc}",
+                    route_keys(line)
+                ));
+            }
+        }
+        if commands.is_empty() {
+            bail!("{ns} has no route over {TUN_NAME} to set a congestion control on");
+        }
+        netns::run_ip_batch(&ns, &commands)?;
+        self.route_cc.lock().unwrap_or_else(|p| p.into_inner())[side as usize] = Some(cc.into());
+        Ok(())
+    }
+
+    /// The TCP congestion control a connection on `side` gets unless its program chooses one:
+    /// the routes' (see [`Lab::route_congestion_control`]) or else the namespace's default.
+    pub fn tcp_cc(&self, side: Side) -> String {
+        self.route_cc.lock().unwrap_or_else(|p| p.into_inner())[side as usize]
+            .clone()
+            .unwrap_or_else(|| self.tcp_default_cc.clone())
     }
 
     pub fn namespace(&self, side: Side) -> &NetNs {
@@ -512,6 +563,27 @@ pub(crate) fn switch_addresses(ns: &str, from: usize, to: usize) -> Result<()> {
     )
 }
 
+/// A route as `ip route show dev X` prints it, without the state words `ip route replace` does
+/// not take (`linkdown`, `dead`, offload marks) and without an earlier `congctl`.
+fn route_keys(line: &str) -> String {
+    let mut out = Vec::new();
+    let mut words = line.split_whitespace();
+    while let Some(w) = words.next() {
+        match w {
+            "linkdown" | "dead" | "offload" | "trap" | "rt_offload" | "rt_trap"
+            | "rt_offload_failed" => {}
+            "congctl" => {
+                // `congctl [lock] NAME`
+                if words.next() == Some("lock") {
+                    words.next();
+                }
+            }
+            _ => out.push(w),
+        }
+    }
+    out.join(" ")
+}
+
 fn configure_addresses(ns: &str, v4: Ipv4Addr, v6: Ipv6Addr) -> Result<()> {
     netns::run_ip_batch(
         ns,
@@ -699,6 +771,18 @@ fn clean_namespace(name: &str, report: &mut CleanReport) {
 #[cfg(test)]
 mod tests {
     use super::rps_mask;
+
+    #[test]
+    fn routes_are_read_back_without_their_state_words() {
+        assert_eq!(
+            super::route_keys("100.64.0.0/24 proto kernel scope link src 100.64.0.2 linkdown"),
+            "100.64.0.0/24 proto kernel scope link src 100.64.0.2"
+        );
+        assert_eq!(
+            super::route_keys("fd00::/64 proto kernel metric 256 congctl lock cubic pref medium"),
+            "fd00::/64 proto kernel metric 256 pref medium"
+        );
+    }
 
     #[test]
     fn rps_masks_are_sysfs_bitmaps() {

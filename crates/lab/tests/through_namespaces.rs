@@ -364,3 +364,75 @@ fn a_network_switch_moves_the_client_address_and_the_old_one_stops_crossing() {
         f.downlink.dropped_stale_address_packets
     );
 }
+
+/// The congestion control the kernel runs for `socket` (TCP_CONGESTION).
+fn congestion_of(socket: &impl std::os::fd::AsRawFd) -> String {
+    let mut name = [0u8; 16];
+    let mut len = name.len() as libc::socklen_t;
+    // SAFETY: getsockopt into a buffer of the length we pass.
+    let r = unsafe {
+        libc::getsockopt(
+            socket.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_CONGESTION,
+            name.as_mut_ptr().cast(),
+            &mut len,
+        )
+    };
+    assert_eq!(r, 0, "getsockopt(TCP_CONGESTION)");
+    String::from_utf8_lossy(&name[..len as usize])
+        .trim_end_matches('\0')
+        .to_string()
+}
+
+/// A program that does not choose its TCP congestion control (Caddy, curl) gets the run's
+/// through the lab's routes on any host: checked with an algorithm the namespace's default is
+/// not — where the host allows namespaces only some (`tcp_allowed_congestion_control`), one it
+/// does not allow — on connections accepted on the server side, while the client side keeps
+/// the namespace's default.
+#[test]
+fn a_route_gives_connections_the_congestion_control_the_namespace_cannot_default_to() {
+    if !root_or_skip("route_congctl") {
+        return;
+    }
+    let lab = start(&spec(None, 10.0, 0.0));
+    let read = |k: &str| std::fs::read_to_string(format!("/proc/sys/net/ipv4/{k}")).unwrap();
+    let (available, allowed) = (
+        read("tcp_available_congestion_control"),
+        read("tcp_allowed_congestion_control"),
+    );
+    let default = lab.lab.tcp_default_cc.clone();
+    let others: Vec<&str> = available
+        .split_whitespace()
+        .filter(|a| *a != default)
+        .collect();
+    let wanted = others
+        .iter()
+        .find(|a| !allowed.split_whitespace().any(|x| x == **a))
+        .or(others.first())
+        .expect("the kernel offers a second congestion control")
+        .to_string();
+    lab.lab
+        .route_congestion_control(Side::Server, &wanted)
+        .unwrap();
+    let server = lab.lab.address_v4(Side::Server);
+    let listener = lab
+        .lab
+        .namespace(Side::Server)
+        .run(|| std::net::TcpListener::bind((server, 5001)))
+        .unwrap()
+        .unwrap();
+    let client = lab
+        .lab
+        .namespace(Side::Client)
+        .run(|| std::net::TcpStream::connect((server, 5001)))
+        .unwrap()
+        .unwrap();
+    let (accepted, _) = listener.accept().unwrap();
+    assert_eq!(
+        congestion_of(&accepted),
+        wanted,
+        "the namespace defaults to {default}; allowed: {allowed}"
+    );
+    assert_eq!(congestion_of(&client), default);
+}

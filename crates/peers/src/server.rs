@@ -65,7 +65,8 @@ pub fn launch(server: Server, program: &Program, s: &ServerSetup) -> Result<Laun
     let quic_cc = s.quic_cc.unwrap_or(def.quic_cc[0]);
     let cc_text = |how: &str| {
         format!(
-            "QUIC {quic_cc} ({how}); TCP {} (the server namespace's default)",
+            "QUIC {quic_cc} ({how}); TCP {} (the server namespace's: its default, or its routes' \
+             where the host keeps the namespace from defaulting to it)",
             s.tcp_cc
         )
     };

@@ -434,10 +434,10 @@ impl BulkRun {
         // Caddy and curl take the namespace's TCP congestion control; the quic-go peer and
         // ngtcp2 set their own.
         if tcp && self.server == Server::Caddy {
-            crate::peer::check_namespace_cc(lab, cc, "Caddy")?;
+            crate::peer::ensure_namespace_cc(lab, quiclab_lab::Side::Server, cc, "Caddy")?;
         }
         if tcp && self.client == Client::Curl {
-            crate::peer::check_namespace_cc(lab, cc, "curl")?;
+            crate::peer::ensure_namespace_cc(lab, quiclab_lab::Side::Client, cc, "curl")?;
         }
         let (server_pid, server_record, server_qlog) = if self.server == Server::Quiclab {
             let mut serve = harness::serve_config(lab, &work, self.stack);

@@ -416,7 +416,7 @@ impl Workload for PageRun {
             let tcp = self.proto != Protocol::H3;
             // Caddy takes the namespace's TCP congestion control; the others set their own.
             if tcp && self.server == Server::Caddy {
-                crate::peer::check_namespace_cc(lab, cc, "Caddy")?;
+                crate::peer::ensure_namespace_cc(lab, quiclab_lab::Side::Server, cc, "Caddy")?;
             }
             // The page's files, read in place: the built-in page is in the run's own work
             // directory, a directory given by the user is only read.

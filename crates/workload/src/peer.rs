@@ -114,19 +114,29 @@ pub struct OtherServer {
     pub qlog_dir: Option<PathBuf>,
 }
 
-/// Whether a TCP endpoint that cannot set its own congestion control would run with the one
-/// the run asks for: the namespace's default must be it (the kernel lets a namespace choose only
-/// among the host's allowed ones; quiclab never changes the host).
-pub fn check_namespace_cc(lab: &Lab, wanted: &str, who: &str) -> Result<(), RunError> {
+/// Gives a TCP endpoint that cannot set its own congestion control (Caddy on the server side,
+/// curl on the client side) the one the run asks for. The namespace's default serves when it is
+/// that one; when the host's `net.ipv4.tcp_allowed_congestion_control` kept the namespace from
+/// choosing it (the kernel lets only the host's own namespace default to another), the lab's
+/// routes on that side carry it instead ([`Lab::route_congestion_control`]) — the host is never
+/// changed. What the kernel ran is checked per run through sock_diag (server side).
+pub fn ensure_namespace_cc(
+    lab: &Lab,
+    side: quiclab_lab::Side,
+    wanted: &str,
+    who: &str,
+) -> Result<(), RunError> {
     if lab.tcp_default_cc == wanted {
-        Ok(())
-    } else {
-        Err(RunError::Failed(format!(
-            "{who} uses the namespace's TCP congestion control, which is {} here, not {wanted} \
-             (the host's net.ipv4.tcp_allowed_congestion_control does not let the lab choose it)",
-            lab.tcp_default_cc
-        )))
+        return Ok(());
     }
+    lab.route_congestion_control(side, wanted).map_err(|e| {
+        RunError::Failed(format!(
+            "{who} uses the namespace's TCP congestion control, which is {} here, not {wanted} \
+             (the host's net.ipv4.tcp_allowed_congestion_control does not let the lab choose it \
+             as the default), and giving the lab's routes {wanted} failed: {e:#}",
+            lab.tcp_default_cc
+        ))
+    })
 }
 
 /// Which other server to start, and how.
@@ -168,11 +178,12 @@ pub fn start_server(
     } else {
         None
     };
-    // Caddy cannot choose its TCP congestion control: it has the namespace's default, whatever
-    // the run asked for (a TCP run checks they agree first; an HTTP/3 run records what its
-    // unused TCP listener had).
+    // Caddy cannot choose its TCP congestion control: it has the namespace's (its default, or
+    // its routes' where the host keeps the namespace from defaulting to the run's; a TCP run
+    // gives it the run's first, an HTTP/3 run records what its unused TCP listener had).
+    let namespace_cc = lab.tcp_cc(Side::Server);
     let tcp_cc = if server == Server::Caddy {
-        lab.tcp_default_cc.as_str()
+        namespace_cc.as_str()
     } else {
         tcp_cc
     };

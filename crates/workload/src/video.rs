@@ -439,7 +439,12 @@ impl VideoRun {
         let tcp = self.mix.players.iter().find(|p| p.proto != Protocol::H3);
         // Caddy takes the namespace's TCP congestion control; the others set their own.
         if let (Some(p), Server::Caddy) = (tcp, self.server) {
-            crate::peer::check_namespace_cc(lab, self.stack.cc_name(p.proto), "Caddy")?;
+            crate::peer::ensure_namespace_cc(
+                lab,
+                quiclab_lab::Side::Server,
+                self.stack.cc_name(p.proto),
+                "Caddy",
+            )?;
         }
         let started = crate::peer::start_server(
             lab,
