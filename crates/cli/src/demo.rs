@@ -29,13 +29,30 @@ pub fn run(args: DemoArgs) -> Result<i32> {
         &quiclab_lab::guard::set_exit_hint,
     )?;
     print!("\n{}", demo.summary);
-    if demo.summary.excluded > 0 {
+    let s = &demo.summary;
+    if s.excluded > 0 {
         println!(
-            "\n{} run(s) failed or were flagged for emulator fidelity (often: the hypervisor \
-             stole CPU time); they are listed in the report and left out of these figures \
+            "\n{} run(s) left out of these figures: {} flagged for emulator fidelity (often: the \
+             hypervisor stole CPU time), {} failed or timed out; the report lists them \
              (`quiclab report {} --include-flagged` puts the flagged ones in).",
-            demo.summary.excluded,
+            s.excluded,
+            s.flagged,
+            s.excluded - s.flagged,
             args.out.display()
+        );
+    }
+    if s.too_few > 0 {
+        println!(
+            "\nNo answer for {} of {} setting(s): too few usable runs to apply the rule{}. Run \
+             the demo again with more --repetitions, or on a quieter machine.",
+            s.too_few,
+            s.settings.len(),
+            if s.flagged > 0 {
+                " — this host was too noisy for the emulator's fidelity checks during the runs \
+                 left out"
+            } else {
+                ""
+            }
         );
     }
     println!(

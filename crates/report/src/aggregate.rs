@@ -136,14 +136,25 @@ pub struct WinRow {
     pub verdict: Winners,
     /// Protocols that had values and so took part in the comparison.
     pub compared: Vec<String>,
+    /// The fewest values a compared protocol had: below
+    /// [`quiclab_experiment::stats::WINS_MIN_RUNS`] the rule is not applied.
+    pub fewest: usize,
 }
 
 impl WinRow {
-    /// "h3", "h2+h3", "equal", or "n/a" when fewer than two protocols had
-    /// values (then there was nothing to compare).
+    /// Whether the rule was applied: two protocols or more, each with the rule's minimum of runs.
+    pub fn applied(&self) -> bool {
+        self.compared.len() >= 2 && self.fewest >= quiclab_experiment::stats::WINS_MIN_RUNS
+    }
+
+    /// "h3", "h2+h3", "equal", "too few runs (n = 2)" below the rule's minimum, or "n/a" when
+    /// fewer than two protocols had values (then there was nothing to compare).
     pub fn label(&self) -> String {
         if self.compared.len() < 2 {
             return "n/a".to_string();
+        }
+        if !self.applied() {
+            return format!("too few runs (n = {})", self.fewest);
         }
         match &self.verdict {
             Winners::Best(names) => names.join("+"),
@@ -464,6 +475,7 @@ pub fn aggregate(input: &ReportInput, options: &ReportOptions) -> Aggregate {
                     }
                     WinRow {
                         verdict: stats::winners(&results),
+                        fewest: results.values().map(Vec::len).min().unwrap_or(0),
                         compared: results.into_keys().collect(),
                     }
                 })

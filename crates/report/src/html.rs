@@ -398,9 +398,12 @@ fn wins(h: &mut String, agg: &Aggregate) {
          10 % better than B's mean. One protocol wins a setting when it beats every other; \
          two share the win (e.g. \"h2+h3\") when each beats the rest but not each other; \
          otherwise the setting is \"equal\". \"n/a\": fewer than two protocols had usable \
-         runs.{reciprocal}</p>",
+         runs; \"too few runs\": a protocol had fewer than {} usable runs, below which one run \
+         moves the 70 % share by more than the rule's margin (flagged runs are left out unless \
+         the report is made with <code>--include-flagged</code>).{reciprocal}</p>",
         esc(&info.label),
         unit_suffix(&info.unit),
+        quiclab_experiment::stats::WINS_MIN_RUNS,
     );
     h.push_str("<table>\n<tr><th>Setting</th><th>Winner</th>");
     for p in &agg.protocols {
@@ -416,7 +419,7 @@ fn wins(h: &mut String, agg: &Aggregate) {
         // Protocol labels are opaque (may contain '+'), so take the winners
         // from the verdict rather than from its printed form.
         let winners: &[String] = match &row.verdict {
-            Winners::Best(names) if row.compared.len() >= 2 => names,
+            Winners::Best(names) if row.applied() => names,
             _ => &[],
         };
         let class = if winners.is_empty() {
@@ -528,7 +531,8 @@ fn metric_section(h: &mut String, agg: &Aggregate, m: usize, table: &MetricTable
     let baseline = agg.baseline.filter(|_| !table.improvements.is_empty());
     h.push_str(
         "<table>\n<tr><th>Setting</th><th>Protocol</th><th>n</th><th>excluded</th>\
-         <th>mean</th><th>95 % CI</th><th>median</th><th>std dev</th><th>min</th><th>max</th>",
+         <th>mean</th><th>median's 95 % interval</th><th>median</th><th>std dev</th><th>min</th>\
+         <th>max</th>",
     );
     if let Some(b) = baseline {
         let base = esc(&agg.protocols[b]);
@@ -564,13 +568,12 @@ fn metric_section(h: &mut String, agg: &Aggregate, m: usize, table: &MetricTable
                 Some(st) => {
                     let _ = write!(
                         h,
-                        "<td class=\"num\">{}{}</td><td class=\"num\">{} – {}</td>\
+                        "<td class=\"num\">{}{}</td><td class=\"num\">{}</td>\
                          <td class=\"num\">{}</td><td class=\"num\">{}</td>\
                          <td class=\"num\">{}</td><td class=\"num\">{}</td>",
                         fmt_num(st.mean),
                         if cell.excluded.timeout > 0 { "*" } else { "" },
-                        fmt_num(st.ci95_low),
-                        fmt_num(st.ci95_high),
+                        median_interval_text(&cell.values),
                         median_text(cell, st.median),
                         fmt_num(st.std_dev),
                         fmt_num(st.min),
@@ -602,6 +605,25 @@ fn metric_section(h: &mut String, agg: &Aggregate, m: usize, table: &MetricTable
         }
     }
     h.push_str("</table>\n");
+}
+
+/// The median's exact 95 % interval (order statistics, as the verdicts use), with the coverage
+/// it reaches when fewer runs cannot reach 95 %; "—" below two values. Never a mean's Student
+/// interval, which at n = 2 reaches below zero for a time.
+fn median_interval_text(values: &[f64]) -> String {
+    if values.len() < 2 {
+        return "—".into();
+    }
+    match quiclab_verdict::rules::median_interval(values, 0.95) {
+        Some(ci) if ci.reaches(0.95) => format!("{} – {}", fmt_num(ci.low), fmt_num(ci.high)),
+        Some(ci) => format!(
+            "{} – {} ({:.0} %)",
+            fmt_num(ci.low),
+            fmt_num(ci.high),
+            ci.level * 100.0
+        ),
+        None => "—".into(),
+    }
 }
 
 /// Mean ± 95 % CI half-width of a summary (n = 1: the value alone).
