@@ -210,6 +210,13 @@ pub enum Winners {
     Equal,
 }
 
+/// The fewest runs of each protocol a setting needs before [`winners`] is applied to it. The
+/// rule asks that ≥ 70 % of a protocol's runs be ≥ 10 % faster than the other's mean: below 4
+/// runs one run moves that share by more than the rule's 30-point margin (1/3 > 0.3), so a
+/// single noisy run would decide the verdict. (The studies' findings use Megyesi et al.'s own
+/// 10 runs.)
+pub const WINS_MIN_RUNS: usize = 4;
+
 /// Which protocols win one setting, by [`beats`] (Megyesi et al. 2016):
 ///
 /// * `Best([p])` when `p` beats every other protocol;
@@ -218,13 +225,6 @@ pub enum Winners {
 ///   protocols: both beat the third);
 /// * otherwise `Equal`. Fewer than two protocols is also `Equal`: there is
 ///   nothing to compare.
-/// The fewest runs of each protocol a setting needs before [`winners`] is applied to it. The
-/// rule asks that ≥ 70 % of a protocol's runs be ≥ 10 % faster than the other's mean: below 4
-/// runs one run moves that share by more than the rule's 30-point margin (1/3 > 0.3), so a
-/// single noisy run would decide the verdict. (The studies' findings use Megyesi et al.'s own
-/// 10 runs.)
-pub const WINS_MIN_RUNS: usize = 4;
-
 pub fn winners(results: &BTreeMap<String, Vec<f64>>) -> Winners {
     let names: Vec<&String> = results.keys().collect();
     if names.len() < 2 {
