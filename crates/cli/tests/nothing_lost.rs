@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use quiclab_results::{Environment, ScenarioRecord, Status, Store, StoredRun};
+use quiclab_results::{Environment, ScenarioRecord, Status, Store};
 
 mod common;
 use common::*;
@@ -15,30 +15,14 @@ const SCENARIO: &str = "name = \"s\"\nrepetitions = 1\n[workload]\nkind = \"bulk
 
 /// A results directory as `quiclab run` makes it (claimed, a database of two runs), no lab.
 fn results_dir(dir: &Path) -> PathBuf {
-    quiclab_outputs::claim_dir(dir, "--out").unwrap();
-    let record = ScenarioRecord {
-        name: "s".into(),
-        description: String::new(),
-        file: "s.toml".into(),
-        text: SCENARIO.into(),
-        planned_runs: 2,
-    };
-    let mut store = Store::create_or_resume(&dir.join("results.sqlite"), &record, false).unwrap();
-    store.check_and_set_plan(false, 1, None).unwrap();
-    store.begin_session(&Environment::default()).unwrap();
-    for (proto, v) in [("h1", 300.0), ("h3", 200.0)] {
-        let run = StoredRun {
-            params: [
-                ("protocol".to_string(), proto.to_string()),
-                ("size".to_string(), "10kB".to_string()),
-            ]
-            .into(),
-            metrics: [("total_ms".to_string(), v)].into(),
-            ..StoredRun::example(&format!("proto={proto};rep=1"), proto, 1, Status::Ok)
-        };
-        store.record(&run, &[]).unwrap();
-    }
-    dir.to_path_buf()
+    made_results(
+        dir,
+        SCENARIO,
+        (1, None),
+        &Environment::default(),
+        Status::Ok,
+        &[("h1", 1, 300.0), ("h3", 1, 200.0)],
+    )
 }
 
 /// Every file below `dir` with its bytes, for "nothing changed".
@@ -492,41 +476,24 @@ const SCENARIO2: &str = "name = \"s\"\nrepetitions = 2\n[workload]\nkind = \"bul
 fn shard_pack(pack: &Path, shard: &str, reps: &[u32]) {
     quiclab_outputs::claim_dir(pack, "--out").unwrap();
     quiclab_outputs::claim_subdir(pack, "t", "--out").unwrap();
-    let dir = pack.join("t/s");
-    quiclab_outputs::claim_dir(&dir, "--out").unwrap();
-    let record = ScenarioRecord {
-        name: "s".into(),
-        description: String::new(),
-        file: "s.toml".into(),
-        text: SCENARIO2.into(),
-        planned_runs: 4,
+    let runs: Vec<(&str, u32, f64)> = reps
+        .iter()
+        .flat_map(|&rep| [("h1", rep, 300.0), ("h3", rep, 200.0)])
+        .collect();
+    let clean = Environment {
+        quiclab_version: "0.1.0".into(),
+        git_commit: "0123456789ab".into(),
+        command: "quiclab reproduce t".into(),
+        ..Environment::default()
     };
-    let mut store = Store::create_or_resume(&dir.join("results.sqlite"), &record, false).unwrap();
-    store
-        .check_and_set_plan(false, 2, Some(shard.to_string()))
-        .unwrap();
-    store
-        .begin_session(&Environment {
-            quiclab_version: "0.1.0".into(),
-            git_commit: "0123456789ab".into(),
-            command: "quiclab reproduce t".into(),
-            ..Environment::default()
-        })
-        .unwrap();
-    for &rep in reps {
-        for (proto, v) in [("h1", 300.0), ("h3", 200.0)] {
-            let run = StoredRun {
-                params: [
-                    ("protocol".to_string(), proto.to_string()),
-                    ("size".to_string(), "10kB".to_string()),
-                ]
-                .into(),
-                metrics: [("total_ms".to_string(), v)].into(),
-                ..StoredRun::example(&format!("proto={proto};rep={rep}"), proto, rep, Status::Ok)
-            };
-            store.record(&run, &[]).unwrap();
-        }
-    }
+    made_results(
+        &pack.join("t/s"),
+        SCENARIO2,
+        (2, Some(shard)),
+        &clean,
+        Status::Ok,
+        &runs,
+    );
 }
 
 #[test]

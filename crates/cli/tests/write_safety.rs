@@ -16,30 +16,14 @@ const SCENARIO: &str = "name = \"s\"\nrepetitions = 1\n[workload]\nkind = \"bulk
 /// A results directory as `quiclab run` makes it (claimed, with a database of two runs), built
 /// without a lab.
 fn results_dir(dir: &Path) -> PathBuf {
-    quiclab_outputs::claim_dir(dir, "--out").unwrap();
-    let record = ScenarioRecord {
-        name: "s".into(),
-        description: String::new(),
-        file: "s.toml".into(),
-        text: SCENARIO.into(),
-        planned_runs: 2,
-    };
-    let mut store = Store::create_or_resume(&dir.join("results.sqlite"), &record, false).unwrap();
-    store.check_and_set_plan(false, 1, None).unwrap();
-    store.begin_session(&Environment::default()).unwrap();
-    for (proto, v) in [("h1", 300.0), ("h3", 200.0)] {
-        let run = StoredRun {
-            params: [
-                ("protocol".to_string(), proto.to_string()),
-                ("size".to_string(), "10kB".to_string()),
-            ]
-            .into(),
-            metrics: [("total_ms".to_string(), v)].into(),
-            ..StoredRun::example(&format!("proto={proto};rep=1"), proto, 1, Status::Failed)
-        };
-        store.record(&run, &[]).unwrap();
-    }
-    dir.to_path_buf()
+    made_results(
+        dir,
+        SCENARIO,
+        (1, None),
+        &Environment::default(),
+        Status::Failed,
+        &[("h1", 1, 300.0), ("h3", 1, 200.0)],
+    )
 }
 
 fn bytes(p: &Path) -> Vec<u8> {

@@ -70,3 +70,43 @@ pub fn refused(command: &str, args: &[&str], must: &[&str]) {
     }
     assert!(t.elapsed().as_secs_f64() < 5.0, "{args:?} built a lab");
 }
+
+/// A results directory as `quiclab run` makes it — claimed, a database of scenario `text` with
+/// its plan (`repetitions`, `shard`), one session of `env`, and a bulk run of `status` per
+/// `(protocol, repetition, total_ms)` — built without a lab.
+pub fn made_results(
+    dir: &Path,
+    text: &str,
+    (repetitions, shard): (u32, Option<&str>),
+    env: &quiclab_results::Environment,
+    status: quiclab_results::Status,
+    runs: &[(&str, u32, f64)],
+) -> PathBuf {
+    use quiclab_results::{ScenarioRecord, Store, StoredRun};
+    quiclab_outputs::claim_dir(dir, "--out").unwrap();
+    let record = ScenarioRecord {
+        name: "s".into(),
+        description: String::new(),
+        file: "s.toml".into(),
+        text: text.into(),
+        planned_runs: runs.len(),
+    };
+    let mut store = Store::create_or_resume(&dir.join("results.sqlite"), &record, false).unwrap();
+    store
+        .check_and_set_plan(false, repetitions, shard.map(str::to_string))
+        .unwrap();
+    store.begin_session(env).unwrap();
+    for &(proto, rep, v) in runs {
+        let run = StoredRun {
+            params: [
+                ("protocol".to_string(), proto.to_string()),
+                ("size".to_string(), "10kB".to_string()),
+            ]
+            .into(),
+            metrics: [("total_ms".to_string(), v)].into(),
+            ..StoredRun::example(&format!("proto={proto};rep={rep}"), proto, rep, status)
+        };
+        store.record(&run, &[]).unwrap();
+    }
+    dir.to_path_buf()
+}
