@@ -10,19 +10,11 @@ use quiclab_results::{Environment, ScenarioRecord, Status, Store};
 mod common;
 use common::*;
 
-const SCENARIO: &str = "name = \"s\"\nrepetitions = 1\n[workload]\nkind = \"bulk\"\n\
-                        size = \"10kB\"\n[grid]\nprotocol = [\"h1\", \"h3\"]\n";
+const SCENARIO: &str = TWO_PROTOCOL_SCENARIO;
 
-/// A results directory as `quiclab run` makes it (claimed, a database of two runs), no lab.
+/// A results directory as `quiclab run` makes it (claimed, a database of two ok runs), no lab.
 fn results_dir(dir: &Path) -> PathBuf {
-    made_results(
-        dir,
-        SCENARIO,
-        (1, None),
-        &Environment::default(),
-        Status::Ok,
-        &[("h1", 1, 300.0), ("h3", 1, 200.0)],
-    )
+    two_run_results(dir, Status::Ok)
 }
 
 /// Every file below `dir` with its bytes, for "nothing changed".
@@ -248,14 +240,19 @@ const STUDY: &str = "study = \"t\"\ntitle = \"t\"\n[[finding]]\nid = \"t-1\"\ncl
                      wins_share = { axis = \"protocol\", a = \"h3\", at_least = 0.5 }\n\
                      test = \"wins\"\nmin_n = 1\n";
 
+/// A quiclab checkout in miniature: studies/t.toml judging scenarios/s.toml (`scenario`).
+fn study_repo(dir: &Path, scenario: &str) -> PathBuf {
+    std::fs::create_dir_all(dir.join("studies")).unwrap();
+    std::fs::create_dir_all(dir.join("scenarios")).unwrap();
+    write(&dir.join("scenarios"), "s.toml", scenario);
+    write(&dir.join("studies"), "t.toml", STUDY);
+    dir.to_path_buf()
+}
+
 #[test]
 fn a1_a_stored_plan_is_bounded_when_judged() {
     let base = temp_dir("n-plan");
-    let lib = base.join("repo");
-    std::fs::create_dir_all(lib.join("studies")).unwrap();
-    std::fs::create_dir_all(lib.join("scenarios")).unwrap();
-    write(&lib.join("scenarios"), "s.toml", SCENARIO);
-    write(&lib.join("studies"), "t.toml", STUDY);
+    let lib = study_repo(&base.join("repo"), SCENARIO);
     let pack = base.join("pack");
     quiclab_outputs::claim_dir(&pack, "--out").unwrap();
     quiclab_outputs::claim_subdir(&pack, "t", "--out").unwrap();
@@ -499,11 +496,7 @@ fn shard_pack(pack: &Path, shard: &str, reps: &[u32]) {
 #[test]
 fn ds2_two_evidence_additions_at_once_keep_every_run() {
     let base = temp_dir("n-evidence");
-    let lib = base.join("repo");
-    std::fs::create_dir_all(lib.join("studies")).unwrap();
-    std::fs::create_dir_all(lib.join("scenarios")).unwrap();
-    write(&lib.join("scenarios"), "s.toml", SCENARIO2);
-    write(&lib.join("studies"), "t.toml", STUDY);
+    let lib = study_repo(&base.join("repo"), SCENARIO2);
     let (pa, pb) = (base.join("pa"), base.join("pb"));
     shard_pack(&pa, "1/2", &[1]);
     shard_pack(&pb, "2/2", &[2]);

@@ -10,20 +10,12 @@ use quiclab_results::{Environment, ScenarioRecord, Status, Store, StoredRun};
 mod common;
 use common::*;
 
-const SCENARIO: &str = "name = \"s\"\nrepetitions = 1\n[workload]\nkind = \"bulk\"\n\
-                        size = \"10kB\"\n[grid]\nprotocol = [\"h1\", \"h3\"]\n";
+const SCENARIO: &str = TWO_PROTOCOL_SCENARIO;
 
-/// A results directory as `quiclab run` makes it (claimed, with a database of two runs), built
-/// without a lab.
+/// A results directory as `quiclab run` makes it (claimed, a database of two failed runs),
+/// built without a lab.
 fn results_dir(dir: &Path) -> PathBuf {
-    made_results(
-        dir,
-        SCENARIO,
-        (1, None),
-        &Environment::default(),
-        Status::Failed,
-        &[("h1", 1, 300.0), ("h3", 1, 200.0)],
-    )
+    two_run_results(dir, Status::Failed)
 }
 
 fn bytes(p: &Path) -> Vec<u8> {

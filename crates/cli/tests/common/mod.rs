@@ -110,3 +110,19 @@ pub fn made_results(
     }
     dir.to_path_buf()
 }
+
+/// A bulk scenario of h1 against h3 at one repetition (the helpers' results directories hold it).
+pub const TWO_PROTOCOL_SCENARIO: &str = "name = \"s\"\nrepetitions = 1\n[workload]\nkind = \"bulk\"\n\
+                                         size = \"10kB\"\n[grid]\nprotocol = [\"h1\", \"h3\"]\n";
+
+/// [`made_results`] of [`TWO_PROTOCOL_SCENARIO`]: one h1 and one h3 run of `status`.
+pub fn two_run_results(dir: &Path, status: quiclab_results::Status) -> PathBuf {
+    made_results(
+        dir,
+        TWO_PROTOCOL_SCENARIO,
+        (1, None),
+        &quiclab_results::Environment::default(),
+        status,
+        &[("h1", 1, 300.0), ("h3", 1, 200.0)],
+    )
+}
