@@ -29,32 +29,7 @@ pub fn run(args: DemoArgs) -> Result<i32> {
         &quiclab_lab::guard::set_exit_hint,
     )?;
     print!("\n{}", demo.summary);
-    let s = &demo.summary;
-    if s.excluded > 0 {
-        println!(
-            "\n{} run(s) left out of these figures: {} flagged for emulator fidelity (often: the \
-             hypervisor stole CPU time), {} failed or timed out; the report lists them \
-             (`quiclab report {} --include-flagged` puts the flagged ones in).",
-            s.excluded,
-            s.flagged,
-            s.excluded - s.flagged,
-            args.out.display()
-        );
-    }
-    if s.too_few > 0 {
-        println!(
-            "\nNo answer for {} of {} setting(s): too few usable runs to apply the rule{}. Run \
-             the demo again with more --repetitions, or on a quieter machine.",
-            s.too_few,
-            s.settings.len(),
-            if s.flagged > 0 {
-                " — this host was too noisy for the emulator's fidelity checks during the runs \
-                 left out"
-            } else {
-                ""
-            }
-        );
-    }
+    print!("{}", demo.summary.left_out_lines(&args.out));
     println!(
         "\nreport:  {}\nresults: {} ({} runs; `quiclab export {} --csv` for pandas/R)\n\
          Next: write your own scenario (docs/experiments.md) and `quiclab run FILE`.",

@@ -56,7 +56,7 @@ pub fn report(args: ReportArgs) -> Result<i32> {
 /// The report of `dir` as `choice` asks (`quiclab run --report` and the demo: the defaults), its
 /// notes printed.
 pub fn write(dir: &std::path::Path, choice: &ReportChoice) -> Result<quiclab_report::ReportOutput> {
-    let _lock = lock_and_recover(dir)?;
+    let _lock = quiclab_runner::lock_results_dir(dir)?;
     let out = write_report(dir, choice, &quiclab_runner::metric_registry())?;
     for note in &out.notes {
         eprintln!("quiclab report: note: {note}");
@@ -64,34 +64,11 @@ pub fn write(dir: &std::path::Path, choice: &ReportChoice) -> Result<quiclab_rep
     Ok(out)
 }
 
-/// A command that writes into the results directory `dir` (report.html, runs.csv) holds its
-/// lock — no other quiclab process writes there meanwhile — and so may roll back a write that a
-/// killed process left unfinished in its database (every stored run stays; nothing else
-/// changes). A directory that is not quiclab's is neither locked nor touched.
-fn lock_and_recover(dir: &std::path::Path) -> Result<Option<quiclab_outputs::DirLock>> {
-    if !quiclab_outputs::is_claimed(dir) {
-        return Ok(None);
-    }
-    let lock = quiclab_outputs::lock_dir(dir, "the results directory", false)?;
-    if quiclab_results::recover_interrupted(dir)? {
-        eprintln!(
-            "quiclab: {}: rolled back a write that a quiclab process left unfinished (killed, or \
-             a full disk); the runs stored before it are all there",
-            dir.join("results.sqlite").display()
-        );
-    }
-    Ok(Some(lock))
-}
-
 pub fn export(args: ExportArgs) -> Result<i32> {
-    let _lock = lock_and_recover(&args.dir)?;
+    let _lock = quiclab_runner::lock_results_dir(&args.dir)?;
     // Read-only: the database is never changed (an older schema is read through a copy).
     let store = Store::open(&args.dir.join("results.sqlite"))?;
     let to = args.to.unwrap_or(args.dir);
-    let _to_lock = match quiclab_outputs::is_claimed(&to) {
-        true => Some(quiclab_outputs::lock_dir(&to, "--to", false)?),
-        false => None,
-    };
     // runs.csv and series.csv replace only quiclab's own files: --to names a new or empty
     // directory, or one quiclab claimed (an earlier export's, a results directory).
     let s = quiclab_results::export_csv(&store, &to)?;

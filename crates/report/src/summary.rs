@@ -48,6 +48,41 @@ pub struct RunsSummary {
     pub too_few: usize,
 }
 
+impl RunsSummary {
+    /// What the table leaves out and why, for the lines under it: the runs left out (flagged
+    /// apart from failed), and the settings without an answer, saying when the host was too
+    /// noisy. `dir` is the results directory (for the `--include-flagged` hint).
+    pub fn left_out_lines(&self, dir: &std::path::Path) -> String {
+        let mut out = String::new();
+        if self.excluded > 0 {
+            out.push_str(&format!(
+                "\n{} run(s) left out of these figures: {} flagged for emulator fidelity (often: \
+                 the hypervisor stole CPU time), {} failed or timed out; the report lists them \
+                 (`quiclab report {} --include-flagged` puts the flagged ones in).\n",
+                self.excluded,
+                self.flagged,
+                self.excluded - self.flagged,
+                dir.display()
+            ));
+        }
+        if self.too_few > 0 {
+            out.push_str(&format!(
+                "\nNo answer for {} of {} setting(s): too few usable runs to apply the rule{}. \
+                 Run again with more --repetitions, or on a quieter machine.\n",
+                self.too_few,
+                self.settings.len(),
+                if self.flagged > 0 {
+                    " — this host was too noisy for the emulator's fidelity checks during the \
+                     runs left out"
+                } else {
+                    ""
+                }
+            ));
+        }
+        out
+    }
+}
+
 /// The demo's table: the metric's median with its exact 95 % interval (never a mean's Student
 /// interval, which at n = 2 reaches below zero for a time), the secondary metric's median, the
 /// runs left out, and the verdict per setting.

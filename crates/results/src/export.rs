@@ -47,6 +47,8 @@ fn opt(v: Option<f64>) -> String {
 pub fn export_csv(store: &Store, out_dir: &Path) -> Result<ExportSummary> {
     // Only into a directory quiclab claimed; both files checked before either is written.
     quiclab_outputs::claim_dir(out_dir, "--to")?;
+    // One writer at a time (re-entrant: the results directory itself is locked already).
+    let _lock = quiclab_outputs::lock_dir(out_dir, "--to", false)?;
     quiclab_outputs::check_in_claimed(&[&out_dir.join("runs.csv"), &out_dir.join("series.csv")])?;
     let runs = store.runs()?;
     let params: BTreeSet<&str> = runs

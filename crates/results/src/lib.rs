@@ -16,5 +16,5 @@ pub use export::{ExportSummary, export_csv};
 pub use quiclab_model::document::{RunDocument, Status};
 pub use store::{
     APPLICATION_ID, Attempt, Environment, PlanRecord, SCHEMA, SCHEMA_VERSION, ScenarioRecord,
-    Series, Session, Store, StoredRun, interrupted_write, recover_interrupted,
+    Series, Session, Store, StoredRun, interrupted_write, lock_and_recover, recover_interrupted,
 };

@@ -638,6 +638,20 @@ pub fn recover_interrupted(dir: &Path) -> Result<bool> {
     Ok(true)
 }
 
+/// For a command that writes into the results directory `dir` (report.html, runs.csv): holds
+/// its lock — no other quiclab process writes there meanwhile — and so may roll back a write a
+/// killed process left unfinished ([`recover_interrupted`]; every stored run stays). Returns the
+/// lock and whether anything was rolled back. A directory that is not quiclab's is neither
+/// locked nor touched.
+pub fn lock_and_recover(dir: &Path) -> Result<(Option<quiclab_outputs::DirLock>, bool)> {
+    if !quiclab_outputs::is_claimed(dir) {
+        return Ok((None, false));
+    }
+    let lock = quiclab_outputs::lock_dir(dir, "the results directory", false)?;
+    let recovered = recover_interrupted(dir)?;
+    Ok((Some(lock), recovered))
+}
+
 fn must_exist(path: &Path) -> Result<()> {
     match std::fs::metadata(path) {
         Ok(m) if m.is_file() => Ok(()),

@@ -371,6 +371,21 @@ impl Default for Mode {
     }
 }
 
+/// For `report` and `export`, which write into the results directory `dir`: its lock, and a
+/// write a killed process left unfinished rolled back, said on stderr
+/// (`quiclab_results::lock_and_recover`).
+pub fn lock_results_dir(dir: &Path) -> Result<Option<quiclab_outputs::DirLock>> {
+    let (lock, recovered) = quiclab_results::lock_and_recover(dir)?;
+    if recovered {
+        eprintln!(
+            "quiclab: {}: rolled back a write that a quiclab process left unfinished (killed, or \
+             a full disk); the runs stored before it are all there",
+            dir.join("results.sqlite").display()
+        );
+    }
+    Ok(lock)
+}
+
 /// Runs the plan's runs not yet stored in `out/results.sqlite`.
 /// `on_hint` receives, before the first run, what to tell a user who interrupts the grid (how to
 /// resume it).
