@@ -511,8 +511,9 @@ fn a_run_killed_with_sigkill_resumes_without_repeating_or_losing_runs() {
         .arg(&out_dir)
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--resume"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--resume"), "{err}");
 
     let out = quiclab()
         .arg("run")

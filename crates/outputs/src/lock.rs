@@ -74,8 +74,20 @@ pub fn lock_dir(dir: &Path, flag: &str, wait: bool) -> Result<DirLock, OutputErr
         .open(dir)
         .map_err(|e| error(flag, dir, format!("opening it to lock it: {e}")))?;
     let fd = file.as_raw_fd();
-    // SAFETY: flock on a descriptor this function owns.
-    let got = unsafe { libc::flock(fd, libc::LOCK_EX | libc::LOCK_NB) };
+    // A process that just ended may hold it a moment longer: the kernel closes an exiting
+    // process's files in deferred work, after its parent may already have reaped it. So a lock
+    // that is taken is tried again for a second before the other process is named.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
+    let got = loop {
+        // SAFETY: flock on a descriptor this function owns.
+        let got = unsafe { libc::flock(fd, libc::LOCK_EX | libc::LOCK_NB) };
+        let busy =
+            got != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EWOULDBLOCK);
+        if !busy || std::time::Instant::now() >= deadline {
+            break got;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
     if got != 0 {
         let e = std::io::Error::last_os_error();
         if e.raw_os_error() != Some(libc::EWOULDBLOCK) {
