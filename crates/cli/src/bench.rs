@@ -18,6 +18,47 @@ pub enum BenchCommand {
     Runner(BenchRunnerArgs),
     /// Labs side by side: each grid of scenarios/jobs-*.toml alone and at --jobs, compared (docs/scale.md)
     Jobs(BenchJobsArgs),
+    /// The fidelity flags under host noise quiclab makes and removes (a CPU hog, pauses of the
+    /// whole lab in storms): do the runs they let through give quiet runs' answers (docs/link.md)
+    Noise(BenchNoiseArgs),
+    /// The noise process of `bench noise` (one JSON argument; ends when stdin closes)
+    #[command(hide = true)]
+    InjectNoise { noise: String },
+}
+
+#[derive(Args, Debug)]
+pub struct BenchNoiseArgs {
+    /// Only these grids (comma-separated): bulk,page,video,flows
+    #[arg(long, value_delimiter = ',')]
+    pub only: Vec<String>,
+    /// Only these sides besides quiet (comma-separated): quiet-again,hog,pauses
+    #[arg(long, value_delimiter = ',')]
+    pub sides: Vec<String>,
+    /// Within a storm, each pause of the lab lasts this long …
+    #[arg(long, default_value = "40ms", value_parser = ms)]
+    pub pause: f64,
+    /// … and one starts this often
+    #[arg(long, default_value = "100ms", value_parser = ms)]
+    pub every: f64,
+    /// Storms last this long …
+    #[arg(long, default_value = "30s", value_parser = ms)]
+    pub storm: f64,
+    /// … with this long a calm between them
+    #[arg(long, default_value = "60s", value_parser = ms)]
+    pub calm: f64,
+    /// The grids' quick forms (too few pairs for an equivalence verdict: a look only)
+    #[arg(long)]
+    pub quick: bool,
+    /// Results of each grid and side, and equivalence-noise.json (continued when interrupted)
+    #[arg(long, value_name = "DIR", default_value = "quiclab-bench-noise")]
+    pub out: std::path::PathBuf,
+}
+
+/// A duration flag in milliseconds.
+fn ms(s: &str) -> Result<f64, String> {
+    quiclab_link::units::parse_duration(s)
+        .map(|ns| ns as f64 / 1e6)
+        .map_err(|e| e.message().to_string())
 }
 
 #[derive(Args, Debug)]
@@ -79,6 +120,29 @@ pub fn run(cmd: BenchCommand) -> Result<i32> {
         BenchCommand::Jobs(a) => {
             let lib = quiclab_runner::reproduce::Library::find(None)?;
             quiclab_runner::equivalence::bench_jobs(&lib, &a.only, a.jobs, a.quick, &a.out)?;
+            Ok(0)
+        }
+        BenchCommand::Noise(a) => {
+            let lib = quiclab_runner::reproduce::Library::find(None)?;
+            let pattern = quiclab_lab::noise::PausePattern {
+                pause_ms: a.pause,
+                every_ms: a.every,
+                storm_s: a.storm / 1e3,
+                calm_s: a.calm / 1e3,
+            };
+            let grids = quiclab_runner::noise_bench::bench_noise(
+                &lib, &a.only, &a.sides, pattern, a.quick, &a.out,
+            )?;
+            Ok(i32::from(
+                grids
+                    .iter()
+                    .flat_map(|g| &g.sides)
+                    .any(|s| s.side != "quiet-again" && !s.meets_targets()),
+            ))
+        }
+        BenchCommand::InjectNoise { noise } => {
+            let noise = serde_json::from_str(&noise).map_err(|e| anyhow::anyhow!("{e}"))?;
+            quiclab_lab::noise::inject(&noise)?;
             Ok(0)
         }
     }

@@ -185,6 +185,225 @@ pub fn hiccups(duration: std::time::Duration, cpu: Option<usize>) -> Hiccups {
 /// Above this stolen fraction, timing results are reported as unreliable.
 pub const NOISY_STEAL_FRACTION: f64 = 0.10;
 
+/// How long the lab was not running at all: a whole-VM pause (the hypervisor running another
+/// guest on this vCPU), a cgroup freeze, or SIGSTOP. Everything the lab times — the emulator's
+/// releases, the stacks' timers, the workload's clock — stands still while wall time goes on,
+/// so a pause lands in a time measured across it. Steal in /proc/stat counts the first kind only
+/// and says nothing of how it was spread; this is measured where it matters.
+///
+/// One watcher thread per CPU the process may use, pinned there, at a real-time priority above
+/// the emulator's (it runs a few µs per period, so it neither waits behind the emulator's
+/// spinning nor delays it measurably): it sleeps [`WATCH_PERIOD`] and records every wake-up later
+/// than [`PAUSE_MIN`] as a pause of that length. A pause of the CPU it is pinned to, or of the
+/// whole process, is then seen; a CPU hog at normal priority is not (that is the lab short of
+/// CPU, which its own `lab_cpu_cores` and the results show).
+pub struct PauseWatch {
+    cpus: Vec<std::sync::Arc<CpuPauses>>,
+    /// Whether the watchers run at real-time priority (else they also see a busy CPU's
+    /// scheduling delays, which over-counts).
+    pub realtime: bool,
+}
+
+/// A watcher sleeps this long between looks at the clock.
+pub const WATCH_PERIOD: std::time::Duration = std::time::Duration::from_millis(2);
+/// A wake-up later than this is a pause (the kernel's timer slack and wake-up latency are tens
+/// of µs on an idle or busy machine under SCHED_FIFO).
+pub const PAUSE_MIN: std::time::Duration = std::time::Duration::from_millis(1);
+/// The pauses a watcher remembers (at 10 pauses a second, 20 minutes' worth).
+const PAUSES_KEPT: usize = 12_000;
+
+#[derive(Default)]
+struct CpuPauses {
+    /// (when the pause ended, how long it was), oldest first.
+    recent: std::sync::Mutex<std::collections::VecDeque<(std::time::Instant, std::time::Duration)>>,
+}
+
+/// The pauses seen in a stretch of time: the most any one CPU was paused.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Pauses {
+    pub window_s: f64,
+    /// The total length of the pauses of the CPU that was paused most.
+    pub total_s: f64,
+    /// The longest single pause of any CPU.
+    pub longest_s: f64,
+    /// How many pauses that CPU had.
+    pub count: usize,
+}
+
+impl Pauses {
+    /// The share of the window spent paused.
+    pub fn share(&self) -> f64 {
+        if self.window_s > 0.0 {
+            (self.total_s / self.window_s).min(1.0)
+        } else {
+            0.0
+        }
+    }
+}
+
+impl PauseWatch {
+    /// The process's watch, started on first use. None when no watcher thread could start.
+    pub fn global() -> Option<&'static PauseWatch> {
+        static WATCH: std::sync::OnceLock<Option<PauseWatch>> = std::sync::OnceLock::new();
+        WATCH.get_or_init(PauseWatch::start).as_ref()
+    }
+
+    fn start() -> Option<PauseWatch> {
+        let cpus = allowed_cpus();
+        let mut watch = PauseWatch {
+            cpus: Vec::new(),
+            realtime: true,
+        };
+        let (tx, rx) = std::sync::mpsc::channel();
+        for cpu in cpus {
+            let pauses = std::sync::Arc::new(CpuPauses::default());
+            let mine = pauses.clone();
+            let tx = tx.clone();
+            let spawned = std::thread::Builder::new()
+                .name(format!("ql-pause-{cpu}"))
+                .spawn(move || {
+                    let realtime = pin_realtime(cpu, 60);
+                    let _ = tx.send(realtime);
+                    drop(tx);
+                    watch_pauses(&mine);
+                });
+            if spawned.is_ok() {
+                watch.cpus.push(pauses);
+            }
+        }
+        drop(tx);
+        // One answer per watcher (each keeps its sender: it never ends).
+        for _ in 0..watch.cpus.len() {
+            watch.realtime &= rx.recv().unwrap_or(false);
+        }
+        (!watch.cpus.is_empty()).then_some(watch)
+    }
+
+    /// The pauses that ended within the last `window` (up to now).
+    pub fn last(&self, window: std::time::Duration) -> Pauses {
+        let now = std::time::Instant::now();
+        self.between(now.checked_sub(window).unwrap_or(now), now)
+    }
+
+    /// The pauses that ended between `from` and `to`; a pause that began before `from` counts
+    /// only its part after it.
+    pub fn between(&self, from: std::time::Instant, to: std::time::Instant) -> Pauses {
+        let mut out = Pauses {
+            window_s: to.saturating_duration_since(from).as_secs_f64(),
+            total_s: 0.0,
+            longest_s: 0.0,
+            count: 0,
+        };
+        for cpu in &self.cpus {
+            let recent = cpu.recent.lock().unwrap_or_else(|p| p.into_inner());
+            let (mut total, mut count) = (0.0, 0);
+            for &(end, len) in recent.iter().filter(|(end, _)| *end > from && *end <= to) {
+                let began = end.checked_sub(len).unwrap_or(end).max(from);
+                let part = end.saturating_duration_since(began).as_secs_f64();
+                total += part;
+                count += 1;
+                out.longest_s = out.longest_s.max(part);
+            }
+            if total > out.total_s {
+                out.total_s = total;
+                out.count = count;
+            }
+        }
+        out
+    }
+}
+
+fn watch_pauses(pauses: &CpuPauses) {
+    let mut before = std::time::Instant::now();
+    loop {
+        std::thread::sleep(WATCH_PERIOD);
+        let now = std::time::Instant::now();
+        let late = now
+            .saturating_duration_since(before)
+            .saturating_sub(WATCH_PERIOD);
+        if late > PAUSE_MIN {
+            let mut recent = pauses.recent.lock().unwrap_or_else(|p| p.into_inner());
+            if recent.len() == PAUSES_KEPT {
+                recent.pop_front();
+            }
+            recent.push_back((now, late));
+        }
+        before = now;
+    }
+}
+
+/// The CPUs this process may run on.
+pub fn allowed_cpus() -> Vec<usize> {
+    // SAFETY: sched_getaffinity fills a zeroed set for the calling thread.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return vec![0];
+        }
+        (0..libc::CPU_SETSIZE as usize)
+            .filter(|&c| libc::CPU_ISSET(c, &set))
+            .collect()
+    }
+}
+
+/// Pins the calling thread to `cpu` and moves it to SCHED_FIFO `priority`; whether the latter
+/// worked.
+fn pin_realtime(cpu: usize, priority: i32) -> bool {
+    // SAFETY: sched_setaffinity and pthread_setschedparam on the calling thread, with a zeroed
+    // then filled set and a valid policy.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+        let param = libc::sched_param {
+            sched_priority: priority,
+        };
+        libc::pthread_setschedparam(libc::pthread_self(), libc::SCHED_FIFO, &param) == 0
+    }
+}
+
+/// The host for a moment: how much was stolen, how long the lab was paused, how many threads
+/// wanted a CPU. Read before a run starts, so that a run does not start inside a storm.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HostReading {
+    pub steal: Option<f64>,
+    pub pauses: Option<Pauses>,
+    /// Threads runnable or running, on average over the reading (/proc/stat procs_running).
+    pub run_queue: Option<f64>,
+}
+
+impl HostReading {
+    /// Reads the host for `window`.
+    pub fn take(window: std::time::Duration) -> HostReading {
+        let watch = PauseWatch::global();
+        let steal = StealMeter::start();
+        let from = std::time::Instant::now();
+        let mut queue = Vec::new();
+        let steps = (window.as_millis() / 50).max(1);
+        for _ in 0..steps {
+            std::thread::sleep(window / steps as u32);
+            queue.extend(procs_running());
+        }
+        HostReading {
+            steal: cpu_ticks().map(|_| steal.fraction()),
+            pauses: watch.map(|w| w.between(from, std::time::Instant::now())),
+            run_queue: (!queue.is_empty()).then(|| queue.iter().sum::<f64>() / queue.len() as f64),
+        }
+    }
+}
+
+/// /proc/stat's `procs_running`, less this reader itself.
+fn procs_running() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let n: f64 = stat
+        .lines()
+        .find_map(|l| l.strip_prefix("procs_running "))?
+        .trim()
+        .parse()
+        .ok()?;
+    Some((n - 1.0).max(0.0))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -215,6 +434,14 @@ mod tests {
             "{h:?}"
         );
         assert!(h.max_gap_us >= 0.0, "{h:?}");
+    }
+
+    #[test]
+    fn a_reading_of_the_host_has_its_parts() {
+        let r = HostReading::take(std::time::Duration::from_millis(200));
+        assert!(r.steal.is_some_and(|s| (0.0..=1.0).contains(&s)), "{r:?}");
+        assert!(r.pauses.is_some_and(|p| p.window_s >= 0.19), "{r:?}");
+        assert!(r.run_queue.is_some_and(|q| q >= 0.0), "{r:?}");
     }
 
     #[test]

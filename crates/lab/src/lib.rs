@@ -15,6 +15,7 @@ pub mod guard;
 pub mod host;
 pub mod link_spec;
 pub mod netns;
+pub mod noise;
 pub mod offload;
 pub mod packet_log;
 pub mod probe;

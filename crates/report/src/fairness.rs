@@ -1,5 +1,5 @@
-//! Sans-IO fairness summary of flow-mix runs: per setting and mix, each flow's mean goodput with its
-//! 95 % confidence interval, the first flow's goodput over the others' mean, and Jain's index (over
+//! Sans-IO fairness summary of flow-mix runs: per setting and mix, each flow's goodput (its
+//! summary and the values, for the median's exact interval), the first flow's goodput over the others' mean, and Jain's index (over
 //! the window means and per bin), each over the included runs.
 
 use quiclab_experiment::stats::{self, Summary};
@@ -16,6 +16,8 @@ pub struct FairnessRow {
     pub runs: usize,
     /// Per flow position: its label and goodput summary (Mbit/s).
     pub flows: Vec<(String, Option<Summary>)>,
+    /// Per flow position: the included runs' goodputs (for the median's exact interval).
+    pub flow_values: Vec<Vec<f64>>,
     pub ratio_first_rest: Option<Summary>,
     pub jain: Option<Summary>,
     pub jain_bins: Option<Summary>,
@@ -49,17 +51,22 @@ pub fn rows(input: &ReportInput, include_flagged: bool) -> Vec<FairnessRow> {
             .map(|r| r.setting_label.clone())
             .unwrap_or_default();
         let n_flows = runs.iter().map(|r| r.flows.len()).max().unwrap_or(0);
-        let flows = (0..n_flows)
+        let flow_values: Vec<Vec<f64>> = (0..n_flows)
             .map(|i| {
+                runs.iter()
+                    .filter_map(|r| r.flows.get(i).and_then(|f| f.1))
+                    .collect()
+            })
+            .collect();
+        let flows = flow_values
+            .iter()
+            .enumerate()
+            .map(|(i, values)| {
                 let name = runs
                     .iter()
                     .find_map(|r| r.flows.get(i).map(|f| f.0.clone()))
                     .unwrap_or_default();
-                let values: Vec<f64> = runs
-                    .iter()
-                    .filter_map(|r| r.flows.get(i).and_then(|f| f.1))
-                    .collect();
-                (name, stats::summarize(&values))
+                (name, stats::summarize(values))
             })
             .collect();
         let metric = |m: &str| -> Option<Summary> {
@@ -75,6 +82,7 @@ pub fn rows(input: &ReportInput, include_flagged: bool) -> Vec<FairnessRow> {
             mix,
             runs: runs.len(),
             flows,
+            flow_values,
             ratio_first_rest: metric("ratio_first_rest"),
             jain: metric(quiclab_model::flows::JAIN.name),
             jain_bins: metric("jain_bins"),

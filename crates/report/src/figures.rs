@@ -77,7 +77,8 @@ pub struct Bar {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BarStyle {
-    /// Mean bars from zero, CI whiskers, median diamond.
+    /// Bars from zero (the median), whiskers (its exact interval), a diamond where a bar
+    /// carries a separate median.
     Summary,
     /// Signed percentages around a zero line, each bar labelled.
     Improvement,
@@ -271,6 +272,18 @@ fn wrap_label(label: &str) -> Vec<String> {
     lines
 }
 
+/// A bar at the median of `values`, its whiskers the median's exact 95 % interval (the widest
+/// one, at a lower coverage, below 6 values; none for one value) — never a mean's Student
+/// interval, which at n = 2 reaches below zero for a time.
+fn median_bar(values: &[f64]) -> Bar {
+    let i = quiclab_verdict::rules::median_interval(values, 0.95);
+    Bar {
+        value: i.as_ref().map_or(f64::NAN, |i| i.median),
+        ci: i.filter(|_| values.len() >= 2).map(|i| (i.low, i.high)),
+        median: None,
+    }
+}
+
 /// Width wide enough for the title, but at least `min`.
 fn fit_title(title: &str, min: f64) -> u32 {
     min.max(text_width(title, TITLE_SIZE) + 40.0).ceil() as u32
@@ -298,13 +311,7 @@ pub fn plan(input: &ReportInput, agg: &Aggregate) -> Vec<FigureSpec> {
             .iter()
             .map(|row| {
                 row.iter()
-                    .map(|c| {
-                        c.summary.as_ref().map(|s| Bar {
-                            value: s.mean,
-                            ci: Some((s.ci95_low, s.ci95_high)),
-                            median: Some(s.median),
-                        })
-                    })
+                    .map(|c| c.summary.as_ref().map(|_| median_bar(&c.values)))
                     .collect()
             })
             .collect();
@@ -314,7 +321,7 @@ pub fn plan(input: &ReportInput, agg: &Aggregate) -> Vec<FigureSpec> {
             .cloned()
             .zip(colors.iter().copied())
             .collect();
-        let title = format!("{} — mean, 95 % CI and median per setting", info.label);
+        let title = format!("{} — median and its 95 % interval per setting", info.label);
         let direction = if info.lower_is_better {
             "lower is better"
         } else {
@@ -330,9 +337,10 @@ pub fn plan(input: &ReportInput, agg: &Aggregate) -> Vec<FigureSpec> {
             title,
             caption: format!(
                 "{y_desc} of scenario \"{scenario}\" per setting and protocol ({direction}). \
-                 Bars: mean over the included runs; whiskers: 95 % confidence interval of \
-                 the mean (Student t); black diamond: median. Run counts and exclusions \
-                 are in the table above."
+                 Bars: median over the included runs; whiskers: the median's exact 95 % \
+                 interval (order statistics, as the verdicts use; below 6 runs it cannot reach \
+                 95 % and spans the runs, the table above gives its coverage); none for one \
+                 run. Run counts and exclusions are in the table above."
             ),
             kind: Kind::Bars(GroupedBars {
                 groups: groups.clone(),
@@ -500,16 +508,15 @@ pub fn fairness_figure(
         .map(|r| {
             (0..n_flows)
                 .map(|i| {
-                    r.flows.get(i).and_then(|(_, s)| s.as_ref()).map(|s| Bar {
-                        value: s.mean,
-                        ci: Some((s.ci95_low, s.ci95_high)),
-                        median: Some(s.median),
-                    })
+                    r.flow_values
+                        .get(i)
+                        .filter(|v| !v.is_empty())
+                        .map(|v| median_bar(v))
                 })
                 .collect()
         })
         .collect();
-    let title = "Goodput of each flow of a mix — mean, 95 % CI and median".to_string();
+    let title = "Goodput of each flow of a mix — median and its 95 % interval".to_string();
     Some(FigureSpec {
         stem: "fairness_goodput_per_flow".into(),
         section: Section::Fairness,
@@ -520,7 +527,8 @@ pub fn fairness_figure(
         caption: format!(
             "Goodput of each flow (in mix order: flow 1 is the first of the mix's label) per \
              setting and mix of scenario \"{}\", over each flow's cutoff window. Bars: mean over \
-             the included runs; whiskers: 95 % confidence interval (Student t); diamond: median.",
+             the included runs; whiskers: the median's exact 95 % interval (order statistics; below 6 \
+             runs it spans the runs at a lower coverage); none for one run.",
             input.scenario_name
         ),
         title,

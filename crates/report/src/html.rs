@@ -700,9 +700,11 @@ fn fairness_section(h: &mut String, rows: &[crate::fairness::FairnessRow]) {
     h.push_str("<h2 id=\"fairness\">Fairness of the flow mixes</h2>\n");
     h.push_str(
         "<p>Per setting and mix, over the included runs: each flow's goodput over its cutoff \
-         window (Mbit/s, mean ± half-width of the 95 % confidence interval), the first flow's \
-         goodput over the mean of the others' (e.g. QUIC/TCP in <code>h3+h1</code>), and Jain's \
-         index J = (Σx)²/(n·Σx²) over the flows' window means and as the mean of per-bin J.</p>\n",
+         window (Mbit/s, median [its exact 95 % interval, with the coverage reached when fewer \
+         runs cannot reach 95 %]), the first flow's goodput over the mean of the others' (e.g. \
+         QUIC/TCP in <code>h3+h1</code>), and Jain's index J = (Σx)²/(n·Σx²) over the flows' \
+         window means and as the mean of per-bin J (these three: mean ± half-width of the 95 % \
+         confidence interval).</p>\n",
     );
     h.push_str(
         "<table>\n<tr><th>setting</th><th>mix</th><th>runs</th><th>goodput per flow</th>\
@@ -712,7 +714,11 @@ fn fairness_section(h: &mut String, rows: &[crate::fairness::FairnessRow]) {
         let flows = r
             .flows
             .iter()
-            .map(|(l, s)| format!("{}: {}", esc(l), mean_ci(s.as_ref())))
+            .zip(&r.flow_values)
+            .map(|((l, s), v)| {
+                let median = s.as_ref().map_or("–".into(), |s| fmt_num(s.median));
+                format!("{}: {median} [{}]", esc(l), median_interval_text(v))
+            })
             .collect::<Vec<_>>()
             .join("<br>");
         let _ = writeln!(

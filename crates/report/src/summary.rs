@@ -56,8 +56,9 @@ impl RunsSummary {
         let mut out = String::new();
         if self.excluded > 0 {
             out.push_str(&format!(
-                "\n{} run(s) left out of these figures: {} flagged for emulator fidelity (often: \
-                 the hypervisor stole CPU time), {} failed or timed out; the report lists them \
+                "\n{} run(s) left out of these figures: {} flagged for emulator fidelity (the lab \
+                 paused, as a hypervisor's steal in bursts does, or releases late; each flag says \
+                 which), {} failed or timed out; the report lists them \
                  (`quiclab report {} --include-flagged` puts the flagged ones in).\n",
                 self.excluded,
                 self.flagged,

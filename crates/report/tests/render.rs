@@ -30,10 +30,10 @@ fn full_report() {
     // (loss_ratio is missing everywhere and skipped): 4 bar + 4 improvement
     // figures, 2 CDFs (one per setting), 1 time series.
     let titles = [
-        "Download time — mean, 95 % CI and median per setting",
-        "Time to first byte — mean, 95 % CI and median per setting",
-        "Goodput — mean, 95 % CI and median per setting",
-        "Handshake time — mean, 95 % CI and median per setting",
+        "Download time — median and its 95 % interval per setting",
+        "Time to first byte — median and its 95 % interval per setting",
+        "Goodput — median and its 95 % interval per setting",
+        "Handshake time — median and its 95 % interval per setting",
         "Download time — improvement over h1 (%)",
         "Time to first byte — improvement over h1 (%)",
         "Goodput — improvement over h1 (%)",

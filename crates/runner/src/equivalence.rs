@@ -37,7 +37,7 @@ pub const GRIDS: &[&str] = &["bulk", "page", "chromium", "video", "flows"];
 pub enum Equivalence {
     /// The median ratio's interval lies inside 1 ± margin.
     Equivalent,
-    /// It lies wholly outside.
+    /// It lies wholly outside (at the level: too few pairs are never "not equivalent" either).
     NotEquivalent,
     /// It straddles an edge of the margin (or there are no pairs).
     Inconclusive,
@@ -70,7 +70,7 @@ impl Comparison {
         let (lo, hi) = (1.0 - margin, 1.0 + margin);
         let equivalence = if i.low >= lo && i.high <= hi && i.reaches(LEVEL) {
             Equivalence::Equivalent
-        } else if i.high < lo || i.low > hi {
+        } else if (i.high < lo || i.low > hi) && i.reaches(LEVEL) {
             Equivalence::NotEquivalent
         } else {
             Equivalence::Inconclusive
@@ -128,7 +128,7 @@ pub struct GridComparison {
     pub margin: f64,
 }
 
-fn side(jobs: Jobs, runs: &[StoredRun], retried: usize, wall_s: f64) -> Side {
+pub(crate) fn side(jobs: Jobs, runs: &[StoredRun], retried: usize, wall_s: f64) -> Side {
     let late: Vec<f64> = runs
         .iter()
         .filter_map(|r| r.metrics.get("emu_lateness_p99_us").copied())
@@ -408,5 +408,10 @@ mod tests {
             Equivalence::Inconclusive
         );
         assert_eq!(Comparison::of(&[], 0.05).pairs, 0);
+        // Nor "not equivalent" from one far-off pair.
+        assert_eq!(
+            Comparison::of(&[1.3], 0.05).equivalence,
+            Equivalence::Inconclusive
+        );
     }
 }

@@ -14,10 +14,12 @@ pub mod demo;
 pub mod environment;
 pub mod equivalence;
 pub mod fidelity;
+pub mod noise_bench;
 pub mod prepare;
 pub mod reproduce;
 pub mod series;
 pub mod shards;
+pub mod storms;
 
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
@@ -32,7 +34,8 @@ use quiclab_workload::{RunDocument, WorkloadOutput};
 
 pub use prepare::{PreparedRun, Preparer};
 use quiclab_model::runner_metrics::{
-    HOST_STEAL, LAB_CPU_CORES, LABS_IN_FLIGHT, SETUP_MS, TEARDOWN_MS,
+    HOST_STEAL, LAB_CPU_CORES, LAB_PAUSE_LONGEST_MS, LAB_PAUSED_SHARE, LABS_IN_FLIGHT, SETUP_MS,
+    TEARDOWN_MS,
 };
 
 /// What a finished (or interrupted) `run` did.
@@ -46,6 +49,8 @@ pub struct RunOutcome {
     pub retries: usize,
     /// Time the runner spent on its own work between runs (preparing runs, committing results).
     pub bookkeeping_s: f64,
+    /// Time waited before runs for the host to be quiet (crate::storms).
+    pub waited_s: f64,
 }
 
 /// How many times a flagged run is run again when neither the scenario (`retry_flagged`) nor the
@@ -509,7 +514,9 @@ pub fn execute(
         flagged: 0,
         retries: 0,
         bookkeeping_s: 0.0,
+        waited_s: 0.0,
     };
+    let mut storms = storms::StormWatch::default();
     // Runs start in plan order, each when the admission lets it beside the runs in flight; the
     // results come back over a channel and this thread alone writes them (one writer).
     let mut queue: std::collections::VecDeque<(usize, u32)> = std::collections::VecDeque::new();
@@ -540,6 +547,9 @@ pub fn execute(
                 if !admission.admits(&running, cost) {
                     break;
                 }
+                // Not into a storm: the first run, and the next after a flagged attempt, read
+                // the host first and wait while it is noisy.
+                storms.before_run(&|line| progress.note(line));
                 let (i, attempt, prepared, class) = next.take().expect("checked above");
                 let run = todo[i];
                 let (trace_dir, capture) = run_outputs(scenario, run, out)?;
@@ -608,6 +618,7 @@ pub fn execute(
                 .metrics
                 .insert(LABS_IN_FLIGHT.name.to_string(), f.labs as f64);
             costs.observe(f.class, &stored.metrics);
+            storms.after(!stored.flags.is_empty());
             let t = Instant::now();
             // A flagged attempt with retries left is kept as an attempt and run again with the
             // same seed (next, before the runs after it); the last attempt (passing or not) is
@@ -638,17 +649,25 @@ pub fn execute(
     })?;
     progress.done();
     exe::unpin();
+    outcome.waited_s = storms.waited_s;
     let total = store.run_count()?;
     eprintln!(
         "quiclab run: {} of {} run(s) stored in {} ({} ran now, {} failed or timed out, {} \
-         flagged attempt(s) run again, {} still flagged)",
+         flagged attempt(s) run again, {} still flagged{})",
         total,
         plan.len(),
         db.display(),
         outcome.ran,
         outcome.failed,
         outcome.retries,
-        outcome.flagged
+        outcome.flagged,
+        match outcome.waited_s > 0.0 {
+            true => format!(
+                "; {} waited out host noise",
+                format_duration(outcome.waited_s)
+            ),
+            false => String::new(),
+        }
     );
     Ok(outcome)
 }
@@ -807,14 +826,17 @@ fn execute_one(
             return (stored, series);
         }
     };
+    let work_start = Instant::now();
     let result = prepared.work.run(&mut running, trace_dir.as_deref());
     let t1 = Instant::now();
+    // The pauses that fell in the workload's own time (set-up and teardown measure nothing).
+    let pauses = quiclab_lab::host::PauseWatch::global().map(|w| w.between(work_start, t1));
     drop(running);
     let teardown_ms = t1.elapsed().as_secs_f64() * 1e3;
     stored.teardown_ms = Some(teardown_ms);
     stored.duration_s = t0.elapsed().as_secs_f64();
     let cpu = cpu.finish();
-    // Unknown is not zero: a steal that could not be read is NULL and flags the run.
+    // Unknown is not zero: a steal that could not be read is NULL.
     let host_steal = cpu.map(|c| c.steal);
     stored.host_steal = host_steal;
     let (fds, rss_kb) = own_resources();
@@ -822,6 +844,8 @@ fn execute_one(
         (SETUP_MS.name, Some(setup_ms)),
         (TEARDOWN_MS.name, Some(teardown_ms)),
         (HOST_STEAL.name, host_steal),
+        (LAB_PAUSED_SHARE.name, pauses.map(|p| p.share())),
+        (LAB_PAUSE_LONGEST_MS.name, pauses.map(|p| p.longest_s * 1e3)),
         ("host_busy", cpu.map(|c| c.host_busy)),
         (LAB_CPU_CORES.name, cpu.map(|c| c.lab_cores)),
         ("runner_fds", Some(fds)),
@@ -830,7 +854,7 @@ fn execute_one(
     match result {
         Ok(output) => {
             if let Some(f) = &output.fidelity {
-                stored.flags = fidelity::flags(&prepared.spec, f, host_steal);
+                stored.flags = fidelity::flags(&prepared.spec, f, pauses.as_ref());
             }
             let result = output.result;
             // A player or flow stopped by the time limit is censored data, kept with what it
@@ -1031,6 +1055,15 @@ impl Progress {
             retry_flagged + 1,
             run.flags.join("; ")
         );
+        match &self.bar {
+            Some(b) => b.println(line),
+            None => eprintln!("{line}"),
+        }
+    }
+
+    /// A line of its own above the bar (or in the log).
+    fn note(&self, line: String) {
+        let line = format!("quiclab run: {line}");
         match &self.bar {
             Some(b) => b.println(line),
             None => eprintln!("{line}"),
