@@ -34,31 +34,16 @@ pub struct BenchNoiseArgs {
     /// Only these sides besides quiet (comma-separated): quiet-again,hog,pauses
     #[arg(long, value_delimiter = ',')]
     pub sides: Vec<String>,
-    /// Within a storm, each pause of the lab lasts this long …
-    #[arg(long, default_value = "40ms", value_parser = ms)]
-    pub pause: f64,
-    /// … and one starts this often
-    #[arg(long, default_value = "100ms", value_parser = ms)]
-    pub every: f64,
-    /// Storms last this long …
-    #[arg(long, default_value = "30s", value_parser = ms)]
-    pub storm: f64,
-    /// … with this long a calm between them
-    #[arg(long, default_value = "60s", value_parser = ms)]
-    pub calm: f64,
+    /// Pauses of the whole lab: PAUSE/EVERY/STORM/CALM (a PAUSE-long stop every EVERY, in storms
+    /// of STORM with CALM between)
+    #[arg(long, default_value = "40ms/100ms/30s/60s", value_parser = quiclab_lab::noise::PausePattern::parse)]
+    pub pattern: quiclab_lab::noise::PausePattern,
     /// The grids' quick forms (too few pairs for an equivalence verdict: a look only)
     #[arg(long)]
     pub quick: bool,
     /// Results of each grid and side, and equivalence-noise.json (continued when interrupted)
     #[arg(long, value_name = "DIR", default_value = "quiclab-bench-noise")]
     pub out: std::path::PathBuf,
-}
-
-/// A duration flag in milliseconds.
-fn ms(s: &str) -> Result<f64, String> {
-    quiclab_link::units::parse_duration(s)
-        .map(|ns| ns as f64 / 1e6)
-        .map_err(|e| e.message().to_string())
 }
 
 #[derive(Args, Debug)]
@@ -124,27 +109,12 @@ pub fn run(cmd: BenchCommand) -> Result<i32> {
         }
         BenchCommand::Noise(a) => {
             let lib = quiclab_runner::reproduce::Library::find(None)?;
-            let pattern = quiclab_lab::noise::PausePattern {
-                pause_ms: a.pause,
-                every_ms: a.every,
-                storm_s: a.storm / 1e3,
-                calm_s: a.calm / 1e3,
-            };
             let grids = quiclab_runner::noise_bench::bench_noise(
-                &lib, &a.only, &a.sides, pattern, a.quick, &a.out,
+                &lib, &a.only, &a.sides, a.pattern, a.quick, &a.out,
             )?;
-            Ok(i32::from(
-                grids
-                    .iter()
-                    .flat_map(|g| &g.sides)
-                    .any(|s| s.side != "quiet-again" && !s.meets_targets()),
-            ))
+            Ok(quiclab_runner::noise_bench::exit_code(&grids))
         }
-        BenchCommand::InjectNoise { noise } => {
-            let noise = serde_json::from_str(&noise).map_err(|e| anyhow::anyhow!("{e}"))?;
-            quiclab_lab::noise::inject(&noise)?;
-            Ok(0)
-        }
+        BenchCommand::InjectNoise { noise } => quiclab_lab::noise::inject_json(&noise).map(|_| 0),
     }
 }
 

@@ -84,6 +84,7 @@ pub fn run(args: RunArgs) -> Result<i32> {
             quick: args.quick,
             shard: args.shard,
             jobs: args.jobs,
+            ..Default::default()
         },
         &quiclab_lab::guard::set_exit_hint,
     )?;

@@ -42,20 +42,65 @@ impl PausePattern {
     pub fn check(&self) -> Result<()> {
         if !(self.pause_ms > 0.0 && self.every_ms > self.pause_ms) {
             bail!(
-                "--pause {} ms must be above 0 and below --every {} ms",
+                "a pause of {} ms must be above 0 and shorter than its period of {} ms",
                 self.pause_ms,
                 self.every_ms
             );
         }
         if !(self.storm_s > 0.0 && self.calm_s >= 0.0 && self.storm_s.is_finite()) {
-            bail!("--storm must be above 0 s and --calm at least 0 s");
+            bail!("a storm must last more than 0 s, and a calm at least 0 s");
         }
         Ok(())
     }
 }
 
+impl PausePattern {
+    /// The same pauses spread evenly over all time, stealing the same share: one every
+    /// `pause / share`, with no calm.
+    pub fn spread(&self) -> PausePattern {
+        PausePattern {
+            pause_ms: self.pause_ms,
+            every_ms: self.pause_ms / self.stolen_share().max(1e-6),
+            storm_s: 1e9,
+            calm_s: 0.0,
+        }
+    }
+
+    /// `PAUSE/EVERY/STORM/CALM`, each a duration (`40ms/100ms/30s/60s`).
+    pub fn parse(s: &str) -> Result<PausePattern, String> {
+        let parts: Vec<&str> = s.split('/').collect();
+        let [pause, every, storm, calm] = parts[..] else {
+            return Err(format!(
+                "{s:?}: give PAUSE/EVERY/STORM/CALM, four durations, e.g. 40ms/100ms/30s/60s"
+            ));
+        };
+        let d = |v: &str| {
+            quiclab_link::units::parse_duration(v)
+                .map(|ns| ns as f64 / 1e9)
+                .map_err(|e| format!("{v:?} in {s:?}: {}", e.message()))
+        };
+        let p = PausePattern {
+            pause_ms: d(pause)? * 1e3,
+            every_ms: d(every)? * 1e3,
+            storm_s: d(storm)?,
+            calm_s: d(calm)?,
+        };
+        p.check().map_err(|e| e.to_string())?;
+        Ok(p)
+    }
+}
+
 impl std::fmt::Display for PausePattern {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.calm_s == 0.0 {
+            return write!(
+                f,
+                "{:.0} ms pauses every {:.0} ms throughout ({:.1} % of the time stopped)",
+                self.pause_ms,
+                self.every_ms,
+                self.stolen_share() * 100.0
+            );
+        }
         write!(
             f,
             "{:.0} ms pauses every {:.0} ms in {:.0} s storms, {:.0} s calm between ({:.1} % of the \
@@ -205,6 +250,12 @@ fn signal(pid: u32, sig: nix::sys::signal::Signal) {
     let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), sig);
 }
 
+/// [`inject`] of the noise a JSON argument describes.
+pub fn inject_json(json: &str) -> Result<NoiseReport> {
+    let noise: Noise = serde_json::from_str(json).context("the noise's description (JSON)")?;
+    inject(&noise)
+}
+
 /// The noise process's side: makes `noise` until stdin closes (or a terminating signal), then
 /// prints its report as one JSON line.
 pub fn inject(noise: &Noise) -> Result<NoiseReport> {
@@ -327,7 +378,27 @@ mod tests {
             pause_ms: 100.0,
             ..p
         };
-        assert!(bad.check().unwrap_err().to_string().contains("--pause"));
+        assert!(
+            bad.check()
+                .unwrap_err()
+                .to_string()
+                .contains("shorter than its period")
+        );
+        assert_eq!(PausePattern::parse("40ms/100ms/30s/60s"), Ok(p));
+        assert!(
+            PausePattern::parse("40ms/100ms")
+                .unwrap_err()
+                .contains("four durations")
+        );
+        assert!(
+            PausePattern::parse("40ms/100ms/30s/x")
+                .unwrap_err()
+                .contains("\"x\"")
+        );
+        assert!(PausePattern::parse("200ms/100ms/30s/60s").is_err());
+        let spread = p.spread();
+        assert!((spread.stolen_share() - p.stolen_share()).abs() < 1e-9);
+        assert!((spread.every_ms - 300.0).abs() < 1e-6);
     }
 
     #[test]

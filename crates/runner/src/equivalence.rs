@@ -275,6 +275,7 @@ pub fn bench_jobs(
                 quick,
                 shard: None,
                 jobs: j,
+                ..Default::default()
             };
             let t = std::time::Instant::now();
             let outcome = crate::execute(&file, &scenario, &text, &plan, &dir, mode, &|_| {})?;

@@ -363,6 +363,9 @@ pub struct Mode {
     pub shard: Option<quiclab_experiment::Shard>,
     /// How many labs may run at once.
     pub jobs: cost::Jobs,
+    /// Wait out host noise before a run (crate::storms); off only where a benchmark wants the
+    /// noise to reach the runs.
+    pub wait_out_noise: bool,
 }
 
 impl Default for Mode {
@@ -372,6 +375,7 @@ impl Default for Mode {
             quick: false,
             shard: None,
             jobs: cost::Jobs::ONE,
+            wait_out_noise: true,
         }
     }
 }
@@ -516,7 +520,7 @@ pub fn execute(
         bookkeeping_s: 0.0,
         waited_s: 0.0,
     };
-    let mut storms = storms::StormWatch::default();
+    let mut storms = storms::StormWatch::new(mode.wait_out_noise);
     // Runs start in plan order, each when the admission lets it beside the runs in flight; the
     // results come back over a channel and this thread alone writes them (one writer).
     let mut queue: std::collections::VecDeque<(usize, u32)> = std::collections::VecDeque::new();

@@ -33,8 +33,10 @@ use crate::equivalence::{Comparison, Equivalence, MARGIN, MetricComparison, Side
 /// The benchmark's grids (scenarios/jobs-KIND.toml).
 pub const GRIDS: &[&str] = &["bulk", "page", "video", "flows"];
 
-/// The sides of a grid, quiet first.
-pub const SIDES: &[&str] = &["quiet", "quiet-again", "hog", "pauses"];
+/// The sides of a grid, quiet first. `steady` is the contrast: the pauses' stolen share spread
+/// evenly over all time (the same pause, less often), with no waiting and no retries, so every
+/// run meets them — what the runs the flags catch would have said.
+pub const SIDES: &[&str] = &["quiet", "quiet-again", "hog", "pauses", "steady"];
 
 /// At most this share of a grid's runs may stay flagged after their retries.
 pub const MOST_STILL_FLAGGED: f64 = 0.10;
@@ -145,6 +147,10 @@ pub fn bench_noise(
                     target: std::process::id(),
                     pattern,
                 }),
+                "steady" => Some(Noise::Pauses {
+                    target: std::process::id(),
+                    pattern: pattern.spread(),
+                }),
                 _ => None,
             };
             let dir = quiclab_outputs::claim_subdir(out, &format!("{grid}-{side}"), "--out")?;
@@ -158,7 +164,13 @@ pub fn bench_noise(
                 quick,
                 shard: None,
                 jobs: Jobs::ONE,
+                wait_out_noise: *side != "steady",
             };
+            // The steady side's runs each run once: flagged or not, as they met the noise.
+            let mut scenario = scenario.clone();
+            if *side == "steady" {
+                scenario.retry_flagged = Some(0);
+            }
             let noise_file = dir.join("noise.json");
             let earlier: Option<SideNoise> = std::fs::read_to_string(&noise_file)
                 .ok()
@@ -311,6 +323,17 @@ fn ratio(twins: &BTreeMap<String, f64>, key: &str, value: Option<f64>) -> Option
     })
 }
 
+/// The command's exit status: 1 when the hog or the pauses side misses its targets (the control
+/// and the steady contrast have none).
+pub fn exit_code(grids: &[NoiseGrid]) -> i32 {
+    i32::from(
+        grids
+            .iter()
+            .flat_map(|g| &g.sides)
+            .any(|s| matches!(s.side.as_str(), "hog" | "pauses") && !s.meets_targets()),
+    )
+}
+
 impl NoisySide {
     /// The targets for a noisy side: its let-through runs equivalent to quiet ones on the
     /// headline, and at most one run in ten still flagged.
@@ -371,6 +394,7 @@ impl std::fmt::Display for NoiseGrid {
                 s.noise.waited_s,
                 match s.side.as_str() {
                     "quiet-again" => " — the control".to_string(),
+                    "steady" => " — the contrast: no waits, no retries".to_string(),
                     _ => format!(
                         " — targets {}",
                         if s.meets_targets() { "met" } else { "NOT met" }

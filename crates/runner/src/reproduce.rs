@@ -872,6 +872,7 @@ pub fn run_pack(
             quick: opts.quick && s.name.ends_with("-quick"),
             shard: opts.shard,
             jobs: opts.jobs,
+            ..Default::default()
         };
         crate::execute(&file, &s, &text, &plan, &dir, mode, on_hint)?;
         if let Some(evidence) = &opts.keep_evidence {
