@@ -2,11 +2,11 @@
 //! stealing its CPU, so that a flagged attempt's retry does not fall into the same storm.
 //!
 //! Before the first run and after every flagged attempt, the host is read for a moment
-//! ([`quiclab_lab::host::HostReading`]); while the lab is paused for more than a run may be the
-//! runner waits — 1 s, then twice as
-//! long each time, at most [`LONGEST_WAIT`] at once and [`MOST_WAITED`] in all before a run —
-//! and says on the progress line what it waits for. A quiet reading lets the run start; so does
-//! the end of the budget (the run may then be flagged, and says why). Waiting stores nothing, so
+//! ([`quiclab_lab::host::HostReading`]); while the lab is paused for more than a run may be, the
+//! runner waits until it has not been for a stretch that grows with the flagged attempts in a
+//! row (1 s, 2 s, 4 s, 8 s), at most [`MOST_WAITED`] in all, and says on the progress line —
+//! at growing intervals — what it waits for. The end of the budget lets the run start anyway
+//! (it may then be flagged, and says why). Waiting stores nothing, so
 //! Ctrl-C and `--resume` behave as between any two runs.
 
 use std::time::Duration;
@@ -16,8 +16,12 @@ use quiclab_lab::tolerance::PAUSED_SHARE;
 
 /// How long the host is read before a run.
 pub const READING: Duration = Duration::from_millis(500);
-/// The longest single wait.
+/// The longest interval between two progress lines of one wait.
 pub const LONGEST_WAIT: Duration = Duration::from_secs(60);
+/// The quiet a run waits for after a noisy reading, before its first retry.
+pub const QUIET: Duration = Duration::from_secs(1);
+/// The most quiet a run waits for (after several flagged attempts in a row).
+pub const LONGEST_QUIET: Duration = Duration::from_secs(8);
 /// The most waited before one run starts anyway.
 pub const MOST_WAITED: Duration = Duration::from_secs(600);
 
@@ -78,6 +82,7 @@ pub struct StormWatch {
     /// Seconds waited in all.
     pub waited_s: f64,
     off: bool,
+    flagged_in_a_row: u32,
 }
 
 impl Default for StormWatch {
@@ -93,59 +98,93 @@ impl StormWatch {
             read_next: wait,
             waited_s: 0.0,
             off: !wait,
+            flagged_in_a_row: 0,
         }
     }
 
     /// An attempt ended; a flagged one makes the next start read the host.
     pub fn after(&mut self, flagged: bool) {
         self.read_next |= flagged && !self.off;
+        self.flagged_in_a_row = if flagged {
+            self.flagged_in_a_row + 1
+        } else {
+            0
+        };
     }
 
-    /// Before a run starts: reads the host if due and waits while it is noisy, saying so through
-    /// `say`. Returns early when the process is shutting down (Ctrl-C).
+    /// The quiet a run waits for once the host was found noisy: 1 s, doubled for each flagged
+    /// attempt in a row beyond the first (a retry that met the storm again waits for a longer
+    /// lull), at most [`LONGEST_QUIET`].
+    pub fn quiet_needed(&self) -> Duration {
+        (QUIET * (1u32 << self.flagged_in_a_row.saturating_sub(1).min(8))).min(LONGEST_QUIET)
+    }
+
+    /// Before a run starts: reads the host if due and, while it is noisy, waits until the lab
+    /// has not been paused for [`Self::quiet_needed`] — watching all along (the pause watch
+    /// keeps time), so the run starts as soon as the storm is over, not a blind pause later —
+    /// saying so through `say` at growing intervals (1 s, 2 s, 4 s, … at most
+    /// [`LONGEST_WAIT`]). Returns early when the process is shutting down (Ctrl-C).
     pub fn before_run(&mut self, say: &dyn Fn(String)) {
         if !std::mem::take(&mut self.read_next) {
             return;
         }
-        let mut waited = Duration::ZERO;
-        let most = most_waited();
-        for waits in 0.. {
-            let reading = HostReading::take(READING);
-            let Some(why) = noisy(&reading) else {
-                if waited > Duration::ZERO {
-                    say(format!(
-                        "the host is quiet again after {:.0} s: the next run starts",
-                        waited.as_secs_f64()
-                    ));
-                }
-                return;
-            };
+        let Some(mut why) = noisy(&HostReading::take(READING)) else {
+            return;
+        };
+        let Some(watch) = quiclab_lab::host::PauseWatch::global() else {
+            return;
+        };
+        let (most, quiet) = (most_waited(), self.quiet_needed());
+        let start = std::time::Instant::now();
+        let (mut next_say, mut says) = (Duration::ZERO, 0);
+        loop {
+            let waited = start.elapsed();
             if waited >= most {
                 say(format!(
                     "the host is still noisy ({why}) after {:.0} s of waiting: the next run starts \
                      anyway (it is flagged if the noise reaches it)",
                     waited.as_secs_f64()
                 ));
-                return;
+                break;
             }
-            let pause = wait_after(waits).min(most - waited);
-            say(format!(
-                "host noisy ({why}): waiting {:.0} s before the next run (waited {:.0} s of at \
-                 most {:.0})",
-                pause.as_secs_f64(),
-                waited.as_secs_f64(),
-                most.as_secs_f64()
-            ));
-            let until = std::time::Instant::now() + pause;
-            while std::time::Instant::now() < until {
+            if waited >= next_say {
+                say(format!(
+                    "host noisy ({why}): waiting for {:.0} s without a pause before the next run \
+                     (waited {:.0} s of at most {:.0})",
+                    quiet.as_secs_f64(),
+                    waited.as_secs_f64(),
+                    most.as_secs_f64()
+                ));
+                next_say = waited + wait_after(says);
+                says += 1;
+            }
+            for _ in 0..5 {
                 if quiclab_lab::registry::shutting_down() {
                     return;
                 }
                 std::thread::sleep(Duration::from_millis(100));
             }
-            waited += pause;
-            self.waited_s += pause.as_secs_f64();
+            // The stretch looked at: the last `quiet`, but not before the wait began until a
+            // whole `quiet` has passed (then the storm that started the wait is in it).
+            let window = quiet.min(start.elapsed()).max(READING);
+            let recent = HostReading {
+                steal: None,
+                pauses: Some(watch.last(window)),
+                run_queue: None,
+            };
+            match noisy(&recent) {
+                Some(w) => why = w,
+                None if start.elapsed() >= quiet => {
+                    say(format!(
+                        "the host is quiet again after {:.0} s: the next run starts",
+                        start.elapsed().as_secs_f64()
+                    ));
+                    break;
+                }
+                None => {}
+            }
         }
+        self.waited_s += start.elapsed().as_secs_f64();
     }
 }
 
@@ -199,5 +238,20 @@ mod tests {
         let mut off = StormWatch::new(false);
         off.after(true);
         assert!(!off.read_next);
+    }
+
+    #[test]
+    fn each_flagged_attempt_in_a_row_waits_for_a_longer_lull() {
+        let mut s = StormWatch::default();
+        let q = |s: &StormWatch| s.quiet_needed().as_secs();
+        assert_eq!(q(&s), 1);
+        let mut got = Vec::new();
+        for _ in 0..6 {
+            s.after(true);
+            got.push(q(&s));
+        }
+        assert_eq!(got, [1, 2, 4, 8, 8, 8]);
+        s.after(false);
+        assert_eq!(q(&s), 1);
     }
 }
