@@ -420,6 +420,18 @@ fn flagged_runs_are_run_again_and_every_attempt_is_stored() {
         let lab = r.metrics["lab_cpu_cores"];
         assert!(lab > 0.0 && lab < 64.0, "{}: {lab}", r.key);
     }
+    // A retry runs next, before the run after it (which may already be prepared): one that
+    // waited out a storm must not start a run later, into the next one.
+    let mut by_index = runs.clone();
+    by_index.sort_by_key(|r| r.index);
+    let second_first_attempt = attempts
+        .iter()
+        .find(|a| a.run_key == by_index[1].key && a.attempt == 1)
+        .expect("the second run's attempt 1");
+    assert!(
+        by_index[0].started_unix < second_first_attempt.started_unix,
+        "the first run's retry ran after the second run started"
+    );
     let html = std::fs::read_to_string(out_dir.join("report.html")).unwrap();
     assert!(
         html.contains("runs needing a retry"),

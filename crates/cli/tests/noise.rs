@@ -1,5 +1,6 @@
 //! A run waits out a storm of pauses — made by quiclab's own noise process, as `bench noise`
-//! makes them — instead of running into it, and the noise leaves nothing stopped behind.
+//! makes them — instead of running into it, and the noise leaves nothing stopped behind; a run
+//! its user detached (`nohup`: SIGHUP ignored) is not ended by a hang-up.
 
 mod common;
 
@@ -86,5 +87,40 @@ fn a_run_waits_out_a_storm_of_pauses_and_the_noise_leaves_nothing_stopped() {
         })
         .collect();
     assert!(stopped.is_empty(), "{stopped:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_run_started_with_sighup_ignored_survives_a_hangup() {
+    if !root_or_skip("a_run_started_with_sighup_ignored_survives_a_hangup") {
+        return;
+    }
+    let dir = temp_dir("nohup");
+    let scenario = write(
+        &dir,
+        "nohup.toml",
+        "name = \"nohup\"\nrepetitions = 2\n[workload]\nkind = \"bulk\"\nsize = \"500kB\"\n\
+         [link]\nrate = \"10mbit\"\nrtt = \"20ms\"\n[grid]\nprotocol = [\"h3\"]\n",
+    );
+    // As `nohup` starts it: SIGHUP ignored, which exec keeps.
+    let run = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(r#"trap '' HUP; exec "$0" run "$1" --out "$2""#)
+        .arg(env!("CARGO_BIN_EXE_quiclab"))
+        .arg(&scenario)
+        .arg(dir.join("out"))
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    // SAFETY: signalling the child this test started.
+    unsafe { libc::kill(run.id() as i32, libc::SIGHUP) };
+    let out = run.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_success(&out);
+    assert!(
+        !err.contains("interrupted") && err.contains("2 of 2 run(s) stored"),
+        "{err}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -40,7 +40,13 @@ pub fn install() {
             quiclab_outputs::remove_scratch_dirs();
         }
     }));
-    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
+    // A signal the caller set to be ignored (`nohup` ignores SIGHUP; a shell's background job
+    // may ignore SIGINT) stays ignored: catching it would end a long grid its user detached.
+    let caught: Vec<i32> = [SIGINT, SIGTERM, SIGHUP]
+        .into_iter()
+        .filter(|&s| !ignored(s))
+        .collect();
+    let Ok(mut signals) = signal_hook::iterator::Signals::new(caught) else {
         eprintln!(
             "quiclab: warning: could not install signal handlers; an interrupted run may leave namespaces (use `quiclab clean`)"
         );
@@ -71,6 +77,15 @@ pub fn install() {
             }
         })
         .ok();
+}
+
+/// Whether `sig`'s disposition is SIG_IGN (read without changing it).
+fn ignored(sig: i32) -> bool {
+    // SAFETY: sigaction with a null new action only reads the current one into `old`.
+    unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(sig, std::ptr::null(), &mut old) == 0 && old.sa_sigaction == libc::SIG_IGN
+    }
 }
 
 fn emergency_exit(sig: i32) -> ! {

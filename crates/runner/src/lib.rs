@@ -637,6 +637,11 @@ pub fn execute(
             if retry {
                 progress.retry(&stored, retry_flagged);
                 outcome.retries += 1;
+                // Before the run already prepared as next: a retry that waited out a storm
+                // starts right after it, not one run later (when the next storm may be due).
+                if let Some((ni, nattempt, _, _)) = next.take() {
+                    queue.push_front((ni, nattempt));
+                }
                 queue.push_front((i, f.attempt + 1));
                 continue;
             }
