@@ -46,6 +46,9 @@ const PINNED_BULK_METRICS: &[&str] = &[
     "host_busy",
     "host_steal",
     "lab_cpu_cores",
+    // The lab's pauses during the workload (2026-11-28: the pause flag's measure).
+    "lab_pause_longest_ms",
+    "lab_paused_share",
     "labs_in_flight",
     "loss_ratio",
     "max_queue_bytes",
