@@ -40,11 +40,12 @@ pub fn install() {
             quiclab_outputs::remove_scratch_dirs();
         }
     }));
-    // A signal the caller set to be ignored (`nohup` ignores SIGHUP; a shell's background job
-    // may ignore SIGINT) stays ignored: catching it would end a long grid its user detached.
+    // A hang-up the caller set to be ignored (`nohup`) stays ignored: catching it would end a
+    // long grid its user detached. SIGINT and SIGTERM are always caught (a non-interactive
+    // shell's background job starts with SIGINT ignored, and `kill -INT` must still end it).
     let caught: Vec<i32> = [SIGINT, SIGTERM, SIGHUP]
         .into_iter()
-        .filter(|&s| !ignored(s))
+        .filter(|&s| s != SIGHUP || !ignored(s))
         .collect();
     let Ok(mut signals) = signal_hook::iterator::Signals::new(caught) else {
         eprintln!(
