@@ -58,12 +58,26 @@ fn a_pack_runs_and_every_finding_gets_a_verdict_that_judging_again_repeats() {
     let word = |v: &serde_json::Value| v["judgement"]["verdict"]["verdict"].clone();
     // 20 kB over 100 ms: h3 saves a round trip of handshake in every pair (6 of 6, p = 0.03).
     assert_eq!(word(&verdicts[0]), "holds", "{}", verdicts[0]);
-    assert_eq!(verdicts[0]["judgement"]["counts"]["pairs"], 6);
+    // Six pairs — or, when the six repeat within a tenth of the margin, one unit of copies.
+    let c = &verdicts[0]["judgement"]["counts"];
+    assert!(
+        c["pairs"] == 6 || (verdicts[0]["judgement"]["deterministic"] == true && c["copies"] == 5),
+        "{}",
+        verdicts[0]
+    );
     assert_eq!(verdicts[0]["class"], "calibration");
-    // 20 Mbit/s cannot carry 100 Mbit/s: every run below the threshold (6 of 6: reversed).
+    // 20 Mbit/s cannot carry 100 Mbit/s: every run below the threshold — does not hold (a plain
+    // value has no direction to reverse). On a loss-free link the six runs repeat within a
+    // tenth of the margin: copies, one unit, judged by the value with no p (issue 56).
     assert_eq!(word(&verdicts[1]), "does_not_hold", "{}", verdicts[1]);
     assert_eq!(
-        verdicts[1]["judgement"]["verdict"]["reversed"], true,
+        verdicts[1]["judgement"]["verdict"]["reversed"], false,
+        "{}",
+        verdicts[1]
+    );
+    let j = &verdicts[1]["judgement"];
+    assert!(
+        j["deterministic"] == true || j["p"].is_number(),
         "{}",
         verdicts[1]
     );
@@ -91,7 +105,8 @@ fn a_pack_runs_and_every_finding_gets_a_verdict_that_judging_again_repeats() {
     assert!(
         md.contains("#### tiny: reproductions: ")
             && md.contains(
-                "; calibrations: 1 holds, 0 does not hold, 0 reversed, 0 inconclusive, 0 not runnable"
+                "; calibrations: 1 holds, 0 does not hold, 0 reversed, 0 not shown, 0 mixed, 0 \
+                 inconclusive, 0 not runnable"
             ),
         "{md}"
     );

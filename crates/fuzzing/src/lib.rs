@@ -217,7 +217,9 @@ pub fn study(data: &[u8]) {
                 assert_ne!(a, b);
                 assert!(value.is_finite() && *value > 0.0 && *tolerance > 0.0 && *tolerance < 1.0);
             }
-            Claim::Approx { value, tolerance } => {
+            Claim::Approx {
+                value, tolerance, ..
+            } => {
                 assert!(value.is_finite() && *value > 0.0 && *tolerance > 0.0 && *tolerance < 1.0);
             }
             Claim::AtLeast { value } | Claim::AtMost { value } => assert!(value.is_finite()),

@@ -49,10 +49,12 @@ pub fn summary_word(v: &FindingVerdict) -> &'static str {
 }
 
 /// The columns of the summary, in order.
-pub const COLUMNS: [&str; 6] = [
+pub const COLUMNS: [&str; 8] = [
     "holds",
     "does not hold",
     "reversed",
+    "not shown",
+    "mixed",
     "inconclusive",
     "not run yet",
     "not runnable",
@@ -63,7 +65,7 @@ pub struct SummaryRow<'a> {
     pub study: &'a str,
     pub class: Class,
     pub findings: usize,
-    pub counts: [usize; 6],
+    pub counts: [usize; 8],
 }
 
 /// The summary's rows: per study and class (reproductions and calibrations apart, a class
@@ -98,7 +100,7 @@ pub fn summary(studies: &[Study], verdicts: &[FindingVerdict]) -> String {
     for c in COLUMNS {
         let _ = write!(t, " {c} |");
     }
-    t.push_str("\n|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
+    t.push_str("\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for r in summary_rows(studies, verdicts) {
         let _ = write!(t, "| {} | {}s | {} |", r.study, r.class.name(), r.findings);
         for n in r.counts {

@@ -29,6 +29,8 @@ pub fn colour(v: &Verdict) -> &'static str {
         Verdict::Holds => "#2e7d32",
         Verdict::DoesNotHold { reversed: false } => "#c62828",
         Verdict::DoesNotHold { reversed: true } => "#6a1b9a",
+        Verdict::NotShown { .. } => "#90a4ae",
+        Verdict::Mixed { .. } => "#ef6c00",
         Verdict::Inconclusive { .. } => "#e0a000",
         Verdict::NotRunnable { .. } => "#9e9e9e",
     }
@@ -282,6 +284,7 @@ pub(crate) mod tests {
                 claimed_high: Some(0.95),
             }),
             per: None,
+            scope: None,
         }
     }
 

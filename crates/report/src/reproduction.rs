@@ -158,7 +158,7 @@ fn verdict_class(v: &Verdict) -> &'static str {
     match v {
         Verdict::Holds => "holds",
         Verdict::DoesNotHold { .. } => "nothold",
-        Verdict::Inconclusive { .. } => "open",
+        Verdict::NotShown { .. } | Verdict::Mixed { .. } | Verdict::Inconclusive { .. } => "open",
         Verdict::NotRunnable { .. } => "na",
     }
 }
@@ -182,12 +182,16 @@ pub fn page(
          code{font-size:0.95em}</style></head><body>\n<h1>quiclab reproductions</h1>\n\
          <p>Every verdict on this page is computed by <code>quiclab reproduce</code> from the \
          stored runs by the rule its finding states (studies/STUDY.toml); none is written by \
-         hand. <b>holds</b>: the test is significant at α in the claimed direction by at least \
-         the smallest effect that matters (or the exact interval of the median lies inside the \
-         claimed band); <b>does not hold</b>: not shown with enough informative pairs (no \
-         significant effect, a significant effect smaller than the one that matters, an interval \
-         outside the band); <b>reversed</b>: significant the other way; <b>inconclusive</b>: \
-         fewer informative pairs than the rule needs (at α = 0.05 never fewer than 6: five of \
+         hand. <b>holds</b>: the exact interval of the median lies beyond no effect in the claimed \
+         direction and the median beyond the smallest effect that matters (or the interval lies \
+         inside the claimed band, or beyond the threshold), and its Benjamini–Hochberg q within \
+         the study is below α; <b>does not hold</b>: the interval excludes the claimed effect \
+         (inside the margin, short of a threshold, outside a band, or the other way by less than \
+         the margin); <b>reversed</b>: the same as holds, the other way; <b>not shown</b>: enough \
+         pairs, and the test did not show the claim (p or q ≥ α) while its interval does not \
+         exclude it either — absence of evidence, counted apart; <b>mixed</b>: a pooled claim \
+         with a cell significantly the other way (named); <b>inconclusive</b>: \
+         fewer pairs than the rule needs (at α = 0.05 never fewer than 6: five of \
          five give p = 0.0625, and the widest interval of a median of five covers 93.75 %), more \
          than 5 % failed or missing runs, an interval straddling a band, or a quick form (an \
          observation: its estimate and n are shown, never a verdict); <b>not runnable</b>: \

@@ -19,7 +19,8 @@
 //! compare = { axis = "protocol", a = "h3", b = "h1" }   # A is claimed better than B
 //! test = "sign"                                          # sign | wilcoxon | interval | wins
 //! alpha = 0.05
-//! min_n = 10                                             # informative pairs (ties left out)
+//! min_n = 10                                             # pairs compared (ties count against)
+//! scope = "each"                                         # every cell must hold (default: overall)
 //!
 //! [[finding]]
 //! id = "000-4a"
@@ -67,7 +68,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::judge::{Claim, Rule, Test};
+use crate::judge::{Claim, Rule, Scope, Test};
 
 /// The smallest difference that matters in a comparison when the study does not say (5 %): a
 /// significant difference smaller than it is no lead either way.
@@ -153,6 +154,8 @@ pub enum Judged {
         /// A paired claim whose sides also differ in a second setting (`per` with `a` or `b`).
         #[serde(skip_serializing_if = "Option::is_none")]
         pin: Option<crate::judge::Pin>,
+        /// Whether the claim is of every cell or of the pooled effect.
+        scope: Scope,
     },
     NotRunnable {
         why: String,
@@ -277,6 +280,8 @@ struct FindingDe {
     not_runnable: Option<String>,
     beside: Option<BTreeMap<String, toml::Value>>,
     per: Option<PerDe>,
+    /// `each` or `overall` (the default).
+    scope: Option<String>,
 }
 
 /// A value as the run key writes it (`"13kB"`, `2`, `true`).
@@ -605,6 +610,8 @@ pub fn parse(text: &str, file: &str) -> Result<Study, String> {
                     Claim::Approx {
                         value: a.value,
                         tolerance: a.tolerance,
+                        // A metric that is itself a ratio says so in its name.
+                        of_ratio: f.metric.as_deref().is_some_and(|m| m.contains("ratio")),
                     }
                 };
                 let test = match f.test.as_deref() {
@@ -723,6 +730,19 @@ pub fn parse(text: &str, file: &str) -> Result<Study, String> {
                         }
                     },
                     pin: None,
+                    scope: match f.scope.as_deref() {
+                        None | Some("overall") => Scope::Overall,
+                        Some("each") => Scope::Each,
+                        Some(other) => {
+                            return Err(at(
+                                "scope",
+                                format!(
+                                    "expected \"each\" (the seed says every case holds: judged \
+                                     per cell) or \"overall\" (a pooled effect); got {other:?}"
+                                ),
+                            ));
+                        }
+                    },
                 }
             }
         };
@@ -1003,8 +1023,12 @@ pub fn validate(
                 format!("{metric:?} is not a metric of kind = \"{}\"", s.kind.name()),
             ));
         };
-        if let (crate::judge::Claim::Approx { value, tolerance }, Some(null)) =
-            (claim, def.no_effect)
+        if let (
+            crate::judge::Claim::Approx {
+                value, tolerance, ..
+            },
+            Some(null),
+        ) = (claim, def.no_effect)
         {
             let (lo, hi) = (value * (1.0 - tolerance), value * (1.0 + tolerance));
             if *value != null && lo <= null && hi >= null {

@@ -44,6 +44,10 @@ pub enum Claim {
     Approx {
         value: f64,
         tolerance: f64,
+        /// The metric is itself a ratio (`bitrate_ratio_first_rest`): a band wholly on one side
+        /// of 1 claims a direction, and an interval beyond 1 on the other side is reversed.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        of_ratio: bool,
     },
     /// The per-pair ratio A/B along `axis` is `value` within ±`tolerance` × value: judged like
     /// [`Claim::Approx`] on the exact interval of the median ratio. The band excludes 1 unless
@@ -124,13 +128,25 @@ pub struct Rule {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "verdict", rename_all = "snake_case")]
 pub enum Verdict {
+    /// The interval lies beyond no effect in the claimed direction and the estimate beyond the
+    /// smallest difference that matters (a band: the interval inside it; a threshold: beyond it).
     Holds,
-    /// Reversed (the opposite is significant, by at least the minimum effect), or not shown (no
-    /// significant difference with enough informative pairs; an interval on the other side of a
-    /// threshold's or band's edge, or straddling a threshold; an effect significant but smaller
-    /// than the one that matters, with its interval inside that margin).
+    /// The interval excludes the claimed effect: inside the margin, short of a threshold or
+    /// outside a band (`reversed`: the direction flipped, interval beyond no effect on the other
+    /// side and the estimate beyond the margin there).
     DoesNotHold {
         reversed: bool,
+    },
+    /// Enough units for the test, which did not show the claim (p ≥ α, or q ≥ α after the
+    /// study's multiplicity correction), and an interval that does not exclude it either:
+    /// absence of evidence, counted apart from "does not hold".
+    NotShown {
+        why: String,
+    },
+    /// A pooled claim whose cells go both ways: the claim (pooled, or in a cell) is significant,
+    /// and these cells are significantly the other way.
+    Mixed {
+        cells: Vec<String>,
     },
     Inconclusive {
         why: String,
@@ -140,6 +156,18 @@ pub enum Verdict {
     },
 }
 
+/// What a finding claims of its cells (`scope` in the study file): `each` — the seed says "in
+/// every case", "always", "for both": judged per cell, holding only where every cell holds;
+/// `overall` — a pooled effect: judged on the pooled units, and mixed when a cell goes
+/// significantly the other way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scope {
+    Each,
+    #[default]
+    Overall,
+}
+
 /// A finding's judgement: the verdict and everything it rests on.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Judgement {
@@ -147,12 +175,36 @@ pub struct Judgement {
     pub counts: Counts,
     /// The test's p value (sign, Wilcoxon).
     pub p: Option<f64>,
+    /// The Benjamini–Hochberg q value of `p` among the study's p values (for a cell: among the
+    /// finding's cells).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub q: Option<f64>,
     /// The median (of the per-pair ratio A/B, or of the metric) with its exact interval.
     pub estimate: Option<RatioInterval>,
     /// What a count-of-settings claim counted (`h3 wins 10 of 24 settings`), or why a
     /// significant difference is not a verdict.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+    /// Every cell's repetitions were copies (they did not differ beyond a tenth of the margin):
+    /// judged by the values against the margin, with no p value.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub deterministic: bool,
+    /// A finding over more than one cell: each cell judged by the same rule.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cells: Vec<CellJudgement>,
+}
+
+/// One cell of a pooled finding (every setting but the compared axis and the repetition).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CellJudgement {
+    /// `loss = 2%, rate = 10mbit`.
+    pub cell: String,
+    pub judgement: Judgement,
+    /// Significantly the other way from the claim (reversed, or beyond no effect on the other
+    /// side; for a threshold or band, wholly on the wrong side).
+    pub against: bool,
+    /// Significantly the claimed way (for a threshold or band: it holds).
+    pub toward: bool,
 }
 
 impl Judgement {
@@ -162,8 +214,11 @@ impl Judgement {
             verdict,
             counts: Counts::default(),
             p: None,
+            q: None,
             estimate: None,
             detail: None,
+            deterministic: false,
+            cells: Vec::new(),
         }
     }
 }
@@ -234,6 +289,45 @@ pub fn pair_pinned(
     b: &str,
     pin: Option<&Pin>,
 ) -> (Vec<(Observed, Observed)>, usize) {
+    let (cells, unpaired) = pair_cells(runs, filter, axis, a, b, pin);
+    (cells.into_iter().flat_map(|c| c.pairs).collect(), unpaired)
+}
+
+/// A setting of every parameter a finding does not compare (its cell).
+pub type Cell = BTreeMap<String, String>;
+
+/// The pairs of one cell, in repetition order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CellPairs {
+    pub cell: Cell,
+    pub pairs: Vec<(Observed, Observed)>,
+}
+
+/// A cell as tables name it: `loss = 2%, rate = 10mbit` (the parameters the finding's filter
+/// fixes left out: they are the same in every cell).
+pub fn cell_label(cell: &Cell, filter: &BTreeMap<String, String>) -> String {
+    let parts: Vec<String> = cell
+        .iter()
+        .filter(|(k, _)| !filter.contains_key(*k))
+        .map(|(k, v)| format!("{k} = {v}"))
+        .collect();
+    if parts.is_empty() {
+        "all".into()
+    } else {
+        parts.join(", ")
+    }
+}
+
+/// [`pair_pinned`], the pairs grouped by cell (every parameter but the axis, the pinned one and
+/// the repetition).
+pub fn pair_cells(
+    runs: &[RunValue],
+    filter: &BTreeMap<String, String>,
+    axis: &str,
+    a: &str,
+    b: &str,
+    pin: Option<&Pin>,
+) -> (Vec<CellPairs>, usize) {
     type Key = (BTreeMap<String, String>, u32);
     let mut sides: BTreeMap<Key, (Option<Observed>, Option<Observed>)> = BTreeMap::new();
     for r in runs.iter().filter(|r| matches(r, filter)) {
@@ -255,16 +349,22 @@ pub fn pair_pinned(
             entry.1 = Some(r.value);
         }
     }
-    let mut pairs = Vec::new();
+    let mut cells: Vec<CellPairs> = Vec::new();
     let mut unpaired = 0;
-    for (_, (x, y)) in sides {
+    for ((cell, _), (x, y)) in sides {
         match (x, y) {
-            (Some(x), Some(y)) => pairs.push((x, y)),
+            (Some(x), Some(y)) => match cells.last_mut() {
+                Some(c) if c.cell == cell => c.pairs.push((x, y)),
+                _ => cells.push(CellPairs {
+                    cell,
+                    pairs: vec![(x, y)],
+                }),
+            },
             (None, None) => {}
             _ => unpaired += 1,
         }
     }
-    (pairs, unpaired)
+    (cells, unpaired)
 }
 
 /// Judges a paired claim ([`Claim::Better`], [`Claim::Ratio`], [`Claim::RatioAtLeast`],
@@ -280,14 +380,15 @@ pub fn judge_paired(
         Claim::Better { .. } => judge_pairs(pairs, better, rule),
         Claim::Ratio {
             value, tolerance, ..
-        } => judge_ratio(pairs, value, tolerance, rule),
+        } => judge_ratio(pairs, better, value, tolerance, rule),
         Claim::RatioAtLeast { value, .. } | Claim::RatioAtMost { value, .. } => {
             let (_, counts) = rules::sign_test(pairs, better);
-            let ratios: Vec<Observed> = rules::ratios(pairs)
+            let ratios: Vec<Observed> = rules::ratios(pairs, better)
                 .into_iter()
                 .map(Observed::Value)
                 .collect();
-            let threshold = if matches!(claim, Claim::RatioAtLeast { .. }) {
+            let at_least = matches!(claim, Claim::RatioAtLeast { .. });
+            let threshold = if at_least {
                 Claim::AtLeast { value }
             } else {
                 Claim::AtMost { value }
@@ -299,8 +400,22 @@ pub fn judge_paired(
             j.counts.censored_runs = counts.censored_runs;
             j.counts.undefined_runs = counts.undefined_runs;
             j.counts.left_out = pairs.len() - ratios.len();
-            if let Some(v) = too_little(&j.counts, j.counts.informative(), rule) {
+            if let Some(v) = too_little(&j.counts, j.counts.pairs, rule) {
                 j.verdict = v;
+            }
+            // A threshold beyond 1 claims a direction ("more than three times"): reversed only
+            // when the direction flipped beyond the margin; short of the threshold on the
+            // claimed side it does not hold.
+            if let (Verdict::DoesNotHold { .. }, Some(e)) = (&j.verdict, &j.estimate) {
+                let m = rule.min_effect;
+                let reversed = if at_least && value > 1.0 {
+                    e.high < 1.0 && e.median <= 1.0 - m
+                } else if !at_least && value < 1.0 {
+                    e.low > 1.0 && e.median >= 1.0 + m
+                } else {
+                    false
+                };
+                j.verdict = Verdict::DoesNotHold { reversed };
             }
             j
         }
@@ -317,144 +432,158 @@ pub fn judge_paired(
     j
 }
 
-/// Whether the median ratio's exact interval reaches 1 − α and lies within 1 ± min_effect: no
-/// difference that matters, either way.
-fn inside_margin(e: &RatioInterval, rule: Rule) -> bool {
-    e.reaches(1.0 - rule.alpha) && e.low >= 1.0 - rule.min_effect && e.high <= 1.0 + rule.min_effect
+/// Where a comparison's interval (of the median ratio A/B) and estimate lie, read in the
+/// claim's direction, with `m` the smallest difference that matters.
+#[derive(Debug, Clone, Copy)]
+struct Reading {
+    /// The interval lies beyond no effect (1) on the claimed side.
+    toward: bool,
+    /// The interval lies beyond no effect on the other side.
+    away: bool,
+    /// The estimate is a lead that matters (beyond 1 ∓ m on the claimed side).
+    lead: bool,
+    /// The estimate is beyond the margin on the other side.
+    lag: bool,
+    /// The interval excludes every lead that matters.
+    excluded: bool,
+    /// The interval lies within 1 ± m.
+    inside: bool,
 }
 
-/// For pairs too few informative ones to test: the detail of "no difference that matters" when
-/// no run failed beyond the allowance, the pairs with a ratio (ties included; a pair with B = 0 has
-/// none) reach the rule's minimum, and the median ratio's exact interval reaches 1 − α and lies
-/// within 1 ± min_effect.
-fn no_difference_that_matters(j: &Judgement, rule: Rule) -> Option<String> {
-    let e = j.estimate.as_ref()?;
-    let ok = rule.min_effect > 0.0
-        && j.counts.failed_share() <= MAX_FAILED_SHARE
-        && e.n >= rule.min_n
-        && inside_margin(e, rule);
-    ok.then(|| {
-        format!(
-            "no difference that matters: {} of {} pairs tied, and the median ratio of {} pairs, \
-             {:.3}, with its interval {:.3}–{:.3} lies within 1 ± {:.0} %",
-            j.counts.ties,
-            j.counts.pairs,
-            e.n,
-            e.median,
-            e.low,
-            e.high,
-            rule.min_effect * 100.0
-        )
-    })
+impl Reading {
+    fn of(e: &RatioInterval, better: Better, m: f64) -> Reading {
+        let lower = better == Better::Lower;
+        let (lo, hi, med) = (e.low, e.high, e.median);
+        Reading {
+            toward: if lower { hi < 1.0 } else { lo > 1.0 },
+            away: if lower { lo > 1.0 } else { hi < 1.0 },
+            lead: if lower {
+                med <= 1.0 - m
+            } else {
+                med >= 1.0 + m
+            },
+            lag: if lower {
+                med >= 1.0 + m
+            } else {
+                med <= 1.0 - m
+            },
+            excluded: if lower { lo > 1.0 - m } else { hi < 1.0 + m },
+            inside: lo >= 1.0 - m && hi <= 1.0 + m,
+        }
+    }
 }
 
-/// Judges a [`Claim::Better`] on its pairs: the sign or Wilcoxon test on the informative pairs,
-/// then the minimum effect on the median ratio A/B.
+/// Judges a [`Claim::Better`] on its pairs by one symmetric rule on the exact interval of the
+/// median ratio A/B (ties and zero denominators as [`rules::ratio_of`] has them) and its dual
+/// sign test: holds when the interval lies beyond 1 on the claimed side and the median beyond
+/// the smallest difference that matters; reversed the same way on the other side; does not hold
+/// when the interval excludes every lead that matters (inside the margin, or on the other side
+/// by less than it); not shown when it reaches both no effect and a lead that matters; else
+/// (significant, the median within the margin and the interval beyond it) inconclusive. With the
+/// Wilcoxon test the signed-rank p must be below α too.
 pub fn judge_pairs(pairs: &[(Observed, Observed)], better: Better, rule: Rule) -> Judgement {
-    let (p, counts) = match rule.test {
+    let (p_rank, counts) = match rule.test {
         Test::Wilcoxon => rules::wilcoxon(pairs, better),
         Test::Sign | Test::Interval | Test::Wins => rules::sign_test(pairs, better),
     };
-    let estimate = rules::ratio_interval(pairs, 1.0 - rule.alpha);
+    let p_sign = rules::dual_sign_p(counts.a_better, counts.a_worse, counts.ties);
+    let wilcoxon = rule.test == Test::Wilcoxon;
+    let p = if wilcoxon { p_rank } else { p_sign };
+    let estimate = rules::ratio_interval(pairs, better, 1.0 - rule.alpha);
     let mut j = Judgement {
-        verdict: Verdict::Holds,
-        counts,
         p: Some(p),
         estimate,
-        detail: None,
+        counts,
+        ..Judgement::bare(Verdict::Holds)
     };
-    if let Some(v) = too_little(&j.counts, j.counts.informative(), rule) {
-        // Ties are no evidence for a direction, but they are evidence of no difference: when two
-        // sides mostly give the same value (an ABR choosing the same bitrates over both), more
-        // repetitions add ties, never informative pairs, and "too few" would never end. The
-        // median ratio over all pairs, ties included, answers instead: its exact interval at
-        // 1 − α inside 1 ± the smallest difference that matters is no lead either way.
-        if let Some(detail) = no_difference_that_matters(&j, rule) {
-            j.verdict = Verdict::DoesNotHold { reversed: false };
-            j.detail = Some(detail);
-        } else {
-            j.verdict = v;
-        }
+    if let Some(v) = too_little(&j.counts, j.counts.pairs, rule) {
+        j.verdict = v;
         return j;
     }
-    if p >= rule.alpha {
-        j.verdict = Verdict::DoesNotHold { reversed: false };
-        j.detail = Some(format!(
-            "not shown: {} of {} informative pairs on the claimed side, p = {} ≥ α = {}",
-            j.counts.a_better,
-            j.counts.informative(),
-            p_text(p),
-            rule.alpha
-        ));
+    let Some(e) = j.estimate.clone() else {
+        j.verdict = Verdict::Inconclusive {
+            why: "no pair has a ratio".into(),
+        };
+        return j;
+    };
+    if let Some(v) = thin_interval(&e, rule) {
+        j.verdict = v;
         return j;
     }
-    let claimed = j.counts.a_better > j.counts.a_worse;
-    j.verdict = if claimed {
-        Verdict::Holds
-    } else {
-        Verdict::DoesNotHold { reversed: true }
-    };
-    // The smallest difference that matters: a significant difference whose median ratio lies
-    // within ± min_effect of 1 is not a lead either way.
-    if let Some(e) = &j.estimate
-        && rule.min_effect > 0.0
-    {
-        let (lo, hi) = (1.0 - rule.min_effect, 1.0 + rule.min_effect);
-        if e.median > lo && e.median < hi {
-            let margin = format!("{:.0} %", rule.min_effect * 100.0);
-            if inside_margin(e, rule) {
-                j.verdict = Verdict::DoesNotHold { reversed: false };
-                j.detail = Some(format!(
-                    "significant (p = {}) but smaller than the {margin} that matters: the median \
-                     ratio {:.3} and its interval {:.3}–{:.3} lie within 1 ± {margin}",
-                    p_text(p),
-                    e.median,
-                    e.low,
-                    e.high
-                ));
-            } else {
-                j.verdict = Verdict::Inconclusive {
-                    why: format!(
-                        "significant (p = {}) but the median ratio {:.3} is within the {margin} \
-                         that matters (its interval {:.3}–{:.3} reaches beyond it)",
-                        p_text(p),
-                        e.median,
-                        e.low,
-                        e.high
-                    ),
-                };
-            }
-        }
-    }
-    // (After the effect: a difference too small to matter is that under either reading.) The
-    // interval shown is the median's, the sign test's dual. The signed-rank test can be
-    // significant while it reaches 1 (large wins, small losses): the two readings of the same
-    // pairs disagree, and no verdict is given on them.
-    if rule.test == Test::Wilcoxon
-        && !matches!(
-            j.verdict,
-            Verdict::DoesNotHold { reversed: false } | Verdict::Inconclusive { .. }
-        )
-        && let Some(e) = &j.estimate
-        && e.reaches(1.0 - rule.alpha)
-        && e.low <= 1.0
-        && e.high >= 1.0
-    {
+    let r = Reading::of(&e, better, rule.min_effect);
+    let margin = format!("{:.0} %", rule.min_effect * 100.0);
+    let significant = !wilcoxon || p_rank < rule.alpha;
+    if wilcoxon && p_rank < rule.alpha && !r.toward && !r.away {
+        // The signed-rank test can be significant while the median's interval reaches 1 (large
+        // wins, small losses): the two readings of the same pairs disagree.
         j.verdict = Verdict::Inconclusive {
             why: format!(
                 "the signed-rank test is significant (p = {}) but the exact interval of the median \
                  ratio, {:.3}–{:.3}, reaches 1 (the sign test gives p = {}): the pairs' sizes and \
                  directions disagree",
-                p_text(p),
+                p_text(p_rank),
                 e.low,
                 e.high,
-                p_text(quiclab_experiment::stats::sign_test_p(
-                    j.counts.a_better,
-                    j.counts.a_worse
-                ))
+                p_text(p_sign)
             ),
         };
+        return j;
     }
+    (j.verdict, j.detail) = if significant && r.toward && r.lead {
+        (Verdict::Holds, None)
+    } else if significant && r.away && r.lag {
+        (Verdict::DoesNotHold { reversed: true }, None)
+    } else if r.excluded {
+        let why = if r.inside {
+            format!(
+                "no difference that matters: the median ratio {:.3} and its interval {:.3}–{:.3} \
+                 lie within 1 ± {margin}",
+                e.median, e.low, e.high
+            )
+        } else if r.away {
+            format!(
+                "the other way, by less than the {margin} that matters: the median ratio {:.3}, \
+                 its interval {:.3}–{:.3}",
+                e.median, e.low, e.high
+            )
+        } else {
+            format!(
+                "the interval {:.3}–{:.3} excludes a lead of {margin} (median {:.3})",
+                e.low, e.high, e.median
+            )
+        };
+        (Verdict::DoesNotHold { reversed: false }, Some(why))
+    } else if significant && r.toward {
+        (
+            Verdict::Inconclusive {
+                why: format!(
+                    "significant (p = {}) but the median ratio {:.3} is within the {margin} that \
+                     matters (its interval {:.3}–{:.3} reaches beyond it)",
+                    p_text(p),
+                    e.median,
+                    e.low,
+                    e.high
+                ),
+            },
+            None,
+        )
+    } else {
+        (
+            Verdict::NotShown {
+                why: format!(
+                    "{} of {} pairs on the claimed side ({} tied, counted against), p = {}; the \
+                     interval {:.3}–{:.3} reaches both no difference and a lead of {margin}",
+                    j.counts.a_better,
+                    j.counts.pairs,
+                    j.counts.ties,
+                    p_text(p),
+                    e.low,
+                    e.high
+                ),
+            },
+            None,
+        )
+    };
     j
 }
 
@@ -462,12 +591,13 @@ pub fn judge_pairs(pairs: &[(Observed, Observed)], better: Better, rule: Rule) -
 /// the band `value` ± `tolerance` × value.
 pub fn judge_ratio(
     pairs: &[(Observed, Observed)],
+    better: Better,
     value: f64,
     tolerance: f64,
     rule: Rule,
 ) -> Judgement {
-    let (_, counts) = rules::sign_test(pairs, Better::Lower);
-    let estimate = rules::ratio_interval(pairs, 1.0 - rule.alpha);
+    let (_, counts) = rules::sign_test(pairs, better);
+    let estimate = rules::ratio_interval(pairs, better, 1.0 - rule.alpha);
     let finished = estimate.as_ref().map_or(0, |e| e.n);
     let verdict = match too_little(&counts, finished, rule) {
         Some(v) => v,
@@ -475,29 +605,34 @@ pub fn judge_ratio(
             estimate.as_ref().expect("pairs finished"),
             value,
             tolerance,
+            true,
             rule,
         ),
     };
     Judgement {
-        verdict,
-        counts,
-        p: None,
         estimate,
-        detail: None,
+        counts,
+        ..Judgement::bare(verdict)
     }
 }
 
 /// Holds when the interval (reaching 1 − α) lies inside `value` ± `tolerance` × value, does not
-/// hold when it lies outside, else inconclusive (an equivalence test).
-fn band_verdict(e: &RatioInterval, value: f64, tolerance: f64, rule: Rule) -> Verdict {
+/// hold when it lies outside, else inconclusive (an equivalence test). A band of a ratio that
+/// lies wholly on one side of 1 claims a direction: an interval beyond 1 on the other side with
+/// its median beyond the margin there is reversed.
+fn band_verdict(e: &RatioInterval, value: f64, tolerance: f64, ratio: bool, rule: Rule) -> Verdict {
     if let Some(v) = thin_interval(e, rule) {
         return v;
     }
     let (lo, hi) = (value * (1.0 - tolerance), value * (1.0 + tolerance));
+    let m = rule.min_effect;
     if e.low >= lo && e.high <= hi {
         Verdict::Holds
     } else if e.high < lo || e.low > hi {
-        Verdict::DoesNotHold { reversed: false }
+        let reversed = ratio
+            && ((lo > 1.0 && e.high < 1.0 && e.median <= 1.0 - m)
+                || (hi < 1.0 && e.low > 1.0 && e.median >= 1.0 + m));
+        Verdict::DoesNotHold { reversed }
     } else {
         Verdict::Inconclusive {
             why: format!(
@@ -644,10 +779,7 @@ pub fn judge_wins(
     };
     let alone = |side: &str| table.iter().filter(|t| t.winners == [side]).count();
     let mut j = Judgement {
-        verdict: Verdict::Holds,
         counts,
-        p: None,
-        estimate: None,
         // What the table says, even when it is too thin for a verdict.
         detail: (n > 0).then(|| {
             sides
@@ -660,6 +792,7 @@ pub fn judge_wins(
                 .collect::<Vec<_>>()
                 .join("; ")
         }),
+        ..Judgement::bare(Verdict::Holds)
     };
     if let (Claim::WinsShare { a, .. }, true) = (claim, n > 0) {
         let share = won(a) as f64 / n as f64;
@@ -764,21 +897,31 @@ pub fn judge_claim(
     pin: Option<&Pin>,
     better: Better,
     rule: Rule,
+    scope: Scope,
 ) -> (Judgement, Option<Vec<SettingWinners>>) {
+    use crate::cells;
     match claim {
         Claim::Better { axis, a, b }
         | Claim::Ratio { axis, a, b, .. }
         | Claim::RatioAtLeast { axis, a, b, .. }
         | Claim::RatioAtMost { axis, a, b, .. } => {
-            let (pairs, unpaired) = pair_pinned(runs, filter, axis, a, b, pin);
-            (judge_paired(&pairs, unpaired, claim, better, rule), None)
+            let (by_cell, unpaired) = pair_cells(runs, filter, axis, a, b, pin);
+            let labelled = cells::labelled(by_cell);
+            (
+                cells::judge_cells(labelled, unpaired, claim, better, rule, scope),
+                None,
+            )
         }
         Claim::WinsShare { .. } | Claim::NoBestEverywhere { .. } => {
             let (j, table) = judge_wins(runs, filter, claim, better, rule);
             (j, Some(table))
         }
         Claim::AtLeast { .. } | Claim::AtMost { .. } | Claim::Approx { .. } => {
-            (judge_values(&select(runs, filter), claim, rule), None)
+            let by_cell = cells::value_cells(runs, filter);
+            (
+                cells::judge_cells(by_cell, 0, claim, better, rule, scope),
+                None,
+            )
         }
     }
 }
@@ -824,11 +967,9 @@ pub fn judge_values(values: &[Observed], claim: &Claim, rule: Rule) -> Judgement
     counts.left_out = values.len() - known.len() - counts.failed_runs - counts.undefined_runs;
     let estimate = rules::median_interval(&known, 1.0 - rule.alpha);
     let mut j = Judgement {
-        verdict: Verdict::Inconclusive { why: String::new() },
         counts,
-        p: None,
         estimate,
-        detail: None,
+        ..Judgement::bare(Verdict::Inconclusive { why: String::new() })
     };
     j.verdict = match *claim {
         Claim::AtLeast { value } | Claim::AtMost { value } => {
@@ -851,30 +992,47 @@ pub fn judge_values(values: &[Observed], claim: &Claim, rule: Rule) -> Judgement
             j.counts.a_better = ok;
             j.counts.a_worse = not;
             j.counts.ties = known.len().saturating_sub(ok + not);
-            if let Some(v) = too_little(&j.counts, ok + not, rule) {
+            if let Some(v) = too_little(&j.counts, known.len(), rule) {
                 j.verdict = v;
                 return j;
             }
-            let p = quiclab_experiment::stats::sign_test_p(ok, not);
+            // Runs equal to the threshold count against the claim, as in the median's interval
+            // (its dual).
+            let p = rules::dual_sign_p(ok, not, j.counts.ties);
             j.p = Some(p);
-            if p < rule.alpha {
-                verdict_of(ok > not, ok < not)
-            } else {
+            if p < rule.alpha && ok > not {
+                Verdict::Holds
+            } else if p < rule.alpha {
                 j.detail = Some(format!(
-                    "not shown: {ok} of {} runs on the claimed side, p = {} ≥ α = {}",
-                    ok + not,
-                    p_text(p),
-                    rule.alpha
+                    "{} the claimed {value}: {not} of {} runs on the other side, p = {}",
+                    if at_least { "below" } else { "above" },
+                    known.len(),
+                    p_text(p)
                 ));
                 Verdict::DoesNotHold { reversed: false }
+            } else {
+                Verdict::NotShown {
+                    why: format!(
+                        "{ok} of {} runs on the claimed side ({} equal to {value}, counted \
+                         against), p = {} ≥ α = {}",
+                        known.len(),
+                        j.counts.ties,
+                        p_text(p),
+                        rule.alpha
+                    ),
+                }
             }
         }
-        Claim::Approx { value, tolerance } => {
+        Claim::Approx {
+            value,
+            tolerance,
+            of_ratio,
+        } => {
             if let Some(v) = too_little(&j.counts, known.len(), rule) {
                 v
             } else {
                 let e = j.estimate.as_ref().expect("values exist");
-                band_verdict(e, value, tolerance, rule)
+                band_verdict(e, value, tolerance, of_ratio, rule)
             }
         }
         _ => Verdict::Inconclusive {
@@ -1023,14 +1181,14 @@ mod tests {
             judge_pairs(&better, Better::Lower, SIGN).verdict,
             Verdict::Holds
         );
-        // Mixed results with enough pairs: absent.
+        // Mixed results with enough pairs: not shown (the interval reaches both ways).
         let mixed: Vec<_> = (0..10)
             .map(|i| (Value(1.0 + (i % 2) as f64 * 2.0), Value(2.0)))
             .collect();
-        assert_eq!(
+        assert!(matches!(
             judge_pairs(&mixed, Better::Lower, SIGN).verdict,
-            Verdict::DoesNotHold { reversed: false }
-        );
+            Verdict::NotShown { .. }
+        ));
         // Too few pairs.
         let few = vec![(Value(1.0), Value(2.0)); 3];
         assert!(matches!(
@@ -1057,13 +1215,15 @@ mod tests {
         let jain: Vec<_> = [0.95, 0.97, 0.99, 0.96, 0.98, 0.99].map(Value).to_vec();
         let j = judge_values(&jain, &Claim::AtLeast { value: 0.9 }, SIGN);
         assert_eq!(j.verdict, Verdict::Holds);
+        // A plain value short of its threshold does not hold: it has no direction to reverse.
         let j = judge_values(&jain, &Claim::AtMost { value: 0.9 }, SIGN);
-        assert_eq!(j.verdict, Verdict::DoesNotHold { reversed: true });
+        assert_eq!(j.verdict, Verdict::DoesNotHold { reversed: false });
         let boot = INTERVAL;
         let ratio: Vec<_> = [2.7, 2.8, 2.75, 2.9, 2.6, 2.8, 2.85].map(Value).to_vec();
         let approx = |value| Claim::Approx {
             value,
             tolerance: 0.25,
+            of_ratio: true,
         };
         assert_eq!(
             judge_values(&ratio, &approx(3.0), boot).verdict,
@@ -1095,16 +1255,19 @@ mod tests {
     fn a_ratio_claim_holds_inside_its_band_and_not_outside() {
         let rule = INTERVAL;
         let three = vec![(Value(30.0), Value(10.0)); 8];
-        assert_eq!(judge_ratio(&three, 3.0, 0.25, rule).verdict, Verdict::Holds);
         assert_eq!(
-            judge_ratio(&three, 1.5, 0.25, rule).verdict,
+            judge_ratio(&three, Better::Lower, 3.0, 0.25, rule).verdict,
+            Verdict::Holds
+        );
+        assert_eq!(
+            judge_ratio(&three, Better::Lower, 1.5, 0.25, rule).verdict,
             Verdict::DoesNotHold { reversed: false }
         );
         // Too few finished pairs: a censored pair has no ratio.
         let mut few = vec![(Value(30.0), Value(10.0)); 4];
         few.push((Censored { at_least: 60.0 }, Value(10.0)));
         assert!(matches!(
-            judge_ratio(&few, 3.0, 0.25, rule).verdict,
+            judge_ratio(&few, Better::Lower, 3.0, 0.25, rule).verdict,
             Verdict::Inconclusive { .. }
         ));
     }
@@ -1262,23 +1425,22 @@ mod tests {
         let j = judge_pairs(&pairs, Better::Higher, rule);
         assert_eq!(j.verdict, Verdict::DoesNotHold { reversed: false }, "{j:?}");
         assert!(
-            j.detail.as_deref().unwrap().contains("10 of 12 pairs tied"),
+            j.detail
+                .as_deref()
+                .unwrap()
+                .contains("no difference that matters"),
             "{j:?}"
         );
+        // Without a smallest difference that matters, no interval can lie inside a margin:
+        // the ties show no difference, which is not shown either way.
         let j = judge_pairs(&pairs, Better::Higher, SIGN);
-        assert!(
-            matches!(&j.verdict, Verdict::Inconclusive { why } if why.contains("n = 2 informative")),
-            "{j:?}"
-        );
+        assert!(matches!(&j.verdict, Verdict::NotShown { .. }), "{j:?}");
         // Six pairs apart by 30 % or more among the ties: the interval leaves the margin.
         let mut wide = vec![(Value(1.0), Value(1.0)); 4];
         wide.extend([(Value(1.3), Value(1.0)); 3]);
         wide.extend([(Value(1.0), Value(1.3)); 2]);
         let j = judge_pairs(&wide, Better::Higher, rule);
-        assert!(
-            matches!(&j.verdict, Verdict::Inconclusive { why } if why.contains("n = 5 informative")),
-            "{j:?}"
-        );
+        assert!(matches!(&j.verdict, Verdict::NotShown { .. }), "{j:?}");
         // Fewer pairs than the rule's minimum, all tied: too few, whatever they show.
         let few = vec![(Value(1.0), Value(1.0)); 5];
         let j = judge_pairs(&few, Better::Higher, rule);
@@ -1291,11 +1453,17 @@ mod tests {
     fn ties_do_not_count_towards_n() {
         let mut pairs = vec![(Value(0.0), Value(0.0)); 5];
         pairs.push((Value(0.03), Value(0.02)));
+        // Issue 56: ties count against the claim (the interval's dual) — five ties and one
+        // pair the other way cannot show it, and the interval reaches no difference.
         let j = judge_pairs(&pairs, Better::Lower, SIGN);
         assert!(
-            matches!(&j.verdict, Verdict::Inconclusive { why } if why.contains("n = 1 informative")),
+            matches!(
+                &j.verdict,
+                Verdict::NotShown { .. } | Verdict::DoesNotHold { .. }
+            ),
             "{j:?}"
         );
+        assert_eq!(j.counts.pairs, 6);
         // Five of five on one side (p = 0.0625) cannot reach α = 0.05 even with min_n = 5:
         // inconclusive, as the exact interval at n = 5 is, never "does not hold".
         let five = vec![(Value(1.0), Value(2.0)); 5];
@@ -1335,7 +1503,7 @@ mod tests {
             j.detail
                 .as_deref()
                 .unwrap()
-                .contains("smaller than the 5 %")
+                .contains("no difference that matters")
         );
         // Without the margin the same pairs "hold".
         assert_eq!(
@@ -1370,11 +1538,12 @@ mod tests {
         v.extend(vec![Censored { at_least: 60.0 }; 6]);
         let j = judge_values(&v, &Claim::AtMost { value: 5.0 }, SIGN);
         assert_eq!((j.counts.a_better, j.counts.a_worse), (4, 6));
-        assert_eq!(j.verdict, Verdict::DoesNotHold { reversed: false });
+        assert!(matches!(j.verdict, Verdict::NotShown { .. }), "{j:?}");
+        // Nine of ten over the limit: above the claimed at-most, a plain value never reversed.
         let mut w = vec![Value(4.0); 1];
         w.extend(vec![Censored { at_least: 60.0 }; 9]);
         let j = judge_values(&w, &Claim::AtMost { value: 5.0 }, SIGN);
-        assert_eq!(j.verdict, Verdict::DoesNotHold { reversed: true }, "{j:?}");
+        assert_eq!(j.verdict, Verdict::DoesNotHold { reversed: false }, "{j:?}");
         assert_eq!(j.estimate.unwrap().median, f64::INFINITY);
         // A censored run without a bound in the metric's unit is left out, not guessed.
         let u = vec![Censored { at_least: f64::NAN }; 3];
@@ -1385,8 +1554,7 @@ mod tests {
             .map(Value)
             .to_vec();
         let j = judge_values(&s, &Claim::AtLeast { value: 0.9 }, SIGN);
-        assert_eq!(j.verdict, Verdict::DoesNotHold { reversed: false });
-        assert!(j.detail.as_deref().unwrap().starts_with("not shown"));
+        assert!(matches!(j.verdict, Verdict::NotShown { .. }), "{j:?}");
         let e = j.estimate.unwrap();
         assert!(e.low < 0.9 && e.high > 0.9, "{e:?}");
     }
@@ -1430,14 +1598,21 @@ mod tests {
         let four = vec![(Value(40.0), Value(10.0)); 10];
         let j = judge_paired(&four, 0, &claim(3.0), Better::Lower, SIGN);
         assert_eq!(j.verdict, Verdict::Holds, "{j:?}");
+        // Below the claimed 3× on the claimed side of 1: does not hold, not reversed.
         let low = vec![(Value(23.0), Value(10.0)); 10];
         let j = judge_paired(&low, 0, &claim(3.0), Better::Lower, SIGN);
+        assert_eq!(j.verdict, Verdict::DoesNotHold { reversed: false });
+        // The direction flipped beyond the margin: reversed.
+        let flipped = vec![(Value(8.0), Value(10.0)); 10];
+        let j = judge_paired(&flipped, 0, &claim(3.0), Better::Lower, SIGN);
         assert_eq!(j.verdict, Verdict::DoesNotHold { reversed: true });
-        // A censored pair has no ratio: left out and counted.
+        // A censored A of a time has the ratio +∞ (issue 56: as the sign test has it): counted,
+        // above any threshold.
         let mut c = four.clone();
         c.push((Censored { at_least: 60.0 }, Value(10.0)));
         let j = judge_paired(&c, 0, &claim(3.0), Better::Lower, SIGN);
-        assert_eq!((j.counts.left_out, j.counts.censored_runs), (1, 1));
+        assert_eq!((j.counts.left_out, j.counts.censored_runs), (0, 1));
+        assert_eq!(j.verdict, Verdict::Holds);
     }
 
     /// Issue 37: sign, Wilcoxon and interval paths agree on the same evidence — a signed-rank

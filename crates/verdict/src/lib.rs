@@ -15,6 +15,7 @@
 //! Pure functions on fixed data, unit-tested; the shells (reading a results database, running
 //! the packs, writing reproduction.html) come on top.
 
+pub mod cells;
 pub mod findings;
 pub mod judge;
 pub mod outcome;
@@ -22,7 +23,7 @@ pub mod rules;
 pub mod tree;
 
 pub use findings::{Finding, Judged, Study};
-pub use judge::{Claim, Judgement, Rule, RunValue, SettingWinners, Test, Verdict};
+pub use judge::{Claim, Judgement, Rule, RunValue, Scope, SettingWinners, Test, Verdict};
 pub use outcome::{FindingVerdict, verdict_word};
 pub use rules::{Better, Observed};
 pub use tree::Tree;

@@ -44,6 +44,9 @@ pub struct FindingVerdict {
     /// of reproduction.html: finding × value → verdict).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub per: Option<crate::findings::PerValue>,
+    /// Whether the claim is of every cell or of the pooled effect (None: not judged on runs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scope: Option<crate::Scope>,
 }
 
 /// What a finding's estimate is read against: the claim's reference value in the estimate's
@@ -85,7 +88,9 @@ impl Scale {
             Claim::Better { .. } => at_least(1.0 + min_effect),
             Claim::AtLeast { value } | Claim::RatioAtLeast { value, .. } => at_least(*value),
             Claim::AtMost { value } | Claim::RatioAtMost { value, .. } => at_most(*value),
-            Claim::Approx { value, tolerance }
+            Claim::Approx {
+                value, tolerance, ..
+            }
             | Claim::Ratio {
                 value, tolerance, ..
             } => band(*value, *tolerance),
@@ -141,8 +146,8 @@ pub fn p_text(p: f64) -> String {
 /// The n a verdict rests on: informative pairs (or runs) for a test with a p value, else the
 /// values the interval or the count was taken over.
 pub fn shown_n(j: &Judgement) -> usize {
-    if j.p.is_some() {
-        j.counts.informative()
+    if j.p.is_some() || j.deterministic {
+        j.counts.pairs
     } else {
         j.estimate.as_ref().map_or(j.counts.pairs, |e| e.n)
     }
@@ -167,10 +172,13 @@ pub fn tally(verdicts: &[&FindingVerdict]) -> String {
                 .count()
         };
         parts.push(format!(
-            "{label}: {} holds, {} does not hold, {} reversed, {} inconclusive, {} not runnable",
+            "{label}: {} holds, {} does not hold, {} reversed, {} not shown, {} mixed, {} \
+             inconclusive, {} not runnable",
             count("holds"),
             count("does not hold"),
             count("reversed"),
+            count("not shown"),
+            count("mixed"),
             count("inconclusive"),
             count("not runnable")
         ));
@@ -184,6 +192,8 @@ pub fn verdict_word(v: &Verdict) -> &'static str {
         Verdict::Holds => "holds",
         Verdict::DoesNotHold { reversed: true } => "reversed",
         Verdict::DoesNotHold { reversed: false } => "does not hold",
+        Verdict::NotShown { .. } => "not shown",
+        Verdict::Mixed { .. } => "mixed",
         Verdict::Inconclusive { .. } => "inconclusive",
         Verdict::NotRunnable { .. } => "not runnable",
     }
@@ -248,12 +258,76 @@ pub fn estimate_text(j: &Judgement, estimate_of: &str) -> String {
     }
 }
 
+/// The p column: the test's p, or `deterministic` for a comparison of copies (no p).
+pub fn p_column(j: &Judgement) -> String {
+    match j.p {
+        Some(p) => p_text(p),
+        None if j.deterministic => "deterministic".into(),
+        None => String::new(),
+    }
+}
+
+/// A pooled finding's cells as a Markdown table: each cell's n, p, q (within the finding),
+/// estimate and verdict, and which way it goes. Empty for a finding of one cell.
+pub fn cells_markdown(v: &FindingVerdict) -> String {
+    let j = &v.judgement;
+    if j.cells.is_empty() {
+        return String::new();
+    }
+    let scope = match v.scope {
+        Some(crate::Scope::Each) => "claimed of each cell: holds only where every cell holds",
+        _ => "a pooled claim: mixed when a cell goes significantly the other way",
+    };
+    let mut out = format!(
+        "Cells of {} ({scope}; q within the finding):\n\n| cell | n | p | q | estimate (exact CI) | verdict | way |\n|---|---:|---:|---:|---|---|---|\n",
+        v.id
+    );
+    for c in &j.cells {
+        let cj = &c.judgement;
+        let way = if c.toward {
+            "toward the claim"
+        } else if c.against {
+            "**against the claim**"
+        } else {
+            ""
+        };
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} | {way} |\n",
+            c.cell.replace('|', "\\|"),
+            shown_n(cj),
+            p_column(cj),
+            cj.q.map_or(String::new(), p_text),
+            estimate_text(cj, &v.estimate_of),
+            verdict_text(cj).replace('|', "\\|"),
+        ));
+    }
+    out.push('\n');
+    out
+}
+
 /// A judgement's verdict as tables show it: the word in bold, why (inconclusive, not runnable),
 /// the detail, and the runs that did not count.
 pub fn verdict_text(j: &Judgement) -> String {
     let mut verdict = format!("**{}**", verdict_word(&j.verdict));
-    if let Verdict::Inconclusive { why } | Verdict::NotRunnable { why } = &j.verdict {
+    if let Verdict::Inconclusive { why }
+    | Verdict::NotRunnable { why }
+    | Verdict::NotShown { why } = &j.verdict
+    {
         verdict.push_str(&format!(" — {why}"));
+    }
+    if let Verdict::Mixed { cells } = &j.verdict {
+        verdict.push_str(&format!(" — the other way in {}", cells.join("; ")));
+    }
+    if j.deterministic {
+        verdict.push_str(
+            " (deterministic: the repetitions were copies, judged by their value against the margin)",
+        );
+    }
+    if j.counts.copies > 0 && !j.deterministic {
+        verdict.push_str(&format!(
+            "; {} repetitions folded as copies of their cell",
+            j.counts.copies
+        ));
     }
     if let Some(d) = &j.detail {
         verdict.push_str(&format!(" ({d})"));
@@ -288,6 +362,10 @@ pub fn needed_n(v: &FindingVerdict) -> Option<String> {
         return None;
     }
     let c = &j.counts;
+    // When ties make up half the pairs, more repetitions add ties: no extrapolation is meaningful.
+    if c.pairs > 0 && 2 * c.ties >= c.pairs {
+        return None;
+    }
     let n = c.informative();
     let interval_bound = why.contains("interval") || why.contains("within the");
     if j.p.is_some() && !interval_bound && n > 0 {
@@ -303,6 +381,9 @@ pub fn needed_n(v: &FindingVerdict) -> Option<String> {
         let needed = needed
             .max(rule.min_n)
             .max(crate::rules::fewest_informative(rule.alpha));
+        if needed > 10 * n.max(1) {
+            return Some(format!("no realistic n (more than 10× the {n} it has)"));
+        }
         return Some(format!(
             "would need ≈ {needed} informative pairs or runs (has {n}) if the split it shows ({} of {n} on one side) held",
             c.a_better.max(c.a_worse)
@@ -353,6 +434,12 @@ pub fn needed_n(v: &FindingVerdict) -> Option<String> {
     // Said as the interval's n: it can differ from the table's n column, which counts a sign
     // test's informative pairs (ties left out) where the interval holds every pair's ratio.
     let needed = ((e.n as f64) * (half / distance).powi(2)).ceil() as usize;
+    if needed > 10 * e.n {
+        return Some(format!(
+            "no realistic n (the interval's spread would need more than 10× the {} it has)",
+            e.n
+        ));
+    }
     Some(format!(
         "would need the interval's n ≈ {} (it has {}) to clear the edge, if the spread it shows held (it reaches {half:.3} from the median, {:.3} from the edge)",
         needed.max(e.n + 1),
@@ -378,17 +465,17 @@ pub fn markdown(verdicts: &[FindingVerdict]) -> String {
         let with_beside = mine.iter().any(|v| v.beside.is_some());
         out.push_str(&format!("#### {study}: {}\n\n", tally(&mine)));
         out.push_str(
-            "| finding | class | claim | metric | judged as | form | n | p | estimate (exact CI) | seed | verdict |",
+            "| finding | class | claim | metric | judged as | form | n | p | q | estimate (exact CI) | seed | verdict |",
         );
         out.push_str(if with_beside {
-            " beside it (not counted) |\n|---|---|---|---|---|---|---:|---:|---|---|---|---|\n"
+            " beside it (not counted) |\n|---|---|---|---|---|---|---:|---:|---:|---|---|---|---|\n"
         } else {
-            "\n|---|---|---|---|---|---|---:|---:|---|---|---|\n"
+            "\n|---|---|---|---|---|---|---:|---:|---:|---|---|---|\n"
         });
         for v in mine {
             let j = &v.judgement;
             let mut row = format!(
-                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                 cell(&v.id),
                 v.class.name(),
                 cell(&v.claim),
@@ -396,7 +483,8 @@ pub fn markdown(verdicts: &[FindingVerdict]) -> String {
                 cell(&v.test_of),
                 cell(v.form.as_deref().unwrap_or("")),
                 shown_n(j),
-                j.p.map_or(String::new(), p_text),
+                p_column(j),
+                j.q.map_or(String::new(), p_text),
                 estimate_text(j, &v.estimate_of),
                 v.seed_value.map_or(String::new(), |x| x.to_string()),
                 cell(&match needed_n(v) {
@@ -410,6 +498,9 @@ pub fn markdown(verdicts: &[FindingVerdict]) -> String {
                     let mut t = format!("{}: {}, n = {}", b.label(), verdict_text(bj), shown_n(bj));
                     if let Some(p) = bj.p {
                         t.push_str(&format!(", p = {}", p_text(p)));
+                    }
+                    if let Some(q) = bj.q {
+                        t.push_str(&format!(", q = {}", p_text(q)));
                     }
                     let e = estimate_text(bj, &v.estimate_of);
                     if !e.is_empty() {
@@ -426,6 +517,9 @@ pub fn markdown(verdicts: &[FindingVerdict]) -> String {
             out.push('\n');
         }
         out.push('\n');
+        for v in verdicts.iter().filter(|v| v.study == study) {
+            out.push_str(&cells_markdown(v));
+        }
         // Findings judged on the same wins table (e.g. 001-1a and 001-1g) grow the same tree:
         // it is printed once, naming them all.
         let mut trees: Vec<(String, Vec<&str>)> = Vec::new();
@@ -473,6 +567,7 @@ mod tests {
             beside: None,
             scale: None,
             per: None,
+            scope: None,
         }
     }
 

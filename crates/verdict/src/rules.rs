@@ -3,8 +3,9 @@
 //! per-pair ratio, with censored runs (a run that hit its time limit), failed and undefined runs
 //! handled as the findings format states.
 //!
-//! Conventions. A pair is one repetition of one setting, the claim's side A against side B, both
-//! run with the same seed. "A better" follows the metric's direction. A censored run took at least
+//! Conventions. A pair is one repetition of one setting, the claim's side A against side B (with
+//! the same seed along the scenario's contender axis; along another axis, or with a pinned
+//! server, matched by repetition number only). "A better" follows the metric's direction. A censored run took at least
 //! its limit: for a lower-is-better metric it loses its pairing to a finished run and two censored
 //! runs tie (for a higher-is-better metric a censored run's value is unknown, and the pair is left
 //! out and counted). A censored run of a metric that is not a time to completion has no bound in
@@ -79,6 +80,14 @@ pub struct Counts {
     /// results: counted as missing, like failures.
     #[serde(default)]
     pub unpaired: usize,
+    /// Repetitions folded into their cell's one unit because they did not differ (copies):
+    /// their runs count in `runs`, not in the test's n.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub copies: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl Counts {
@@ -341,22 +350,56 @@ pub fn median_interval(values: &[f64], level: f64) -> Option<RatioInterval> {
     })
 }
 
-/// The per-pair ratios A/B of the pairs where both runs have a finite value (a censored or failed
-/// run has no ratio; such pairs are counted by [`sign_test`] and left out here).
-pub fn ratios(pairs: &[(Observed, Observed)]) -> Vec<f64> {
+/// The ratio A/B of one pair, by the convention the sign test uses too (so that the interval of
+/// the median ratio is the test's dual): two equal values are a tie (0/0 = 1), x/0 = +∞; for a
+/// lower-is-better metric a censored run took at least its limit and enters as +∞ (finished
+/// against censored 0, censored against finished +∞, both censored a tie); a censored run of a
+/// higher-is-better metric, or one without a bound, a failed or undefined run has no ratio.
+pub fn ratio_of(a: Observed, b: Observed, better: Better) -> Option<f64> {
+    let finite = |o: Observed| match o {
+        Observed::Value(x) if x.is_finite() => Some(x),
+        _ => None,
+    };
+    let bounded =
+        |o: Observed| matches!(o, Observed::Censored { at_least } if at_least.is_finite());
+    match (finite(a), finite(b)) {
+        (Some(x), Some(y)) if x == y => Some(1.0),
+        (Some(x), Some(0.0)) => Some(if x > 0.0 { f64::INFINITY } else { 0.0 }),
+        (Some(x), Some(y)) => Some(x / y),
+        (Some(_), None) if better == Better::Lower && bounded(b) => Some(0.0),
+        (None, Some(_)) if better == Better::Lower && bounded(a) => Some(f64::INFINITY),
+        (None, None) if better == Better::Lower && bounded(a) && bounded(b) => Some(1.0),
+        _ => None,
+    }
+}
+
+/// The per-pair ratios A/B ([`ratio_of`]): every pair the sign test compares, ties included.
+pub fn ratios(pairs: &[(Observed, Observed)], better: Better) -> Vec<f64> {
     pairs
         .iter()
-        .filter_map(|p| match *p {
-            (Observed::Value(a), Observed::Value(b)) if b != 0.0 => Some(a / b),
-            _ => None,
-        })
-        .filter(|r| r.is_finite())
+        .filter_map(|&(a, b)| ratio_of(a, b, better))
         .collect()
 }
 
 /// The median per-pair ratio A/B and its exact interval.
-pub fn ratio_interval(pairs: &[(Observed, Observed)], level: f64) -> Option<RatioInterval> {
-    median_interval(&ratios(pairs), level)
+pub fn ratio_interval(
+    pairs: &[(Observed, Observed)],
+    better: Better,
+    level: f64,
+) -> Option<RatioInterval> {
+    median_interval(&ratios(pairs, better), level)
+}
+
+/// The two-sided exact sign test that is the dual of the median's order-statistic interval:
+/// values equal to the tested one (ties) count against rejecting it on either side, so the
+/// interval at 1 − α excludes the value exactly when p ≤ α. `below` and `above` are the values on
+/// each side, `ties` those equal to it.
+pub fn dual_sign_p(below: usize, above: usize, ties: usize) -> f64 {
+    let n = below + above + ties;
+    if n == 0 {
+        return 1.0;
+    }
+    (2.0 * binomial_half_cdf(n, below.min(above) + ties)).min(1.0)
 }
 
 /// The smallest two-sided p the sign test (or the exact signed-rank test) can give with `n`
@@ -521,10 +564,41 @@ mod tests {
         p.push((Censored { at_least: 60.0 }, Value(1.0)));
         p.push((Failed, Value(1.0)));
         p.push((Undefined, Value(1.0)));
-        let e = ratio_interval(&p, 0.95).unwrap();
+        let e = ratio_interval(&p, Better::Higher, 0.95).unwrap();
         assert_eq!(e.n, 10);
         assert_eq!((e.low, e.high, e.median), (4.0, 11.0, 7.5));
-        assert!(ratio_interval(&[(Failed, Value(1.0))], 0.95).is_none());
+        assert!(ratio_interval(&[(Failed, Value(1.0))], Better::Lower, 0.95).is_none());
+        // For a time, the censored run is slower than any finished one: +∞, in the interval.
+        let e = ratio_interval(&p, Better::Lower, 0.95).unwrap();
+        assert_eq!(e.n, 11);
+        let mut r = ratios(&p, Better::Lower);
+        r.sort_by(f64::total_cmp);
+        assert_eq!(r.last(), Some(&f64::INFINITY));
+    }
+
+    #[test]
+    fn ties_and_zero_denominators_are_the_same_in_the_ratio_and_the_test() {
+        let l = Better::Lower;
+        assert_eq!(ratio_of(Value(0.0), Value(0.0), l), Some(1.0));
+        assert_eq!(ratio_of(Value(0.004), Value(0.0), l), Some(f64::INFINITY));
+        assert_eq!(ratio_of(Value(0.0), Value(0.004), l), Some(0.0));
+        let c = Censored { at_least: 60.0 };
+        assert_eq!(ratio_of(Value(5.0), c, l), Some(0.0));
+        assert_eq!(ratio_of(c, Value(5.0), l), Some(f64::INFINITY));
+        assert_eq!(ratio_of(c, c, l), Some(1.0));
+        assert_eq!(ratio_of(c, Value(5.0), Better::Higher), None);
+        assert_eq!(ratio_of(Failed, Value(5.0), l), None);
+        // 6 of 6 on one side, no ties: 2/64; three ties count against: 2·P(B(9) ≤ 3) = 0.508.
+        assert!((dual_sign_p(6, 0, 0) - 2.0 / 64.0).abs() < 1e-12);
+        assert!((dual_sign_p(6, 0, 3) - 2.0 * 130.0 / 512.0).abs() < 1e-12);
+        // Duality: the 95 % interval of these nine ratios reaches 1 exactly when p > 0.05.
+        let r = [1.0, 1.0, 1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6];
+        let e = median_interval(&r, 0.95).unwrap();
+        assert!(e.low <= 1.0);
+        let r = [1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7, 1.8, 1.0];
+        let e = median_interval(&r, 0.95).unwrap();
+        // 8 above, 1 tie: p = 2·P(B(9) ≤ 1) = 0.039 < 0.05 and the interval's lower end is above 1.
+        assert!(dual_sign_p(0, 8, 1) < 0.05 && e.low > 1.0, "{e:?}");
     }
 
     #[test]
