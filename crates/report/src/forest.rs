@@ -74,7 +74,7 @@ pub fn forest_svg(study: &str, verdicts: &[FindingVerdict]) -> String {
          viewBox=\"0 0 {WIDTH} {height}\" font-family=\"DejaVu Sans, sans-serif\" font-size=\"11\">\n\
          <rect width=\"{WIDTH}\" height=\"{height}\" fill=\"white\"/>\n\
          <text x=\"10\" y=\"18\" font-size=\"14\" font-weight=\"bold\">{}: quiclab's estimate against each claim</text>\n\
-         <text x=\"10\" y=\"34\" fill=\"#555\">median (dot) and exact interval (bar) ÷ the claim's reference; shaded: what the claim asks; ◇ the seed's number; ○ beside it (not counted)</text>\n",
+         <text x=\"10\" y=\"34\" fill=\"#555\">median (dot) and exact interval (bar) ÷ the claim's reference; ticks: each cell's median; shaded: what the claim asks; ◇ the seed's number; ○ beside it (not counted)</text>\n",
         esc(study)
     );
     let mut y = TOP;
@@ -198,6 +198,24 @@ fn row(s: &mut String, v: &FindingVerdict, y: f64) {
         && let Some(e) = &b.judgement.estimate
     {
         interval(s, e, r, mid + 5.0, "#999", false);
+    }
+    // Each cell's median: a short tick in its verdict's colour, under the pooled estimate.
+    for cell in &j.cells {
+        if let Some(e) = &cell.judgement.estimate
+            && e.median.is_finite()
+            && e.level < 1.0
+        {
+            let (x, _) = x_of(e.median / r);
+            let _ = writeln!(
+                s,
+                "<line x1=\"{x:.1}\" y1=\"{:.1}\" x2=\"{x:.1}\" y2=\"{:.1}\" stroke=\"{}\" stroke-width=\"1.5\"><title>{}: {}</title></line>",
+                mid + 3.0,
+                mid + 8.0,
+                colour(&cell.judgement.verdict),
+                esc(&cell.cell),
+                verdict_word(&cell.judgement.verdict)
+            );
+        }
     }
     if let Some(e) = &j.estimate {
         interval(s, e, r, mid, c, true);

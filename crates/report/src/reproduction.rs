@@ -313,7 +313,7 @@ fn study_section(h: &mut String, s: &Study, verdicts: &[FindingVerdict], packs: 
     h.push_str(
         "<h3>Findings</h3>\n<table><tr><th>finding</th><th>class</th><th>source</th><th>claim</th>\
          <th>judged on</th><th>seed</th><th>quiclab (exact CI, n)</th><th>test</th><th>p</th>\
-         <th>verdict</th></tr>\n",
+         <th>q</th><th>verdict</th></tr>\n",
     );
     let mine: Vec<&FindingVerdict> = verdicts.iter().filter(|v| v.study == s.name).collect();
     for v in &mine {
@@ -483,11 +483,57 @@ fn finding_row(h: &mut String, v: &FindingVerdict, packs: &[PackScenario], diffe
         t
     });
     let mut why = match &j.verdict {
-        Verdict::Inconclusive { why } | Verdict::NotRunnable { why } => {
+        Verdict::Inconclusive { why }
+        | Verdict::NotRunnable { why }
+        | Verdict::NotShown { why } => {
             format!("<br><span class=\"why\">{}</span>", esc(why))
         }
+        Verdict::Mixed { cells } => format!(
+            "<br><span class=\"why\">the other way in {}</span>",
+            esc(&cells.join("; "))
+        ),
         _ => String::new(),
     };
+    if j.deterministic {
+        why.push_str(
+            "<br><span class=\"why\">deterministic: the repetitions were copies, judged by their \
+             value against the margin (no p)</span>",
+        );
+    }
+    if !j.cells.is_empty() {
+        let _ = write!(
+            why,
+            "<details><summary>{} cells ({})</summary><table><tr><th>cell</th><th>n</th><th>p</th>\
+             <th>q</th><th>estimate (exact CI)</th><th>verdict</th></tr>",
+            j.cells.len(),
+            match v.scope {
+                Some(quiclab_verdict::Scope::Each) => "every cell must hold",
+                _ => "pooled; mixed when a cell goes significantly the other way",
+            }
+        );
+        for c in &j.cells {
+            let cj = &c.judgement;
+            let way = if c.against {
+                " — against the claim"
+            } else if c.toward {
+                " — toward it"
+            } else {
+                ""
+            };
+            let _ = write!(
+                why,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"{}\">{}{way}</td></tr>",
+                esc(&c.cell),
+                quiclab_verdict::outcome::shown_n(cj),
+                esc(&quiclab_verdict::outcome::p_column(cj)),
+                cj.q.map_or(String::new(), quiclab_verdict::outcome::p_text),
+                esc(&quiclab_verdict::outcome::estimate_text(cj, &v.estimate_of)),
+                verdict_class(&cj.verdict),
+                verdict_word(&cj.verdict),
+            );
+        }
+        why.push_str("</table></details>");
+    }
     if let Some(b) = &v.beside {
         let bj = &b.judgement;
         let estimate = quiclab_verdict::outcome::estimate_text(bj, &v.estimate_of);
@@ -498,8 +544,12 @@ fn finding_row(h: &mut String, v: &FindingVerdict, packs: &[PackScenario], diffe
             verdict_word(&bj.verdict),
             quiclab_verdict::outcome::shown_n(bj),
             bj.p.map_or(String::new(), |p| format!(
-                ", p = {}",
-                quiclab_verdict::outcome::p_text(p)
+                ", p = {}{}",
+                quiclab_verdict::outcome::p_text(p),
+                bj.q.map_or(String::new(), |q| format!(
+                    ", q = {}",
+                    quiclab_verdict::outcome::p_text(q)
+                ))
             )),
             if estimate.is_empty() {
                 String::new()
@@ -523,14 +573,19 @@ fn finding_row(h: &mut String, v: &FindingVerdict, packs: &[PackScenario], diffe
     let _ = writeln!(
         h,
         "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{on}</td><td>{}</td><td>{value}</td>\
-         <td>{}</td><td>{}</td><td class=\"{}\"><b>{}</b>{why}</td></tr>",
+         <td>{}</td><td>{}</td><td>{}</td><td class=\"{}\"><b>{}</b>{why}</td></tr>",
         esc(&v.id),
         v.class.name(),
         esc(&v.source),
         esc(&v.claim),
         v.seed_value.map_or("—".into(), |x| format!("{x}")),
         esc(&test),
-        j.p.map_or("—".into(), quiclab_verdict::outcome::p_text),
+        match j.p {
+            Some(p) => quiclab_verdict::outcome::p_text(p),
+            None if j.deterministic => "deterministic".into(),
+            None => "—".into(),
+        },
+        j.q.map_or("—".into(), quiclab_verdict::outcome::p_text),
         verdict_class(&j.verdict),
         verdict_word(&j.verdict),
     );

@@ -1016,7 +1016,15 @@ pub fn generated_docs(lib: &Library) -> Result<Vec<(PathBuf, String)>> {
     let packs = quiclab_report::reproduction::packs_of(tmp.path(), &verdicts)?;
     let figure = |study: &str| format!("figures/reproduction-{study}.svg");
     let summary = docs::summary(&studies, &verdicts);
-    let mut out = Vec::new();
+    // The sentences of "Reading the verdicts": generated, so that none inverts a direction.
+    let mut reading = String::new();
+    for s in &studies {
+        let part = quiclab_verdict::prose::reading(&s.name, &verdicts);
+        if !part.is_empty() {
+            reading.push_str(&format!("**{}**\n\n{part}\n", s.name));
+        }
+    }
+    let mut texts: BTreeMap<&str, String> = BTreeMap::new();
     for (file, name, part) in [
         (
             "docs/reproductions.md",
@@ -1027,11 +1035,15 @@ pub fn generated_docs(lib: &Library) -> Result<Vec<(PathBuf, String)>> {
                 docs::verdict_sections(&studies, &verdicts, &packs, &figure)
             ),
         ),
+        ("docs/reproductions.md", "reading", reading),
         ("README.md", "summary", summary.clone()),
     ] {
         let path = lib.root.join(file);
-        let text = std::fs::read_to_string(&path)
-            .with_context(|| format!("reading {}", path.display()))?;
+        let text = match texts.remove(file) {
+            Some(t) => t,
+            None => std::fs::read_to_string(&path)
+                .with_context(|| format!("reading {}", path.display()))?,
+        };
         let new = docs::replace_between(&text, name, &part).ok_or_else(|| {
             let (b, e) = docs::markers(name);
             anyhow!(
@@ -1039,8 +1051,12 @@ pub fn generated_docs(lib: &Library) -> Result<Vec<(PathBuf, String)>> {
                 path.display()
             )
         })?;
-        out.push((PathBuf::from(file), new));
+        texts.insert(file, new);
     }
+    let mut out: Vec<(PathBuf, String)> = texts
+        .into_iter()
+        .map(|(f, t)| (PathBuf::from(f), t))
+        .collect();
     for s in &studies {
         out.push((
             PathBuf::from("docs").join(figure(&s.name)),

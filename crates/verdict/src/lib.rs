@@ -19,6 +19,7 @@ pub mod cells;
 pub mod findings;
 pub mod judge;
 pub mod outcome;
+pub mod prose;
 pub mod rules;
 pub mod tree;
 
