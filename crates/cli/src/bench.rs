@@ -98,19 +98,38 @@ pub struct BenchLinkArgs {
 }
 
 pub fn run(cmd: BenchCommand) -> Result<i32> {
+    let library = || quiclab_runner::reproduce::Library::find(None);
     match cmd {
-        BenchCommand::Link(args) => bench_link(args),
-        BenchCommand::Stacks(args) => bench_stacks(args),
+        BenchCommand::Link(args) => {
+            let link =
+                crate::link_args::params(quiclab_model::WorkloadKind::Bulk, &[&args.host])?.link;
+            let bench = LinkBench {
+                scheduler: SchedulerOptions::of(&link),
+                steering: link.steering,
+                offload: link.offload,
+                discipline: args.queue_discipline,
+                quick: args.quick,
+                log: true,
+            };
+            let doc = bench.run(&args.only, &args.max_rates, args.mix_runs)?;
+            print_json(args.json, &doc).map(|_| 0)
+        }
+        BenchCommand::Stacks(args) => {
+            print_json(args.json, &quiclab_workload::bench::stacks(args.size)?).map(|_| 0)
+        }
         BenchCommand::Runner(args) => bench_runner(args),
         BenchCommand::Jobs(a) => {
-            let lib = quiclab_runner::reproduce::Library::find(None)?;
-            quiclab_runner::equivalence::bench_jobs(&lib, &a.only, a.jobs, a.quick, &a.out)?;
-            Ok(0)
+            quiclab_runner::equivalence::bench_jobs(&library()?, &a.only, a.jobs, a.quick, &a.out)
+                .map(|_| 0)
         }
         BenchCommand::Noise(a) => {
-            let lib = quiclab_runner::reproduce::Library::find(None)?;
             let grids = quiclab_runner::noise_bench::bench_noise(
-                &lib, &a.only, &a.sides, a.pattern, a.quick, &a.out,
+                &library()?,
+                &a.only,
+                &a.sides,
+                a.pattern,
+                a.quick,
+                &a.out,
             )?;
             Ok(quiclab_runner::noise_bench::exit_code(&grids))
         }
@@ -118,29 +137,12 @@ pub fn run(cmd: BenchCommand) -> Result<i32> {
     }
 }
 
-fn bench_link(args: BenchLinkArgs) -> Result<i32> {
-    let options = crate::link_args::params(quiclab_model::WorkloadKind::Bulk, &[&args.host])?.link;
-    let bench = LinkBench {
-        scheduler: SchedulerOptions::of(&options),
-        steering: options.steering,
-        offload: options.offload,
-        discipline: args.queue_discipline,
-        quick: args.quick,
-        log: true,
-    };
-    let doc = bench.run(&args.only, &args.max_rates, args.mix_runs)?;
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+/// `--json`: the document, pretty.
+fn print_json(on: bool, doc: &impl serde::Serialize) -> Result<()> {
+    if on {
+        println!("{}", serde_json::to_string_pretty(doc)?);
     }
-    Ok(0)
-}
-
-fn bench_stacks(args: BenchStacksArgs) -> Result<i32> {
-    let rows = quiclab_workload::bench::stacks(args.size)?;
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&rows)?);
-    }
-    Ok(0)
+    Ok(())
 }
 
 #[derive(clap::Args, Debug)]
@@ -159,10 +161,9 @@ pub struct BenchRunnerArgs {
 
 fn bench_runner(args: BenchRunnerArgs) -> Result<i32> {
     let report = quiclab_runner::bench::run(args.runs, args.out.as_deref())?;
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&report.doc)?);
-    } else {
+    if !args.json {
         println!("{report}");
     }
+    print_json(args.json, &report.doc)?;
     Ok(if report.passed { 0 } else { 1 })
 }

@@ -176,6 +176,59 @@ fn clean_removes_what_a_killed_lab_left() {
     );
 }
 
+/// A lab's child that outlived its lab (its owner killed mid-teardown, the namespaces' names
+/// gone) is found by the lab id in its environment and ended; a process with a live owner, or in
+/// the host's namespace, is left alone.
+#[test]
+fn clean_ends_a_lab_child_whose_lab_is_gone() {
+    if !root_or_skip("clean_ends_a_lab_child_whose_lab_is_gone") {
+        return;
+    }
+    let mut gone = std::process::Command::new("true").spawn().unwrap();
+    let dead = gone.id();
+    gone.wait().unwrap();
+    let start = |lab: String, own_namespace: bool| {
+        let mut c = if own_namespace {
+            let mut c = std::process::Command::new("unshare");
+            c.args(["-n", "sleep", "60"]);
+            c
+        } else {
+            let mut c = std::process::Command::new("sleep");
+            c.arg("60");
+            c
+        };
+        c.env("QUICLAB_LAB", lab).spawn().unwrap()
+    };
+    let mut orphan = start(format!("ql-{dead}-0"), true);
+    let mut owned = start(format!("ql-{}-0", std::process::id()), true);
+    let mut host = start(format!("ql-{dead}-1"), false);
+    std::thread::sleep(Duration::from_millis(300));
+    let out = quiclab().args(["clean", "--json"]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let ended: Vec<i64> = report["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p.as_i64())
+        .collect();
+    assert!(ended.contains(&(orphan.id() as i64)), "{report}");
+    assert!(
+        orphan.wait().unwrap().code().is_none(),
+        "the orphan was killed"
+    );
+    for c in [&mut owned, &mut host] {
+        assert!(!ended.contains(&(c.id() as i64)), "{report}");
+        assert!(c.try_wait().unwrap().is_none(), "left alone");
+        c.kill().unwrap();
+        c.wait().unwrap();
+    }
+}
+
 #[test]
 fn calibrate_json_reports_configured_and_measured_figures() {
     if !root_or_skip("calibrate") {

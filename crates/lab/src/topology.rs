@@ -749,10 +749,65 @@ pub fn clean_stale() -> Result<CleanReport> {
             _ => clean_namespace(&name, &mut report),
         }
     }
+    // Processes a lab started that outlived it: a lab's teardown deleted the namespaces' names,
+    // but a child that escaped its end (its owner killed mid-teardown) keeps an unnamed
+    // namespace alive. They carry their lab's id in QUICLAB_LAB.
+    let live: std::collections::HashSet<&str> =
+        report.skipped_live.iter().map(String::as_str).collect();
+    for pid in orphaned_lab_processes(&live) {
+        process::signal_group(pid, libc::SIGKILL);
+        process::signal(pid, libc::SIGKILL);
+        report.processes.push(pid);
+    }
     // What dead processes left on disk: their temporary work directories and pinned binaries.
     report.work_dirs = quiclab_outputs::remove_stale_scratch();
     report.pinned = quiclab_outputs::remove_stale_pins();
     Ok(report)
+}
+
+/// Processes started by a lab whose owner is dead: `QUICLAB_LAB=ql-<owner pid>-<n>` in their
+/// environment (set on every command a lab starts), the owner's PID no longer alive, the lab not
+/// among `live`, and running outside this process's network namespace (a lab command always
+/// runs inside one of its lab's). Only what quiclab started matches all four.
+pub fn orphaned_lab_processes(live: &std::collections::HashSet<&str>) -> Vec<i32> {
+    use std::os::unix::fs::MetadataExt;
+    let me = std::process::id() as i32;
+    let Ok(host) = std::fs::metadata("/proc/self/ns/net").map(|m| m.ino()) else {
+        return Vec::new();
+    };
+    let Ok(proc_dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    for pid in proc_dir
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&p| p != me)
+    {
+        let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
+            continue;
+        };
+        let Some(lab) = environ
+            .split(|&b| b == 0)
+            .find_map(|kv| kv.strip_prefix(b"QUICLAB_LAB="))
+            .and_then(|v| std::str::from_utf8(v).ok())
+        else {
+            continue;
+        };
+        let Some(owner) = lab
+            .strip_prefix(NAMESPACE_PREFIX)
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|p| p.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let outside =
+            std::fs::metadata(format!("/proc/{pid}/ns/net")).is_ok_and(|m| m.ino() != host);
+        if outside && !live.contains(lab) && !process::pid_exists(owner) {
+            found.push(pid);
+        }
+    }
+    found
 }
 
 fn clean_namespace(name: &str, report: &mut CleanReport) {
