@@ -95,6 +95,9 @@ pub fn run(args: ReproduceArgs) -> Result<i32> {
         println!("{}", serde_json::to_string_pretty(&verdicts)?);
     } else {
         verdicts.iter().for_each(|v| println!("{v}"));
+        quiclab_runner::reproduce::tallies(verdicts)
+            .iter()
+            .for_each(|t| println!("{t}"));
         println!(
             "{}\n{}\n{}",
             done.json.display(),

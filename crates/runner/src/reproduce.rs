@@ -495,6 +495,20 @@ pub fn judge_study(
     Ok(out)
 }
 
+/// The counts per study, one line each (`panda2019: reproductions: 7 holds, … not shown, …`):
+/// "not shown" and "mixed" apart from "does not hold".
+pub fn tallies(verdicts: &[FindingVerdict]) -> Vec<String> {
+    let mut studies: Vec<&str> = verdicts.iter().map(|v| v.study.as_str()).collect();
+    studies.dedup();
+    studies
+        .into_iter()
+        .map(|s| {
+            let mine: Vec<&FindingVerdict> = verdicts.iter().filter(|v| v.study == s).collect();
+            format!("{s}: {}", quiclab_verdict::outcome::tally(&mine))
+        })
+        .collect()
+}
+
 /// The keys of the runs some finding of `study` judges in `scenario`'s full plan (its stored
 /// `text`, at `repetitions` when the pack overrode them); empty when the text does not parse.
 fn judged_keys(

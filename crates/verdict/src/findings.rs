@@ -893,6 +893,7 @@ pub fn validate_plans(
             rule,
             beside,
             pin,
+            scope,
             ..
         } = &f.judged
         else {
@@ -1027,6 +1028,47 @@ pub fn validate_plans(
         } else {
             rule.min_n.max(crate::rules::fewest_informative(rule.alpha))
         };
+        // A claim of each cell is judged per cell: every cell must be able to reach the test's n.
+        if *scope == Scope::Each && rule.test != Test::Wins {
+            let mut per_cell: BTreeMap<BTreeMap<&String, &String>, (usize, usize)> =
+                BTreeMap::new();
+            for r in matching.iter().filter(&admitted) {
+                let side = claim
+                    .sides()
+                    .map(|(axis, a, _)| r.params.get(axis).map(String::as_str) == Some(a));
+                let cell: BTreeMap<&String, &String> = r
+                    .params
+                    .iter()
+                    .filter(|(k, _)| {
+                        claim.sides().is_none_or(|(axis, _, _)| k.as_str() != axis)
+                            && pin.as_ref().is_none_or(|p| k.as_str() != p.param)
+                    })
+                    .collect();
+                let e = per_cell.entry(cell).or_default();
+                match side {
+                    Some(false) => e.1 += 1,
+                    _ => e.0 += 1,
+                }
+            }
+            let fewest = per_cell
+                .values()
+                .map(|&(a, b)| if claim.sides().is_some() { a.min(b) } else { a })
+                .min()
+                .unwrap_or(0);
+            let floor = crate::rules::fewest_informative(rule.alpha);
+            if fewest < floor {
+                return Err(at(
+                    "scope",
+                    format!(
+                        "\"each\" judges every cell on its own, and a cell of {scenario} within \
+                         `where` has {fewest} pairs (or runs), fewer than the {floor} a test at α = \
+                         {} needs: no cell could hold; plan more repetitions or judge the pooled \
+                         effect (\"overall\")",
+                        rule.alpha
+                    ),
+                ));
+            }
+        }
         // Issue 56: a plan with at least 20 % more than the rule needs, so that one flagged or
         // failed run does not turn a verdict into "too few".
         if needed <= reachable && (needed as f64) * PLAN_SLACK > reachable as f64 {
@@ -1454,6 +1496,28 @@ per = { axis = "server", values = ["quiclab", "caddy"] }
         assert!(
             e.contains("at least 20 % more")
                 && e.contains("000-5a: min_n 11 (needs 11) of 12 pairs"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_scope_is_each_or_overall_and_each_needs_cells_a_test_can_decide() {
+        let each = FILE.replacen("min_n = 10", "min_n = 10\nscope = \"each\"", 1);
+        check(&each).unwrap();
+        let e = parse(&each.replace("\"each\"", "\"every\""), "t.toml").unwrap_err();
+        assert!(e.contains("key \"scope\"") && e.contains("\"each\""), "{e}");
+        // Cells of five repetitions: no cell of a claim of each could hold.
+        let thin = S3.replace("repetitions = 12", "repetitions = 5");
+        let study = parse(&each, "t.toml").unwrap();
+        let e = validate(
+            &study,
+            "t.toml",
+            |name| (name == "carlucci2015-s3").then(|| (thin.clone(), "s3.toml".into())),
+            |_, m| (m == "plt_ms").then(|| MetricDef::completion_time("plt_ms", "PLT", "ms")),
+        )
+        .unwrap_err();
+        assert!(
+            e.contains("key \"scope\"") && e.contains("has 5 pairs"),
             "{e}"
         );
     }
