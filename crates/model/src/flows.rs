@@ -32,6 +32,12 @@ pub struct FlowResult {
     /// existed read as None).
     #[serde(default)]
     pub goodput_cv: Option<f64>,
+    /// How much the flow's congestion window oscillated: the coefficient of variation of the
+    /// server's window samples (every 5 ms, TCP_INFO or quinn's path) over the cutoff window —
+    /// the seed's "cwnd oscillations" (Carlucci et al. 2015, Fig. 6). None with fewer than two
+    /// samples; runs stored before it existed read as None.
+    #[serde(default)]
+    pub cwnd_cv: Option<f64>,
     /// Application bytes received.
     pub bytes: u64,
     pub complete: bool,
@@ -163,6 +169,14 @@ impl WorkloadResult for FlowsResult {
             "",
         )
         .undefined_when("the flow moved data in fewer than two bins"),
+        MetricDef::lower(
+            "first_flow_cwnd_cv",
+            "First flow's congestion-window variation (CV of its samples)",
+            "",
+        )
+        .undefined_when(
+            "the server logged fewer than two window samples of the flow in its window",
+        ),
         MetricDef::higher(
             "fec_rebuilt_share",
             "Share of the FEC flows' lost datagrams rebuilt",
@@ -193,6 +207,10 @@ impl WorkloadResult for FlowsResult {
             (
                 "first_flow_goodput_cv",
                 self.flows.first().and_then(|f| f.goodput_cv),
+            ),
+            (
+                "first_flow_cwnd_cv",
+                self.flows.first().and_then(|f| f.cwnd_cv),
             ),
             ("fec_rebuilt_share", self.fec_rebuilt_share()),
             ("cpu_client_s", Some(self.cpu_client_s)),

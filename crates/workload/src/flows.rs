@@ -262,9 +262,9 @@ impl Workload for FlowsRun {
         let (ports, port_of_flow) = self.layout();
         let mut serve = harness::serve_config(lab, &work, ports[0].1);
         serve.extra_ports = ports[1..].to_vec();
-        if work.is_kept() {
-            serve.cwnd_log = Some(work.join("cwnd.csv"));
-        }
+        // The server samples every connection's window (every 5 ms): the flows' cwnd variation is a
+        // metric of every run, and a kept run's series.
+        serve.cwnd_log = Some(work.join("cwnd.csv"));
         let server_pid = harness::start_server(lab, &work, serve)?;
         let server_ip: IpAddr = if self.ipv6 {
             lab.address_v6(Side::Server).into()
@@ -308,10 +308,7 @@ impl Workload for FlowsRun {
         )?;
         let (server_cpu, fidelity) = (end.server_cpu_s, end.fidelity);
         let client = end.client?;
-        let cwnd_csv = work
-            .is_kept()
-            .then(|| std::fs::read_to_string(work.join("cwnd.csv")).ok())
-            .flatten();
+        let cwnd_csv = std::fs::read_to_string(work.join("cwnd.csv")).ok();
         let fec_log = self
             .stack
             .fec
@@ -366,6 +363,7 @@ impl FlowsRun {
         let n_bins = span_end.saturating_sub(origin).div_ceil(bin_ns).max(1);
         let end = origin + n_bins * bin_ns;
 
+        let windows_of = cwnd_samples_by_port(cwnd_csv);
         let mut bins_of: Vec<Option<Bins>> = Vec::new();
         let mut flows = Vec::new();
         for (i, (spec_f, outcome)) in self.mix.flows.iter().zip(&client.flows).enumerate() {
@@ -384,6 +382,7 @@ impl FlowsRun {
                 goodput_mbps: None,
                 goodput_window: "cutoff".into(),
                 goodput_cv: None,
+                cwnd_cv: None,
                 bytes: 0,
                 complete: false,
                 handshake_ms: None,
@@ -417,6 +416,9 @@ impl FlowsRun {
             let (start, stop) = (r.start_ns, r.end_ns);
             let window = bins.window_in(start + cutoff_ns, stop.saturating_sub(cutoff_ns));
             fr.goodput_cv = bins.cv(window.clone());
+            fr.cwnd_cv = windows_of
+                .get(&r.local_port)
+                .and_then(|w| cwnd_cv(w, start + cutoff_ns, stop.saturating_sub(cutoff_ns)));
             fr.goodput_mbps = match bins.mean_bps(window) {
                 Some(g) => Some(g / 1e6),
                 None => {
@@ -622,6 +624,38 @@ impl FlowsRun {
     }
 }
 
+/// The raw window samples of cwnd.csv by the client's port: (CLOCK_MONOTONIC ns, bytes).
+fn cwnd_samples_by_port(csv: Option<&str>) -> BTreeMap<u16, Vec<(u64, f64)>> {
+    let mut out: BTreeMap<u16, Vec<(u64, f64)>> = BTreeMap::new();
+    for s in csv
+        .map(quiclab_model::cwnd::read_samples)
+        .unwrap_or_default()
+    {
+        if let Some(port) = s.peer_port {
+            out.entry(port)
+                .or_default()
+                .push((s.t_mono_ns, s.cwnd_bytes));
+        }
+    }
+    out
+}
+
+/// The coefficient of variation (population standard deviation over mean) of the window samples
+/// taken in `[from, to)` (CLOCK_MONOTONIC ns); None with fewer than two, or a mean of 0.
+pub fn cwnd_cv(samples: &[(u64, f64)], from: u64, to: u64) -> Option<f64> {
+    let xs: Vec<f64> = samples
+        .iter()
+        .filter(|(t, _)| *t >= from && *t < to)
+        .map(|&(_, w)| w)
+        .collect();
+    if xs.len() < 2 {
+        return None;
+    }
+    let mean = xs.iter().sum::<f64>() / xs.len() as f64;
+    let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / xs.len() as f64;
+    (mean > 0.0).then(|| var.sqrt() / mean)
+}
+
 /// cwnd samples of cwnd.csv by the client's port, as (s since the emulator's start, bytes).
 pub fn cwnd_by_peer_port(csv: &str, epoch_ns: u64) -> BTreeMap<u16, Vec<(f64, f64)>> {
     let mut out: BTreeMap<u16, Vec<(f64, f64)>> = BTreeMap::new();
@@ -640,6 +674,23 @@ mod tests {
 
     fn run(mix: &str, amount: FlowAmount) -> FlowsRun {
         FlowsRun::new(FlowMix::parse_joined(mix).unwrap(), amount)
+    }
+
+    #[test]
+    fn the_window_variation_is_taken_over_the_cutoff_window_only() {
+        // 10 000 and 20 000 bytes alternate inside [100, 200); the spikes outside do not count.
+        let s = [
+            (50, 1e9),
+            (100, 10_000.0),
+            (150, 20_000.0),
+            (199, 10_000.0),
+            (250, 1e9),
+        ];
+        let cv = cwnd_cv(&s, 100, 200).unwrap();
+        // mean 13 333, population sd 4 714: CV 0.354.
+        assert!((cv - 4714.045 / 13333.333).abs() < 1e-4, "{cv}");
+        assert_eq!(cwnd_cv(&s, 100, 101), None);
+        assert_eq!(cwnd_cv(&[(1, 5.0), (2, 5.0)], 0, 10), Some(0.0));
     }
 
     #[test]
