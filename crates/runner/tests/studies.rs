@@ -22,7 +22,7 @@ fn every_study_file_validates_against_the_scenarios_and_metrics() {
         let text = std::fs::read_to_string(&file).unwrap();
         let study =
             quiclab_verdict::findings::parse(&text, &name).unwrap_or_else(|e| panic!("{e}"));
-        quiclab_verdict::findings::validate_plans(
+        quiclab_verdict::findings::validate(
             &study,
             &name,
             |scenario| {

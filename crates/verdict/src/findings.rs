@@ -856,24 +856,13 @@ pub fn parse(text: &str, file: &str) -> Result<Study, String> {
 /// some run of the scenario has, a compared axis has both values among those runs, and the
 /// metric is one the scenario's workload declares (`metric_def` gives its declaration), and a
 /// magnitude band on a metric with a no-effect value (a ratio's 1) does not contain it unless it
-/// is centred on it (equivalence). Errors name the file, the
-/// finding's line and the key.
+/// is centred on it (equivalence), and the plan leaves a failed run's slack. Errors name the
+/// file, the finding's line and the key.
+///
+/// Returns the findings whose plan gives no more pairs (or runs) than the fewest a test at α
+/// needs (6 at 0.05): only more repetitions of their scenario give them the slack [`PLAN_SLACK`]
+/// asks for.
 pub fn validate(
-    study: &Study,
-    file: &str,
-    scenario_text: impl Fn(&str) -> Option<(String, String)>,
-    metric_def: impl Fn(
-        quiclab_experiment::WorkloadKind,
-        &str,
-    ) -> Option<quiclab_experiment::metric::MetricDef>,
-) -> Result<(), String> {
-    validate_plans(study, file, scenario_text, metric_def).map(|_| ())
-}
-
-/// [`validate`], returning the findings whose plan gives no more pairs (or runs) than the
-/// fewest a test at α needs (6 at 0.05): only more repetitions of their scenario give them the
-/// slack [`PLAN_SLACK`] asks for.
-pub fn validate_plans(
     study: &Study,
     file: &str,
     scenario_text: impl Fn(&str) -> Option<(String, String)>,
@@ -1548,6 +1537,7 @@ per = { axis = "server", values = ["quiclab", "caddy"] }
                 _ => None,
             },
         )
+        .map(|_| ())
     }
 
     #[test]

@@ -277,19 +277,7 @@ pub fn pair(
     a: &str,
     b: &str,
 ) -> (Vec<(Observed, Observed)>, usize) {
-    pair_pinned(runs, filter, axis, a, b, None)
-}
-
-/// [`pair`], the two sides also differing in `pin`'s setting.
-pub fn pair_pinned(
-    runs: &[RunValue],
-    filter: &BTreeMap<String, String>,
-    axis: &str,
-    a: &str,
-    b: &str,
-    pin: Option<&Pin>,
-) -> (Vec<(Observed, Observed)>, usize) {
-    let (cells, unpaired) = pair_cells(runs, filter, axis, a, b, pin);
+    let (cells, unpaired) = pair_cells(runs, filter, axis, a, b, None);
     (cells.into_iter().flat_map(|c| c.pairs).collect(), unpaired)
 }
 
@@ -303,22 +291,7 @@ pub struct CellPairs {
     pub pairs: Vec<(Observed, Observed)>,
 }
 
-/// A cell as tables name it: `loss = 2%, rate = 10mbit` (the parameters the finding's filter
-/// fixes left out: they are the same in every cell).
-pub fn cell_label(cell: &Cell, filter: &BTreeMap<String, String>) -> String {
-    let parts: Vec<String> = cell
-        .iter()
-        .filter(|(k, _)| !filter.contains_key(*k))
-        .map(|(k, v)| format!("{k} = {v}"))
-        .collect();
-    if parts.is_empty() {
-        "all".into()
-    } else {
-        parts.join(", ")
-    }
-}
-
-/// [`pair_pinned`], the pairs grouped by cell (every parameter but the axis, the pinned one and
+/// The pairs of `runs` along `axis` (the two sides also differing in `pin`'s setting), grouped by cell (every parameter but the axis, the pinned one and
 /// the repetition).
 pub fn pair_cells(
     runs: &[RunValue],
@@ -1116,6 +1089,10 @@ mod tests {
         }
     }
 
+    fn flat((cells, unpaired): (Vec<CellPairs>, usize)) -> (Vec<(Observed, Observed)>, usize) {
+        (cells.into_iter().flat_map(|c| c.pairs).collect(), unpaired)
+    }
+
     #[test]
     fn a_pinned_setting_pairs_each_side_with_its_own_value() {
         // fec stands in for a server: side A (h3) from fec = 2, side B (h1) from fec = 0.
@@ -1131,8 +1108,14 @@ mod tests {
             a: "2".into(),
             b: "0".into(),
         };
-        let (pairs, unpaired) =
-            pair_pinned(&runs, &BTreeMap::new(), "protocol", "h3", "h1", Some(&pin));
+        let (pairs, unpaired) = flat(pair_cells(
+            &runs,
+            &BTreeMap::new(),
+            "protocol",
+            "h3",
+            "h1",
+            Some(&pin),
+        ));
         assert_eq!((pairs.len(), unpaired), (6, 0));
         assert!(pairs.iter().all(|p| *p == (Value(5.0), Value(10.0))));
         let params = |proto: &str, fec: &str| run(proto, fec, 1, Value(0.0)).params;
@@ -1142,8 +1125,14 @@ mod tests {
         assert!(!pin.admits(&params("h1", "2"), "protocol", "h3", "h1"));
         // A side's run without its partner counts as missing.
         runs.retain(|r| !(r.repetition == 6 && r.params["protocol"] == "h1"));
-        let (pairs, unpaired) =
-            pair_pinned(&runs, &BTreeMap::new(), "protocol", "h3", "h1", Some(&pin));
+        let (pairs, unpaired) = flat(pair_cells(
+            &runs,
+            &BTreeMap::new(),
+            "protocol",
+            "h3",
+            "h1",
+            Some(&pin),
+        ));
         assert_eq!((pairs.len(), unpaired), (5, 1));
     }
 
