@@ -18,7 +18,7 @@ min_n = 6\n\
 where = { protocol = \"h1\" }\nmetric = \"goodput_mbps\"\nat_least = 100.0\nmin_n = 6\n\
 [[finding]]\nid = \"t-3\"\nclaim = \"over the Internet\"\nclass = \"reproduction\"\nnot_runnable = \"no Internet here\"\n\
 [[finding]]\nid = \"t-4\"\nclaim = \"h3 wins the setting\"\nclass = \"reproduction\"\nscenario = \"tiny\"\nmetric = \"total_ms\"\n\
-wins_share = { axis = \"protocol\", a = \"h3\", at_least = 1.0 }\ntest = \"wins\"\nmin_n = 6\n\
+wins_share = { axis = \"protocol\", a = \"h3\", at_least = 1.0 }\ntest = \"wins\"\nmin_n = 5\n\
 [[finding]]\nid = \"t-5\"\nclaim = \"h3 takes 70 % of h1's time\"\nclass = \"reproduction\"\nscenario = \"tiny\"\nmetric = \"total_ms\"\n\
 compare = { axis = \"protocol\", a = \"h3\", b = \"h1\" }\napprox = { value = 0.7, tolerance = 0.3 }\n\
 test = \"interval\"\n";
@@ -183,8 +183,11 @@ fn a_pack_runs_and_every_finding_gets_a_verdict_that_judging_again_repeats() {
         assert!(w == "inconclusive" || w == "not_runnable", "{v}");
     }
     let why = quick[0]["judgement"]["verdict"]["why"].as_str().unwrap();
+    // Six pairs — or one unit when the six repeat as copies (issue 56).
     assert!(
-        why.starts_with("quick form: an observation (n = 6)"),
+        why.starts_with("quick form: an observation (n = 6)")
+            || why
+                .starts_with("quick form: an observation (n = 1; 5 repetitions folded as copies)"),
         "{why}"
     );
     assert!(

@@ -437,9 +437,13 @@ pub fn judge_study(
                         if (*quick || part.is_some())
                             && !matches!(j.verdict, Verdict::Inconclusive { .. })
                         {
+                            let copies = match j.counts.copies {
+                                0 => String::new(),
+                                c => format!("; {c} repetitions folded as copies"),
+                            };
                             j.verdict = Verdict::Inconclusive {
                                 why: format!(
-                                    "{}: an observation (n = {}), not a verdict",
+                                    "{}: an observation (n = {}{copies}), not a verdict",
                                     part.as_deref().unwrap_or("quick form"),
                                     j.counts.informative().max(j.counts.pairs)
                                 ),

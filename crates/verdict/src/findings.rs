@@ -1065,9 +1065,15 @@ pub fn validate(
                 "{}: min_n {} (needs {needed}) of {reachable} {of}",
                 f.id, rule.min_n
             );
-            // At the fewest any test at α needs, only more repetitions give slack: the plan is
-            // short (listed); above it, the file's min_n is what leaves none.
-            if rule.test != Test::Wins && needed == crate::rules::fewest_informative(rule.alpha) {
+            // At the fewest any test at α needs (one run per side for the wins rule), only more
+            // repetitions give slack: the plan is short (listed); above it, the file's min_n is
+            // what leaves none.
+            let at_floor = if rule.test == Test::Wins {
+                rule.min_n == 1
+            } else {
+                needed == crate::rules::fewest_informative(rule.alpha)
+            };
+            if at_floor {
                 short_plans.push(line);
             } else {
                 slack_short.push(line);
