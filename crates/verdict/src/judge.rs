@@ -1048,10 +1048,13 @@ fn too_little(c: &Counts, n: usize, rule: Rule) -> Option<Verdict> {
     if n < needed {
         return Some(Verdict::Inconclusive {
             why: if n < rule.min_n {
-                format!("n = {n} informative < the rule's minimum {}", rule.min_n)
+                format!(
+                    "n = {n} (pairs or runs compared, copies once) < the rule's minimum {}",
+                    rule.min_n
+                )
             } else {
                 format!(
-                    "n = {n} informative: even all on one side could not reach p < {} \
+                    "n = {n}: even all on one side could not reach p < {} \
                      (needs n ≥ {needed})",
                     rule.alpha
                 )

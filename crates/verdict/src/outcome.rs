@@ -325,8 +325,9 @@ pub fn verdict_text(j: &Judgement) -> String {
     }
     if j.counts.copies > 0 && !j.deterministic {
         verdict.push_str(&format!(
-            "; {} repetitions folded as copies of their cell",
-            j.counts.copies
+            "; {} repetition{} folded as copies of their cell",
+            j.counts.copies,
+            if j.counts.copies == 1 { "" } else { "s" }
         ));
     }
     if let Some(d) = &j.detail {
