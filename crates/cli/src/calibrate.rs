@@ -25,9 +25,8 @@ pub struct CalibrateArgs {
     #[arg(long, default_value_t = 200)]
     pub rtt_probes: usize,
     /// Length of the TCP bulk transfer
-    #[arg(long, default_value = "5s",
-          value_parser = crate::link_args::duration)]
-    pub bulk_duration: u64,
+    #[arg(long, default_value = "5s", value_parser = quiclab_model::params::duration)]
+    pub bulk_duration: Duration,
     /// Write the per-packet event log of the whole calibration here (format: docs/link.md)
     #[arg(long, value_name = "FILE")]
     pub log: Option<std::path::PathBuf>,
@@ -62,7 +61,7 @@ pub fn measure(args: &CalibrateArgs) -> Result<Calibration> {
     let settings = CalibrateSettings {
         ipv6: args.ipv6,
         rtt_probes: args.rtt_probes,
-        bulk_duration: Duration::from_nanos(args.bulk_duration),
+        bulk_duration: args.bulk_duration,
         loss_datagram: args.loss_datagram as usize,
         loss_packets: args.loss_packets,
         log: args.log.clone(),

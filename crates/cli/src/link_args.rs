@@ -8,22 +8,10 @@ use std::marker::PhantomData;
 use anyhow::{Result, anyhow};
 use clap::{Arg, ArgAction, ArgMatches, Args, Command, FromArgMatches};
 use quiclab_lab::LinkSpec;
-use quiclab_link::{LinkOptions, Nanos, units};
+
 use quiclab_model::WorkloadKind;
 use quiclab_model::keys::{self, KEYS, Key, Side};
 use quiclab_model::params::Params;
-
-/// The one duration parser of the command line (quiclab-link's).
-pub fn duration(s: &str) -> Result<Nanos, String> {
-    units::parse_duration(s).map_err(|e| e.to_string())
-}
-
-/// Prints what is allowed but does less than it may seem (`LinkOptions::notes`) to stderr.
-pub fn print_notes(options: &LinkOptions, spec: &LinkSpec) {
-    for note in options.notes(spec) {
-        eprintln!("quiclab: note: {note}");
-    }
-}
 
 /// A group of the table's rows, as one help section.
 pub trait Rows {
@@ -178,9 +166,12 @@ pub fn flag_of(key: &str, kind: WorkloadKind) -> String {
     )
 }
 
-/// The link the parameters describe, with its notes printed.
+/// The link the parameters describe, with what it allows but does less than it may seem
+/// (`LinkOptions::notes`) printed.
 pub fn link_spec(params: &Params) -> Result<LinkSpec> {
     let spec = params.link.to_spec().map_err(anyhow::Error::msg)?;
-    print_notes(&params.link, &spec);
+    for note in params.link.notes(&spec) {
+        eprintln!("quiclab: note: {note}");
+    }
     Ok(spec)
 }

@@ -133,7 +133,6 @@ fn main() {
 }
 
 fn clean(json: bool) -> anyhow::Result<i32> {
-    quiclab_lab::topology::check_privileges()?;
     let report = quiclab_lab::topology::clean_stale()?;
     match json {
         true => println!("{}", serde_json::to_string_pretty(&report)?),

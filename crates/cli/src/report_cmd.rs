@@ -5,8 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::Args;
-use quiclab_report::from_store::{ReportChoice, write_report};
-use quiclab_results::Store;
+use quiclab_report::from_store::ReportChoice;
 
 #[derive(Args, Debug)]
 pub struct ReportArgs {
@@ -56,8 +55,7 @@ pub fn report(args: ReportArgs) -> Result<i32> {
 /// The report of `dir` as `choice` asks (`quiclab run --report` and the demo: the defaults), its
 /// notes printed.
 pub fn write(dir: &std::path::Path, choice: &ReportChoice) -> Result<quiclab_report::ReportOutput> {
-    let _lock = quiclab_runner::lock_results_dir(dir)?;
-    let out = write_report(dir, choice, &quiclab_runner::metric_registry())?;
+    let out = quiclab_runner::report_results(dir, choice)?;
     for note in &out.notes {
         eprintln!("quiclab report: note: {note}");
     }
@@ -65,13 +63,7 @@ pub fn write(dir: &std::path::Path, choice: &ReportChoice) -> Result<quiclab_rep
 }
 
 pub fn export(args: ExportArgs) -> Result<i32> {
-    let _lock = quiclab_runner::lock_results_dir(&args.dir)?;
-    // Read-only: the database is never changed (an older schema is read through a copy).
-    let store = Store::open(&args.dir.join("results.sqlite"))?;
-    let to = args.to.unwrap_or(args.dir);
-    // runs.csv and series.csv replace only quiclab's own files: --to names a new or empty
-    // directory, or one quiclab claimed (an earlier export's, a results directory).
-    let s = quiclab_results::export_csv(&store, &to)?;
+    let s = quiclab_runner::export_results(&args.dir, args.to.as_deref())?;
     println!(
         "{} ({} runs)\n{} ({} points)",
         s.runs_csv.display(),

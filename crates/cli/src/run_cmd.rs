@@ -61,18 +61,12 @@ pub fn run(args: RunArgs) -> Result<i32> {
         quiclab_runner::print_dry_run(&args.file, &scenario, args.shard, &out)?;
         return Ok(0);
     }
-    let mut plan = quiclab_runner::prepare_plan(&args.file, &scenario)?;
-    if let Some(shard) = args.shard {
-        plan = quiclab_experiment::shard_of(&plan, shard);
-    }
-
-    let resume = if args.retry_failed {
-        Resume::RetryFailed
-    } else if args.resume {
-        Resume::Yes
-    } else {
-        Resume::No
+    let plan = quiclab_runner::prepare_plan(&args.file, &scenario)?;
+    let plan = match args.shard {
+        Some(shard) => quiclab_experiment::shard_of(&plan, shard),
+        None => plan,
     };
+    let resume = Resume::from_flags(args.resume, args.retry_failed);
     let outcome = quiclab_runner::execute(
         &args.file,
         &scenario,

@@ -24,9 +24,8 @@ pub struct ShellArgs {
     pub server_cmd: Option<String>,
 
     /// How long to give --server-cmd to start listening before CMD starts
-    #[arg(long, default_value = "300ms", value_name = "DURATION",
-          value_parser = crate::link_args::duration)]
-    pub server_wait: u64,
+    #[arg(long, default_value = "300ms", value_name = "DURATION", value_parser = quiclab_model::params::duration)]
+    pub server_wait: Duration,
 
     /// Write the per-packet event log here (format: docs/link.md) and print a summary
     #[arg(long, value_name = "FILE")]
@@ -62,18 +61,17 @@ pub fn run(args: ShellArgs) -> Result<i32> {
     )?;
     let spec = crate::link_args::link_spec(&params)?;
     let options = params.link;
-    if let Some(log) = &args.log {
-        quiclab_outputs::check_user_file(log, "--log", args.force)?;
-    }
-    if let Some(f) = &args.fidelity_json {
-        quiclab_outputs::check_user_file(f, "--fidelity-json", args.force)?;
-    }
-    let capture = quiclab_lab::capture::CaptureConfig::for_flag(args.pcap.as_deref(), args.force)?;
+    let capture = quiclab_lab::shell::check_outputs(
+        args.log.as_deref(),
+        args.fidelity_json.as_deref(),
+        args.pcap.as_deref(),
+        args.force,
+    )?;
     let out = quiclab_lab::shell::run(quiclab_lab::shell::ShellRun {
         options: &options,
         spec: &spec,
         server_cmd: args.server_cmd.as_deref(),
-        server_wait: Duration::from_nanos(args.server_wait),
+        server_wait: args.server_wait,
         log: args.log.clone(),
         capture,
         command: &args.command,

@@ -139,11 +139,7 @@ pub fn serve(args: ServeArgs) -> Result<i32> {
         fec_log: None,
         stack: args.stack.options(),
         extra_ports: Vec::new(),
-        // The built-in video contents, at /video/<name>/<rep>/<n>.
-        videos: quiclab_video::BUILTIN_CONTENTS
-            .iter()
-            .filter_map(|n| quiclab_video::Content::builtin(n))
-            .collect(),
+        videos: quiclab_video::content::builtin_contents(),
     };
     quiclab_workload::child::check_serve_outputs(&config, args.force)?;
     quiclab_workload::child::serve(&config)?;
@@ -175,12 +171,7 @@ pub fn fetch(args: FetchArgs) -> Result<i32> {
     } else {
         print!("{}", quiclab_workload::child::fetch_text(&out, server));
     }
-    let unverified = out
-        .report
-        .requests
-        .iter()
-        .any(|r| r.verified == Some(false));
-    Ok(i32::from(unverified))
+    Ok(i32::from(out.any_unverified()))
 }
 
 pub type BulkArgs = WorkloadArgs<kinds::Bulk>;

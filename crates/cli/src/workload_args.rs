@@ -87,10 +87,12 @@ pub fn execute<W: Workload>(
 where
     W::Output: std::fmt::Display,
 {
-    let capture =
-        quiclab_lab::capture::CaptureConfig::for_flag(flags.pcap.as_deref(), flags.force)?;
-    let out =
-        quiclab_workload::harness::run_once(run, options, spec, flags.keep.as_deref(), capture)?;
+    let out = quiclab_workload::harness::run_for_command(
+        run,
+        (options, spec),
+        flags.keep.as_deref(),
+        (flags.pcap.as_deref(), flags.force),
+    )?;
     if let Some(c) = out.fidelity.as_ref().and_then(|f| f.capture.as_ref()) {
         eprintln!("{c}");
     }

@@ -10,6 +10,22 @@ use crate::capture::CaptureConfig;
 use crate::switcher::AppliedSwitch;
 use crate::{FidelityReport, LinkOptions, LinkSpec, RunningLab, Side, guard};
 
+/// Refuses, before any lab, an output file of `quiclab shell` that exists (`--log`,
+/// `--fidelity-json`; replaced only with `force`), and gives the capture `--pcap` asks for.
+pub fn check_outputs(
+    log: Option<&std::path::Path>,
+    fidelity_json: Option<&std::path::Path>,
+    pcap: Option<&std::path::Path>,
+    force: bool,
+) -> anyhow::Result<Option<crate::capture::CaptureConfig>> {
+    for (file, flag) in [(log, "--log"), (fidelity_json, "--fidelity-json")] {
+        if let Some(f) = file {
+            quiclab_outputs::check_user_file(f, flag, force)?;
+        }
+    }
+    crate::capture::CaptureConfig::for_flag(pcap, force)
+}
+
 /// What to run, and where its evidence goes.
 pub struct ShellRun<'a> {
     pub options: &'a LinkOptions,

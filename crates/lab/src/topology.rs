@@ -702,6 +702,7 @@ impl std::fmt::Display for CleanReport {
 /// any process inside their namespaces, the namespaces and the records. Labs whose owner is alive are
 /// left alone. Namespaces named `ql-<pid>-…` without a record are removed when `<pid>` is not alive.
 pub fn clean_stale() -> Result<CleanReport> {
+    check_privileges()?;
     let mut report = CleanReport::default();
     let mut recorded = std::collections::HashSet::new();
     if let Ok(dir) = std::fs::read_dir(STATE_DIR) {

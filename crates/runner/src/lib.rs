@@ -354,6 +354,17 @@ pub enum Resume {
     RetryFailed,
 }
 
+impl Resume {
+    /// From a command's `--resume` and `--retry-failed` (which implies resuming).
+    pub fn from_flags(resume: bool, retry_failed: bool) -> Resume {
+        match (resume, retry_failed) {
+            (_, true) => Resume::RetryFailed,
+            (true, false) => Resume::Yes,
+            (false, false) => Resume::No,
+        }
+    }
+}
+
 /// How an invocation runs a plan: whether it resumes, and which form of the scenario's plan it
 /// is (recorded in the database, so that a resumed or merged run cannot mix two plans).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -383,6 +394,25 @@ impl Default for Mode {
 /// For `report` and `export`, which write into the results directory `dir`: its lock, and a
 /// write a killed process left unfinished rolled back, said on stderr
 /// (`quiclab_results::lock_and_recover`).
+/// The report of results directory `dir` as `choice` asks, written under its lock (its notes
+/// in the output, for the caller to print).
+pub fn report_results(
+    dir: &Path,
+    choice: &quiclab_report::from_store::ReportChoice,
+) -> Result<quiclab_report::ReportOutput> {
+    let _lock = lock_results_dir(dir)?;
+    quiclab_report::from_store::write_report(dir, choice, &metric_registry())
+}
+
+/// runs.csv and series.csv of results directory `dir`, into `to` (default `dir`). Read-only: the
+/// database is never changed (an older schema is read through a copy); the files replace only
+/// quiclab's own (`to` new, empty or claimed by quiclab).
+pub fn export_results(dir: &Path, to: Option<&Path>) -> Result<quiclab_results::ExportSummary> {
+    let _lock = lock_results_dir(dir)?;
+    let store = quiclab_results::Store::open(&dir.join("results.sqlite"))?;
+    quiclab_results::export_csv(&store, to.unwrap_or(dir))
+}
+
 pub fn lock_results_dir(dir: &Path) -> Result<Option<quiclab_outputs::DirLock>> {
     let (lock, recovered) = quiclab_results::lock_and_recover(dir)?;
     if recovered {

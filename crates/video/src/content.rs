@@ -26,6 +26,14 @@ pub const BBB_DURATION_MS: u64 = 596_460;
 /// The built-in contents, for error messages and `--help`.
 pub const BUILTIN_CONTENTS: &[&str] = &["bbb", "bbb-2s"];
 
+/// Every built-in content (what `quiclab serve` offers at /video/<name>/<rep>/<n>).
+pub fn builtin_contents() -> Vec<Content> {
+    BUILTIN_CONTENTS
+        .iter()
+        .filter_map(|n| Content::builtin(n))
+        .collect()
+}
+
 /// Why a content is not accepted. Messages name the file and key, or the built-in names.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ContentError(pub String);

@@ -275,6 +275,16 @@ pub struct FetchChildReport {
     pub cpu_s: f64,
 }
 
+impl FetchChildReport {
+    /// Whether a body checked with `verify` was wrong (the command's exit status 1).
+    pub fn any_unverified(&self) -> bool {
+        self.report
+            .requests
+            .iter()
+            .any(|r| r.verified == Some(false))
+    }
+}
+
 /// What a discovery run's navigations show.
 pub fn discovery_of(
     loads: &[quiclab_browser::BrowserLoad],

@@ -87,6 +87,18 @@ pub fn start_lab(
 }
 
 /// Runs `run` once in a fresh lab (the commands' single runs; the runner keeps its own loop).
+/// [`run_once`] for a command's flags: `--keep DIR`, and `--pcap FILE` (replaced only with
+/// `--force`) as a capture.
+pub fn run_for_command<W: crate::Workload>(
+    run: &W,
+    (options, spec): (&LinkOptions, &LinkSpec),
+    keep: Option<&Path>,
+    (pcap, force): (Option<&Path>, bool),
+) -> anyhow::Result<crate::Outcome<W::Output>> {
+    let capture = quiclab_lab::capture::CaptureConfig::for_flag(pcap, force)?;
+    run_once(run, options, spec, keep, capture)
+}
+
 pub fn run_once<W: crate::Workload>(
     run: &W,
     options: &LinkOptions,
