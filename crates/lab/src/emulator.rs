@@ -13,7 +13,7 @@
 //! Every release is timed against its schedule; the lateness distribution, the delivered rate while
 //! backlogged and the drops by cause form the [`FidelityReport`] that every quiclab result carries.
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -25,6 +25,7 @@ use anyhow::{Context, Result, bail};
 use hdrhistogram::Histogram;
 use quiclab_link::lane::{Arrived, Batching, Decision, DropCause, Headers};
 use quiclab_link::switch::AddressGate;
+use quiclab_link::wake::{Wake, WakeConfig, WakeState, next_wake};
 use quiclab_link::{DirectionConfig, LinkModel, Nanos};
 use serde::{Deserialize, Serialize};
 
@@ -33,6 +34,7 @@ pub use quiclab_model::fidelity::{DirectionFidelity, FidelityReport, PhaseLatene
 use crate::capture::{CaptureConfig, CaptureWriter, Captured, Fate};
 use crate::offload::{Frame, OffloadIo};
 use crate::packet_log::{LogEvent, LogWriter};
+use crate::os;
 use crate::process;
 use crate::stats::distribution_us;
 use crate::topology::{Lab, Side};
@@ -47,35 +49,8 @@ const MAX_BATCH: usize = 128;
 /// While the scheduler loop runs without sleeping, the ingress devices are polled this often: an
 /// arrival is timestamped at most this late (plus the loop's own pass).
 const POLL_INTERVAL: Nanos = 5_000;
-/// Spinning may use at most 1/10 of wall time (see `Scheduler::run`).
-const SPIN_BUDGET_DIVISOR: Nanos = 10;
-/// At most 1 ms of spinning can be saved up.
-const SPIN_BUDGET_CAP: Nanos = 1_000_000;
-/// The learnt wake-up margin never exceeds this (see `WakeMargin`).
-const WAKE_MARGIN_CAP: Nanos = 200_000;
-/// Added to each observed wake-up delay, so the margin covers it with a little room.
-const WAKE_HEADROOM: Nanos = 5_000;
-/// Within this long of a release the scheduler sleeps only in naps of at most `NAP` (see
-/// `nap_timeout`).
-const APPROACH: Nanos = 2_000_000;
-/// Default longest sleep close to a release (`SchedulerOptions::nap`). A virtual CPU that halts
-/// briefly is resumed promptly (the hypervisor polls for a while before it deschedules a halted
-/// vCPU — KVM's default is 200 µs), but one halted for milliseconds can take a millisecond or more
-/// to run again: measured on the reference VM, a 2 ms ppoll overshot by p50 44 µs, p99 1.2 ms
-/// (7.6 % > 100 µs), a 200 µs one by p99 61 µs (0.5 % > 100 µs), a 20 µs one by p99 25 µs. In
-/// `quiclab bench link --only mix` at 10 Mbit/s, naps of 150 µs left 0.1–3.5 % of releases more
-/// than 100 µs late, naps of 50 µs 0.07–0.5 % (sleeping straight to the release: 2.5–5.9 %), for
-/// 14 % instead of 8 % of a core while packets are in flight (docs/link.md).
-const NAP: Nanos = 50_000;
-/// Above this share of a core (work and spinning, over the last ~50 ms), the scheduler stops
-/// spinning: a SCHED_FIFO thread that runs more than 95 % of a second is stopped by the kernel's
-/// real-time throttling for the rest of it (tens of ms; "sched: RT throttling activated" was in the
-/// kernel log after 1 Gbit/s runs), and spinning must never be what pushes it there. Half a core:
-/// a thread that busy is awake most of the time anyway, and at 1 Gbit/s with offload spinning
-/// cost 5 points of a core and did not lower the lateness tail (docs/link.md).
-const SPIN_BUSY_LIMIT: f64 = 0.5;
-/// How often the thread's busy share is measured.
-const BUSY_SAMPLE: Nanos = 10_000_000;
+/// SCHED_FIFO priority of the scheduler thread (`SchedulerOptions::realtime`).
+const REALTIME_PRIORITY: i32 = 50;
 /// Phases a caller can mark (`Emulator::begin_phase`); later marks fold into the last.
 const MAX_PHASES: usize = 16;
 /// Releases later than this count as "late" in `late_share` (the per-packet fidelity target).
@@ -123,7 +98,7 @@ impl Default for SchedulerOptions {
             spin: Duration::from_micros(10),
             batch_window: Duration::ZERO,
             realtime: true,
-            nap: Duration::from_nanos(NAP),
+            nap: Duration::from_nanos(quiclab_link::wake::NAP),
             offload_window: Duration::from_nanos(quiclab_link::options::DEFAULT_OFFLOAD_WINDOW),
         }
     }
@@ -164,7 +139,7 @@ pub struct Emulator {
     logger: Option<JoinHandle<Result<u64>>>,
     /// The capture writer thread; it hands the writer back to be finished with the run's keys.
     capturer: Option<JoinHandle<Result<CaptureWriter>>>,
-    epoch: Instant,
+    clock: os::Clock,
     /// The current phase (index into `phase_names`), read by the scheduler at each release.
     phase: Arc<AtomicUsize>,
     phase_names: std::sync::Mutex<Vec<String>>,
@@ -173,21 +148,15 @@ pub struct Emulator {
 impl Emulator {
     /// Starts the scheduler thread (and the log writer) between the lab's TUN devices.
     pub fn start(lab: &Lab, config: EmulatorConfig) -> Result<Emulator> {
-        let epoch = Instant::now();
-        // SAFETY: eventfd(2) with valid flags; the result is checked before use.
-        let raw = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
-        if raw < 0 {
-            return Err(std::io::Error::last_os_error()).context("eventfd");
-        }
-        // SAFETY: `raw` is a fresh fd we own.
-        let stop_fd = Arc::new(unsafe { OwnedFd::from_raw_fd(raw) });
+        let clock = os::Clock::start();
+        let stop_fd = Arc::new(os::eventfd().context("eventfd")?);
         let stop = Arc::new(AtomicBool::new(false));
         let phase = Arc::new(AtomicUsize::new(0));
 
         let (log_tx, logger) = match &config.log {
             Some(path) => {
                 let (tx, rx) = std::sync::mpsc::sync_channel::<LogEvent>(1 << 16);
-                let writer = LogWriter::create(path, epoch, &config.log_header)?;
+                let writer = LogWriter::create(path, &clock, &config.log_header)?;
                 let handle = std::thread::Builder::new()
                     .name("ql-log".into())
                     .spawn(move || write_log(writer, rx))?;
@@ -198,11 +167,7 @@ impl Emulator {
         let (capture_tx, capturer) = match &config.capture {
             Some(c) => {
                 // Real timestamps: the Unix time of the emulator's epoch.
-                let unix_ns = std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .unwrap_or_default()
-                    .saturating_sub(epoch.elapsed())
-                    .as_nanos() as u64;
+                let unix_ns = clock.epoch_unix_ns() as u64;
                 let mut writer = CaptureWriter::create(c, unix_ns)?;
                 let (tx, rx) = std::sync::mpsc::sync_channel::<Captured>(1 << 14);
                 let handle = std::thread::Builder::new()
@@ -241,8 +206,8 @@ impl Emulator {
                 )))
             } else {
                 LaneIo::Plain {
-                    ingress: dup_fd(ingress.as_raw_fd())?,
-                    egress: dup_fd(egress.as_raw_fd())?,
+                    ingress: os::dup_cloexec(ingress.as_raw_fd()).context("dup of a TUN fd")?,
+                    egress: os::dup_cloexec(egress.as_raw_fd()).context("dup of a TUN fd")?,
                 }
             };
             let counters = Arc::new(LiveCounters::default());
@@ -259,7 +224,7 @@ impl Emulator {
         let scheduler = Scheduler {
             lanes: [up, down],
             shared: Shared {
-                epoch,
+                clock,
                 pool: Vec::new(),
                 log: log_tx,
                 log_dropped: 0,
@@ -284,7 +249,7 @@ impl Emulator {
             live,
             logger,
             capturer,
-            epoch,
+            clock,
             phase,
             phase_names: std::sync::Mutex::new(vec!["start".into()]),
         })
@@ -305,12 +270,12 @@ impl Emulator {
 
     /// The instant of the emulator clock's 0 (traces, profiles and switch schedules start here).
     pub fn epoch(&self) -> Instant {
-        self.epoch
+        self.clock.epoch()
     }
 
     /// Time since the emulator started (its clock's epoch).
     pub fn elapsed(&self) -> Duration {
-        self.epoch.elapsed()
+        Duration::from_nanos(self.clock.now())
     }
 
     /// The live counters of (uplink, downlink), readable while the emulator runs.
@@ -350,7 +315,7 @@ impl Emulator {
             )),
             None => None,
         };
-        let wall = self.epoch.elapsed().as_secs_f64();
+        let wall = self.clock.now() as f64 / 1e9;
         let cpu = run.uplink.cpu_seconds;
         let names = self
             .phase_names
@@ -389,15 +354,7 @@ impl Emulator {
 
     fn signal_stop(&self) {
         self.stop.store(true, Ordering::SeqCst);
-        let one: u64 = 1;
-        // SAFETY: writing 8 bytes to our eventfd.
-        unsafe {
-            libc::write(
-                self.stop_fd.as_raw_fd(),
-                &one as *const u64 as *const libc::c_void,
-                8,
-            )
-        };
+        os::eventfd_signal(&self.stop_fd);
     }
 }
 
@@ -429,16 +386,6 @@ fn write_log(mut writer: LogWriter, rx: Receiver<LogEvent>) -> Result<u64> {
     }
     writer.finish()?;
     Ok(n)
-}
-
-fn dup_fd(fd: RawFd) -> Result<OwnedFd> {
-    // SAFETY: F_DUPFD_CLOEXEC on a valid fd returns a new fd we own.
-    let new = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
-    if new < 0 {
-        return Err(std::io::Error::last_os_error()).context("dup of a TUN fd");
-    }
-    // SAFETY: `new` is a fresh fd.
-    Ok(unsafe { OwnedFd::from_raw_fd(new) })
 }
 
 fn new_histogram() -> Histogram<u64> {
@@ -566,7 +513,7 @@ struct LaneState {
 
 /// Shared by both lanes: buffers, the clock, the log.
 struct Shared {
-    epoch: Instant,
+    clock: os::Clock,
     /// Buffers of the plain lanes (an offload lane keeps its own, of its own size).
     pool: Vec<Vec<u8>>,
     log: Option<SyncSender<LogEvent>>,
@@ -591,7 +538,7 @@ impl Shared {
     }
 
     fn now(&self) -> Nanos {
-        self.epoch.elapsed().as_nanos() as Nanos
+        self.clock.now()
     }
 
     /// Hands a packet to the capture, if there is one (never waiting for it).
@@ -742,15 +689,8 @@ impl LaneState {
                     let fd = egress.as_raw_fd();
                     for p in batch.drain(..) {
                         let now = shared.now();
-                        // SAFETY: writing `len` initialised bytes of our buffer to our TUN fd.
-                        let n = unsafe {
-                            libc::write(
-                                fd,
-                                headers(&p.packet, p.len).as_ptr() as *const libc::c_void,
-                                p.len,
-                            )
-                        };
-                        self.account_release(shared, now, &p, n >= 0);
+                        let ok = os::write(fd, &headers(&p.packet, p.len)[..p.len]);
+                        self.account_release(shared, now, &p, ok);
                         self.recycle(shared, p.packet);
                         released += 1;
                     }
@@ -817,28 +757,25 @@ impl LaneState {
             match &mut self.io {
                 LaneIo::Plain { ingress, .. } => {
                     let mut buf = shared.pool.pop().unwrap_or_else(|| vec![0u8; BUF_SIZE]);
-                    // SAFETY: reading into our own buffer of BUF_SIZE bytes.
-                    let n = unsafe {
-                        libc::read(
-                            ingress.as_raw_fd(),
-                            buf.as_mut_ptr() as *mut libc::c_void,
-                            BUF_SIZE,
-                        )
-                    };
-                    if n <= 0 {
-                        shared.pool.push(buf);
-                        let err = std::io::Error::last_os_error();
-                        if n < 0
-                            && err.kind() != std::io::ErrorKind::WouldBlock
-                            && err.kind() != std::io::ErrorKind::Interrupted
-                        {
-                            bail!(
-                                "{} link: reading the TUN device: {err}",
-                                self.direction.label()
-                            );
+                    let n = match os::read(ingress.as_raw_fd(), &mut buf[..BUF_SIZE]) {
+                        Ok(n) if n > 0 => n,
+                        Ok(_) => {
+                            shared.pool.push(buf);
+                            break;
                         }
-                        break;
-                    }
+                        Err(err) => {
+                            shared.pool.push(buf);
+                            if err.kind() != std::io::ErrorKind::WouldBlock
+                                && err.kind() != std::io::ErrorKind::Interrupted
+                            {
+                                bail!(
+                                    "{} link: reading the TUN device: {err}",
+                                    self.direction.label()
+                                );
+                            }
+                            break;
+                        }
+                    };
                     count += 1;
                     let arrival = shared.now();
                     self.admit(shared, arrival, Held::Owned(buf), n as usize);
@@ -999,21 +936,19 @@ struct SchedulerRun {
 }
 
 impl Scheduler {
+    /// The loop: release what is due, take in what arrived, then do what the wake policy says
+    /// (`quiclab_link::wake::next_wake`: run again, spin a pass, sleep, or block).
     fn run(mut self) -> Result<SchedulerRun> {
         let tid = process::current_tid();
         // Unknown is not zero: a CPU time that cannot be read makes the figure NaN (null in JSON,
         // left out of the metrics), never 0.
         let cpu_start = process::thread_cpu_seconds(tid).unwrap_or(f64::NAN);
-        // The default timer slack (50 µs) would let the kernel defer our wake-ups by that much.
-        // SAFETY: prctl with PR_SET_TIMERSLACK takes a plain integer.
-        unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
-        let realtime = self.options.realtime && set_realtime();
+        os::minimal_timer_slack();
+        let realtime = self.options.realtime && os::set_realtime(REALTIME_PRIORITY);
         if let Some(cpu) = self.pin_cpu {
-            pin_to_cpu(cpu);
+            os::pin_to_cpu(cpu);
         }
-        let spin_ns = self.options.spin.as_nanos() as Nanos;
-        let nap_ns = self.options.nap.as_nanos() as Nanos;
-        let mut poller = Poller::new([
+        let mut poller = os::Poller::new([
             self.lanes[0].ingress_fd(),
             self.lanes[1].ingress_fd(),
             self.stop_fd.as_raw_fd(),
@@ -1024,36 +959,13 @@ impl Scheduler {
         // the loop cost one failed read per device: at 1 Gbit/s, ~150 000 wasted syscalls a second.
         let mut readable = [true; 2];
         let mut last_poll = self.shared.now();
-
-        // Spinning is rationed: it may take at most 1/SPIN_BUDGET_DIVISOR of wall time. On a quiet link
-        // it buys precision (a sleeping vCPU wakes slowly); on a busy one the thread is awake anyway,
-        // and unrationed spinning under SCHED_FIFO would trip the kernel's RT throttling (a ~50 ms
-        // stall once a thread runs 95 % of a second).
-        let mut spin_budget: Nanos = SPIN_BUDGET_CAP;
-        let mut busy = BusyShare::new(self.shared.now());
-        let mut last_budget_update = self.shared.now();
-        let mut wake = WakeMargin::new(spin_ns, WAKE_MARGIN_CAP);
-        // Set while the loop is spinning towards a release (cleared when it sleeps).
-        let mut spinning_since: Option<Nanos> = None;
-
+        let config = WakeConfig {
+            spin: self.options.spin.as_nanos() as Nanos,
+            nap: self.options.nap.as_nanos() as Nanos,
+        };
+        let mut policy = WakeState::new(config, self.shared.now(), os::thread_cpu_ns());
         while !self.stop.load(Ordering::Relaxed) {
-            // 1. Run the queue disciplines up to now (their dequeues are decided in virtual time),
-            // then release what is due, in both directions (with offload, each direction's due
-            // packets take the other's within its window along: one wake-up for both).
-            let now = self.shared.now();
-            for lane in self.lanes.iter_mut() {
-                lane.settle(&mut self.shared, now);
-            }
-            let due = self
-                .lanes
-                .each_ref()
-                .map(|l| l.next_due().is_some_and(|d| d <= now));
-            for (i, lane) in self.lanes.iter_mut().enumerate() {
-                if lane.release_due(&mut self.shared, due[1 - i]) > 0 {
-                    readable[1 - i] = true;
-                }
-            }
-            // 2. Take in what has arrived (bounded bursts, so releases stay on time under load).
+            self.release(&mut readable);
             // While the loop runs without sleeping (releasing, spinning), the devices are polled
             // every `POLL_INTERVAL`, which bounds how late an arrival is timestamped.
             let now = self.shared.now();
@@ -1061,308 +973,90 @@ impl Scheduler {
                 poller.poll(Some(0), &mut readable);
                 last_poll = now;
             }
-            let mut saturated = false;
-            for (i, lane) in self.lanes.iter_mut().enumerate() {
-                if !readable[i] {
-                    continue;
-                }
-                if lane.take_arrivals(&mut self.shared)? == READ_BURST {
-                    saturated = true;
-                } else {
-                    readable[i] = false;
-                }
-            }
-            if saturated {
+            if self.take_arrivals(&mut readable)? {
                 continue;
             }
-            // 3. Sleep until just before the next release (or an arrival), spin the rest.
             let next = self.lanes.iter().filter_map(|l| l.link.next_wake()).min();
             let now = self.shared.now();
-            spin_budget = (spin_budget + (now - last_budget_update) / SPIN_BUDGET_DIVISOR)
-                .min(SPIN_BUDGET_CAP);
-            if let Some(since) = spinning_since {
-                spin_budget = spin_budget.saturating_sub(now - since.max(last_budget_update));
-            }
-            last_budget_update = now;
-            busy.update(now);
-            let margin = spin_ns.max(wake.margin());
-            match next {
-                Some(due) if due <= now => {
-                    spinning_since = None;
-                    continue;
-                }
-                Some(due)
-                    if due - now <= margin && spin_budget > 0 && busy.share < SPIN_BUSY_LIMIT =>
-                {
-                    // Spin through the loop: every pass also polls the TUNs (a non-blocking read
-                    // each), so an arrival meanwhile is timestamped when it comes, not when the
-                    // spin ends. The budget is charged for the time actually spent.
-                    std::hint::spin_loop();
-                    spinning_since.get_or_insert(now);
-                    continue;
-                }
-                Some(due) => {
-                    spinning_since = None;
-                    // Out of spin budget: sleep to the release time itself.
-                    let wanted = if due - now <= margin {
-                        due - now
-                    } else {
-                        due - now - margin
-                    };
-                    let timeout = match nap_ns {
-                        0 => wanted,
-                        nap => nap_timeout(wanted, due - now, nap),
-                    };
+            policy.advance(now, os::thread_cpu_ns);
+            let wake = next_wake(&policy, now, next);
+            policy.commit(wake, now);
+            match wake {
+                Wake::Now => {}
+                Wake::Spin => std::hint::spin_loop(),
+                Wake::Sleep(timeout) => {
                     let ready = poller.poll(Some(timeout), &mut readable);
                     last_poll = self.shared.now();
                     if ready == 0 {
                         // Woken by the timer: how late, on this machine, right now?
-                        wake.observe(last_poll.saturating_sub(now + timeout));
+                        policy.woke_by_timer(last_poll.saturating_sub(now + timeout));
                     }
                 }
-                None => {
-                    spinning_since = None;
+                Wake::Block => {
                     poller.poll(None, &mut readable);
                     last_poll = self.shared.now();
                 }
             }
         }
-
         let cpu = process::thread_cpu_seconds(tid).map_or(f64::NAN, |c| c - cpu_start);
+        Ok(self.finish(cpu, realtime))
+    }
+
+    /// Runs the queue disciplines up to now (their dequeues are decided in virtual time), then
+    /// releases what is due in both directions (with offload, each direction's due packets take
+    /// the other's within its window along: one wake-up for both). A release flags the other
+    /// direction's device: its receiving stack may answer at once.
+    fn release(&mut self, readable: &mut [bool; 2]) {
+        let now = self.shared.now();
+        for lane in self.lanes.iter_mut() {
+            lane.settle(&mut self.shared, now);
+        }
+        let due = self
+            .lanes
+            .each_ref()
+            .map(|l| l.next_due().is_some_and(|d| d <= now));
+        for (i, lane) in self.lanes.iter_mut().enumerate() {
+            if lane.release_due(&mut self.shared, due[1 - i]) > 0 {
+                readable[1 - i] = true;
+            }
+        }
+    }
+
+    /// Takes in what has arrived on the flagged devices, in bounded bursts (so releases stay on
+    /// time under load). Returns whether a device gave a whole burst (more may be waiting).
+    fn take_arrivals(&mut self, readable: &mut [bool; 2]) -> Result<bool> {
+        let mut saturated = false;
+        for (i, lane) in self.lanes.iter_mut().enumerate() {
+            if !readable[i] {
+                continue;
+            }
+            if lane.take_arrivals(&mut self.shared)? == READ_BURST {
+                saturated = true;
+            } else {
+                readable[i] = false;
+            }
+        }
+        Ok(saturated)
+    }
+
+    /// The run's figures; the thread's CPU time (`cpu`, s) is shared by both directions, and each
+    /// reports the whole.
+    fn finish(mut self, cpu: f64, realtime: bool) -> SchedulerRun {
+        let phase_lateness = std::mem::take(&mut self.shared.phase_lateness);
         let [up, down] = self.lanes;
-        // The thread's CPU time is shared by both directions; each reports the whole.
         let (uplink, up_late) = up.fidelity(cpu, realtime);
         let (downlink, down_late) = down.fidelity(cpu, realtime);
         let mut lateness = up_late;
         lateness.add(&down_late).ok();
-        Ok(SchedulerRun {
+        SchedulerRun {
             uplink,
             downlink,
             lateness,
-            phase_lateness: std::mem::take(&mut self.shared.phase_lateness),
+            phase_lateness,
             log_dropped: self.shared.log_dropped,
             capture_dropped: self.shared.capture_dropped,
-        })
-    }
-}
-
-/// How long to sleep when the wanted sleep is `wanted` and the next release is `until_due` away:
-/// far from a release, until `APPROACH` before it (a late wake-up there costs nothing); within
-/// `APPROACH`, in naps of at most `nap`, so the thread never halts long right before a release.
-fn nap_timeout(wanted: Nanos, until_due: Nanos, nap: Nanos) -> Nanos {
-    if until_due > APPROACH {
-        wanted.min(until_due - APPROACH).max(1)
-    } else {
-        wanted.min(nap)
-    }
-}
-
-/// The scheduler thread's own CPU use as a share of wall time, smoothed over ~50 ms.
-struct BusyShare {
-    share: f64,
-    last_wall: Nanos,
-    last_cpu: Nanos,
-}
-
-/// CPU time of the calling thread (CLOCK_THREAD_CPUTIME_ID), in ns.
-fn thread_cpu_ns() -> Nanos {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes into our timespec.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as Nanos * 1_000_000_000 + ts.tv_nsec as Nanos
-}
-
-impl BusyShare {
-    fn new(now: Nanos) -> BusyShare {
-        BusyShare {
-            share: 0.0,
-            last_wall: now,
-            last_cpu: thread_cpu_ns(),
         }
     }
-
-    fn update(&mut self, now: Nanos) {
-        let wall = now.saturating_sub(self.last_wall);
-        if wall < BUSY_SAMPLE {
-            return;
-        }
-        let cpu = thread_cpu_ns();
-        let sample = cpu.saturating_sub(self.last_cpu) as f64 / wall as f64;
-        self.share = 0.8 * self.share + 0.2 * sample;
-        self.last_wall = now;
-        self.last_cpu = cpu;
-    }
-}
-
-/// Waits on both ingress devices and the stop eventfd: `epoll` with a nanosecond timeout
-/// (`epoll_pwait2`, Linux 5.11), so the wait queues are registered once rather than on every
-/// call as `ppoll` does (at 1 Gbit/s the loop waits ~40 000 times a second); `ppoll(2)` where
-/// epoll_pwait2 is missing.
-struct Poller {
-    fds: [libc::pollfd; 3],
-    epoll: Option<OwnedFd>,
-}
-
-impl Poller {
-    fn new(fds: [RawFd; 3]) -> Poller {
-        let pollfds = fds.map(|fd| libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        });
-        Poller {
-            fds: pollfds,
-            epoll: Self::epoll(&fds),
-        }
-    }
-
-    /// An epoll instance watching `fds` (event data: the index), if the kernel has epoll_pwait2.
-    fn epoll(fds: &[RawFd; 3]) -> Option<OwnedFd> {
-        // SAFETY: epoll_create1 with a valid flag; the fd is owned at once.
-        let raw = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
-        if raw < 0 {
-            return None;
-        }
-        // SAFETY: a fresh fd we own.
-        let epoll = unsafe { OwnedFd::from_raw_fd(raw) };
-        for (i, &fd) in fds.iter().enumerate() {
-            let mut ev = libc::epoll_event {
-                events: libc::EPOLLIN as u32,
-                u64: i as u64,
-            };
-            // SAFETY: valid epoll fd, fd and event.
-            if unsafe { libc::epoll_ctl(raw, libc::EPOLL_CTL_ADD, fd, &mut ev) } < 0 {
-                return None;
-            }
-        }
-        // Probe for epoll_pwait2 with a zero timeout.
-        let mut events = [libc::epoll_event { events: 0, u64: 0 }; 3];
-        let zero = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: valid epoll fd, event array of its length, a live timespec, no sigmask.
-        let r = unsafe {
-            libc::syscall(
-                libc::SYS_epoll_pwait2,
-                raw,
-                events.as_mut_ptr(),
-                3,
-                &zero as *const libc::timespec,
-                std::ptr::null::<libc::sigset_t>(),
-                8,
-            )
-        };
-        (r >= 0).then_some(epoll)
-    }
-
-    /// Blocks until a device (or the stop eventfd) is readable or `timeout_ns` passes (`Some(0)`:
-    /// just look). Flags the readable devices in `readable` (never clears a flag: a flag is
-    /// cleared by the read that finds nothing). Returns how many fds are readable (0 = timeout).
-    fn poll(&mut self, timeout_ns: Option<Nanos>, readable: &mut [bool; 2]) -> i32 {
-        let ts = timeout_ns.map(|ns| libc::timespec {
-            tv_sec: (ns / 1_000_000_000) as libc::time_t,
-            tv_nsec: (ns % 1_000_000_000) as libc::c_long,
-        });
-        let ts_ptr = ts
-            .as_ref()
-            .map_or(std::ptr::null(), |t| t as *const libc::timespec);
-        if let Some(epoll) = &self.epoll {
-            let mut events = [libc::epoll_event { events: 0, u64: 0 }; 3];
-            // SAFETY: valid epoll fd, event array of its length, ts_ptr null or live, no sigmask.
-            let n = unsafe {
-                libc::syscall(
-                    libc::SYS_epoll_pwait2,
-                    epoll.as_raw_fd(),
-                    events.as_mut_ptr(),
-                    3,
-                    ts_ptr,
-                    std::ptr::null::<libc::sigset_t>(),
-                    8,
-                )
-            } as i32;
-            for ev in events.iter().take(n.max(0) as usize) {
-                if let Some(flag) = readable.get_mut(ev.u64 as usize) {
-                    *flag = true;
-                }
-            }
-            return n;
-        }
-        // SAFETY: valid pollfds of our own array; ts_ptr is null or points to a live timespec.
-        let n = unsafe {
-            libc::ppoll(
-                self.fds.as_mut_ptr(),
-                self.fds.len() as libc::nfds_t,
-                ts_ptr,
-                std::ptr::null(),
-            )
-        };
-        if n > 0 {
-            for (flag, pfd) in readable.iter_mut().zip(&self.fds) {
-                // An error or hang-up is "readable" too: the read reports it.
-                *flag |= pfd.revents != 0;
-            }
-        }
-        n
-    }
-}
-
-/// How long before a release the scheduler should stop sleeping and start spinning, learnt from how
-/// late this machine actually wakes a thread from a timed sleep. On a guest that idles in HLT, a
-/// vCPU halted for milliseconds can take tens of microseconds to resume; that varies by host and
-/// load, so it is measured rather than assumed. The estimate jumps halfway to a later wake-up at
-/// once and relaxes by 1/16 of the gap towards earlier ones; it never goes below the configured
-/// spin nor above `cap` (spinning stays rationed by the budget in any case).
-#[derive(Debug, Clone)]
-struct WakeMargin {
-    estimate: Nanos,
-    floor: Nanos,
-    cap: Nanos,
-}
-
-impl WakeMargin {
-    fn new(floor: Nanos, cap: Nanos) -> WakeMargin {
-        WakeMargin {
-            estimate: floor,
-            floor,
-            cap,
-        }
-    }
-
-    fn margin(&self) -> Nanos {
-        self.estimate.clamp(self.floor, self.cap.max(self.floor))
-    }
-
-    /// `overshoot`: how long after the requested time the thread was woken (+ a little headroom).
-    fn observe(&mut self, overshoot: Nanos) {
-        let wanted = overshoot + WAKE_HEADROOM;
-        if wanted > self.estimate {
-            self.estimate += (wanted - self.estimate) / 2;
-        } else {
-            self.estimate -= (self.estimate - wanted) / 16;
-        }
-        self.estimate = self.estimate.min(self.cap);
-    }
-}
-
-/// Pins the calling thread to one CPU (best effort).
-fn pin_to_cpu(cpu: usize) {
-    // SAFETY: sched_setaffinity on the calling thread with a zeroed, then filled, cpu_set_t.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-    }
-}
-
-/// Moves the calling thread to SCHED_FIFO (priority 50). Returns whether it worked.
-fn set_realtime() -> bool {
-    let param = libc::sched_param { sched_priority: 50 };
-    // SAFETY: pthread_setschedparam on the current thread with a valid policy and parameter.
-    unsafe { libc::pthread_setschedparam(libc::pthread_self(), libc::SCHED_FIFO, &param) == 0 }
 }
 
 #[cfg(test)]
@@ -1380,42 +1074,5 @@ mod tests {
         }
         // 150 µs and 2 ms are late; exactly 100 µs is not.
         assert!((late_share(&h) - 0.2).abs() < 1e-9, "{}", late_share(&h));
-    }
-
-    #[test]
-    fn sleeps_near_a_release_are_naps() {
-        // Far away: sleep up to the approach window, not into it.
-        assert_eq!(
-            nap_timeout(9_990_000, 10_000_000, NAP),
-            10_000_000 - APPROACH
-        );
-        // Inside it: naps.
-        assert_eq!(nap_timeout(1_500_000, 1_510_000, NAP), NAP);
-        // A short sleep stays as asked.
-        assert_eq!(nap_timeout(40_000, 50_000, NAP), 40_000);
-        // Just outside the window: a tiny first sleep, never zero (ppoll(0) would spin).
-        assert_eq!(nap_timeout(APPROACH + 5, APPROACH + 10, NAP), 10);
-    }
-
-    #[test]
-    fn wake_margin_follows_late_wake_ups_quickly_and_early_ones_slowly() {
-        let mut m = WakeMargin::new(10_000, 200_000);
-        assert_eq!(m.margin(), 10_000);
-        // Wake-ups 60 µs late: the margin climbs to about 65 µs within a few observations.
-        for _ in 0..8 {
-            m.observe(60_000);
-        }
-        assert!((m.margin() as i64 - 65_000).abs() < 1_000, "{}", m.margin());
-        // Then punctual wake-ups: it relaxes, but only gradually, and never below the floor.
-        m.observe(0);
-        assert!(m.margin() > 55_000);
-        for _ in 0..200 {
-            m.observe(0);
-        }
-        assert_eq!(m.margin(), 10_000);
-        // A huge outlier is capped.
-        m.observe(10_000_000);
-        m.observe(10_000_000);
-        assert_eq!(m.margin(), 200_000);
     }
 }

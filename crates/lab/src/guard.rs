@@ -65,8 +65,8 @@ pub fn install() {
                     // The terminal already delivered SIGINT to the command (same process group); pass
                     // on the others, then give the main thread time to finish and tear down.
                     if sig != SIGINT {
-                        // SAFETY: signalling the child we started.
-                        unsafe { libc::kill(fg, sig) };
+                        // The child we started.
+                        crate::os::kill(fg, sig);
                     }
                     std::thread::spawn(move || {
                         std::thread::sleep(Duration::from_secs(5));
@@ -82,18 +82,14 @@ pub fn install() {
 
 /// Whether `sig`'s disposition is SIG_IGN (read without changing it).
 fn ignored(sig: i32) -> bool {
-    // SAFETY: sigaction with a null new action only reads the current one into `old`.
-    unsafe {
-        let mut old: libc::sigaction = std::mem::zeroed();
-        libc::sigaction(sig, std::ptr::null(), &mut old) == 0 && old.sa_sigaction == libc::SIG_IGN
-    }
+    crate::os::signal_ignored(sig)
 }
 
 fn emergency_exit(sig: i32) -> ! {
     let fg = FOREGROUND.load(Ordering::SeqCst);
     if fg > 0 {
-        // SAFETY: signalling the child we started.
-        unsafe { libc::kill(fg, libc::SIGKILL) };
+        // The child we started.
+        crate::os::kill(fg, libc::SIGKILL);
     }
     let labs = crate::registry::emergency_teardown_all();
     // The destructors that remove temporary directories do not run on this exit.

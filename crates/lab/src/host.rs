@@ -135,16 +135,9 @@ pub fn hiccups(duration: std::time::Duration, cpu: Option<usize>) -> Hiccups {
     std::thread::scope(|s| {
         s.spawn(|| {
             if let Some(cpu) = cpu {
-                // SAFETY: sched_setaffinity on the calling thread with a zeroed, then filled, set.
-                unsafe {
-                    let mut set: libc::cpu_set_t = std::mem::zeroed();
-                    libc::CPU_SET(cpu, &mut set);
-                    libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-                }
+                crate::os::pin_to_cpu(cpu);
             }
-            let param = libc::sched_param { sched_priority: 50 };
-            // SAFETY: pthread_setschedparam on this thread with a valid policy and parameter.
-            unsafe { libc::pthread_setschedparam(libc::pthread_self(), libc::SCHED_FIFO, &param) };
+            crate::os::set_realtime(50);
             let start = std::time::Instant::now();
             let (mut last, mut next_nap) = (start, start + std::time::Duration::from_millis(9));
             let (mut gaps, mut gap_time, mut max_gap) = (0u64, 0f64, 0f64);
@@ -334,32 +327,14 @@ fn watch_pauses(pauses: &CpuPauses) {
 
 /// The CPUs this process may run on.
 pub fn allowed_cpus() -> Vec<usize> {
-    // SAFETY: sched_getaffinity fills a zeroed set for the calling thread.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
-            return vec![0];
-        }
-        (0..libc::CPU_SETSIZE as usize)
-            .filter(|&c| libc::CPU_ISSET(c, &set))
-            .collect()
-    }
+    crate::os::allowed_cpus().unwrap_or_else(|| vec![0])
 }
 
 /// Pins the calling thread to `cpu` and moves it to SCHED_FIFO `priority`; whether the latter
 /// worked.
 fn pin_realtime(cpu: usize, priority: i32) -> bool {
-    // SAFETY: sched_setaffinity and pthread_setschedparam on the calling thread, with a zeroed
-    // then filled set and a valid policy.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-        let param = libc::sched_param {
-            sched_priority: priority,
-        };
-        libc::pthread_setschedparam(libc::pthread_self(), libc::SCHED_FIFO, &param) == 0
-    }
+    crate::os::pin_to_cpu(cpu);
+    crate::os::set_realtime(priority)
 }
 
 /// The host for a moment: how much was stolen, how long the lab was paused, how many threads

@@ -17,6 +17,7 @@ pub mod link_spec;
 pub mod netns;
 pub mod noise;
 pub mod offload;
+pub mod os;
 pub mod packet_log;
 pub mod probe;
 pub mod process;

@@ -7,9 +7,7 @@
 //! thread. Child processes enter the namespace between `fork` and `exec` (see [`NetNs::command`]).
 
 use std::fs::File;
-use std::io;
 use std::os::fd::{AsFd, AsRawFd};
-use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -81,19 +79,8 @@ impl NetNs {
     fn command_with_group(&self, program: &str, own_group: bool) -> Command {
         let mut cmd = Command::new(program);
         let fd = self.handle.as_raw_fd();
-        // SAFETY: the closure runs in the forked child before exec and only makes async-signal-safe
-        // system calls (setns, setpgid); `fd` stays open in the parent for the child's lifetime.
-        unsafe {
-            cmd.pre_exec(move || {
-                if libc::setns(fd, libc::CLONE_NEWNET) != 0 {
-                    return Err(io::Error::last_os_error());
-                }
-                if own_group && libc::setpgid(0, 0) != 0 {
-                    return Err(io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
+        // `fd` stays open in the parent for the child's lifetime.
+        crate::os::enter_netns_before_exec(&mut cmd, fd, own_group);
         cmd
     }
 

@@ -352,12 +352,7 @@ fn sleep_unless(stop: &AtomicBool, d: Duration) {
 }
 
 fn pin(cpu: usize) {
-    // SAFETY: sched_setaffinity on the calling thread with a zeroed, then filled, set.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-    }
+    crate::os::pin_to_cpu(cpu);
 }
 
 #[cfg(test)]

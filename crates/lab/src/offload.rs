@@ -70,24 +70,17 @@ impl OffloadIo {
     /// `Ok(Some(None))`.
     pub fn read(&mut self) -> std::io::Result<Option<Option<Frame>>> {
         let mut buf = self.reader.buffer();
-        // SAFETY: reading into our own buffer of its length.
-        let n = unsafe {
-            libc::read(
-                self.ingress.as_raw_fd(),
-                buf.as_mut_ptr() as *mut libc::c_void,
-                buf.len(),
-            )
-        };
-        if n < 0 {
-            self.reader.unused(buf);
-            let e = std::io::Error::last_os_error();
-            return if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) {
-                Ok(None)
-            } else {
-                Err(e)
-            };
+        match crate::os::read(self.ingress.as_raw_fd(), &mut buf) {
+            Ok(n) => Ok(Some(self.reader.accept(buf, n))),
+            Err(e) => {
+                self.reader.unused(buf);
+                if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) {
+                    Ok(None)
+                } else {
+                    Err(e)
+                }
+            }
         }
-        Ok(Some(self.reader.accept(buf, n as usize)))
     }
 
     /// Writes `batch` (segments by frame and index, in release order): each run of consecutive
@@ -132,24 +125,7 @@ impl OffloadIo {
     fn write_run(&mut self, frame: &Frame, first: usize, last: usize) -> std::io::Result<()> {
         let (head_len, range) = frame.run_head(first, last, &mut self.head);
         let payload = &frame.bytes()[range];
-        let iov = [
-            libc::iovec {
-                iov_base: self.head.as_ptr() as *mut libc::c_void,
-                iov_len: head_len,
-            },
-            libc::iovec {
-                iov_base: payload.as_ptr() as *mut libc::c_void,
-                iov_len: payload.len(),
-            },
-        ];
-        // SAFETY: both iovecs point into live buffers of their stated lengths; the kernel only
-        // reads them.
-        let n = unsafe { libc::writev(self.egress.as_raw_fd(), iov.as_ptr(), 2) };
-        if n < 0 {
-            Err(std::io::Error::last_os_error())
-        } else {
-            Ok(())
-        }
+        crate::os::write2(self.egress.as_raw_fd(), &self.head[..head_len], payload)
     }
 
     /// Takes back a frame whose segments have all left.

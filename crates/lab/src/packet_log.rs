@@ -7,7 +7,6 @@
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result};
 
@@ -18,32 +17,17 @@ pub struct LogWriter {
 }
 
 impl LogWriter {
-    pub fn create(path: &Path, epoch: Instant, header: &[String]) -> Result<LogWriter> {
+    pub fn create(path: &Path, clock: &crate::os::Clock, header: &[String]) -> Result<LogWriter> {
         // Never through a symbolic link; a file the user named was created new (or replaced with
         // --force) by the command before the lab started.
         let file: File = quiclab_outputs::create_in_claimed(path)
             .with_context(|| format!("creating log file {}", path.display()))?;
         let mut out = BufWriter::with_capacity(1 << 20, file);
-        let epoch_unix = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or_default()
-            .as_nanos()
-            .saturating_sub(epoch.elapsed().as_nanos());
+        let epoch_unix = clock.epoch_unix_ns();
         writeln!(out, "# quiclab packet log v1")?;
         writeln!(out, "# epoch_unix_ns: {epoch_unix}")?;
         // CLOCK_MONOTONIC at t = 0: the clock congestion samples (cwnd.csv) are stamped with.
-        let mut ts = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: clock_gettime writes into the timespec we pass.
-        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-        let mono_now = ts.tv_sec as u128 * 1_000_000_000 + ts.tv_nsec as u128;
-        writeln!(
-            out,
-            "# epoch_monotonic_ns: {}",
-            mono_now.saturating_sub(epoch.elapsed().as_nanos())
-        )?;
+        writeln!(out, "# epoch_monotonic_ns: {}", clock.epoch_monotonic_ns())?;
         for line in header {
             writeln!(out, "# {line}")?;
         }
@@ -85,7 +69,7 @@ mod tests {
         ];
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("link.log");
-        let mut w = LogWriter::create(&path, Instant::now(), &["uplink: test".into()]).unwrap();
+        let mut w = LogWriter::create(&path, &crate::os::Clock::start(), &["uplink: test".into()]).unwrap();
         for e in &events {
             w.write(e).unwrap();
         }

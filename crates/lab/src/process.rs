@@ -26,16 +26,15 @@ pub fn is_alive(pid: i32, recorded_start: u64) -> bool {
 
 pub fn signal(pid: i32, sig: i32) {
     if pid > 1 {
-        // SAFETY: plain kill(2) on a PID we started.
-        unsafe { libc::kill(pid, sig) };
+        crate::os::kill(pid, sig);
     }
 }
 
 /// Signals the process group led by `pid` (every child the lab spawns leads a group of its own).
 pub fn signal_group(pid: i32, sig: i32) {
     if pid > 1 {
-        // SAFETY: kill(2) with a negative PID addresses the group our child created with setpgid(0, 0).
-        unsafe { libc::kill(-pid, sig) };
+        // A negative PID addresses the group our child created with setpgid(0, 0).
+        crate::os::kill(-pid, sig);
     }
 }
 
@@ -115,21 +114,7 @@ pub fn thread_cpu_seconds(tid: i32) -> Option<f64> {
 /// stime count whole clock ticks (10 ms), which reads a short transfer's server as 0 s; they are
 /// the fallback only when the clock cannot be had.
 pub fn process_cpu_seconds(pid: i32) -> Option<f64> {
-    let mut clock: libc::clockid_t = 0;
-    // SAFETY: clock_getcpuclockid writes one clockid_t into `clock`; clock_gettime one timespec.
-    let precise = unsafe {
-        if libc::clock_getcpuclockid(pid, &mut clock) == 0 {
-            let mut ts = libc::timespec {
-                tv_sec: 0,
-                tv_nsec: 0,
-            };
-            (libc::clock_gettime(clock, &mut ts) == 0)
-                .then(|| ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9)
-        } else {
-            None
-        }
-    };
-    precise.or_else(|| stat_cpu_seconds(&format!("/proc/{pid}/stat")))
+    crate::os::process_cpu_clock_seconds(pid).or_else(|| stat_cpu_seconds(&format!("/proc/{pid}/stat")))
 }
 
 /// utime + stime (fields 14 and 15) of a /proc stat file, in seconds.
@@ -140,8 +125,7 @@ fn stat_cpu_seconds(path: &str) -> Option<f64> {
     let f: Vec<&str> = rest.split_whitespace().collect();
     let utime: f64 = f.get(11)?.parse().ok()?;
     let stime: f64 = f.get(12)?.parse().ok()?;
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    let hz = crate::os::clock_ticks_per_second();
     Some((utime + stime) / hz)
 }
 

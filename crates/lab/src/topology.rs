@@ -599,16 +599,7 @@ fn configure_addresses(ns: &str, v4: Ipv4Addr, v6: Ipv6Addr) -> Result<()> {
 /// Which CPU the emulator takes and the RPS mask (hex, comma-grouped as sysfs wants) of the other
 /// CPUs this process may use; None when it may use only one.
 fn steering_plan() -> Option<(usize, String)> {
-    // SAFETY: sched_getaffinity fills a zeroed cpu_set_t of the size we pass.
-    let allowed: Vec<usize> = unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
-            return None;
-        }
-        (0..libc::CPU_SETSIZE as usize)
-            .filter(|&c| libc::CPU_ISSET(c, &set))
-            .collect()
-    };
+    let allowed = crate::os::allowed_cpus()?;
     let (&emulator, others) = allowed.split_first()?;
     if others.is_empty() {
         return None;

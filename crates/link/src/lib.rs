@@ -54,6 +54,7 @@ pub mod stats;
 pub mod switch;
 pub mod trace;
 pub mod units;
+pub mod wake;
 pub mod wire;
 
 /// A point in time or a duration, in nanoseconds. Points in time are relative to an
