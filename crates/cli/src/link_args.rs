@@ -169,7 +169,10 @@ pub fn flag_of(key: &str, kind: WorkloadKind) -> String {
 /// The link the parameters describe, with what it allows but does less than it may seem
 /// (`LinkOptions::notes`) printed.
 pub fn link_spec(params: &Params) -> Result<LinkSpec> {
-    let spec = params.link.to_spec().map_err(anyhow::Error::msg)?;
+    let spec = params
+        .link
+        .to_spec(&quiclab_outputs::input::read_input)
+        .map_err(anyhow::Error::msg)?;
     for note in params.link.notes(&spec) {
         eprintln!("quiclab: note: {note}");
     }

@@ -250,7 +250,7 @@ impl ScenarioError {
 /// Reads and parses a scenario file; the only I/O in this crate.
 pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
     let name = path.display().to_string();
-    let text = quiclab_link::input::read_text(path).map_err(|source| ScenarioError::Io {
+    let text = quiclab_outputs::input::read_input(path).map_err(|source| ScenarioError::Io {
         file: name.clone(),
         source,
     })?;

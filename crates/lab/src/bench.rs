@@ -247,7 +247,9 @@ impl LinkBench {
         options.realtime = self.scheduler.realtime;
         options.spin = self.scheduler.spin.as_nanos() as u64;
         options.nap = self.scheduler.nap.as_nanos() as u64;
-        let spec = options.to_spec().map_err(anyhow::Error::msg)?;
+        let spec = options
+            .to_spec(&quiclab_outputs::input::read_input)
+            .map_err(anyhow::Error::msg)?;
         let settings = CalibrateSettings {
             bulk_duration: Duration::from_secs(2),
             loss_packets: Some(if self.quick { 2000 } else { 5000 }),

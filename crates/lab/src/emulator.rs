@@ -33,8 +33,8 @@ pub use quiclab_model::fidelity::{DirectionFidelity, FidelityReport, PhaseLatene
 
 use crate::capture::{CaptureConfig, CaptureWriter, Captured, Fate};
 use crate::offload::{Frame, OffloadIo};
-use crate::packet_log::{LogEvent, LogWriter};
 use crate::os;
+use crate::packet_log::{LogEvent, LogWriter};
 use crate::process;
 use crate::stats::distribution_us;
 use crate::topology::{Lab, Side};

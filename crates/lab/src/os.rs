@@ -105,13 +105,7 @@ pub fn eventfd() -> io::Result<OwnedFd> {
 pub fn eventfd_signal(fd: &OwnedFd) {
     let one: u64 = 1;
     // SAFETY: writing 8 bytes from a live u64 to our eventfd.
-    unsafe {
-        libc::write(
-            fd.as_raw_fd(),
-            &one as *const u64 as *const libc::c_void,
-            8,
-        )
-    };
+    unsafe { libc::write(fd.as_raw_fd(), &one as *const u64 as *const libc::c_void, 8) };
 }
 
 /// A close-on-exec duplicate of `fd`.

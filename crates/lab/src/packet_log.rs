@@ -69,7 +69,8 @@ mod tests {
         ];
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("link.log");
-        let mut w = LogWriter::create(&path, &crate::os::Clock::start(), &["uplink: test".into()]).unwrap();
+        let mut w =
+            LogWriter::create(&path, &crate::os::Clock::start(), &["uplink: test".into()]).unwrap();
         for e in &events {
             w.write(e).unwrap();
         }

@@ -137,12 +137,12 @@ pub struct BulkResult {
 
 /// Per-socket TCP congestion control (shared with the protocol stacks).
 pub fn set_tcp_congestion(socket: &impl AsRawFd, cc: &str) -> Result<()> {
-    Ok(quiclab_proto::sockopt::set_tcp_congestion(socket, cc)?)
+    Ok(quiclab_sockets::sockopt::set_tcp_congestion(socket, cc)?)
 }
 
 /// Reads back a TCP socket's congestion control.
 pub fn tcp_congestion(socket: &impl AsRawFd) -> Result<String> {
-    Ok(quiclab_proto::sockopt::tcp_congestion(socket)?)
+    Ok(quiclab_sockets::sockopt::tcp_congestion(socket)?)
 }
 
 /// Server → client (downlink) kernel-TCP transfer for `duration`, with congestion control `cc` on both

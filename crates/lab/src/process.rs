@@ -114,7 +114,8 @@ pub fn thread_cpu_seconds(tid: i32) -> Option<f64> {
 /// stime count whole clock ticks (10 ms), which reads a short transfer's server as 0 s; they are
 /// the fallback only when the clock cannot be had.
 pub fn process_cpu_seconds(pid: i32) -> Option<f64> {
-    crate::os::process_cpu_clock_seconds(pid).or_else(|| stat_cpu_seconds(&format!("/proc/{pid}/stat")))
+    crate::os::process_cpu_clock_seconds(pid)
+        .or_else(|| stat_cpu_seconds(&format!("/proc/{pid}/stat")))
 }
 
 /// utime + stime (fields 14 and 15) of a /proc stat file, in seconds.

@@ -67,7 +67,7 @@ mod tests {
         for (k, v) in args {
             o.set(k, v).unwrap();
         }
-        o.to_spec().unwrap()
+        o.to_spec(&quiclab_outputs::input::read_input).unwrap()
     }
 
     #[test]

@@ -32,7 +32,7 @@ fn options(discipline: &str, ecn: bool) -> LinkOptions {
 /// One CUBIC download of `secs` seconds (and, alongside, UDP echo probes every 50 ms after the
 /// first 3 s when `probe_rtt`): the emulator's report and the probes' RTTs.
 fn bulk(o: &LinkOptions, secs: u64, probe_rtt: bool) -> Result<(FidelityReport, Vec<f64>), String> {
-    let spec = o.to_spec()?;
+    let spec = o.to_spec(&quiclab_outputs::input::read_input)?;
     let mut lab = RunningLab::start_for(o, &spec, None, None).map_err(|e| e.to_string())?;
     let rtts = std::thread::scope(|scope| {
         let lab_ref = &lab.lab;

@@ -289,7 +289,9 @@ fn a_network_switch_moves_the_client_address_and_the_old_one_stops_crossing() {
     use std::net::{IpAddr, SocketAddr};
     let mut options = quiclab_link::LinkOptions::default();
     options.set("switch", "wifi@0s,lte@1500ms").unwrap();
-    let spec = options.to_spec().unwrap();
+    let spec = options
+        .to_spec(&quiclab_outputs::input::read_input)
+        .unwrap();
     let mut lab = start(&spec);
     let (old4, _) = quiclab_lab::topology::client_addresses(0);
     let (new4, new6) = quiclab_lab::topology::client_addresses(1);

@@ -270,7 +270,8 @@ impl LinkOptions {
 
     /// Builds the link, applying per-direction overrides over the shared options. Errors name the
     /// flag (`--up-rate`, …) the user actually typed.
-    pub fn to_spec(&self) -> Result<LinkSpec, String> {
+    /// The link these options ask for; a trace or profile file is read through `read`.
+    pub fn to_spec(&self, read: crate::input::ReadText) -> Result<LinkSpec, String> {
         if let Some(text) = &self.switch {
             return self.switch_spec(text);
         }
@@ -303,7 +304,7 @@ impl LinkOptions {
                     "--{prefix}rate, --{prefix}trace and --{prefix}profile are alternatives: give one"
                 ));
             }
-            build_direction(prefix, choice, delay, loss, queue)
+            build_direction(prefix, choice, delay, loss, queue, read)
         };
         let uplink = direction(
             "up-",
@@ -459,26 +460,37 @@ impl LinkOptions {
     }
 }
 
-fn load_profile(s: &str) -> Result<Arc<crate::Profile>, String> {
+fn load_profile(s: &str, read: crate::input::ReadText) -> Result<Arc<crate::Profile>, String> {
     if let Some(p) = crate::profile::builtin(s) {
         return Ok(Arc::new(p));
     }
     let path = PathBuf::from(s);
     if s.eq_ignore_ascii_case("fcc") {
         // Named by seed 004 but not shipped: `builtin_or_load` says why.
-        return crate::profile::builtin_or_load(s)
+        return crate::profile::builtin_or_load(s, read)
             .map(Arc::new)
             .map_err(|e| e.to_string());
     }
-    if !path.exists() {
-        return Err(format!(
-            "no built-in profile named {s:?} and no such file (built-in: {})",
-            crate::profile::builtin_names().join(", ")
-        ));
-    }
-    crate::profile::load(&path)
-        .map(Arc::new)
-        .map_err(|e| e.to_string())
+    // A missing file reads as an unknown name: a profile is a built-in name or a file.
+    let text = match read(&path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(format!(
+                "no built-in profile named {s:?} and no such file (built-in: {})",
+                crate::profile::builtin_names().join(", ")
+            ));
+        }
+        other => other,
+    };
+    crate::profile::load(&path, &|_| {
+        text.as_ref().map(String::clone).map_err(copy_error)
+    })
+    .map(Arc::new)
+    .map_err(|e| e.to_string())
+}
+
+/// The same error again (`io::Error` is not `Clone`).
+fn copy_error(e: &std::io::Error) -> std::io::Error {
+    std::io::Error::new(e.kind(), e.to_string())
 }
 
 fn build_direction(
@@ -487,6 +499,7 @@ fn build_direction(
     delay: Option<Nanos>,
     loss: Option<LossSpec>,
     queue: Option<QueueLimit>,
+    read: crate::input::ReadText,
 ) -> Result<DirectionSpec, String> {
     let mut d = DirectionSpec::default();
     if let Some(bps) = choice.rate {
@@ -495,7 +508,8 @@ fn build_direction(
             d.rate_label = units::format_rate(bps);
         }
     } else if let Some(path) = &choice.trace {
-        let t = crate::DeliveryTrace::load(path).map_err(|e| format!("--{flag}trace: {e}"))?;
+        let t =
+            crate::DeliveryTrace::load(path, read).map_err(|e| format!("--{flag}trace: {e}"))?;
         d.rate_label = format!(
             "trace {} (mean {})",
             path.display(),
@@ -503,7 +517,7 @@ fn build_direction(
         );
         d.rate = RateSpec::Trace(Arc::new(t));
     } else if let Some(p) = &choice.profile {
-        let prof = load_profile(p).map_err(|e| format!("--{flag}profile: {e}"))?;
+        let prof = load_profile(p, read).map_err(|e| format!("--{flag}profile: {e}"))?;
         d.rate_label = format!("profile {}", prof.name);
         d.rate = RateSpec::Profile(prof);
     }
@@ -532,7 +546,7 @@ mod tests {
         for (k, v) in pairs {
             o.set(k, v).map_err(|e| format!("--{k}: {e}"))?;
         }
-        o.to_spec()
+        o.to_spec(&crate::input::fs)
     }
 
     #[test]

@@ -393,7 +393,7 @@ pub fn parse_csv(text: &str, source_name: &str) -> Result<Profile, ParseError> {
 }
 
 /// Loads a profile file, choosing the format by extension (`.toml` or `.csv`).
-pub fn load(path: &Path) -> Result<Profile, ParseError> {
+pub fn load(path: &Path, read: crate::input::ReadText) -> Result<Profile, ParseError> {
     let source_name = path.display().to_string();
     let extension = path
         .extension()
@@ -408,7 +408,7 @@ pub fn load(path: &Path) -> Result<Profile, ParseError> {
             ));
         }
     };
-    let text = crate::input::read_text(path).map_err(|e| {
+    let text = read(path).map_err(|e| {
         ParseError::whole_file(&source_name, format!("cannot read the profile file: {e}"))
     })?;
     parse(&text, &source_name)
@@ -416,7 +416,10 @@ pub fn load(path: &Path) -> Result<Profile, ParseError> {
 
 /// A built-in profile name or a path to a profile file, as a user would give it on the
 /// command line. Built-in names win over files of the same name.
-pub fn builtin_or_load(name_or_path: &str) -> Result<Profile, ParseError> {
+pub fn builtin_or_load(
+    name_or_path: &str,
+    read: crate::input::ReadText,
+) -> Result<Profile, ParseError> {
     if let Some(profile) = builtin(name_or_path) {
         return Ok(profile);
     }
@@ -443,7 +446,7 @@ pub fn builtin_or_load(name_or_path: &str) -> Result<Profile, ParseError> {
             ),
         ));
     }
-    load(path)
+    load(path, read)
 }
 
 /// The shipped profiles, as TOML text parsed by the same parser as user files, so the
@@ -766,19 +769,19 @@ rate = "unlimited"
         let csv_path = dir.join(format!("quiclab-link-{pid}.CSV"));
         std::fs::write(&toml_path, EXAMPLE).unwrap();
         std::fs::write(&csv_path, "duration,rate,delay,loss\n1s,1mbit,5ms,1%\n").unwrap();
-        let from_toml = load(&toml_path);
-        let from_csv = load(&csv_path);
+        let from_toml = load(&toml_path, &crate::input::fs);
+        let from_csv = load(&csv_path, &crate::input::fs);
         std::fs::remove_file(&toml_path).unwrap();
         std::fs::remove_file(&csv_path).unwrap();
         assert_eq!(from_toml.unwrap().name, "example");
         assert_eq!(from_csv.unwrap().steps[0].delay, 5 * NANOS_PER_MS);
 
-        let error = load(Path::new("profile.json")).unwrap_err();
+        let error = load(Path::new("profile.json"), &crate::input::fs).unwrap_err();
         assert_eq!(
             error.to_string(),
             "profile.json: unknown profile format; expected a file name ending in .toml or .csv"
         );
-        let error = load(Path::new("/nonexistent/p.toml")).unwrap_err();
+        let error = load(Path::new("/nonexistent/p.toml"), &crate::input::fs).unwrap_err();
         assert!(
             error
                 .to_string()
@@ -790,10 +793,12 @@ rate = "unlimited"
     #[test]
     fn builtin_or_load_explains_unknown_names() {
         assert_eq!(
-            builtin_or_load("np2b-typical").unwrap().name,
+            builtin_or_load("np2b-typical", &crate::input::fs)
+                .unwrap()
+                .name,
             "np2b-typical"
         );
-        let error = builtin_or_load("np2b-typcal").unwrap_err();
+        let error = builtin_or_load("np2b-typcal", &crate::input::fs).unwrap_err();
         assert!(
             error.to_string().contains("np2b-large-delay-loss"),
             "{error}"

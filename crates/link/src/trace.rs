@@ -97,10 +97,11 @@ impl DeliveryTrace {
         }
     }
 
-    /// Reads and parses a trace file; errors (including a missing file) name the file.
-    pub fn load(path: &Path) -> Result<DeliveryTrace, ParseError> {
+    /// Reads (through `read`) and parses a trace file; errors (including a missing file) name
+    /// the file.
+    pub fn load(path: &Path, read: crate::input::ReadText) -> Result<DeliveryTrace, ParseError> {
         let source_name = path.display().to_string();
-        let text = crate::input::read_text(path).map_err(|e| {
+        let text = read(path).map_err(|e| {
             ParseError::whole_file(&source_name, format!("cannot read the trace file: {e}"))
         })?;
         DeliveryTrace::parse(&text, &source_name)
@@ -224,7 +225,8 @@ mod tests {
 
     #[test]
     fn load_names_the_missing_file() {
-        let error = DeliveryTrace::load(Path::new("/nonexistent/cell.trace")).unwrap_err();
+        let error = DeliveryTrace::load(Path::new("/nonexistent/cell.trace"), &crate::input::fs)
+            .unwrap_err();
         assert!(
             error
                 .to_string()
@@ -237,7 +239,7 @@ mod tests {
     fn load_reads_a_file() {
         let path = std::env::temp_dir().join(format!("quiclab-link-{}.trace", std::process::id()));
         std::fs::write(&path, "1\n2\n").unwrap();
-        let loaded = DeliveryTrace::load(&path);
+        let loaded = DeliveryTrace::load(&path, &crate::input::fs);
         std::fs::remove_file(&path).unwrap();
         let trace = loaded.unwrap();
         assert_eq!(trace.period(), 2_000_000);

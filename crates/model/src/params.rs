@@ -434,9 +434,12 @@ pub(crate) fn page(v: &str, p: &Params) -> Result<Setting, String> {
     if v.contains('/') {
         return Ok(Setting::Text(p.resolve(v).display().to_string()));
     }
-    quiclab_page::corpus::lookup(v).map_err(|e| {
-        format!("{e} (a directory is written with a slash, e.g. ./{v}, or an absolute path)")
-    })?;
+    if !crate::page::BUILTIN_PAGES.contains(&v) {
+        return Err(format!(
+            "no built-in page named {v:?} (built-in: {}); a directory is written with a slash, e.g. ./{v}, or an absolute path",
+            crate::page::BUILTIN_PAGES.join(", ")
+        ));
+    }
     Ok(Setting::Text(v.to_string()))
 }
 

@@ -165,3 +165,86 @@ fn the_readers_of_results_reach_no_runtime_and_no_lab() {
         "quiclab-link depends on tun-rs"
     );
 }
+
+/// The source of a crate without its tests (files named tests.rs, and everything from a line
+/// `#[cfg(test)]` on).
+fn non_test_source(dir: &Path, out: &mut Vec<(PathBuf, String)>) {
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            if path.file_name().is_some_and(|n| n != "tests") {
+                non_test_source(&path, out);
+            }
+        } else if path.extension().is_some_and(|e| e == "rs")
+            && path.file_name().is_some_and(|n| n != "tests.rs")
+        {
+            let text = std::fs::read_to_string(&path).unwrap();
+            let end = text.find("#[cfg(test)]").unwrap_or(text.len());
+            out.push((path, text[..end].to_string()));
+        }
+    }
+}
+
+/// `model` is plain data: nothing it reaches opens a file or socket, starts a process or thread,
+/// or reads a clock. External crates are allowed by name (parsers, serialisation, seeded random
+/// numbers, histograms); the workspace crates it reaches are searched for the std and libc calls
+/// that would do I/O.
+#[test]
+fn the_model_reaches_no_crate_that_does_io() {
+    let deps = dependencies();
+    let allowed_external = [
+        "serde",
+        "serde_json",
+        "anyhow",
+        "thiserror",
+        "toml",
+        "rand",
+        "rand_chacha",
+        "hdrhistogram",
+    ];
+    let forbidden = [
+        "std::fs",
+        "std::net::TcpStream",
+        "std::net::UdpSocket",
+        "std::net::TcpListener",
+        "std::process",
+        "std::thread",
+        "Instant::now",
+        "SystemTime::now",
+        "libc::",
+        "File::open",
+    ];
+    let mut reached = BTreeSet::new();
+    let mut todo = vec!["quiclab-model".to_string()];
+    let mut found = Vec::new();
+    while let Some(c) = todo.pop() {
+        if !reached.insert(c.clone()) {
+            continue;
+        }
+        for d in deps.get(&c).into_iter().flatten() {
+            if deps.contains_key(d) {
+                todo.push(d.clone());
+            } else if !allowed_external.contains(&d.as_str()) {
+                found.push(format!("{c} depends on {d}"));
+            }
+        }
+    }
+    assert!(reached.len() >= 5, "{reached:?}");
+    for krate in &reached {
+        let dir = root()
+            .join("crates")
+            .join(krate.trim_start_matches("quiclab-"))
+            .join("src");
+        let mut files = Vec::new();
+        non_test_source(&dir, &mut files);
+        assert!(!files.is_empty(), "{}", dir.display());
+        for (path, text) in files {
+            for f in forbidden {
+                if text.contains(f) {
+                    found.push(format!("{}: {f}", path.display()));
+                }
+            }
+        }
+    }
+    assert!(found.is_empty(), "model reaches I/O: {found:#?}");
+}

@@ -738,6 +738,7 @@ impl Drop for UserFile {
 }
 
 mod bounded;
+pub mod input;
 mod lock;
 mod scratch;
 mod snapshot;

@@ -52,16 +52,9 @@ pub const MEGYESI_SMALL_MAX_BYTES: u64 = 8 * KB_BIN;
 /// Megyesi et al.'s large object: 128 KB.
 pub const MEGYESI_LARGE_BYTES: u64 = 128 * KB_BIN;
 
-/// The names [`builtin`] knows, in a stable order.
-const BUILTIN_NAMES: &[&str] = &[
-    "carlucci-small",
-    "carlucci-medium",
-    "carlucci-large",
-    "megyesi-5-small",
-    "megyesi-5-large",
-    "megyesi-50-small",
-    "megyesi-50-large",
-];
+// The names [`builtin`] knows, in a stable order (kept in quiclab-model, whose key parser checks
+// a name without the corpus).
+use quiclab_model::page::BUILTIN_PAGES as BUILTIN_NAMES;
 
 /// Errors of the page corpus and of page directories.
 #[derive(Debug, thiserror::Error)]
@@ -469,4 +462,15 @@ fn splitmix64(state: &mut u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn every_builtin_name_builds() {
+        for name in super::builtin_names() {
+            assert!(super::builtin(name).is_some(), "{name} has no page");
+        }
+        assert!(super::builtin("no-such-page").is_none());
+    }
 }

@@ -313,66 +313,8 @@ pub struct NameValue {
     pub comment: Option<String>,
 }
 
-/// What the loader measured for one object, relative to navigation start, in ms. Phases that did
-/// not happen are 0 (a reused connection has `connect_ms = tls_ms = 0`); negative values are
-/// treated as "did not happen".
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ObjectTiming {
-    /// URL path.
-    pub path: String,
-    /// The connection it used.
-    pub connection: u64,
-    /// `http/1.1`, `h2` or `h3`.
-    pub protocol: String,
-    /// When its request became wanted (discovered), ms after navigation start.
-    pub started_ms: f64,
-    /// Waiting for a connection or a stream slot.
-    pub blocked_ms: f64,
-    /// TCP or QUIC handshake this request waited for (0 on a reused connection).
-    pub connect_ms: f64,
-    /// TLS handshake this request waited for (0 on a reused connection; 0 for QUIC if it is booked
-    /// in `connect_ms`).
-    pub tls_ms: f64,
-    /// Writing the request.
-    pub send_ms: f64,
-    /// Request sent to first response byte.
-    pub wait_ms: f64,
-    /// First to last response byte.
-    pub receive_ms: f64,
-    /// Response body bytes.
-    pub bytes: u64,
-    /// Status code.
-    pub status: u16,
-    /// Content-Type.
-    pub mime: String,
-}
-
-impl ObjectTiming {
-    /// The sum of its phases (negative ones count as 0), ms.
-    pub fn total_ms(&self) -> f64 {
-        [
-            self.blocked_ms,
-            self.connect_ms,
-            self.tls_ms,
-            self.send_ms,
-            self.wait_ms,
-            self.receive_ms,
-        ]
-        .iter()
-        .map(|v| v.max(0.0))
-        .sum()
-    }
-
-    /// When its last byte arrived, ms after navigation start.
-    pub fn end_ms(&self) -> f64 {
-        self.started_ms + self.total_ms()
-    }
-
-    /// When its first byte arrived (its time to first byte), ms after navigation start.
-    pub fn first_byte_ms(&self) -> f64 {
-        self.end_ms() - self.receive_ms
-    }
-}
+/// What the loader measured for one object (a result record, so it lives in quiclab-model).
+pub use quiclab_model::page::ObjectTiming;
 
 /// The page load time of a set of timings: the latest end, ms (0 for none).
 pub fn page_load_ms(objects: &[ObjectTiming]) -> f64 {

@@ -5,6 +5,9 @@
 //! Parsing is ASCII case-insensitive and ignores surrounding whitespace, because these values
 //! come from command lines and TOML files written by people.
 
+/// Connections a gQUIC-style CUBIC emulates by default (gQUIC's own default).
+pub const DEFAULT_GQUIC_CONNECTIONS: u32 = 2;
+
 use std::fmt;
 use std::str::FromStr;
 
@@ -387,7 +390,7 @@ impl Default for StackOptions {
             tcp_cc: TcpCongestion::Cubic,
             quic_cc: QuicCongestion::Cubic,
             initial_window_packets: 10,
-            gquic_n: crate::gquic_cubic::DEFAULT_CONNECTIONS,
+            gquic_n: DEFAULT_GQUIC_CONNECTIONS,
             fec: None,
             quic_mtu: QuicMtu::default(),
             alt_svc: true,

@@ -132,7 +132,9 @@ mod tests {
     use quiclab_link::{Distribution, LinkModel, LinkOptions};
 
     fn quiet_run() -> (LinkSpec, FidelityReport) {
-        let spec = LinkOptions::default().to_spec().unwrap();
+        let spec = LinkOptions::default()
+            .to_spec(&quiclab_outputs::input::read_input)
+            .unwrap();
         let (up, down) = spec.direction_configs(0);
         let direction = |direction, cfg| DirectionFidelity {
             direction,
@@ -190,7 +192,7 @@ mod tests {
     fn pauses_flag_by_their_share_of_the_run_and_against_the_rtt() {
         let (mut o, f) = (LinkOptions::default(), quiet_run().1);
         o.set("rtt", "50ms").unwrap();
-        let spec = o.to_spec().unwrap();
+        let spec = o.to_spec(&quiclab_outputs::input::read_input).unwrap();
         // 200 ms of pauses in a 10 s run: 2 %, none longer than the RTT.
         assert!(flags(&spec, &f, Some(&paused(200.0, 20.0, 10.0))).is_empty());
         // 300 ms in 10 s: 3 % > 2.5 %.
@@ -212,7 +214,7 @@ mod tests {
         let (mut o, mut f) = (LinkOptions::default(), quiet_run().1);
         o.set("rate", "10mbit").unwrap();
         o.set("rtt", "50ms").unwrap();
-        let spec = o.to_spec().unwrap();
+        let spec = o.to_spec(&quiclab_outputs::input::read_input).unwrap();
         let none = paused(0.0, 0.0, 1.0);
         // 1 ms at 10 Mbit/s (a packet takes 1.2 ms): no flag; the fixed 250 µs flagged it.
         f.lateness_us.p99 = 1000.0;

@@ -104,13 +104,16 @@ impl<'a> Preparer<'a> {
             }
             params.set(key, value).map_err(|e| self.at(key, value, e))?;
         }
-        let spec = params.link.to_spec().map_err(|e| {
-            anyhow!(
-                "{}: the link of setting {} is impossible: {e}",
-                self.file,
-                describe(p)
-            )
-        })?;
+        let spec = params
+            .link
+            .to_spec(&quiclab_outputs::input::read_input)
+            .map_err(|e| {
+                anyhow!(
+                    "{}: the link of setting {} is impossible: {e}",
+                    self.file,
+                    describe(p)
+                )
+            })?;
         let work = build(&params, &spec).map_err(|e| {
             let value = p.get(e.key).map(String::as_str).unwrap_or_default();
             self.at(e.key, value, e.message)

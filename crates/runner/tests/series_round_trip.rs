@@ -2,7 +2,7 @@
 //! the server's congestion samples (quiclab-stacks) through `quiclab_runner::series`, on one time
 //! axis (seconds since the emulator started).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use quiclab_lab::emulator::Direction;
 use quiclab_lab::packet_log::epoch_monotonic_ns as log_epoch_monotonic_ns;
@@ -22,8 +22,12 @@ const MS: u64 = 1_000_000;
 fn the_packet_log_writer_and_the_queue_reader_agree() {
     let dir = temp("log");
     let path = dir.join("link.log");
-    let epoch = Instant::now();
-    let mut w = LogWriter::create(&path, epoch, &["downlink: test".to_string()]).unwrap();
+    let mut w = LogWriter::create(
+        &path,
+        &quiclab_lab::os::Clock::start(),
+        &["downlink: test".to_string()],
+    )
+    .unwrap();
     let down = Direction::Downlink;
     // Two 1500-byte packets arrive at 1 ms and 2 ms; a third is dropped at the queue; an uplink
     // packet is ignored. Propagation delay 25 ms; the first waits 1.2 ms, the second 1.7 ms.

@@ -129,7 +129,7 @@ fn tcp_row(t: u64, conn: u64, i: &TcpInfo) -> String {
 }
 
 pub use quiclab_model::cwnd::{CwndSample, read_samples};
-pub use quiclab_proto::sockopt::tcp_info as read_tcp_info;
+pub use quiclab_sockets::sockopt::tcp_info as read_tcp_info;
 
 #[cfg(test)]
 mod tests {

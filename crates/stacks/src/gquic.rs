@@ -12,6 +12,6 @@ pub fn factory(
     initial_window_packets: u64,
 ) -> Result<Arc<dyn quinn::congestion::ControllerFactory + Send + Sync>> {
     let config =
-        quiclab_proto::gquic_cubic::GquicCubicConfig::new(connections, initial_window_packets)?;
+        quiclab_cc::gquic_cubic::GquicCubicConfig::new(connections, initial_window_packets)?;
     Ok(Arc::new(config))
 }

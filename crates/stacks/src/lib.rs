@@ -20,4 +20,5 @@ pub mod switching;
 pub mod tls;
 pub mod video;
 
-pub use quiclab_proto::{options, sockopt};
+pub use quiclab_proto::options;
+pub use quiclab_sockets::sockopt;

@@ -115,19 +115,25 @@ impl Content {
     }
 
     /// A built-in name, or a Sabre movie JSON file. The file's content is named after its stem.
-    pub fn builtin_or_load(name_or_path: &str) -> Result<Content, ContentError> {
+    /// The file is read through `read` (the shell's reader; this crate does no I/O).
+    pub fn builtin_or_load(
+        name_or_path: &str,
+        read: quiclab_link::input::ReadText,
+    ) -> Result<Content, ContentError> {
         if let Some(c) = Content::builtin(name_or_path) {
             return Ok(c);
         }
         let path = Path::new(name_or_path);
-        if !path.exists() {
-            return Err(ContentError(format!(
-                "{name_or_path:?}: no such built-in content ({}) and no such file",
-                BUILTIN_CONTENTS.join(", ")
-            )));
-        }
-        let text = quiclab_link::input::read_text(path)
-            .map_err(|e| ContentError(format!("{}: {e}", path.display())))?;
+        let text = read(path).map_err(|e| {
+            ContentError(if e.kind() == std::io::ErrorKind::NotFound {
+                format!(
+                    "{name_or_path:?}: no such built-in content ({}) and no such file",
+                    BUILTIN_CONTENTS.join(", ")
+                )
+            } else {
+                format!("{}: {e}", path.display())
+            })
+        })?;
         let stem = path
             .file_stem()
             .and_then(|s| s.to_str())
@@ -370,7 +376,8 @@ mod tests {
         let e = Content::from_sabre_json("m.json", "m", unordered).unwrap_err();
         assert!(e.0.contains("bitrates_kbps[1]"), "{e}");
 
-        let e = Content::builtin_or_load("no-such-content").unwrap_err();
+        let e = Content::builtin_or_load("no-such-content", &|p| std::fs::read_to_string(p))
+            .unwrap_err();
         assert!(e.0.contains("bbb, bbb-2s"), "{e}");
     }
 

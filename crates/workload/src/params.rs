@@ -369,7 +369,10 @@ mod tests {
     }
 
     fn built(p: &Params) -> Result<String, ParamError> {
-        let spec = p.link.to_spec().map_err(|e| refuse("link", e))?;
+        let spec = p
+            .link
+            .to_spec(&quiclab_outputs::input::read_input)
+            .map_err(|e| refuse("link", e))?;
         Ok(format!("{:?}\n{:?}", p.link, build(p, &spec)?))
     }
 
@@ -433,7 +436,7 @@ mod tests {
     fn every_kind_builds_a_run_of_its_kind() {
         for kind in WorkloadKind::ALL {
             let p = base(kind, "");
-            let spec = p.link.to_spec().unwrap();
+            let spec = p.link.to_spec(&quiclab_outputs::input::read_input).unwrap();
             assert_eq!(build(&p, &spec).unwrap().kind(), kind);
         }
     }

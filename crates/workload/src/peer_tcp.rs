@@ -19,7 +19,7 @@ use quiclab_lab::netns::NetNs;
 use quiclab_lab::{Lab, Side};
 use quiclab_model::implementation::Server;
 use quiclab_proto::options::Protocol;
-use quiclab_proto::sock_diag::{DiagSocket, Family, parse_dump, tcp_dump_request};
+use quiclab_sockets::sock_diag::{DiagSocket, Family, parse_dump, tcp_dump_request};
 use quiclab_stacks::cwnd::{CwndLog, SAMPLE_INTERVAL, monotonic_ns};
 
 use crate::harness::{RunError, WorkDir};

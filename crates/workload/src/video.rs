@@ -63,7 +63,8 @@ impl VideoRun {
             .text(&k::CONTENT)
             .unwrap_or(if live { "bbb-2s" } else { "bbb" })
             .to_string();
-        let mut content = Content::builtin_or_load(&source).map_err(|e| ("content", e.0))?;
+        let mut content = Content::builtin_or_load(&source, &quiclab_outputs::input::read_input)
+            .map_err(|e| ("content", e.0))?;
         if let Some(d) = p.duration(&k::VIDEO_DURATION) {
             let s = d.as_secs_f64();
             if s < content.segment_s() {

@@ -1126,7 +1126,11 @@ fn a_discipline_with_bad_parameters_or_no_rate_is_refused() {
     assert!(err.to_string().contains("codel"), "{err}");
     let mut o = crate::LinkOptions::default();
     o.set("queue-discipline", "codel").unwrap();
-    assert!(o.to_spec().unwrap_err().contains("no rate"));
+    assert!(
+        o.to_spec(&crate::input::fs)
+            .unwrap_err()
+            .contains("no rate")
+    );
     assert!(
         o.set("queue-discipline", "red")
             .unwrap_err()
@@ -1137,7 +1141,7 @@ fn a_discipline_with_bad_parameters_or_no_rate_is_refused() {
     o.set("rtt", "50ms").unwrap();
     o.set("ecn", "true").unwrap();
     o.set("down-queue-discipline", "pie").unwrap();
-    let spec = o.to_spec().unwrap();
+    let spec = o.to_spec(&crate::input::fs).unwrap();
     assert_eq!(spec.uplink.discipline.label(), "codel+ecn");
     assert_eq!(spec.downlink.discipline.label(), "pie+ecn");
     assert!(spec.ecn());

@@ -16,11 +16,18 @@ fn decisions_follow_the_distance_to_the_release() {
     assert_eq!(next_wake(&s, 0, None), Wake::Block, "nothing queued: block");
     assert_eq!(next_wake(&s, 5 * US, Some(5 * US)), Wake::Now, "due now");
     assert_eq!(next_wake(&s, 6 * US, Some(5 * US)), Wake::Now, "overdue");
-    assert_eq!(next_wake(&s, 0, Some(8 * US)), Wake::Spin, "inside the margin");
+    assert_eq!(
+        next_wake(&s, 0, Some(8 * US)),
+        Wake::Spin,
+        "inside the margin"
+    );
     // Within the approach window: a nap, not the whole way.
     assert_eq!(next_wake(&s, 0, Some(MS)), Wake::Sleep(NAP));
     // Far: up to the approach window.
-    assert_eq!(next_wake(&s, 0, Some(10 * MS)), Wake::Sleep(10 * MS - APPROACH));
+    assert_eq!(
+        next_wake(&s, 0, Some(10 * MS)),
+        Wake::Sleep(10 * MS - APPROACH)
+    );
     // Naps off: straight to the margin before the release.
     let s = state(10 * US, 0);
     assert_eq!(next_wake(&s, 0, Some(MS)), Wake::Sleep(MS - 10 * US));
@@ -136,7 +143,10 @@ fn a_slow_waking_host_is_learnt_and_releases_stay_on_time() {
     let (spin, late, margin) = simulate(200 * US, 30 * US, 2_000 * MS);
     assert!((30 * US..=40 * US).contains(&margin), "margin {margin}");
     assert!(late < 0.01, "{late} of releases > 20 µs late");
-    assert!(spin <= 1.0 / SPIN_BUDGET_DIVISOR as f64 + 0.01, "spin {spin}");
+    assert!(
+        spin <= 1.0 / SPIN_BUDGET_DIVISOR as f64 + 0.01,
+        "spin {spin}"
+    );
 }
 
 #[test]
@@ -145,7 +155,10 @@ fn spinning_never_takes_more_than_its_budget() {
     // time; the budget holds it to a tenth (plus the 1 ms it may save up), and releases come late
     // instead — reported as lateness, never hidden.
     let (spin, late, _) = simulate(20 * US, 100 * US, 1_000 * MS);
-    assert!(spin <= 1.0 / SPIN_BUDGET_DIVISOR as f64 + 0.002, "spin {spin}");
+    assert!(
+        spin <= 1.0 / SPIN_BUDGET_DIVISOR as f64 + 0.002,
+        "spin {spin}"
+    );
     assert!(spin > 0.05, "the budget is used: {spin}");
     assert!(late > 0.5, "{late}");
 }
@@ -155,7 +168,11 @@ fn a_punctual_host_spins_little() {
     // Wake-ups on time, a release every 1.2 ms (a 1500-byte packet at 10 Mbit/s): the margin stays
     // at the configured spin and spinning is ~10 µs of every 1.2 ms.
     let (spin, late, margin) = simulate(1_200 * US, 0, 2_000 * MS);
-    assert_eq!(margin, 10 * US, "wake-ups on time never raise the margin above the spin");
+    assert_eq!(
+        margin,
+        10 * US,
+        "wake-ups on time never raise the margin above the spin"
+    );
     assert!(spin < 0.02, "spin {spin}");
     assert_eq!(late, 0.0);
 }

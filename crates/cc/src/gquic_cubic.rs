@@ -27,14 +27,14 @@ use quinn_proto::RttEstimator;
 use quinn_proto::congestion::{Controller, ControllerFactory, ControllerMetrics};
 use serde::Serialize;
 
-use crate::ProtoError;
+use quiclab_proto::ProtoError;
 
 /// Per-flow CUBIC multiplicative decrease factor (RFC 8312 β_cubic).
 pub const BETA: f64 = 0.7;
 /// CUBIC scaling constant C (RFC 8312), in packets / s³.
 pub const C: f64 = 0.4;
-/// Emulated connections gQUIC used by default.
-pub const DEFAULT_CONNECTIONS: u32 = 2;
+/// Emulated connections gQUIC used by default (the stack option's default, kept with the options).
+pub use quiclab_proto::options::DEFAULT_GQUIC_CONNECTIONS as DEFAULT_CONNECTIONS;
 /// Initial window (packets), as RFC 6928 and gQUIC.
 pub const DEFAULT_INITIAL_WINDOW_PACKETS: u64 = 10;
 /// Minimum congestion window (packets), as RFC 9002 §7.2 and gQUIC.

@@ -11,8 +11,8 @@
 //! native byte order except the ports and addresses of `inet_diag_sockid`, which are in network
 //! byte order. Messages and attributes are aligned to 4 bytes.
 
-use crate::ProtoError;
-use crate::tcp_info::TcpInfo;
+use quiclab_proto::ProtoError;
+use quiclab_proto::tcp_info::TcpInfo;
 
 /// `SOCK_DIAG_BY_FAMILY`: the request (and answer) message type.
 pub const SOCK_DIAG_BY_FAMILY: u16 = 20;

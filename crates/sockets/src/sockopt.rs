@@ -4,8 +4,8 @@
 
 use std::os::fd::AsRawFd;
 
-use crate::error::ProtoError;
-use crate::tcp_info::{TCP_INFO_MAX_LEN, TcpInfo};
+use quiclab_proto::ProtoError;
+use quiclab_proto::tcp_info::{TCP_INFO_MAX_LEN, TcpInfo};
 
 fn os_error(option: &'static str, value: &str) -> ProtoError {
     ProtoError::SocketOption {
