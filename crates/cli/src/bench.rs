@@ -51,9 +51,8 @@ pub struct BenchJobsArgs {
     /// Only these grids (comma-separated): bulk,page,chromium,video,flows
     #[arg(long, value_delimiter = ',')]
     pub only: Vec<String>,
-    /// The concurrency compared with one lab at a time
-    #[arg(long, default_value = "auto", value_parser = quiclab_runner::cost::Jobs::parse)]
-    pub jobs: quiclab_runner::cost::Jobs,
+    #[command(flatten)]
+    pub jobs: crate::run_cmd::JobsArg,
     /// The grids' quick forms
     #[arg(long)]
     pub quick: bool,
@@ -118,10 +117,14 @@ pub fn run(cmd: BenchCommand) -> Result<i32> {
             print_json(args.json, &quiclab_workload::bench::stacks(args.size)?).map(|_| 0)
         }
         BenchCommand::Runner(args) => bench_runner(args),
-        BenchCommand::Jobs(a) => {
-            quiclab_runner::equivalence::bench_jobs(&library()?, &a.only, a.jobs, a.quick, &a.out)
-                .map(|_| 0)
-        }
+        BenchCommand::Jobs(a) => quiclab_runner::equivalence::bench_jobs(
+            &library()?,
+            &a.only,
+            a.jobs.given.unwrap_or(quiclab_runner::cost::Jobs::Auto),
+            a.quick,
+            &a.out,
+        )
+        .map(|_| 0),
         BenchCommand::Noise(a) => {
             let grids = quiclab_runner::noise_bench::bench_noise(
                 &library()?,

@@ -12,6 +12,7 @@ use quiclab_lab::LinkSpec;
 use quiclab_model::WorkloadKind;
 use quiclab_model::keys::{self, KEYS, Key, Side};
 use quiclab_model::params::Params;
+use quiclab_outputs::input::read_input;
 
 /// A group of the table's rows, as one help section.
 pub trait Rows {
@@ -171,7 +172,7 @@ pub fn flag_of(key: &str, kind: WorkloadKind) -> String {
 pub fn link_spec(params: &Params) -> Result<LinkSpec> {
     let spec = params
         .link
-        .to_spec(&quiclab_outputs::input::read_input)
+        .to_spec(&read_input)
         .map_err(anyhow::Error::msg)?;
     for note in params.link.notes(&spec) {
         eprintln!("quiclab: note: {note}");

@@ -17,7 +17,7 @@ pub struct ReproduceArgs {
     #[arg(long, conflicts_with_all = ["judge", "out", "keep_evidence", "resume", "shard", "whole_grid"])]
     pub list: bool,
     /// Judge the results (DIR/STUDY/SCENARIO/results.sqlite) or the evidence in DIR, running nothing
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", conflicts_with = "jobs")]
     pub judge: Option<PathBuf>,
     /// Each scenario's quick form (one repetition where a scenario has none)
     #[arg(long, conflicts_with = "judge")]
@@ -36,9 +36,8 @@ pub struct ReproduceArgs {
     /// Run only the K-th of N parts of each scenario's plan (docs/scale.md)
     #[arg(long, value_name = "K/N", conflicts_with = "judge")]
     pub shard: Option<quiclab_experiment::Shard>,
-    /// Labs at once: a number, or `auto` (as many as the machine's CPU budget admits; docs/scale.md)
-    #[arg(long, value_name = "N|auto", default_value = "1", value_parser = quiclab_runner::cost::Jobs::parse, conflicts_with = "judge")]
-    pub jobs: quiclab_runner::cost::Jobs,
+    #[command(flatten)]
+    pub jobs: crate::run_cmd::JobsArg,
     /// Run each scenario's whole grid, not only the runs some finding judges
     #[arg(long, conflicts_with = "judge")]
     pub whole_grid: bool,
@@ -65,7 +64,7 @@ pub fn run(args: ReproduceArgs) -> Result<i32> {
         repetitions: args.repetitions,
         resume: args.resume,
         shard: args.shard,
-        jobs: args.jobs,
+        jobs: args.jobs.given.unwrap_or(quiclab_runner::cost::Jobs::ONE),
         whole_grid: args.whole_grid,
         keep_evidence: args.keep_evidence.clone(),
         ..PackOptions::new(quick)

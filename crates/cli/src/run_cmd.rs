@@ -41,10 +41,17 @@ pub struct RunArgs {
     /// whole); results go to quiclab-results/<name>-shard-K-of-N by default (docs/scale.md)
     #[arg(long, value_name = "K/N")]
     pub shard: Option<quiclab_experiment::Shard>,
+    #[command(flatten)]
+    pub jobs: JobsArg,
+}
+
+/// `--jobs`, declared once for every command that runs labs side by side.
+#[derive(clap::Args, Debug, Clone, Copy)]
+pub struct JobsArg {
     /// Labs at once: a number, or `auto` (as many as the machine's CPU budget admits; runs that
-    /// must run alone still do; docs/scale.md)
-    #[arg(long, value_name = "N|auto", default_value = "1", value_parser = quiclab_runner::cost::Jobs::parse)]
-    pub jobs: quiclab_runner::cost::Jobs,
+    /// must run alone still do; docs/scale.md) [default: 1; `bench jobs`: auto, what it compares]
+    #[arg(id = "jobs", long = "jobs", value_name = "N|auto", value_parser = quiclab_runner::cost::Jobs::parse)]
+    pub given: Option<quiclab_runner::cost::Jobs>,
 }
 
 pub fn run(args: RunArgs) -> Result<i32> {
@@ -77,7 +84,7 @@ pub fn run(args: RunArgs) -> Result<i32> {
             resume,
             quick: args.quick,
             shard: args.shard,
-            jobs: args.jobs,
+            jobs: args.jobs.given.unwrap_or(quiclab_runner::cost::Jobs::ONE),
             ..Default::default()
         },
         &quiclab_lab::guard::set_exit_hint,

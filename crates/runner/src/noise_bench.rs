@@ -117,7 +117,6 @@ pub fn bench_noise(
         }
     }
     quiclab_outputs::claim_dir(out, "--out")?;
-    let exe = std::env::current_exe().context("finding quiclab's own executable")?;
     let mut done = Vec::new();
     for grid in GRIDS
         .iter()
@@ -134,148 +133,34 @@ pub fn bench_noise(
                 .map(|m| m.name)
                 .filter(|m| *m != headline),
         );
+        let grid_run = GridRun {
+            grid,
+            file: &file,
+            scenario: &scenario,
+            text: &text,
+            plan: &plan,
+            headline,
+            quick,
+            pattern,
+            out,
+        };
         let mut ran = Vec::new();
         for side in SIDES
             .iter()
             .filter(|s| **s == "quiet" || sides.is_empty() || sides.iter().any(|o| o == *s))
         {
-            let noise = match *side {
-                "hog" => Some(Noise::Hog {
-                    cpus: quiclab_lab::host::allowed_cpus(),
-                }),
-                "pauses" => Some(Noise::Pauses {
-                    target: std::process::id(),
-                    pattern,
-                }),
-                "steady" => Some(Noise::Pauses {
-                    target: std::process::id(),
-                    pattern: pattern.spread(),
-                }),
-                _ => None,
-            };
-            let dir = quiclab_outputs::claim_subdir(out, &format!("{grid}-{side}"), "--out")?;
-            let resume = dir.join("results.sqlite").is_file();
-            let mode = crate::Mode {
-                resume: if resume {
-                    crate::Resume::Yes
-                } else {
-                    crate::Resume::No
-                },
-                quick,
-                shard: None,
-                jobs: Jobs::ONE,
-                wait_out_noise: *side != "steady",
-            };
-            // The steady side's runs each run once: flagged or not, as they met the noise.
-            let mut scenario = scenario.clone();
-            if *side == "steady" {
-                scenario.retry_flagged = Some(0);
-            }
-            let noise_file = dir.join("noise.json");
-            let earlier: Option<SideNoise> = std::fs::read_to_string(&noise_file)
-                .ok()
-                .and_then(|t| serde_json::from_str(&t).ok());
-            if let Some(n) = &noise {
-                eprintln!("quiclab bench noise: {grid}, {side}: {}", describe(n));
-            }
-            let injected = noise
-                .as_ref()
-                .map(|n| InjectedNoise::start(&exe, n))
-                .transpose()?;
-            let t = std::time::Instant::now();
-            let outcome = crate::execute(&file, &scenario, &text, &plan, &dir, mode, &|_| {});
-            let wall = t.elapsed().as_secs_f64();
-            // The noise goes whatever the side did.
-            let stopped = injected.map(|i| i.stop()).transpose();
-            let outcome = outcome?;
-            let (report, left_stopped) = stopped?.unwrap_or_default();
-            if left_stopped > 0 {
-                eprintln!(
-                    "quiclab bench noise: {left_stopped} process(es) were left stopped by the \
-                     noise; resumed"
-                );
-            }
-            let side_noise = match (&earlier, outcome.ran) {
-                // Nothing ran now: the noise that mattered is the earlier session's.
-                (Some(e), 0) => e.clone(),
-                _ => SideNoise {
-                    noise: noise.clone(),
-                    report,
-                    left_stopped,
-                    waited_s: outcome.waited_s,
-                },
-            };
-            if noise.is_some() {
-                quiclab_outputs::write_in_claimed(
-                    &noise_file,
-                    serde_json::to_string_pretty(&side_noise)?.as_bytes(),
-                )?;
-            }
-            let store = Store::open(&dir.join("results.sqlite"))
-                .with_context(|| format!("reading {}", dir.display()))?;
-            let runs = store.runs()?;
-            let attempts = store.attempts()?;
-            let wall = match outcome.ran < runs.len() {
-                true => f64::NAN,
-                false => wall,
-            };
-            let summary = crate::equivalence::side(Jobs::ONE, &runs, attempts.len(), wall);
-            // Every flagged attempt's headline: the retried ones and the runs still flagged.
-            let flagged: Vec<(String, f64)> = attempts
-                .iter()
-                .filter(|a| a.status() == Status::Ok && !a.flags.is_empty())
-                .map(|a| (a.run_key.clone(), a.metrics.get(headline).copied()))
-                .chain(
-                    runs.iter()
-                        .filter(|r| r.status() == Status::Ok && !r.flags.is_empty())
-                        .map(|r| (r.key.clone(), r.metrics.get(headline).copied())),
-                )
-                .filter_map(|(k, v)| Some((k, v.filter(|v| v.is_finite())?)))
-                .collect();
-            ran.push((side.to_string(), summary, runs, flagged, side_noise));
+            ran.push(grid_run.side(side)?);
         }
         let mut ran = ran.into_iter();
-        let (_, quiet, quiet_runs, _, _) = ran.next().context("the quiet side")?;
+        let quiet = ran.next().context("the quiet side")?;
         let sides = ran
-            .map(|(side, summary, runs, flagged, noise)| {
-                let let_through = compare(&metrics, &quiet_runs, &runs, MARGIN);
-                let twins = quiet_values(&quiet_runs, headline);
-                let through: Vec<f64> = runs
-                    .iter()
-                    .filter(|r| r.status() == Status::Ok && r.flags.is_empty())
-                    .filter_map(|r| ratio(&twins, &r.key, r.metrics.get(headline).copied()))
-                    .collect();
-                let flagged_ratios: Vec<f64> = flagged
-                    .iter()
-                    .filter_map(|(k, v)| ratio(&twins, k, Some(*v)))
-                    .collect();
-                let inside = |r: &f64| (r - 1.0).abs() <= MARGIN;
-                NoisySide {
-                    still_flagged_share: match summary.runs {
-                        0 => 0.0,
-                        n => summary.flagged as f64 / n as f64,
-                    },
-                    side,
-                    runs: summary,
-                    noise,
-                    let_through,
-                    flagged: Comparison::of(&flagged_ratios, MARGIN),
-                    let_through_changed: (
-                        through.iter().filter(|r| !inside(r)).count(),
-                        through.len(),
-                    ),
-                    flagged_unchanged: (
-                        flagged_ratios.iter().filter(|r| inside(r)).count(),
-                        flagged_ratios.len(),
-                    ),
-                }
-            })
+            .map(|side| against_quiet(side, &quiet.runs, &metrics, headline))
             .collect();
         let g = NoiseGrid {
             grid: grid.to_string(),
             scenario: scenario.name.clone(),
             headline: headline.to_string(),
-            quiet,
+            quiet: quiet.summary,
             sides,
             margin: MARGIN,
         };
@@ -291,6 +176,191 @@ pub fn bench_noise(
         serde_json::to_string_pretty(&done)?.as_bytes(),
     )?;
     Ok(done)
+}
+
+/// One grid of the benchmark: what each side runs.
+struct GridRun<'a> {
+    grid: &'a str,
+    file: &'a Path,
+    scenario: &'a quiclab_experiment::Scenario,
+    text: &'a str,
+    plan: &'a [quiclab_experiment::RunSpec],
+    headline: &'a str,
+    quick: bool,
+    pattern: PausePattern,
+    out: &'a Path,
+}
+
+/// One side as it ran: its summary, runs, flagged attempts' headlines and the noise it met.
+struct SideRun {
+    side: String,
+    summary: Side,
+    runs: Vec<quiclab_results::StoredRun>,
+    flagged: Vec<(String, f64)>,
+    noise: SideNoise,
+}
+
+impl GridRun<'_> {
+    /// Runs the grid under `side`'s noise (continuing a side that already holds runs) into
+    /// `out/GRID-SIDE`, and reads back what it stored.
+    fn side(&self, side: &str) -> Result<SideRun> {
+        let (grid, file, text, plan, headline, quick, pattern, out) = (
+            self.grid,
+            self.file,
+            self.text,
+            self.plan,
+            self.headline,
+            self.quick,
+            self.pattern,
+            self.out,
+        );
+        let exe = std::env::current_exe().context("finding quiclab's own executable")?;
+        let noise = match side {
+            "hog" => Some(Noise::Hog {
+                cpus: quiclab_lab::host::allowed_cpus(),
+            }),
+            "pauses" => Some(Noise::Pauses {
+                target: std::process::id(),
+                pattern,
+            }),
+            "steady" => Some(Noise::Pauses {
+                target: std::process::id(),
+                pattern: pattern.spread(),
+            }),
+            _ => None,
+        };
+        let dir = quiclab_outputs::claim_subdir(out, &format!("{grid}-{side}"), "--out")?;
+        let resume = dir.join("results.sqlite").is_file();
+        let mode = crate::Mode {
+            resume: if resume {
+                crate::Resume::Yes
+            } else {
+                crate::Resume::No
+            },
+            quick,
+            shard: None,
+            jobs: Jobs::ONE,
+            wait_out_noise: side != "steady",
+        };
+        // The steady side's runs each run once: flagged or not, as they met the noise.
+        let mut scenario = self.scenario.clone();
+        if side == "steady" {
+            scenario.retry_flagged = Some(0);
+        }
+        let noise_file = dir.join("noise.json");
+        let earlier: Option<SideNoise> = std::fs::read_to_string(&noise_file)
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok());
+        if let Some(n) = &noise {
+            eprintln!("quiclab bench noise: {grid}, {side}: {}", describe(n));
+        }
+        let injected = noise
+            .as_ref()
+            .map(|n| InjectedNoise::start(&exe, n))
+            .transpose()?;
+        let t = std::time::Instant::now();
+        let outcome = crate::execute(file, &scenario, text, plan, &dir, mode, &|_| {});
+        let wall = t.elapsed().as_secs_f64();
+        // The noise goes whatever the side did.
+        let stopped = injected.map(|i| i.stop()).transpose();
+        let outcome = outcome?;
+        let (report, left_stopped) = stopped?.unwrap_or_default();
+        if left_stopped > 0 {
+            eprintln!(
+                "quiclab bench noise: {left_stopped} process(es) were left stopped by the \
+             noise; resumed"
+            );
+        }
+        let side_noise = match (&earlier, outcome.ran) {
+            // Nothing ran now: the noise that mattered is the earlier session's.
+            (Some(e), 0) => e.clone(),
+            _ => SideNoise {
+                noise: noise.clone(),
+                report,
+                left_stopped,
+                waited_s: outcome.waited_s,
+            },
+        };
+        if noise.is_some() {
+            quiclab_outputs::write_in_claimed(
+                &noise_file,
+                serde_json::to_string_pretty(&side_noise)?.as_bytes(),
+            )?;
+        }
+        let store = Store::open(&dir.join("results.sqlite"))
+            .with_context(|| format!("reading {}", dir.display()))?;
+        let runs = store.runs()?;
+        let attempts = store.attempts()?;
+        let wall = match outcome.ran < runs.len() {
+            true => f64::NAN,
+            false => wall,
+        };
+        let summary = crate::equivalence::side(Jobs::ONE, &runs, attempts.len(), wall);
+        // Every flagged attempt's headline: the retried ones and the runs still flagged.
+        let flagged: Vec<(String, f64)> = attempts
+            .iter()
+            .filter(|a| a.status() == Status::Ok && !a.flags.is_empty())
+            .map(|a| (a.run_key.clone(), a.metrics.get(headline).copied()))
+            .chain(
+                runs.iter()
+                    .filter(|r| r.status() == Status::Ok && !r.flags.is_empty())
+                    .map(|r| (r.key.clone(), r.metrics.get(headline).copied())),
+            )
+            .filter_map(|(k, v)| Some((k, v.filter(|v| v.is_finite())?)))
+            .collect();
+        Ok(SideRun {
+            side: side.to_string(),
+            summary,
+            runs,
+            flagged,
+            noise: side_noise,
+        })
+    }
+}
+
+/// A noisy side against the quiet side's runs (`quiet`): every report metric of its unflagged
+/// runs, and the headline of its flagged attempts, each against its quiet twin.
+fn against_quiet(
+    side: SideRun,
+    quiet_runs: &[quiclab_results::StoredRun],
+    metrics: &[&str],
+    headline: &str,
+) -> NoisySide {
+    let SideRun {
+        side,
+        summary,
+        runs,
+        flagged,
+        noise,
+    } = side;
+    let let_through = compare(metrics, quiet_runs, &runs, MARGIN);
+    let twins = quiet_values(quiet_runs, headline);
+    let through: Vec<f64> = runs
+        .iter()
+        .filter(|r| r.status() == Status::Ok && r.flags.is_empty())
+        .filter_map(|r| ratio(&twins, &r.key, r.metrics.get(headline).copied()))
+        .collect();
+    let flagged_ratios: Vec<f64> = flagged
+        .iter()
+        .filter_map(|(k, v)| ratio(&twins, k, Some(*v)))
+        .collect();
+    let inside = |r: &f64| (r - 1.0).abs() <= MARGIN;
+    NoisySide {
+        still_flagged_share: match summary.runs {
+            0 => 0.0,
+            n => summary.flagged as f64 / n as f64,
+        },
+        side,
+        runs: summary,
+        noise,
+        let_through,
+        flagged: Comparison::of(&flagged_ratios, MARGIN),
+        let_through_changed: (through.iter().filter(|r| !inside(r)).count(), through.len()),
+        flagged_unchanged: (
+            flagged_ratios.iter().filter(|r| inside(r)).count(),
+            flagged_ratios.len(),
+        ),
+    }
 }
 
 fn describe(n: &Noise) -> String {

@@ -10,8 +10,8 @@ use anyhow::{Context, Result, anyhow, bail};
 use quiclab_experiment::metric::MetricDef;
 use quiclab_results::{Status, Store, StoredRun};
 use quiclab_verdict::findings::{self, Judged, Study};
-use quiclab_verdict::judge::{self, Claim, Judgement, Verdict};
-use quiclab_verdict::rules::{Better, Observed};
+use quiclab_verdict::judge;
+use quiclab_verdict::study::{RunRecord, RunStatus, ScenarioRuns};
 use serde::Serialize;
 
 pub use quiclab_verdict::outcome::{FindingVerdict, verdict_word};
@@ -247,35 +247,30 @@ pub fn scenarios_of(study: &Study) -> Vec<String> {
     out
 }
 
-/// The runs of one results directory as a finding sees them: every run of the scenario, its value
-/// of `metric`. A timed-out run is censored at its limit in the metric's unit (ms for a page load
-/// time) when the metric is a time to completion, else its value is unknown (censored without a
-/// bound: left out and counted). An ok run without a value is undefined when the metric declares
-/// when it has none (not a failure), else failed; a failed run and a run still flagged for
-/// emulator fidelity after its retries count as failed (reports leave flagged runs out too).
-pub fn run_values(runs: &[StoredRun], metric: &MetricDef) -> Vec<judge::RunValue> {
+/// The stored runs as plain records for the verdict (`quiclab_verdict::study`).
+pub fn run_records(runs: &[StoredRun]) -> Vec<RunRecord> {
     runs.iter()
-        .map(|r| judge::RunValue {
+        .map(|r| RunRecord {
             params: r.params.clone(),
             repetition: r.repetition,
-            value: match r.status() {
-                Status::Ok if !r.flags.is_empty() => Observed::Failed,
-                Status::Ok => match r.metrics.get(metric.name) {
-                    Some(v) if v.is_finite() => Observed::Value(*v),
-                    _ if metric.undefined_when.is_some() => Observed::Undefined,
-                    _ => Observed::Failed,
+            status: match r.status() {
+                Status::Ok => RunStatus::Ok {
+                    flagged: !r.flags.is_empty(),
                 },
-                Status::Timeout => Observed::Censored {
-                    at_least: r
-                        .document
-                        .time_limit_s()
-                        .and_then(|limit| metric.censored_at(limit))
-                        .unwrap_or(f64::NAN),
+                Status::Timeout => RunStatus::Timeout {
+                    limit_s: r.document.time_limit_s(),
                 },
-                Status::Failed => Observed::Failed,
+                Status::Failed => RunStatus::Failed,
             },
+            metrics: r.metrics.clone(),
         })
         .collect()
+}
+
+/// The runs of one results directory as a finding sees them (see
+/// `quiclab_verdict::study::run_values`).
+pub fn run_values(runs: &[StoredRun], metric: &MetricDef) -> Vec<judge::RunValue> {
+    quiclab_verdict::study::run_values(&run_records(runs), metric)
 }
 
 /// Judges every finding of `study` from the results directories `dirs` (scenario name → the
@@ -289,10 +284,20 @@ pub fn judge_study(
     dirs: &BTreeMap<String, PathBuf>,
     lib: Option<&Library>,
 ) -> Result<Vec<FindingVerdict>> {
-    // Each scenario's runs, whether they are its quick form, and the form in words.
-    // The fifth: why a full form is not whole (fewer repetitions or runs than planned), if so.
-    type Stored = (Vec<StoredRun>, bool, String, String, Option<String>);
-    let mut runs_by_scenario: BTreeMap<String, Option<Stored>> = BTreeMap::new();
+    let scenarios = load_scenarios(study, dirs, lib)?;
+    quiclab_verdict::study::judge_study(study, &scenarios, &crate::metric_registry())
+        .map_err(anyhow::Error::msg)
+}
+
+/// Each scenario of `study` as stored in `dirs` (None: no results): its runs, whether they are
+/// its quick form, the form in words, and why a full form is not whole (fewer repetitions or runs
+/// than planned), if so. With `lib`, a scenario whose stored text differs from its file says so.
+fn load_scenarios(
+    study: &Study,
+    dirs: &BTreeMap<String, PathBuf>,
+    lib: Option<&Library>,
+) -> Result<BTreeMap<String, Option<ScenarioRuns>>> {
+    let mut runs_by_scenario = BTreeMap::new();
     for scenario in scenarios_of(study) {
         let runs = match dirs.get(&scenario) {
             Some(dir) if dir.join("results.sqlite").is_file() => {
@@ -337,166 +342,18 @@ pub fn judge_study(
                 if current.is_some_and(|t| !quiclab_experiment::same_experiment(&t, &stored.text)) {
                     form.push_str(", from another version of the scenario file");
                 }
-                Some((runs, quick, form, stored.text, part))
+                Some(ScenarioRuns {
+                    runs: run_records(&runs),
+                    quick,
+                    form,
+                    part,
+                })
             }
             _ => None,
         };
         runs_by_scenario.insert(scenario, runs);
     }
-    let mut out = Vec::new();
-    for f in &study.findings {
-        let row = |scenario: Option<&String>,
-                   metric: Option<&String>,
-                   seed_value,
-                   test_of: String,
-                   rule,
-                   judgement| FindingVerdict {
-            study: study.name.clone(),
-            id: f.id.clone(),
-            source: f.source.clone(),
-            claim: f.claim.clone(),
-            class: f.class,
-            scenario: scenario.cloned(),
-            metric: metric.cloned(),
-            seed_value,
-            test_of,
-            estimate_of: String::new(),
-            rule,
-            judgement,
-            form: None,
-            wins_table: None,
-            tree: None,
-            beside: None,
-            scale: None,
-            per: f.per.clone(),
-            scope: None,
-        };
-        match &f.judged {
-            Judged::NotRunnable { why } => out.push(row(
-                None,
-                None,
-                None,
-                String::new(),
-                None,
-                Judgement::bare(Verdict::NotRunnable { why: why.clone() }),
-            )),
-            Judged::Run {
-                scenario,
-                filter,
-                metric,
-                claim,
-                rule,
-                seed_value,
-                beside,
-                pin,
-                scope,
-            } => {
-                let registry = crate::metric_registry();
-                let Some(def) = quiclab_experiment::metric::find(&registry, metric) else {
-                    bail!(
-                        "finding {}: metric {metric:?} is not a metric quiclab measures",
-                        f.id
-                    );
-                };
-                let better = if def.lower_is_better() {
-                    Better::Lower
-                } else {
-                    Better::Higher
-                };
-                let mut test_of = describe(claim, better);
-                // A pinned side says which value its runs keep (`h1 from server = quiclab`).
-                if let (Some(p), Some((_, a, b))) = (pin, claim.sides())
-                    && p.a != p.b
-                {
-                    test_of.push_str(&format!(
-                        "; {a} from {0} = {1}, {b} from {0} = {2}",
-                        p.param, p.a, p.b
-                    ));
-                }
-                let stored = runs_by_scenario.get(scenario).and_then(Option::as_ref);
-                let judge_with = |filter: &BTreeMap<String, String>| match stored {
-                    None => (
-                        Judgement::bare(Verdict::Inconclusive {
-                            why: format!("no results of {scenario} (run the pack)"),
-                        }),
-                        None,
-                    ),
-                    Some((runs, quick, _, _, part)) => {
-                        let values = run_values(runs, def);
-                        let (mut j, table) = judge::judge_claim(
-                            &values,
-                            filter,
-                            claim,
-                            pin.as_ref(),
-                            better,
-                            *rule,
-                            *scope,
-                        );
-                        // A quick form (or a full form not run to its repetitions) is an
-                        // observation: its estimate and n are shown, never a verdict.
-                        if (*quick || part.is_some())
-                            && !matches!(j.verdict, Verdict::Inconclusive { .. })
-                        {
-                            let copies = match j.counts.copies {
-                                0 => String::new(),
-                                c => format!("; {c} repetitions folded as copies"),
-                            };
-                            j.verdict = Verdict::Inconclusive {
-                                why: format!(
-                                    "{}: an observation (n = {}{copies}), not a verdict",
-                                    part.as_deref().unwrap_or("quick form"),
-                                    j.counts.informative().max(j.counts.pairs)
-                                ),
-                            };
-                        }
-                        if *quick || part.is_some() {
-                            for c in &mut j.cells {
-                                if !matches!(c.judgement.verdict, Verdict::Inconclusive { .. }) {
-                                    c.judgement.verdict = Verdict::Inconclusive {
-                                        why: "an observation, not a verdict".into(),
-                                    };
-                                }
-                            }
-                        }
-                        (j, table)
-                    }
-                };
-                let (judgement, wins) = judge_with(filter);
-                let mut v = row(
-                    Some(scenario),
-                    Some(metric),
-                    *seed_value,
-                    test_of,
-                    Some(*rule),
-                    judgement,
-                );
-                v.form = stored.map(|(_, _, form, _, _)| form.clone());
-                v.scope = Some(*scope);
-                v.beside = beside.as_ref().map(|b| quiclab_verdict::outcome::Beside {
-                    values: b.clone(),
-                    judgement: judge_with(&findings::beside_filter(filter, b)).0,
-                });
-                v.estimate_of = judge::estimate_of(claim, metric);
-                v.scale = quiclab_verdict::outcome::Scale::of(
-                    claim,
-                    def.lower_is_better(),
-                    rule.min_effect,
-                );
-                if let Some(table) = wins {
-                    let rows: Vec<_> = table
-                        .iter()
-                        .map(|t| (t.setting.clone(), t.label()))
-                        .collect();
-                    v.tree = quiclab_verdict::tree::grow(&rows);
-                    v.wins_table = Some(table);
-                }
-                out.push(v);
-            }
-        }
-    }
-    // The study's multiplicity correction: a q beside every p.
-    quiclab_verdict::cells::adjust_study(&mut out);
-    Ok(out)
+    Ok(runs_by_scenario)
 }
 
 /// The counts per study, one line each (`panda2019: reproductions: 7 holds, … not shown, …`):
@@ -562,39 +419,6 @@ fn form_of(quick: bool, text: &str, runs: &[StoredRun]) -> String {
         (true, _) => "quick".into(),
         (false, true) => format!("full, {ran} of {planned} repetitions"),
         (false, false) => "full".into(),
-    }
-}
-
-fn describe(claim: &Claim, better: Better) -> String {
-    match claim {
-        Claim::Better { axis, a, b } => format!(
-            "{a} vs {b} on {axis} ({} is better)",
-            match better {
-                Better::Lower => "lower",
-                Better::Higher => "higher",
-            }
-        ),
-        Claim::AtLeast { value } => format!("≥ {value}"),
-        Claim::AtMost { value } => format!("≤ {value}"),
-        Claim::Approx {
-            value, tolerance, ..
-        } => format!("≈ {value} ± {:.0} %", tolerance * 100.0),
-        Claim::Ratio {
-            axis,
-            a,
-            b,
-            value,
-            tolerance,
-        } => format!("{a}/{b} on {axis} ≈ {value} ± {:.0} %", tolerance * 100.0),
-        Claim::RatioAtLeast { axis, a, b, value } => format!("{a}/{b} on {axis} ≥ {value}"),
-        Claim::RatioAtMost { axis, a, b, value } => format!("{a}/{b} on {axis} ≤ {value}"),
-        Claim::WinsShare { axis, a, at_least } => format!(
-            "{a} wins ≥ {:.0} % of the settings (Megyesi et al.'s rule on {axis})",
-            at_least * 100.0
-        ),
-        Claim::NoBestEverywhere { axis } => {
-            format!("no {axis} wins every setting (Megyesi et al.'s rule)")
-        }
     }
 }
 
@@ -1129,10 +953,64 @@ pub fn reproduce(
     opts: &PackOptions,
     exit_hint: &dyn Fn(String),
 ) -> Result<Reproduced> {
-    // Where results are read from, and where verdicts and reports are written: the same claimed
-    // directory, or with --judge DIR --out OUT, DIR only read and OUT written.
+    check_directories(judge, out_arg, opts)?;
     // Evidence (evidence/STUDY/SCENARIO/runs.jsonl.gz) is rebuilt into results databases in a
-    // temporary directory, judged from there; the evidence is only read.
+    // temporary directory (`_rebuilt`, removed at the end), judged from there; the evidence is
+    // only read.
+    let (results, out, _rebuilt) = results_and_out(judge, out_arg, studies, opts)?;
+    // One writer per pack directory: a second `reproduce` into it would run (or judge) the same
+    // packs and write the same files.
+    let _lock = quiclab_outputs::lock_dir(&out, "--out", false)?;
+    quiclab_outputs::check_writable(&out, "--out").map_err(|e| match judge {
+        Some(_) => {
+            anyhow!("{e}; give --out DIR for the verdicts (the judged directory is only read)")
+        }
+        None => anyhow!("{e}"),
+    })?;
+    let (verdicts, judged) = run_and_judge(lib, studies, judge, (&results, &out), opts, exit_hint)?;
+    if verdicts.is_empty() {
+        bail!(
+            "no study had results in {}: no verdicts written (earlier ones, if any, are kept)",
+            results.display()
+        );
+    }
+    // The report first, then the verdicts as one set: a write that fails (a full disk) leaves
+    // the earlier verdicts whole. All four names are checked before either is written.
+    quiclab_outputs::check_in_claimed(
+        &[
+            "verdicts.json",
+            "verdicts.csv",
+            "verdicts.md",
+            "reproduction.html",
+        ]
+        .map(|n| out.join(n))
+        .iter()
+        .map(PathBuf::as_path)
+        .collect::<Vec<_>>(),
+    )?;
+    let html = quiclab_report::reproduction::write(
+        &results,
+        &out,
+        &judged,
+        &verdicts,
+        &crate::metric_registry(),
+    )?;
+    let (json, csv) = quiclab_report::reproduction::write_verdicts(&out, &verdicts)?;
+    Ok(Reproduced {
+        verdicts,
+        json,
+        csv,
+        html,
+    })
+}
+
+/// Before anything runs: `--judge` names a directory, and `--keep-evidence` one of its own that
+/// quiclab can write.
+fn check_directories(
+    judge: Option<&Path>,
+    out_arg: Option<&Path>,
+    opts: &PackOptions,
+) -> Result<()> {
     if let Some(d) = judge
         && !d.is_dir()
     {
@@ -1174,6 +1052,18 @@ pub fn reproduce(
         // Before any run (a pack may take hours): a directory quiclab cannot write is refused now.
         quiclab_outputs::check_writable(evidence, "--keep-evidence")?;
     }
+    Ok(())
+}
+
+/// Where results are read from and where verdicts and reports are written: the same claimed
+/// directory, or with --judge DIR --out OUT, DIR only read and OUT written; evidence is rebuilt
+/// into a temporary directory (returned, to be kept while judging).
+fn results_and_out(
+    judge: Option<&Path>,
+    out_arg: Option<&Path>,
+    studies: &[Study],
+    opts: &PackOptions,
+) -> Result<(PathBuf, PathBuf, Option<quiclab_outputs::ScratchDir>)> {
     let rebuilt = match judge {
         Some(d) if quiclab_results::evidence::is_evidence(d) => {
             if opts.keep_evidence.is_some() {
@@ -1214,15 +1104,19 @@ pub fn reproduce(
             (o.clone(), o)
         }
     };
-    // One writer per pack directory: a second `reproduce` into it would run (or judge) the same
-    // packs and write the same files.
-    let _lock = quiclab_outputs::lock_dir(&out, "--out", false)?;
-    quiclab_outputs::check_writable(&out, "--out").map_err(|e| match judge {
-        Some(_) => {
-            anyhow!("{e}; give --out DIR for the verdicts (the judged directory is only read)")
-        }
-        None => anyhow!("{e}"),
-    })?;
+    Ok((results, out, rebuilt))
+}
+
+/// Each study's pack run (or, with `judge`, its stored results found, and kept as evidence if
+/// asked) and judged: the verdicts, and the studies that had results.
+fn run_and_judge(
+    lib: &Library,
+    studies: &[Study],
+    judge: Option<&Path>,
+    (results, out): (&Path, &Path),
+    opts: &PackOptions,
+    exit_hint: &dyn Fn(String),
+) -> Result<(Vec<FindingVerdict>, Vec<Study>)> {
     let mut verdicts: Vec<FindingVerdict> = Vec::new();
     let mut judged = Vec::new();
     for s in studies {
@@ -1238,7 +1132,7 @@ pub fn reproduce(
                 dirs
             }
             None => {
-                quiclab_outputs::claim_subdir(&out, &s.name, "--out")?;
+                quiclab_outputs::claim_subdir(out, &s.name, "--out")?;
                 run_pack(lib, s, &study_dir, opts, exit_hint)?
             }
         };
@@ -1255,45 +1149,14 @@ pub fn reproduce(
         verdicts.extend(judge_study(s, &dirs, Some(lib))?);
         judged.push(s.clone());
     }
-    if verdicts.is_empty() {
-        bail!(
-            "no study had results in {}: no verdicts written (earlier ones, if any, are kept)",
-            results.display()
-        );
-    }
-    // The report first, then the verdicts as one set: a write that fails (a full disk) leaves
-    // the earlier verdicts whole. All four names are checked before either is written.
-    quiclab_outputs::check_in_claimed(
-        &[
-            "verdicts.json",
-            "verdicts.csv",
-            "verdicts.md",
-            "reproduction.html",
-        ]
-        .map(|n| out.join(n))
-        .iter()
-        .map(PathBuf::as_path)
-        .collect::<Vec<_>>(),
-    )?;
-    let html = quiclab_report::reproduction::write(
-        &results,
-        &out,
-        &judged,
-        &verdicts,
-        &crate::metric_registry(),
-    )?;
-    let (json, csv) = quiclab_report::reproduction::write_verdicts(&out, &verdicts)?;
-    Ok(Reproduced {
-        verdicts,
-        json,
-        csv,
-        html,
-    })
+    Ok((verdicts, judged))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use quiclab_verdict::judge::{Claim, Verdict};
+    use quiclab_verdict::rules::{Better, Observed};
 
     fn stored(proto: &str, rep: u32, status: Status, plt: Option<f64>) -> StoredRun {
         StoredRun {

@@ -21,6 +21,7 @@ pub mod judge;
 pub mod outcome;
 pub mod prose;
 pub mod rules;
+pub mod study;
 pub mod tree;
 
 pub use findings::{Finding, Judged, Study};

@@ -1,0 +1,378 @@
+//! Judging a study from its stored runs: runs in, verdicts out. The shell (quiclab-runner) reads
+//! each scenario's results database into [`ScenarioRuns`] — the runs as plain records, whether
+//! they are a quick form or a part of the full plan, the form in words — and calls
+//! [`judge_study`]; nothing here opens a file.
+
+use std::collections::BTreeMap;
+
+use quiclab_experiment::metric::MetricDef;
+
+use crate::findings::{self, Judged, Study};
+use crate::judge::{self, Claim, Judgement, RunValue, Verdict};
+use crate::outcome::FindingVerdict;
+use crate::rules::{Better, Observed};
+
+/// How one stored run ended, as a finding reads it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RunStatus {
+    /// Finished; `flagged`: still flagged for emulator fidelity after its retries.
+    Ok {
+        flagged: bool,
+    },
+    /// Hit its time limit (s, when known).
+    Timeout {
+        limit_s: Option<f64>,
+    },
+    Failed,
+}
+
+/// One stored run: its parameters, repetition, outcome and metric values.
+#[derive(Debug, Clone)]
+pub struct RunRecord {
+    pub params: BTreeMap<String, String>,
+    pub repetition: u32,
+    pub status: RunStatus,
+    pub metrics: BTreeMap<String, f64>,
+}
+
+/// One scenario's stored runs as the findings judge them.
+#[derive(Debug, Clone)]
+pub struct ScenarioRuns {
+    pub runs: Vec<RunRecord>,
+    /// The scenario's quick form: an observation, never a verdict.
+    pub quick: bool,
+    /// `quick`, `full`, `full, 1 of 5 repetitions`, … (shown beside each verdict).
+    pub form: String,
+    /// Why a full form is not whole (fewer runs than planned), if so: an observation too.
+    pub part: Option<String>,
+}
+
+/// The runs of one scenario as a finding sees them: every run, its value of `metric`. A timed-out
+/// run is censored at its limit in the metric's unit (ms for a page load time) when the metric is
+/// a time to completion, else its value is unknown (censored without a bound: left out and
+/// counted). An ok run without a value is undefined when the metric declares when it has none
+/// (not a failure), else failed; a failed run and a run still flagged for emulator fidelity after
+/// its retries count as failed (reports leave flagged runs out too).
+pub fn run_values(runs: &[RunRecord], metric: &MetricDef) -> Vec<RunValue> {
+    runs.iter()
+        .map(|r| RunValue {
+            params: r.params.clone(),
+            repetition: r.repetition,
+            value: match &r.status {
+                RunStatus::Ok { flagged: true } => Observed::Failed,
+                RunStatus::Ok { flagged: false } => match r.metrics.get(metric.name) {
+                    Some(v) if v.is_finite() => Observed::Value(*v),
+                    _ if metric.undefined_when.is_some() => Observed::Undefined,
+                    _ => Observed::Failed,
+                },
+                RunStatus::Timeout { limit_s } => Observed::Censored {
+                    at_least: limit_s
+                        .and_then(|limit| metric.censored_at(limit))
+                        .unwrap_or(f64::NAN),
+                },
+                RunStatus::Failed => Observed::Failed,
+            },
+        })
+        .collect()
+}
+
+/// Judges every finding of `study` from `scenarios` (scenario name → its runs; None: no results,
+/// which makes its findings inconclusive, saying so), with the metrics of `registry`. The error
+/// names a finding whose metric quiclab does not measure.
+pub fn judge_study(
+    study: &Study,
+    scenarios: &BTreeMap<String, Option<ScenarioRuns>>,
+    registry: &[MetricDef],
+) -> Result<Vec<FindingVerdict>, String> {
+    let mut out = Vec::new();
+    for f in &study.findings {
+        out.push(match &f.judged {
+            Judged::NotRunnable { why } => verdict_row(
+                study,
+                f,
+                Judgement::bare(Verdict::NotRunnable { why: why.clone() }),
+            ),
+            Judged::Run { .. } => judge_finding(study, f, scenarios, registry)?,
+        });
+    }
+    // The study's multiplicity correction: a q beside every p.
+    crate::cells::adjust_study(&mut out);
+    Ok(out)
+}
+
+/// A verdict row of finding `f` with `judgement` and nothing else filled in.
+fn verdict_row(study: &Study, f: &findings::Finding, judgement: Judgement) -> FindingVerdict {
+    FindingVerdict {
+        study: study.name.clone(),
+        id: f.id.clone(),
+        source: f.source.clone(),
+        claim: f.claim.clone(),
+        class: f.class,
+        scenario: None,
+        metric: None,
+        seed_value: None,
+        test_of: String::new(),
+        estimate_of: String::new(),
+        rule: None,
+        judgement,
+        form: None,
+        wins_table: None,
+        tree: None,
+        beside: None,
+        scale: None,
+        per: f.per.clone(),
+        scope: None,
+    }
+}
+
+/// A quick form (or a full form not run to its repetitions) is an observation: its estimate and
+/// n are shown, never a verdict (`part`: why the full form is not whole; None: the quick form).
+fn as_observation(j: &mut Judgement, part: Option<&str>) {
+    if !matches!(j.verdict, Verdict::Inconclusive { .. }) {
+        let copies = match j.counts.copies {
+            0 => String::new(),
+            c => format!("; {c} repetitions folded as copies"),
+        };
+        j.verdict = Verdict::Inconclusive {
+            why: format!(
+                "{}: an observation (n = {}{copies}), not a verdict",
+                part.unwrap_or("quick form"),
+                j.counts.informative().max(j.counts.pairs)
+            ),
+        };
+    }
+    for c in &mut j.cells {
+        if !matches!(c.judgement.verdict, Verdict::Inconclusive { .. }) {
+            c.judgement.verdict = Verdict::Inconclusive {
+                why: "an observation, not a verdict".into(),
+            };
+        }
+    }
+}
+
+/// One finding that runs a scenario, judged from its stored runs.
+fn judge_finding(
+    study: &Study,
+    f: &findings::Finding,
+    scenarios: &BTreeMap<String, Option<ScenarioRuns>>,
+    registry: &[MetricDef],
+) -> Result<FindingVerdict, String> {
+    let Judged::Run {
+        scenario,
+        filter,
+        metric,
+        claim,
+        rule,
+        seed_value,
+        beside,
+        pin,
+        scope,
+    } = &f.judged
+    else {
+        unreachable!("judge_finding is called for findings that run a scenario")
+    };
+    let Some(def) = quiclab_experiment::metric::find(registry, metric) else {
+        return Err(format!(
+            "finding {}: metric {metric:?} is not a metric quiclab measures",
+            f.id
+        ));
+    };
+    let better = if def.lower_is_better() {
+        Better::Lower
+    } else {
+        Better::Higher
+    };
+    let mut test_of = describe(claim, better);
+    // A pinned side says which value its runs keep (`h1 from server = quiclab`).
+    if let (Some(p), Some((_, a, b))) = (pin, claim.sides())
+        && p.a != p.b
+    {
+        test_of.push_str(&format!(
+            "; {a} from {0} = {1}, {b} from {0} = {2}",
+            p.param, p.a, p.b
+        ));
+    }
+    let stored = scenarios.get(scenario).and_then(Option::as_ref);
+    let judge_with = |filter: &BTreeMap<String, String>| match stored {
+        None => (
+            Judgement::bare(Verdict::Inconclusive {
+                why: format!("no results of {scenario} (run the pack)"),
+            }),
+            None,
+        ),
+        Some(s) => {
+            let values = run_values(&s.runs, def);
+            let (mut j, table) =
+                judge::judge_claim(&values, filter, claim, pin.as_ref(), better, *rule, *scope);
+            if s.quick || s.part.is_some() {
+                as_observation(&mut j, s.part.as_deref());
+            }
+            (j, table)
+        }
+    };
+    let (judgement, wins) = judge_with(filter);
+    let mut v = verdict_row(study, f, judgement);
+    v.scenario = Some(scenario.clone());
+    v.metric = Some(metric.clone());
+    v.seed_value = *seed_value;
+    v.test_of = test_of;
+    v.rule = Some(*rule);
+    v.form = stored.map(|s| s.form.clone());
+    v.scope = Some(*scope);
+    v.beside = beside.as_ref().map(|b| crate::outcome::Beside {
+        values: b.clone(),
+        judgement: judge_with(&findings::beside_filter(filter, b)).0,
+    });
+    v.estimate_of = judge::estimate_of(claim, metric);
+    v.scale = crate::outcome::Scale::of(claim, def.lower_is_better(), rule.min_effect);
+    if let Some(table) = wins {
+        let rows: Vec<_> = table
+            .iter()
+            .map(|t| (t.setting.clone(), t.label()))
+            .collect();
+        v.tree = crate::tree::grow(&rows);
+        v.wins_table = Some(table);
+    }
+    Ok(v)
+}
+
+fn describe(claim: &Claim, better: Better) -> String {
+    match claim {
+        Claim::Better { axis, a, b } => format!(
+            "{a} vs {b} on {axis} ({} is better)",
+            match better {
+                Better::Lower => "lower",
+                Better::Higher => "higher",
+            }
+        ),
+        Claim::AtLeast { value } => format!("≥ {value}"),
+        Claim::AtMost { value } => format!("≤ {value}"),
+        Claim::Approx {
+            value, tolerance, ..
+        } => format!("≈ {value} ± {:.0} %", tolerance * 100.0),
+        Claim::Ratio {
+            axis,
+            a,
+            b,
+            value,
+            tolerance,
+        } => format!("{a}/{b} on {axis} ≈ {value} ± {:.0} %", tolerance * 100.0),
+        Claim::RatioAtLeast { axis, a, b, value } => format!("{a}/{b} on {axis} ≥ {value}"),
+        Claim::RatioAtMost { axis, a, b, value } => format!("{a}/{b} on {axis} ≤ {value}"),
+        Claim::WinsShare { axis, a, at_least } => format!(
+            "{a} wins ≥ {:.0} % of the settings (Megyesi et al.'s rule on {axis})",
+            at_least * 100.0
+        ),
+        Claim::NoBestEverywhere { axis } => {
+            format!("no {axis} wins every setting (Megyesi et al.'s rule)")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PLT: MetricDef = MetricDef::completion_time("plt_ms", "Page load time", "ms");
+
+    fn study() -> Study {
+        findings::parse(
+            "study = \"t\"\ntitle = \"t\"\n[[finding]]\nid = \"x\"\nclaim = \"h3 faster\"\n\
+             class = \"reproduction\"\nscenario = \"s\"\nmetric = \"plt_ms\"\n\
+             compare = { axis = \"protocol\", a = \"h3\", b = \"h1\" }\nmin_n = 6\n\
+             [[finding]]\nid = \"y\"\nclaim = \"elsewhere\"\nclass = \"reproduction\"\n\
+             not_runnable = \"no lab for it\"\n",
+            "t.toml",
+        )
+        .unwrap()
+    }
+
+    fn run(proto: &str, rep: u32, status: RunStatus, plt: f64) -> RunRecord {
+        RunRecord {
+            params: BTreeMap::from([("protocol".to_string(), proto.to_string())]),
+            repetition: rep,
+            status,
+            metrics: BTreeMap::from([("plt_ms".to_string(), plt)]),
+        }
+    }
+
+    fn scenario(quick: bool, reps: u32) -> BTreeMap<String, Option<ScenarioRuns>> {
+        let ok = RunStatus::Ok { flagged: false };
+        let runs = (1..=reps)
+            .flat_map(|r| {
+                [
+                    run("h3", r, ok.clone(), 900.0 + f64::from(r)),
+                    run("h1", r, ok.clone(), 1_200.0 + f64::from(r) * 7.0),
+                ]
+            })
+            .collect();
+        BTreeMap::from([(
+            "s".to_string(),
+            Some(ScenarioRuns {
+                runs,
+                quick,
+                form: if quick { "quick" } else { "full" }.into(),
+                part: None,
+            }),
+        )])
+    }
+
+    #[test]
+    fn runs_in_verdicts_out() {
+        let v = judge_study(&study(), &scenario(false, 8), &[PLT]).unwrap();
+        assert_eq!(v.len(), 2);
+        assert_eq!(v[0].judgement.verdict, Verdict::Holds);
+        assert_eq!(v[0].judgement.counts.pairs, 8);
+        assert_eq!(v[0].form.as_deref(), Some("full"));
+        assert!(v[0].judgement.q.is_some(), "the study's correction ran");
+        assert!(matches!(
+            v[1].judgement.verdict,
+            Verdict::NotRunnable { .. }
+        ));
+    }
+
+    #[test]
+    fn a_quick_form_is_an_observation_and_no_results_say_so() {
+        let v = judge_study(&study(), &scenario(true, 8), &[PLT]).unwrap();
+        assert!(
+            matches!(&v[0].judgement.verdict, Verdict::Inconclusive { why } if why.contains("quick form: an observation (n = 8")),
+            "{:?}",
+            v[0].judgement.verdict
+        );
+        let v = judge_study(&study(), &BTreeMap::new(), &[PLT]).unwrap();
+        assert!(
+            matches!(&v[0].judgement.verdict, Verdict::Inconclusive { why } if why.contains("no results of s")),
+        );
+    }
+
+    #[test]
+    fn an_unknown_metric_names_the_finding() {
+        let e = judge_study(&study(), &scenario(false, 8), &[]).unwrap_err();
+        assert!(e.contains("finding x") && e.contains("plt_ms"), "{e}");
+    }
+
+    #[test]
+    fn flagged_failed_and_timed_out_runs_are_counted_not_dropped() {
+        let runs = [
+            run("h3", 1, RunStatus::Ok { flagged: false }, 900.0),
+            run("h3", 2, RunStatus::Ok { flagged: true }, 900.0),
+            run("h3", 3, RunStatus::Failed, 900.0),
+            run(
+                "h3",
+                4,
+                RunStatus::Timeout {
+                    limit_s: Some(30.0),
+                },
+                f64::NAN,
+            ),
+        ];
+        let v: Vec<Observed> = run_values(&runs, &PLT)
+            .into_iter()
+            .map(|r| r.value)
+            .collect();
+        assert_eq!(v[0], Observed::Value(900.0));
+        assert_eq!(v[1], Observed::Failed);
+        assert_eq!(v[2], Observed::Failed);
+        assert_eq!(v[3], Observed::Censored { at_least: 30_000.0 });
+    }
+}
