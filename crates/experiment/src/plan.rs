@@ -5,7 +5,7 @@
 //! protocol; the protocols of one repetition share a seed so they meet the
 //! same emulated random losses, which makes their comparison paired. The
 //! same holds for the other axes that name the client being compared rather
-//! than the network ([`CLIENT_AXES`]: the built-in loader and Chromium).
+//! than the network ([`is_client_axis`]: the built-in loader and Chromium).
 
 use std::collections::BTreeMap;
 
@@ -41,16 +41,14 @@ pub struct RunSpec {
     pub contender: String,
 }
 
-/// Grid axes that choose the client under comparison, not the network or the workload: like the
-/// protocol, they stay out of the seed, so e.g. the built-in loader and Chromium loading a page in
-/// the same repetition meet the same random-loss draws.
-pub const CLIENT_AXES: &[&str] = &[
-    "browser",
-    // How a client answers network switches: the same network for every answer.
-    "on_switch",
-    "switch_timeout",
-    "migrate_delay",
-];
+/// Whether a grid axis chooses the client under comparison, not the network or the workload (its
+/// row's `client_axis`): like the protocol, it stays out of the seed, so e.g. the built-in loader
+/// and Chromium loading a page in the same repetition meet the same random-loss draws.
+pub fn is_client_axis(key: &str) -> bool {
+    quiclab_model::keys::KEYS
+        .iter()
+        .any(|k| k.name == key && k.client_axis)
+}
 
 /// Seed of a run, from the scenario seed, the setting key (grid values
 /// without the protocol, e.g. `rate=10mbit;loss=2%`) and the repetition.
@@ -112,7 +110,7 @@ pub fn for_each_run(s: &Scenario, mut f: impl FnMut(RunSpec) -> bool) {
     // The contender axis: the protocol, or for flows the mix.
     let contender_key = s.kind.contender_key();
     let proto_axis = s.grid.iter().position(|(k, _)| k == contender_key);
-    let key_name = if contender_key == "protocol" {
+    let key_name = if contender_key == quiclab_model::keys::PROTOCOL.name {
         "proto"
     } else {
         contender_key
@@ -151,7 +149,7 @@ pub fn for_each_run(s: &Scenario, mut f: impl FnMut(RunSpec) -> bool) {
         let seed_key = others
             .iter()
             .zip(&setting_parts)
-            .filter(|&(&axis, _)| !CLIENT_AXES.contains(&s.grid[axis].0.as_str()))
+            .filter(|&(&axis, _)| !is_client_axis(&s.grid[axis].0))
             .map(|(_, part)| part.as_str())
             .collect::<Vec<_>>()
             .join(";");
@@ -376,7 +374,7 @@ mod tests {
         // The contender axis: the protocol, or for flows the mix.
         let contender_key = s.kind.contender_key();
         let proto_axis = s.grid.iter().position(|(k, _)| k == contender_key);
-        let key_name = if contender_key == "protocol" {
+        let key_name = if contender_key == quiclab_model::keys::PROTOCOL.name {
             "proto"
         } else {
             contender_key
@@ -405,7 +403,7 @@ mod tests {
             let seed_key = others
                 .iter()
                 .zip(&setting_parts)
-                .filter(|&(&axis, _)| !CLIENT_AXES.contains(&s.grid[axis].0.as_str()))
+                .filter(|&(&axis, _)| !is_client_axis(&s.grid[axis].0))
                 .map(|(_, part)| part.as_str())
                 .collect::<Vec<_>>()
                 .join(";");

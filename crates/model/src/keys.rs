@@ -99,6 +99,10 @@ pub struct Key {
     pub path: bool,
     /// With a mix (flows, video): applies to every flow or player (`[protocol]` keys only).
     pub mix_wide: bool,
+    /// It chooses the client under comparison, not the network or the workload: like the
+    /// protocol it stays out of a run's seed, so e.g. the built-in loader and Chromium loading a
+    /// page in the same repetition meet the same random-loss draws.
+    pub client_axis: bool,
     pub parser: Parser,
     /// The value's form, as help shows it (`DURATION`, `RATE`, `h1|h2|h3`).
     pub syntax: &'static str,
@@ -141,6 +145,7 @@ const fn row(name: &'static str, side: Side, parser: Parser) -> Key {
         switch: None,
         path: false,
         mix_wide: false,
+        client_axis: false,
         parser,
         syntax: "",
         unit: "",
@@ -189,6 +194,8 @@ const fn value(name: &'static str, side: Side, parse: Parse) -> Key {
 
 const BOOL: &[Toml] = &[Toml::Bool];
 const INT: &[Toml] = &[Toml::Integer, Toml::String];
+/// A size: "5MB", or a byte count.
+const SIZE: &[Toml] = &[Toml::String, Toml::Integer];
 const NUMBER: &[Toml] = &[Toml::String, Toml::Integer, Toml::Float];
 
 // ---- [link] -------------------------------------------------------------------------------
@@ -452,6 +459,8 @@ pub const CLIENT: Key = Key {
 };
 pub const TLS: Key = Key {
     mix_wide: true,
+    // `tls = 1.3` (a TOML float) and `tls = "1.3"` both mean TLS 1.3.
+    toml: &[Toml::String, Toml::Float],
     syntax: "1.2|1.3",
     default: "1.3",
     doc: "TLS version for h1/h2 (QUIC always uses TLS 1.3)",
@@ -553,13 +562,16 @@ pub const TIMEOUT: Key = Key {
 
 pub const BULK_SIZE: Key = Key {
     kinds: &[Bulk],
+    toml: SIZE,
     syntax: "SIZE",
     unit: "B",
+    default: "10MB",
     doc: "The download's size, e.g. 5MB, 500kB, 1MiB",
     example: "2MB",
     ..value("size", Side::Workload, params::size_setting)
 };
 pub const ON_SWITCH: Key = Key {
+    client_axis: true,
     kinds: &[Bulk, Video],
     syntax: "BEHAVIOUR",
     range: "reconnect, reconnect-0rtt, migrate",
@@ -569,6 +581,7 @@ pub const ON_SWITCH: Key = Key {
     ..value("on_switch", Side::Workload, params::on_switch)
 };
 pub const SWITCH_TIMEOUT: Key = Key {
+    client_axis: true,
     kinds: &[Bulk, Video],
     syntax: "DURATION",
     default: "5s",
@@ -577,6 +590,7 @@ pub const SWITCH_TIMEOUT: Key = Key {
     ..value("switch_timeout", Side::Workload, params::positive_duration)
 };
 pub const MIGRATE_DELAY: Key = Key {
+    client_axis: true,
     kinds: &[Bulk, Video],
     syntax: "DURATION",
     default: "0s",
@@ -592,6 +606,7 @@ pub const PAGE: Key = Key {
     ..value("page", Side::Workload, params::page)
 };
 pub const BROWSER: Key = Key {
+    client_axis: true,
     kinds: &[Page],
     syntax: "builtin|chromium",
     default: "builtin",
@@ -642,6 +657,7 @@ pub const FLOWS_DURATION: Key = Key {
 };
 pub const FLOWS_SIZE: Key = Key {
     kinds: &[Flows],
+    toml: SIZE,
     syntax: "SIZE",
     unit: "B",
     doc: "Each flow downloads this many bytes instead of duration",

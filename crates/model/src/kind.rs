@@ -2,6 +2,7 @@
 
 use serde::Serialize;
 
+use crate::keys::{self, Key};
 use crate::{MetricDef, WorkloadResult};
 
 /// What a scenario's runs measure: `kind` in `[workload]`. Every match over it is exhaustive, so
@@ -57,6 +58,11 @@ impl WorkloadKind {
     pub const fn names_protocols(self) -> bool {
         self.def().names_protocols
     }
+
+    /// The keys a run of this kind must be given: of each group, exactly one.
+    pub const fn required(self) -> &'static [&'static [&'static Key]] {
+        self.def().required
+    }
 }
 
 /// One workload kind, defined once: its name, what its runs are compared as, and the metrics its
@@ -71,6 +77,9 @@ pub struct KindDef {
     pub contender_key: &'static str,
     /// The contender is a mix naming its own protocols.
     pub names_protocols: bool,
+    /// Keys a run must be given: of each group exactly one (checked where a scenario is read,
+    /// with its line, and where a run is built).
+    pub required: &'static [&'static [&'static Key]],
     /// Every metric the kind's result declares ([`crate::WorkloadResult::METRICS`]).
     pub metrics: &'static [MetricDef],
     /// What a report shows first; the first is the headline.
@@ -82,32 +91,36 @@ pub const KINDS: [KindDef; 4] = [
     KindDef {
         kind: WorkloadKind::Bulk,
         name: "bulk",
-        contender_key: "protocol",
+        contender_key: keys::PROTOCOL.name,
         names_protocols: false,
+        required: &[],
         metrics: <crate::bulk::BulkResult as WorkloadResult>::METRICS,
         report_metrics: <crate::bulk::BulkResult as WorkloadResult>::REPORT_METRICS,
     },
     KindDef {
         kind: WorkloadKind::Page,
         name: "page",
-        contender_key: "protocol",
+        contender_key: keys::PROTOCOL.name,
         names_protocols: false,
+        required: &[&[&keys::PAGE]],
         metrics: <crate::page::PageResult as WorkloadResult>::METRICS,
         report_metrics: <crate::page::PageResult as WorkloadResult>::REPORT_METRICS,
     },
     KindDef {
         kind: WorkloadKind::Flows,
         name: "flows",
-        contender_key: "flows",
+        contender_key: keys::FLOWS.name,
         names_protocols: true,
+        required: &[&[&keys::FLOWS], &[&keys::FLOWS_DURATION, &keys::FLOWS_SIZE]],
         metrics: <crate::flows::FlowsResult as WorkloadResult>::METRICS,
         report_metrics: <crate::flows::FlowsResult as WorkloadResult>::REPORT_METRICS,
     },
     KindDef {
         kind: WorkloadKind::Video,
         name: "video",
-        contender_key: "players",
+        contender_key: keys::PLAYERS.name,
         names_protocols: true,
+        required: &[&[&keys::PLAYERS]],
         metrics: <crate::video::VideoResult as WorkloadResult>::METRICS,
         report_metrics: <crate::video::VideoResult as WorkloadResult>::REPORT_METRICS,
     },
