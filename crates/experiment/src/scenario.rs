@@ -512,10 +512,14 @@ impl Parser<'_> {
             ),
         };
         if key == "kind" {
-            return self.check_kind(value).map_err(|e| e.unwrap_or_else(|| bad(&format!(
-                "a workload kind: {}",
-                workload_kind_names().join(", ")
-            ))));
+            return self.check_kind(value).map_err(|e| {
+                e.unwrap_or_else(|| {
+                    bad(&format!(
+                        "a workload kind: {}",
+                        workload_kind_names().join(", ")
+                    ))
+                })
+            });
         }
         if key == keys::PROTOCOL.name && section != "[link]" {
             let ok = matches!(&value.value, Value::String(s) if PROTOCOLS.contains(&s.as_str()));
@@ -532,7 +536,10 @@ impl Parser<'_> {
         };
         let row = match side {
             Some(side) => keys::any_kind(key, side),
-            None => KEYS.iter().copied().find(|k| k.name == key && k.is_scenario_key()),
+            None => KEYS
+                .iter()
+                .copied()
+                .find(|k| k.name == key && k.is_scenario_key()),
         };
         // A key without a row was refused as unknown before its value was read.
         let Some(row) = row else { return Ok(()) };
@@ -585,21 +592,31 @@ impl Parser<'_> {
             if n == 1 {
                 continue;
             }
-            let named = |k: &&&Key| format!("\"{}\" (e.g. {} = {:?}: {})", k.name, k.name, k.example, k.doc);
+            let named = |k: &&&Key| {
+                format!(
+                    "\"{}\" (e.g. {} = {:?}: {})",
+                    k.name, k.name, k.example, k.doc
+                )
+            };
             let message = match (group.len(), n) {
-                (1, _) => format!(
-                    "missing key {} in [workload] or [grid]",
-                    named(&&group[0])
-                ),
+                (1, _) => format!("missing key {} in [workload] or [grid]", named(&&group[0])),
                 (_, 0) => format!(
                     "kind = \"{}\" needs exactly one of {}",
                     kind.name(),
-                    group.iter().map(|k| named(&k)).collect::<Vec<_>>().join(" and ")
+                    group
+                        .iter()
+                        .map(|k| named(&k))
+                        .collect::<Vec<_>>()
+                        .join(" and ")
                 ),
                 _ => format!(
                     "kind = \"{}\" takes exactly one of {}, not both",
                     kind.name(),
-                    group.iter().map(|k| format!("\"{}\"", k.name)).collect::<Vec<_>>().join(" and ")
+                    group
+                        .iter()
+                        .map(|k| format!("\"{}\"", k.name))
+                        .collect::<Vec<_>>()
+                        .join(" and ")
                 ),
             };
             return Err(self.at(wl_value.span(), message));
@@ -1665,18 +1682,15 @@ abr = ["basic"]
             "{e}"
         );
         let e = err(&VIDEO.replace("name = \"v\"", "name = \"v\"\nprotocol = \"h3\""));
-        assert!(
-            e.contains("the protocols are named in `players`"),
-            "{e}"
-        );
+        assert!(e.contains("the protocols are named in `players`"), "{e}");
         // The types are the key table's: a count may be written "4" (its parser reads it), but
         // not true.
-        let ok = VIDEO.replace("content = \"bbb\"", "content = \"bbb\"\nconnections = \"4\"");
-        parse(&ok, "v.toml").unwrap();
-        let e = err(&VIDEO.replace(
+        let ok = VIDEO.replace(
             "content = \"bbb\"",
-            "content = \"bbb\"\nconnections = true",
-        ));
+            "content = \"bbb\"\nconnections = \"4\"",
+        );
+        parse(&ok, "v.toml").unwrap();
+        let e = err(&VIDEO.replace("content = \"bbb\"", "content = \"bbb\"\nconnections = true"));
         assert!(
             e.starts_with("v.toml:6:") && e.contains("expected an integer or a string"),
             "{e}"

@@ -198,6 +198,17 @@ const INT: &[Toml] = &[Toml::Integer, Toml::String];
 const SIZE: &[Toml] = &[Toml::String, Toml::Integer];
 const NUMBER: &[Toml] = &[Toml::String, Toml::Integer, Toml::Float];
 
+/// Declares the rows, each a `pub const`, and [`KEYS`] with every one of them in the same order:
+/// a new key is one row here, and nothing can leave it out of the table.
+macro_rules! key_table {
+    ($($(#[$meta:meta])* pub const $name:ident: Key = $row:expr;)*) => {
+        $($(#[$meta])* pub const $name: Key = $row;)*
+        /// Every key, in the order docs and help list them.
+        pub const KEYS: &[&Key] = &[$(&$name),*];
+    };
+}
+
+key_table! {
 // ---- [link] -------------------------------------------------------------------------------
 
 pub const RATE: Key = link(
@@ -771,84 +782,7 @@ pub const PARALLEL: Key = Key {
     example: "4",
     ..value("parallel", Side::Workload, params::parts)
 };
-
-/// The table: every key, in the order help and docs list them.
-pub const KEYS: &[&Key] = &[
-    &RATE,
-    &UP_RATE,
-    &DOWN_RATE,
-    &TRACE,
-    &UP_TRACE,
-    &DOWN_TRACE,
-    &PROFILE,
-    &UP_PROFILE,
-    &DOWN_PROFILE,
-    &DELAY,
-    &RTT,
-    &UP_DELAY,
-    &DOWN_DELAY,
-    &LOSS,
-    &UP_LOSS,
-    &DOWN_LOSS,
-    &QUEUE,
-    &UP_QUEUE,
-    &DOWN_QUEUE,
-    &QUEUE_DISCIPLINE,
-    &UP_QUEUE_DISCIPLINE,
-    &DOWN_QUEUE_DISCIPLINE,
-    &ECN,
-    &SWITCH,
-    &SWITCH_GAP,
-    &SEED,
-    &TUN_COMPENSATION,
-    &REALTIME,
-    &SPIN,
-    &BATCH_WINDOW,
-    &NAP,
-    &STEERING,
-    &OFFLOAD,
-    &OFFLOAD_WINDOW,
-    &TCP_CC,
-    &PROTOCOL,
-    &SERVER,
-    &CLIENT,
-    &TLS,
-    &CC,
-    &GQUIC_N,
-    &RESUME,
-    &ZERO_RTT,
-    &FEC,
-    &IP,
-    &QUIC_MTU,
-    &QUIC_PMTUD,
-    &ALT_SVC,
-    &TIMEOUT,
-    &BULK_SIZE,
-    &ON_SWITCH,
-    &SWITCH_TIMEOUT,
-    &MIGRATE_DELAY,
-    &PAGE,
-    &BROWSER,
-    &MAX_STREAMS,
-    &WARM,
-    &DISCOVER,
-    &FLOWS,
-    &FLOWS_DURATION,
-    &FLOWS_SIZE,
-    &OFFSETS,
-    &BIN,
-    &CUTOFF,
-    &PLAYERS,
-    &ABR,
-    &CONTENT,
-    &LIVE,
-    &SEEK,
-    &VIDEO_DURATION,
-    &SEEK_POLICY,
-    &BUFFER,
-    &CONNECTIONS,
-    &PARALLEL,
-];
+}
 
 /// The row of scenario key `name` for `kind`.
 pub fn find(name: &str, kind: WorkloadKind) -> Option<&'static Key> {

@@ -27,6 +27,7 @@ pub mod metric;
 pub mod page;
 pub mod params;
 pub mod records;
+pub mod run;
 pub mod runner_metrics;
 pub mod switch;
 mod text;

@@ -4,6 +4,7 @@
 use quiclab_fec::{DecoderCounters, EncoderCounters};
 use quiclab_proto::options::Protocol;
 use serde::{Deserialize, Serialize};
+use std::net::SocketAddr;
 
 /// Why a player or a flow stopped early.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -221,4 +222,63 @@ impl std::fmt::Display for OnSwitch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
     }
+}
+
+/// One peer's share of an endpoint's counters (`parity_unsent` is the endpoint's, not a peer's).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct PeerFecCounters {
+    pub peer: SocketAddr,
+    #[serde(flatten)]
+    pub counters: FecCounters,
+}
+
+/// What a server writes while it runs (quiclab-stacks' `ServeConfig::fec_log`): every FEC socket's counters summed,
+/// and per peer (so that each flow of a mix finds its own by its client port).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FecLog {
+    pub total: FecCounters,
+    pub peers: Vec<PeerFecCounters>,
+}
+
+impl FecLog {
+    /// The counters of the peers on the client ports `ports`, summed (one connection's port, or
+    /// every port a video player opened); None when no peer used them.
+    pub fn peer_ports(&self, ports: &[u16]) -> Option<FecCounters> {
+        let mut found = None;
+        for p in self.peers.iter().filter(|p| ports.contains(&p.peer.port())) {
+            found
+                .get_or_insert(FecCounters {
+                    group: p.counters.group,
+                    ..Default::default()
+                })
+                .add(&p.counters);
+        }
+        found
+    }
+}
+
+/// What one flow did; times are CLOCK_MONOTONIC nanoseconds.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct FlowReport {
+    /// The client's port: with the transport, the flow's key at the emulator.
+    pub local_port: u16,
+    pub alpn: String,
+    pub start_ns: u64,
+    /// TLS (TCP) or QUIC handshake complete.
+    pub handshake_ns: u64,
+    pub first_byte_ns: u64,
+    pub last_byte_ns: u64,
+    /// When the flow ended: its last byte, or the time it stopped reading.
+    pub end_ns: u64,
+    /// Application (body) bytes received.
+    pub bytes: u64,
+    /// The whole resource arrived.
+    pub complete: bool,
+    /// The flow stopped at its time limit (long-running flows).
+    pub stopped: bool,
+    /// `[ms since origin, bytes]` of every millisecond in which body bytes arrived.
+    pub receptions: Vec<(u64, u64)>,
+    /// h3 with FEC: the client's FEC counters (both directions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fec: Option<FecCounters>,
 }

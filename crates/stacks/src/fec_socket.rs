@@ -28,7 +28,6 @@ use std::time::Duration;
 use quiclab_fec::{Decoder, Encoder};
 use quinn::udp::{EcnCodepoint, RecvMeta, Transmit};
 use quinn::{AsyncUdpSocket, Runtime, UdpPoller};
-use serde::{Deserialize, Serialize};
 
 use crate::cwnd::monotonic_ns;
 
@@ -37,43 +36,12 @@ const BATCH: usize = 8;
 /// Bytes per receive buffer (a GRO batch of 64 kB at most).
 const RECV_BUF: usize = 64 * 1024;
 
-/// One peer's share of an endpoint's counters (`parity_unsent` is the endpoint's, not a peer's).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct PeerFecCounters {
-    pub peer: SocketAddr,
-    #[serde(flatten)]
-    pub counters: FecCounters,
-}
+pub use quiclab_model::records::{FecLog, PeerFecCounters};
 
-/// What a server writes while it runs (`ServeConfig::fec_log`): every FEC socket's counters summed,
-/// and per peer (so that each flow of a mix finds its own by its client port).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct FecLog {
-    pub total: FecCounters,
-    pub peers: Vec<PeerFecCounters>,
-}
-
-impl FecLog {
-    /// The log a server wrote to `path` ([`log_counters`], the format's one writer); None when it
-    /// is missing or not a whole log (unknown, never zeros: the caller says what is missing).
-    pub fn read(path: &std::path::Path) -> Option<FecLog> {
-        serde_json::from_slice(&std::fs::read(path).ok()?).ok()
-    }
-
-    /// The counters of the peers on the client ports `ports`, summed (one connection's port, or
-    /// every port a video player opened); None when no peer used them.
-    pub fn peer_ports(&self, ports: &[u16]) -> Option<FecCounters> {
-        let mut found = None;
-        for p in self.peers.iter().filter(|p| ports.contains(&p.peer.port())) {
-            found
-                .get_or_insert(FecCounters {
-                    group: p.counters.group,
-                    ..Default::default()
-                })
-                .add(&p.counters);
-        }
-        found
-    }
+/// The log a server wrote to `path` ([`log_counters`], the format's one writer); None when it is
+/// missing or not a whole log (unknown, never zeros: the caller says what is missing).
+pub fn read_fec_log(path: &std::path::Path) -> Option<FecLog> {
+    serde_json::from_slice(&std::fs::read(path).ok()?).ok()
 }
 
 struct Sending {
@@ -467,10 +435,10 @@ mod tests {
         log.total.group = 2;
         log.total.sent.parity_sent = 7;
         std::fs::write(&path, serde_json::to_vec(&log).unwrap()).unwrap();
-        assert_eq!(FecLog::read(&path), Some(log));
+        assert_eq!(read_fec_log(&path), Some(log));
         std::fs::write(&path, b"{\"total\": {").unwrap();
-        assert_eq!(FecLog::read(&path), None);
-        assert_eq!(FecLog::read(&dir.path().join("none.json")), None);
+        assert_eq!(read_fec_log(&path), None);
+        assert_eq!(read_fec_log(&dir.path().join("none.json")), None);
     }
 
     #[test]

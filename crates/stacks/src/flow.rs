@@ -12,8 +12,8 @@ use bytes::{Buf, Bytes};
 use http::Request;
 use http_body_util::{BodyExt, Empty};
 use hyper_util::rt::{TokioExecutor, TokioIo};
+use quiclab_model::run::flows::{FlowSettings, FlowsRun};
 use quiclab_proto::options::{Protocol, StackOptions};
-use serde::{Deserialize, Serialize};
 
 use crate::client::{
     H3_NO_ERROR, connect_tcp_tls, finish_h3_request, quic_client_config, quic_client_crypto,
@@ -22,46 +22,17 @@ use crate::client::{
 use crate::cwnd::monotonic_ns;
 use crate::tls::{self, LabCertificate, SERVER_NAME};
 
-/// One flow's parameters.
-#[derive(Clone)]
-pub struct FlowOptions {
-    pub cert: LabCertificate,
-    pub server: SocketAddr,
-    pub protocol: Protocol,
-    pub stack: StackOptions,
-    /// The resource's size (a long-running flow asks for more than it will read).
-    pub size: u64,
-    /// Stop reading this long after the flow started (None: read the whole resource).
-    pub stop_after: Option<Duration>,
-    /// CLOCK_MONOTONIC of the mix's origin: receptions are counted in ms since then.
-    pub origin_ns: u64,
+/// Flow `i` of a run, as this client reads it: the run's own description (quiclab-model's
+/// `FlowsRun`, received as it is), and what the lab adds (certificate, server, clock origin).
+struct FlowOptions<'a> {
+    cert: &'a LabCertificate,
+    server: SocketAddr,
+    protocol: Protocol,
+    stack: StackOptions,
 }
 
-/// What one flow did; times are CLOCK_MONOTONIC nanoseconds.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct FlowReport {
-    /// The client's port: with the transport, the flow's key at the emulator.
-    pub local_port: u16,
-    pub alpn: String,
-    pub start_ns: u64,
-    /// TLS (TCP) or QUIC handshake complete.
-    pub handshake_ns: u64,
-    pub first_byte_ns: u64,
-    pub last_byte_ns: u64,
-    /// When the flow ended: its last byte, or the time it stopped reading.
-    pub end_ns: u64,
-    /// Application (body) bytes received.
-    pub bytes: u64,
-    /// The whole resource arrived.
-    pub complete: bool,
-    /// The flow stopped at its time limit (long-running flows).
-    pub stopped: bool,
-    /// `[ms since origin, bytes]` of every millisecond in which body bytes arrived.
-    pub receptions: Vec<(u64, u64)>,
-    /// h3 with FEC: the client's FEC counters (both directions).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fec: Option<crate::fec_socket::FecCounters>,
-}
+/// What one flow did (model's record).
+pub use quiclab_model::records::FlowReport;
 
 /// Body bytes per millisecond since the origin.
 struct Receptions {
@@ -99,12 +70,30 @@ impl Receptions {
     }
 }
 
-/// Runs the flow. Errors say what failed (connect, handshake, status).
-pub async fn run_flow(opts: &FlowOptions) -> Result<FlowReport> {
+/// Runs flow `i` of `run` against `server` after its offset; receptions are counted in ms since
+/// `origin_ns` (CLOCK_MONOTONIC of the mix's start). Errors say what failed (connect, handshake,
+/// status).
+pub async fn run_flow(
+    run: &FlowsRun,
+    i: usize,
+    cert: &LabCertificate,
+    server: SocketAddr,
+    origin_ns: u64,
+) -> Result<FlowReport> {
+    // The per-flow settings, taken whole: a new one does not compile until it is handled here.
+    let FlowSettings { offsets } = &run.settings;
+    tokio::time::sleep(offsets.get(i).copied().unwrap_or_default()).await;
+    let spec = run.mix.flows.get(i).context("no such flow in the mix")?;
+    let opts = &FlowOptions {
+        cert,
+        server,
+        protocol: spec.proto,
+        stack: run.flow_stack(spec),
+    };
     let start_ns = monotonic_ns();
-    let path = format!("/bytes/{}", opts.size);
-    let mut rx = Receptions::new(opts.origin_ns);
-    let deadline = opts.stop_after.map(|d| tokio::time::Instant::now() + d);
+    let path = format!("/bytes/{}", run.size_asked());
+    let mut rx = Receptions::new(origin_ns);
+    let deadline = run.stop_after().map(|d| tokio::time::Instant::now() + d);
     let Transfer {
         local_port,
         alpn,
@@ -157,7 +146,7 @@ where
 }
 
 async fn tcp_flow(
-    opts: &FlowOptions,
+    opts: &FlowOptions<'_>,
     path: &str,
     rx: &mut Receptions,
     deadline: Option<tokio::time::Instant>,
@@ -168,7 +157,7 @@ async fn tcp_flow(
         b"http/1.1"
     };
     let config = Arc::new(tls::client_config(
-        &opts.cert,
+        opts.cert,
         opts.stack.tls,
         alpn,
         false,
@@ -226,14 +215,14 @@ async fn tcp_flow(
 }
 
 async fn quic_flow(
-    opts: &FlowOptions,
+    opts: &FlowOptions<'_>,
     path: &str,
     rx: &mut Receptions,
     deadline: Option<tokio::time::Instant>,
 ) -> Result<Transfer> {
     let (endpoint, fec) = quic_client_endpoint(opts.server, &opts.stack)?;
     let local_port = endpoint.local_addr()?.port();
-    let crypto = quic_client_crypto(&opts.cert, false, Arc::default())?;
+    let crypto = quic_client_crypto(opts.cert, false, Arc::default())?;
     let config = quic_client_config(crypto, &opts.stack, None)?;
     let conn = endpoint
         .connect_with(config, opts.server, SERVER_NAME)?

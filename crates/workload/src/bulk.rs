@@ -125,34 +125,7 @@ impl BulkRun {
     }
 }
 
-/// The time limit of a transfer when none is given: 30 s for set-up and handshakes plus four times
-/// its [`transfer_estimate_seconds`] (the link rate, or the loss-limited rate when that is lower:
-/// a single connection at 2 % loss and 200 ms moves far less than the link's rate; slow start,
-/// retransmission timeouts and head-of-line blocking need the headroom).
-pub fn default_timeout(size: u64, spec: &LinkSpec) -> Duration {
-    Duration::from_secs(30)
-        + Duration::from_secs_f64(4.0 * transfer_estimate_seconds(size as f64, spec))
-}
-
-/// A rough duration of moving `bytes` across `spec` (lab set-up and process start-up, handshakes,
-/// and the transfer at the smaller of the link rate and the Mathis et al. loss-limited rate
-/// MSS/RTT · 1.22/√p). An estimate, and every place that shows it says so.
-pub fn transfer_estimate_seconds(bytes: f64, spec: &LinkSpec) -> f64 {
-    // Lab set-up and teardown, server start-up and process spawns (measured: ≈ 0.15–0.2 s).
-    const OVERHEAD_S: f64 = 0.2;
-    let rtt = (spec.base_rtt() as f64 / 1e9).max(1e-4);
-    let rate = spec.downlink.mean_rate_bps().unwrap_or(2e9);
-    let loss = match spec.downlink.loss {
-        quiclab_link::LossSpec::Bernoulli(p) => p,
-        _ => 0.0,
-    };
-    let mathis = if loss > 0.0 {
-        1448.0 * 8.0 / rtt * 1.22 / loss.sqrt()
-    } else {
-        f64::INFINITY
-    };
-    OVERHEAD_S + 4.0 * rtt + bytes * 8.0 / rate.min(mathis) * 1.1
-}
+pub use quiclab_model::run::{default_timeout, transfer_estimate_seconds};
 
 /// Seed 000's U = r/b of a download that took `total_ms`: the bytes the bottleneck forwarded
 /// downstream per second over the link's mean rate (None on an unlimited link, without the

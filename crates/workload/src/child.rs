@@ -195,44 +195,18 @@ pub struct PageClientConfig {
 }
 
 /// The client half of a flow mix: every flow in one process, so they share one clock and start
-/// together (or at their offsets).
+/// together (or at their offsets). The run itself, and what the lab adds: each flow's server.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct FlowsClientConfig {
     pub cert: PathBuf,
-    pub flows: Vec<FlowClientConfig>,
+    pub run: quiclab_model::run::flows::FlowsRun,
+    /// Each flow's server address and port (the port whose stack options are the flow's).
+    pub servers: Vec<SocketAddr>,
     /// Give up on flows still running this long after the mix's start.
     pub timeout_ms: u64,
 }
 
-/// One flow of a mix, as the client runs it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct FlowClientConfig {
-    pub proto: Protocol,
-    pub stack: StackOptions,
-    /// The server's address and the port whose stack options are this flow's.
-    pub server: SocketAddr,
-    pub size: u64,
-    /// Start this long after the mix's start.
-    pub offset_ms: u64,
-    /// Stop reading this long after the flow's start (long-running flows).
-    pub duration_ms: Option<u64>,
-}
-
-/// One flow's outcome: its report, or why it failed.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct FlowOutcome {
-    pub report: Option<quiclab_stacks::flow::FlowReport>,
-    pub error: Option<quiclab_stacks::stop::StopReason>,
-}
-
-/// What the flows client reports.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct FlowsClientReport {
-    /// CLOCK_MONOTONIC of the mix's start (ns): receptions count from here.
-    pub origin_ns: u64,
-    pub flows: Vec<FlowOutcome>,
-    pub cpu_s: f64,
-}
+pub use quiclab_model::run::flows::{FlowOutcome, FlowsClientReport};
 
 /// The client half of a video run: every player in one process, on one clock.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -612,21 +586,12 @@ pub fn flows_client(c: &FlowsClientConfig) -> Result<FlowsClientReport> {
     let origin_ns = quiclab_stacks::cwnd::monotonic_ns();
     let flows = rt.block_on(async {
         let mut tasks = Vec::new();
-        for f in &c.flows {
-            let opts = quiclab_stacks::flow::FlowOptions {
-                cert: cert.clone(),
-                server: f.server,
-                protocol: f.proto,
-                stack: f.stack,
-                size: f.size,
-                stop_after: f.duration_ms.map(Duration::from_millis),
-                origin_ns,
-            };
-            let offset = Duration::from_millis(f.offset_ms);
+        for (i, &server) in c.servers.iter().enumerate() {
+            let (run, cert) = (c.run.clone(), cert.clone());
             tasks.push(tokio::spawn(async move {
-                tokio::time::sleep(offset).await;
-                let left = limit.saturating_sub(offset);
-                match tokio::time::timeout(left, quiclab_stacks::flow::run_flow(&opts)).await {
+                // The offset is the flow's own (stacks' flow client waits it out).
+                let flow = quiclab_stacks::flow::run_flow(&run, i, &cert, server, origin_ns);
+                match tokio::time::timeout(limit, flow).await {
                     Ok(Ok(r)) => FlowOutcome {
                         report: Some(r),
                         error: None,

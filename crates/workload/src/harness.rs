@@ -363,7 +363,7 @@ pub mod exe {
 /// The server's FEC counters, summed and per peer (written every 100 ms while it ran; see
 /// `ServeConfig::fec_log`).
 pub fn server_fec(work: &WorkDir) -> Option<quiclab_stacks::fec_socket::FecLog> {
-    quiclab_stacks::fec_socket::FecLog::read(&work.join("fec.json"))
+    quiclab_stacks::fec_socket::read_fec_log(&work.join("fec.json"))
 }
 
 #[cfg(test)]

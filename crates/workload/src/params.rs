@@ -17,7 +17,6 @@ use quiclab_proto::options::{FecSettings, Protocol, QUIC_MIN_UDP_PAYLOAD, QuicMt
 use crate::WorkloadSpec;
 use crate::bulk::{BulkRun, SwitchBehaviour};
 use crate::child::Browser;
-use crate::flows::{FlowAmount, FlowsRun};
 use crate::page::{PageRun, PageSource};
 use crate::video::VideoRun;
 
@@ -262,38 +261,7 @@ pub fn build(p: &Params, link: &LinkSpec) -> Result<WorkloadSpec, ParamError> {
             run.validate().map_err(|(k, e)| refuse(k, e))?;
             WorkloadSpec::Page(run)
         }
-        WorkloadKind::Flows => {
-            let mix = p.flows().cloned().ok_or_else(|| {
-                refuse("flows", "a flows run needs a mix, e.g. flows = \"h3 + h1\"")
-            })?;
-            let amount = match (p.count(&k::FLOWS_SIZE), p.duration(&k::FLOWS_DURATION)) {
-                (Some(size), None) => FlowAmount::Size(size),
-                (None, Some(d)) => FlowAmount::Duration(d),
-                (Some(_), Some(_)) => {
-                    return Err(refuse(
-                        "duration",
-                        "give exactly one of duration and size, not both",
-                    ));
-                }
-                (None, None) => {
-                    return Err(refuse(
-                        "duration",
-                        "a flows run needs exactly one of duration and size",
-                    ));
-                }
-            };
-            let mut run = FlowsRun::new(mix, amount);
-            run.stack = stack;
-            run.ipv6 = ipv6;
-            run.timeout = timeout;
-            run.offsets = p.durations(&k::OFFSETS).unwrap_or_default();
-            if let Some(bin) = p.duration(&k::BIN) {
-                run.bin = bin;
-            }
-            run.cutoff = p.duration(&k::CUTOFF);
-            run.validate().map_err(|(k, e)| refuse(k, e))?;
-            WorkloadSpec::Flows(run)
-        }
+        WorkloadKind::Flows => WorkloadSpec::Flows(quiclab_model::run::flows::build(p, stack)?),
         WorkloadKind::Video => {
             let mut run = VideoRun::from_params(p).map_err(|(k, e)| refuse(k, e))?;
             run.stack = stack;
