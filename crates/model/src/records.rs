@@ -282,3 +282,36 @@ pub struct FlowReport {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fec: Option<FecCounters>,
 }
+
+/// What a download across network switches did.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct SwitchDownloadReport {
+    pub bytes: u64,
+    pub complete: bool,
+    /// Every body byte was the pattern byte of its offset.
+    pub verified: bool,
+    /// (s on the emulator's clock, body bytes so far), one point per chunk received.
+    pub progress: Vec<(f64, u64)>,
+    pub connections: Vec<ConnectionRecord>,
+    pub migrations: Vec<MigrationRecord>,
+    /// Why the download stopped before the end (a timeout is its own kind).
+    pub error: Option<StopReason>,
+}
+
+/// What the switches did to one player, on the emulator's clock (s): what the workload needs
+/// to measure each switch's interruption, recovery and re-fetched bytes.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct VideoSwitchLog {
+    /// Every connection the player opened (h1/K: K per set).
+    pub connections: Vec<ConnectionRecord>,
+    pub migrations: Vec<MigrationRecord>,
+    /// (s, segment body bytes so far, including bytes later thrown away); points closer than
+    /// quiclab-stacks' `PROGRESS_MERGE_S` are merged, so a pause is measured up to that much long.
+    pub progress: Vec<(f64, u64)>,
+    /// When each segment request (and each retry) started: a pause in the bytes counts from the
+    /// later of the last byte and the request (the player is idle between segments).
+    pub requests: Vec<f64>,
+    /// (s, bytes) of each segment given up after a loss: its part that had arrived, fetched
+    /// again with the whole segment.
+    pub refetched: Vec<(f64, u64)>,
+}

@@ -129,20 +129,8 @@ pub struct SwitchDownloadOptions {
     pub limit: Duration,
 }
 
-/// What happened.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct SwitchDownloadReport {
-    pub bytes: u64,
-    pub complete: bool,
-    /// Every body byte was the pattern byte of its offset.
-    pub verified: bool,
-    /// (s on the emulator's clock, body bytes so far), one point per chunk received.
-    pub progress: Vec<(f64, u64)>,
-    pub connections: Vec<ConnectionRecord>,
-    pub migrations: Vec<MigrationRecord>,
-    /// Why the download stopped before the end (a timeout is its own kind).
-    pub error: Option<crate::stop::StopReason>,
-}
+/// What happened (model's record).
+pub use quiclab_model::records::SwitchDownloadReport;
 
 /// How one connection ended.
 enum End {

@@ -57,23 +57,7 @@ pub struct VideoOptions {
     pub switching: Option<SwitchPlan>,
 }
 
-/// What the switches did to one player, on the emulator's clock (s): what the workload needs
-/// to measure each switch's interruption, recovery and re-fetched bytes.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct VideoSwitchLog {
-    /// Every connection the player opened (h1/K: K per set).
-    pub connections: Vec<ConnectionRecord>,
-    pub migrations: Vec<MigrationRecord>,
-    /// (s, segment body bytes so far, including bytes later thrown away); points closer than
-    /// [`PROGRESS_MERGE_S`] are merged, so a pause is measured up to that much long.
-    pub progress: Vec<(f64, u64)>,
-    /// When each segment request (and each retry) started: a pause in the bytes counts from the
-    /// later of the last byte and the request (the player is idle between segments).
-    pub requests: Vec<f64>,
-    /// (s, bytes) of each segment given up after a loss: its part that had arrived, fetched
-    /// again with the whole segment.
-    pub refetched: Vec<(f64, u64)>,
-}
+pub use quiclab_model::records::VideoSwitchLog;
 
 /// Progress points closer than this are merged (s).
 pub const PROGRESS_MERGE_S: f64 = 0.005;
