@@ -315,3 +315,25 @@ pub struct VideoSwitchLog {
     /// again with the whole segment.
     pub refetched: Vec<(f64, u64)>,
 }
+
+/// What one player did.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct VideoReport {
+    pub metrics: quiclab_video::PlayerMetrics,
+    pub segments: Vec<quiclab_video::SegmentRecord>,
+    pub events: Vec<quiclab_video::PlayerEvent>,
+    /// (seconds since the origin, buffer in seconds).
+    pub buffer_points: Vec<(f64, f64)>,
+    /// The client ports of the player's connections (the flows' keys at the emulator).
+    pub local_ports: Vec<u16>,
+    /// Connection set-up done (s since the origin).
+    pub connected_s: Option<f64>,
+    /// Why the player stopped before the end of the content (a timeout is its own kind).
+    pub error: Option<StopReason>,
+    /// With switches: connections, migrations and the bytes' arrival.
+    #[serde(default)]
+    pub switching: Option<VideoSwitchLog>,
+    /// h3 with FEC: the client's FEC counters over the player's connections (both directions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fec: Option<FecCounters>,
+}

@@ -25,10 +25,8 @@ use http_body_util::{BodyExt, Empty};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use quiclab_proto::options::{Protocol, StackOptions};
 use quiclab_video::{
-    Abr, AbrKind, Action, Content, Download, Player, PlayerConfig, PlayerEvent, PlayerMetrics,
-    PlayerSpec, SegmentRecord, split_ranges,
+    Abr, AbrKind, Action, Content, Download, Player, PlayerConfig, PlayerSpec, split_ranges,
 };
-use serde::{Deserialize, Serialize};
 
 use crate::client::{
     H3_NO_ERROR, connect_tcp_tls_from, finish_h3_request, quic_client_config,
@@ -93,27 +91,8 @@ impl Meter {
     }
 }
 
-/// What one player did.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct VideoReport {
-    pub metrics: PlayerMetrics,
-    pub segments: Vec<SegmentRecord>,
-    pub events: Vec<PlayerEvent>,
-    /// (seconds since the origin, buffer in seconds).
-    pub buffer_points: Vec<(f64, f64)>,
-    /// The client ports of the player's connections (the flows' keys at the emulator).
-    pub local_ports: Vec<u16>,
-    /// Connection set-up done (s since the origin).
-    pub connected_s: Option<f64>,
-    /// Why the player stopped before the end of the content (a timeout is its own kind).
-    pub error: Option<crate::stop::StopReason>,
-    /// With switches: connections, migrations and the bytes' arrival.
-    #[serde(default)]
-    pub switching: Option<VideoSwitchLog>,
-    /// h3 with FEC: the client's FEC counters over the player's connections (both directions).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fec: Option<crate::fec_socket::FecCounters>,
-}
+/// What one player did (model's record).
+pub use quiclab_model::records::VideoReport;
 
 /// The player's connections.
 enum Conns {

@@ -17,7 +17,7 @@ use crate::fec::FecResult;
 use crate::harness::{self, RunError, WorkDir};
 use crate::{Outcome, Workload};
 use quiclab_model::implementation::{Client, Implementations, Server};
-use quiclab_stacks::switching::{OnSwitch, SwitchPlan};
+use quiclab_stacks::switching::SwitchPlan;
 
 /// One bulk transfer's parameters.
 #[derive(Debug, Clone)]
@@ -39,49 +39,29 @@ pub struct BulkRun {
     pub client: Client,
 }
 
-/// A client's answer to network switches (see `quiclab_stacks::switching`).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct SwitchBehaviour {
-    pub on_switch: OnSwitch,
-    /// No byte for this long: the connection is taken as lost (the seed's player: 5 s).
-    pub stall_timeout: Duration,
-    /// `migrate`: how long after the switch the client rebinds to its new address.
-    pub migrate_delay: Duration,
-}
+pub use quiclab_model::run::SwitchBehaviour;
 
-impl Default for SwitchBehaviour {
-    fn default() -> Self {
-        SwitchBehaviour {
-            on_switch: OnSwitch::Reconnect,
-            stall_timeout: Duration::from_secs(5),
-            migrate_delay: Duration::ZERO,
-        }
-    }
-}
-
-impl SwitchBehaviour {
-    /// What the client of a run in `running` (whose link follows `schedule`) is told: its
-    /// address in each epoch (IPv6 ones with `ipv6`), the switch instants, this behaviour.
-    pub fn plan(
-        &self,
-        running: &RunningLab,
-        schedule: &quiclab_link::switch::SwitchSchedule,
-        ipv6: bool,
-    ) -> SwitchPlan {
-        let switches = schedule.switches();
-        SwitchPlan {
-            on_switch: self.on_switch,
-            stall_timeout: self.stall_timeout,
-            migrate_delay: self.migrate_delay,
-            epoch_ns: quiclab_stacks::cwnd::monotonic_ns().saturating_sub(running.clock()),
-            switch_at_ns: switches.iter().map(|s| s.at).collect(),
-            addresses: (0..=switches.len())
-                .map(|k| {
-                    let (v4, v6) = quiclab_lab::topology::client_addresses(k);
-                    if ipv6 { v6.into() } else { v4.into() }
-                })
-                .collect(),
-        }
+/// What the client of a run in `running` (whose link follows `schedule`) is told: its
+/// address in each epoch (IPv6 ones with `ipv6`), the switch instants, this behaviour.
+pub fn switch_plan(
+    behaviour: &SwitchBehaviour,
+    running: &RunningLab,
+    schedule: &quiclab_link::switch::SwitchSchedule,
+    ipv6: bool,
+) -> SwitchPlan {
+    let switches = schedule.switches();
+    SwitchPlan {
+        on_switch: behaviour.on_switch,
+        stall_timeout: behaviour.stall_timeout,
+        migrate_delay: behaviour.migrate_delay,
+        epoch_ns: quiclab_stacks::cwnd::monotonic_ns().saturating_sub(running.clock()),
+        switch_at_ns: switches.iter().map(|s| s.at).collect(),
+        addresses: (0..=switches.len())
+            .map(|k| {
+                let (v4, v6) = quiclab_lab::topology::client_addresses(k);
+                if ipv6 { v6.into() } else { v4.into() }
+            })
+            .collect(),
     }
 }
 
@@ -607,7 +587,7 @@ impl BulkRun {
     ) -> Result<Outcome<BulkResult>, RunError> {
         let spec = running.spec.clone();
         let schedule = spec.switch.clone().expect("called with a schedule");
-        let plan = self.switching.plan(running, &schedule, self.ipv6);
+        let plan = switch_plan(&self.switching, running, &schedule, self.ipv6);
         let switches = schedule.switches();
         let config = ChildConfig::SwitchFetch(SwitchFetchConfig {
             proto: self.proto,

@@ -263,7 +263,8 @@ pub fn build(p: &Params, link: &LinkSpec) -> Result<WorkloadSpec, ParamError> {
         }
         WorkloadKind::Flows => WorkloadSpec::Flows(quiclab_model::run::flows::build(p, stack)?),
         WorkloadKind::Video => {
-            let mut run = VideoRun::from_params(p).map_err(|(k, e)| refuse(k, e))?;
+            let mut run = VideoRun::build(p, &quiclab_outputs::input::read_input)
+                .map_err(|(k, e)| refuse(k, e))?;
             run.stack = stack;
             run.ipv6 = ipv6;
             run.timeout = timeout;

@@ -6,6 +6,7 @@
 //! move is the next step of the same design; see ../shared/design/house.md).
 
 pub mod flows;
+pub mod video;
 
 use std::time::Duration;
 
@@ -67,4 +68,24 @@ pub fn transfer_estimate_seconds(bytes: f64, spec: &LinkSpec) -> f64 {
         f64::INFINITY
     };
     OVERHEAD_S + 4.0 * rtt + bytes * 8.0 / rate.min(mathis) * 1.1
+}
+
+/// A client's answer to network switches (see `quiclab_stacks::switching`).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct SwitchBehaviour {
+    pub on_switch: crate::records::OnSwitch,
+    /// No byte for this long: the connection is taken as lost (the seed's player: 5 s).
+    pub stall_timeout: Duration,
+    /// `migrate`: how long after the switch the client rebinds to its new address.
+    pub migrate_delay: Duration,
+}
+
+impl Default for SwitchBehaviour {
+    fn default() -> Self {
+        SwitchBehaviour {
+            on_switch: crate::records::OnSwitch::Reconnect,
+            stall_timeout: Duration::from_secs(5),
+            migrate_delay: Duration::ZERO,
+        }
+    }
 }
