@@ -7,8 +7,8 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use quiclab_lab::{FidelityReport, LinkSpec, RunningLab, Side};
-use quiclab_proto::options::{Protocol, StackOptions};
+use quiclab_lab::{LinkSpec, RunningLab, Side};
+use quiclab_proto::options::Protocol;
 
 use crate::child::{
     ChildConfig, FetchChildReport, FetchConfig, SwitchFetchConfig, SwitchFetchReport,
@@ -18,26 +18,6 @@ use crate::harness::{self, RunError, WorkDir};
 use crate::{Outcome, Workload};
 use quiclab_model::implementation::{Client, Implementations, Server};
 use quiclab_stacks::switching::SwitchPlan;
-
-/// One bulk transfer's parameters.
-#[derive(Debug, Clone)]
-pub struct BulkRun {
-    pub proto: Protocol,
-    pub size: u64,
-    pub resume: bool,
-    pub zero_rtt: bool,
-    pub stack: StackOptions,
-    pub ipv6: bool,
-    /// With a kept directory: also write qlogs of every QUIC connection (costly: off in the runner).
-    pub qlog: bool,
-    /// Give up on the transfer after this long (None: [`default_timeout`]).
-    pub timeout: Option<Duration>,
-    /// How the client answers network switches (used when the link has a switch schedule).
-    pub switching: SwitchBehaviour,
-    /// Which program serves and which downloads (docs/stacks.md).
-    pub server: Server,
-    pub client: Client,
-}
 
 pub use quiclab_model::run::SwitchBehaviour;
 
@@ -65,59 +45,10 @@ pub fn switch_plan(
     }
 }
 
-impl BulkRun {
-    /// A download of `size` bytes over `proto` with the default stacks.
-    pub fn new(proto: Protocol, size: u64) -> BulkRun {
-        BulkRun {
-            proto,
-            size,
-            resume: false,
-            zero_rtt: false,
-            stack: StackOptions::default(),
-            ipv6: false,
-            qlog: false,
-            timeout: None,
-            switching: SwitchBehaviour::default(),
-            server: Server::Quiclab,
-            client: Client::Quiclab,
-        }
-    }
-
-    /// Refuses combinations the stacks cannot do.
-    pub fn validate(&self) -> Result<(), String> {
-        if self.zero_rtt && self.proto != Protocol::H3 {
-            return Err(format!(
-                "0-RTT is QUIC's (quiclab's TCP stacks send no TLS early data), but this run is {}",
-                self.proto
-            ));
-        }
-        if self.size == 0 {
-            return Err("the size must be more than 0 bytes".into());
-        }
-        self.switching.on_switch.check(self.proto)?;
-        if self.stack.fec.is_some() && self.proto != Protocol::H3 {
-            return Err(format!(
-                "FEC is quiclab's XOR FEC under QUIC: it needs h3, but this run is {}",
-                self.proto
-            ));
-        }
-        Ok(())
-    }
-}
-
 pub use quiclab_model::run::{default_timeout, transfer_estimate_seconds};
 
-/// Seed 000's U = r/b of a download that took `total_ms`: the bytes the bottleneck forwarded
-/// downstream per second over the link's mean rate (None on an unlimited link, without the
-/// emulator, or for a download that took no time).
-fn utilization(spec: &LinkSpec, fidelity: Option<&FidelityReport>, total_ms: f64) -> Option<f64> {
-    match (spec.downlink.mean_rate_bps(), fidelity) {
-        (Some(r), Some(f)) if total_ms > 0.0 => {
-            Some(f.downlink.model.counters.forwarded_bytes as f64 * 8.0 / (total_ms / 1e3) / r)
-        }
-        _ => None,
-    }
-}
+pub use quiclab_model::run::bulk::BulkRun;
+use quiclab_model::run::bulk::utilization;
 
 impl Workload for BulkRun {
     type Output = BulkResult;
@@ -167,7 +98,7 @@ impl Workload for BulkRun {
         let lab = &running.lab;
         harness::write_certificate(lab, &work)?;
         if self.server != Server::Quiclab || self.client != Client::Quiclab {
-            return self.run_with_others(running, work);
+            return run_with_others(self, running, work);
         }
         let mut serve = harness::serve_config(lab, &work, self.stack);
         if work.is_kept() {
@@ -192,10 +123,11 @@ impl Workload for BulkRun {
                 ));
             }
             let server = SocketAddr::new(server_ip, 443);
-            return self.run_across_switches(running, work, server, server_pid, timeout);
+            return run_across_switches(self, running, work, server, server_pid, timeout);
         }
         let qlog_dir = (work.is_kept() && self.qlog).then(|| work.path().to_path_buf());
-        let end = self.fetch_with_own_client(
+        let end = fetch_with_own_client(
+            self,
             running,
             &work,
             SocketAddr::new(server_ip, 443),
@@ -257,7 +189,7 @@ impl Workload for BulkRun {
                     client.report.fec,
                 )
             }),
-            implementations: Some(self.own_implementations()),
+            implementations: Some(own_implementations(self)),
             unmeasured: Default::default(),
             fidelity: fidelity.clone(),
         };
@@ -312,378 +244,375 @@ fn write_server_cwnd(work: &WorkDir, qlog_dir: &Path) {
     let _ = quiclab_outputs::write_in_claimed(&work.join(name), text.as_bytes());
 }
 
-impl BulkRun {
-    /// One download of `path` by quiclab's own client (the fetch child), whichever server
-    /// answers; waits for the client, then stops the emulator.
-    #[allow(clippy::too_many_arguments)]
-    fn fetch_with_own_client(
-        &self,
-        running: &mut RunningLab,
-        work: &WorkDir,
-        server: SocketAddr,
-        path: String,
-        qlog_dir: Option<PathBuf>,
-        timeout: Duration,
-        server_pid: u32,
-    ) -> Result<harness::ClientEnd<FetchChildReport>, RunError> {
-        let fetch = ChildConfig::Fetch(FetchConfig {
-            proto: self.proto,
-            cert: work.join("cert.pem"),
-            server,
-            paths: vec![path],
-            resume: self.resume,
-            zero_rtt: self.zero_rtt,
-            verify: true,
-            qlog_dir,
-            timeout_ms: timeout.as_millis() as u64,
-            stack: self.stack,
-        });
-        harness::run_client_to_end::<FetchChildReport>(
-            running,
-            work,
-            "fetch",
-            &fetch,
-            timeout,
-            Duration::from_secs(5),
-            server_pid,
-        )
-    }
+/// One download of `path` by quiclab's own client (the fetch child), whichever server
+/// answers; waits for the client, then stops the emulator.
+#[allow(clippy::too_many_arguments)]
+fn fetch_with_own_client(
+    run: &BulkRun,
+    running: &mut RunningLab,
+    work: &WorkDir,
+    server: SocketAddr,
+    path: String,
+    qlog_dir: Option<PathBuf>,
+    timeout: Duration,
+    server_pid: u32,
+) -> Result<harness::ClientEnd<FetchChildReport>, RunError> {
+    let fetch = ChildConfig::Fetch(FetchConfig {
+        proto: run.proto,
+        cert: work.join("cert.pem"),
+        server,
+        paths: vec![path],
+        resume: run.resume,
+        zero_rtt: run.zero_rtt,
+        verify: true,
+        qlog_dir,
+        timeout_ms: timeout.as_millis() as u64,
+        stack: run.stack,
+    });
+    harness::run_client_to_end::<FetchChildReport>(
+        running,
+        work,
+        "fetch",
+        &fetch,
+        timeout,
+        Duration::from_secs(5),
+        server_pid,
+    )
+}
 
-    /// quiclab's own stacks on both ends, as the result records them.
-    fn own_implementations(&self) -> Implementations {
-        let own = crate::peer::quiclab_record(self.stack.cc_name(self.proto));
-        Implementations {
-            server: own.clone(),
-            client: own,
-        }
+/// quiclab's own stacks on both ends, as the result records them.
+fn own_implementations(run: &BulkRun) -> Implementations {
+    let own = crate::peer::quiclab_record(run.stack.cc_name(run.proto));
+    Implementations {
+        server: own.clone(),
+        client: own,
     }
+}
 
-    /// The download with another implementation on either end (quiclab-peers): its server in
-    /// the server namespace, its client through `quiclab child` in the client namespace.
-    fn run_with_others(
-        &self,
-        running: &mut RunningLab,
-        work: WorkDir,
-    ) -> Result<Outcome<BulkResult>, RunError> {
-        let spec = running.spec.clone();
-        if spec.switch.is_some() {
-            return Err(RunError::Failed(
-                "network switches are answered by quiclab's own client and server".into(),
-            ));
+/// The download with another implementation on either end (quiclab-peers): its server in
+/// the server namespace, its client through `quiclab child` in the client namespace.
+fn run_with_others(
+    run: &BulkRun,
+    running: &mut RunningLab,
+    work: WorkDir,
+) -> Result<Outcome<BulkResult>, RunError> {
+    let spec = running.spec.clone();
+    if spec.switch.is_some() {
+        return Err(RunError::Failed(
+            "network switches are answered by quiclab's own client and server".into(),
+        ));
+    }
+    let lab = &running.lab;
+    let cc = run.stack.cc_name(run.proto);
+    let tcp = run.proto != Protocol::H3;
+    let server_ip: IpAddr = if run.ipv6 {
+        lab.address_v6(Side::Server).into()
+    } else {
+        lab.address_v4(Side::Server).into()
+    };
+    let site = quiclab_peers::content::Site::create(work.path(), "www")
+        .map_err(|e| RunError::Failed(format!("{e:#}")))?;
+    let path = site
+        .add_pattern_object(run.size)
+        .map_err(|e| RunError::Failed(format!("{e:#}")))?;
+    // Caddy and curl take the namespace's TCP congestion control; the quic-go peer and
+    // ngtcp2 set their own.
+    if tcp && run.server == Server::Caddy {
+        crate::peer::ensure_namespace_cc(lab, quiclab_lab::Side::Server, cc, "Caddy")?;
+    }
+    if tcp && run.client == Client::Curl {
+        crate::peer::ensure_namespace_cc(lab, quiclab_lab::Side::Client, cc, "curl")?;
+    }
+    let (server_pid, server_record, server_qlog) = if run.server == Server::Quiclab {
+        let mut serve = harness::serve_config(lab, &work, run.stack);
+        if work.is_kept() {
+            serve.cwnd_log = Some(work.join("cwnd.csv"));
         }
-        let lab = &running.lab;
-        let cc = self.stack.cc_name(self.proto);
-        let tcp = self.proto != Protocol::H3;
-        let server_ip: IpAddr = if self.ipv6 {
-            lab.address_v6(Side::Server).into()
-        } else {
-            lab.address_v4(Side::Server).into()
-        };
-        let site = quiclab_peers::content::Site::create(work.path(), "www")
-            .map_err(|e| RunError::Failed(format!("{e:#}")))?;
-        let path = site
-            .add_pattern_object(self.size)
-            .map_err(|e| RunError::Failed(format!("{e:#}")))?;
-        // Caddy and curl take the namespace's TCP congestion control; the quic-go peer and
-        // ngtcp2 set their own.
-        if tcp && self.server == Server::Caddy {
-            crate::peer::ensure_namespace_cc(lab, quiclab_lab::Side::Server, cc, "Caddy")?;
-        }
-        if tcp && self.client == Client::Curl {
-            crate::peer::ensure_namespace_cc(lab, quiclab_lab::Side::Client, cc, "curl")?;
-        }
-        let (server_pid, server_record, server_qlog) = if self.server == Server::Quiclab {
-            let mut serve = harness::serve_config(lab, &work, self.stack);
-            if work.is_kept() {
-                serve.cwnd_log = Some(work.join("cwnd.csv"));
-            }
-            let pid = harness::start_server(lab, &work, serve)?;
-            (pid, crate::peer::quiclab_record(cc), None)
-        } else {
-            let started = crate::peer::start_server(
-                lab,
-                &work,
-                &crate::peer::ServerChoice {
-                    server: self.server,
-                    address: server_ip,
-                    root: &site.root,
-                    quic_cc: (!tcp).then_some(cc),
-                    tcp_cc: cc,
-                    qlog: work.is_kept(),
-                },
-            )?;
-            (started.pid, started.record, started.qlog_dir)
-        };
-        let tcp_sampler =
-            crate::peer_tcp::sample_other_server(lab, &work, self.server, self.proto)?;
-        let timeout = self.time_limit(&spec);
-        let server = SocketAddr::new(server_ip, 443);
-        let (fetch, client_record, client_cpu, server_cpu, fidelity) = if self.client
-            == Client::Quiclab
-        {
-            let end = self.fetch_with_own_client(
-                running,
-                &work,
-                server,
-                path.clone(),
-                None,
-                timeout,
-                server_pid,
-            )?;
-            let client = end.client?;
-            let Some(req) = client.report.requests.first() else {
-                return Err(RunError::Failed("the fetch's report has no request".into()));
-            };
-            let c = &client.report.connection;
-            let f = quiclab_peers::client::ExternalFetch {
-                negotiated: Some(c.protocol.clone()),
-                tls_version: Some(c.tls_version.clone()),
-                connect_ms: c.tcp_connect_ms,
-                handshake_ms: Some(c.handshake_ms),
-                ttfb_ms: Some(req.first_byte_ms),
-                total_ms: req.last_byte_ms,
-                bytes: req.bytes,
-                verified: req.verified,
-                resumed: c.resumed,
-                cwnd: Vec::new(),
-                unmeasured: Default::default(),
-            };
-            (
-                f,
-                crate::peer::quiclab_record(cc),
-                client.cpu_s,
-                end.server_cpu_s,
-                end.fidelity,
-            )
-        } else if self.client == Client::Chromium {
-            let config = ChildConfig::ChromiumFetch(crate::child::ChromiumFetchConfig {
-                proto: self.proto,
-                cert: work.join("cert.pem"),
-                server,
-                path: path.clone(),
-                size: self.size,
-                timeout_ms: timeout.as_millis() as u64,
-            });
-            let namespace_cc = running.lab.tcp_default_cc.clone();
-            // Chromium needs a few seconds to start on top of the download.
-            let end = harness::run_client_to_end::<crate::child::ChromiumFetchReport>(
-                running,
-                &work,
-                "chromium-fetch",
-                &config,
-                timeout,
-                Duration::from_secs(20),
-                server_pid,
-            )?;
-            let report = end.client?;
-            (
-                crate::peer::chromium_fetch_result(&report.fetch, self.proto)?,
-                crate::peer::chromium_record(
-                    Some(&report.fetch.browser_version),
-                    self.proto,
-                    &namespace_cc,
-                ),
-                report.cpu_s,
-                end.server_cpu_s,
-                end.fidelity,
-            )
-        } else {
-            let key_log = running.lab.key_log.clone();
-            let setup = quiclab_peers::client::FetchSetup {
-                work: work.path(),
-                proto: self.proto,
-                server,
-                path: &path,
-                size: self.size,
-                ca: &work.join("cert.pem"),
+        let pid = harness::start_server(lab, &work, serve)?;
+        (pid, crate::peer::quiclab_record(cc), None)
+    } else {
+        let started = crate::peer::start_server(
+            lab,
+            &work,
+            &crate::peer::ServerChoice {
+                server: run.server,
+                address: server_ip,
+                root: &site.root,
+                quic_cc: (!tcp).then_some(cc),
                 tcp_cc: cc,
-                keylog: key_log.as_deref(),
-                timeout,
-            };
-            let other = crate::peer::run_client(running, &work, self.client, &setup, server_pid)?;
-            (
-                other.fetch?,
-                other.record,
-                other.exec.cpu_s,
-                other.server_cpu_s,
-                other.fidelity,
-            )
-        };
-        if let Some(sampler) = tcp_sampler {
-            sampler.finish().check(self.server, cc)?;
-        }
-        let nan = |v: Option<f64>| v.unwrap_or(f64::NAN);
-        let mut unmeasured: std::collections::BTreeMap<String, String> = fetch
-            .unmeasured
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.clone()))
-            .collect();
-        if fetch.negotiated.is_none() {
-            unmeasured.insert("negotiated".into(), "the client does not report it".into());
-        }
-        // The transfer is timed from the first byte's request as quiclab's own client times it
-        // where the client tells it; otherwise from the connection's start.
-        let transfer_s = (fetch.total_ms - fetch.handshake_ms.unwrap_or(0.0)).max(1e-9) / 1e3;
-        let goodput = fetch.bytes as f64 * 8.0 / transfer_s;
-        let gb = fetch.bytes.max(1) as f64 / 1e9;
-        let result = BulkResult {
-            proto: self.proto.to_string(),
-            negotiated: fetch.negotiated.clone().unwrap_or_default(),
-            tls_version: fetch.tls_version.clone().unwrap_or_default(),
-            resumed: fetch.resumed,
-            zero_rtt: false,
-            connect_ms: fetch.connect_ms,
-            handshake_ms: nan(fetch.handshake_ms),
-            ttfb_ms: nan(fetch.ttfb_ms),
-            alt_svc: None,
-            total_ms: fetch.total_ms,
-            bytes: fetch.bytes,
-            verified: fetch.verified,
-            goodput_mbps: goodput / 1e6,
-            utilization: utilization(&spec, fidelity.as_ref(), fetch.total_ms),
-            goodput_utilization: spec.downlink.mean_rate_bps().map(|r| goodput / r),
-            loss_ratio: fidelity
-                .as_ref()
-                .map(|f| f.downlink.model.counters.loss_ratio()),
-            cpu_client_s: client_cpu,
-            cpu_server_s: server_cpu,
-            cpu_client_s_per_gb: client_cpu / gb,
-            cpu_server_s_per_gb: server_cpu / gb,
-            cpu_emulator_s: fidelity
-                .as_ref()
-                .map(|f| f.cpu_core_fraction * f.wall_seconds),
-            congestion_control: cc.to_string(),
-            path: "emulator".into(),
-            link: spec.describe(),
-            on_switch: None,
-            network_switches: None,
-            connections: None,
-            migrations: None,
-            error: None,
-            fec: None,
-            implementations: Some(Implementations {
-                server: server_record,
-                client: client_record,
-            }),
-            unmeasured,
-            fidelity: fidelity.clone(),
-        };
-        // The server's qlog, when kept: its congestion window over time, for the report.
-        if let Some(dir) = server_qlog {
-            write_server_cwnd(&work, &dir);
-        }
-        Ok(Outcome { result, fidelity })
-    }
-
-    /// The download over a link with a switch schedule: a client that lives through the
-    /// switches (`self.switching`), the outcome of each.
-    fn run_across_switches(
-        &self,
-        running: &mut RunningLab,
-        work: WorkDir,
-        server: SocketAddr,
-        server_pid: u32,
-        timeout: Duration,
-    ) -> Result<Outcome<BulkResult>, RunError> {
-        let spec = running.spec.clone();
-        let schedule = spec.switch.clone().expect("called with a schedule");
-        let plan = switch_plan(&self.switching, running, &schedule, self.ipv6);
-        let switches = schedule.switches();
-        let config = ChildConfig::SwitchFetch(SwitchFetchConfig {
-            proto: self.proto,
-            cert: work.join("cert.pem"),
-            server,
-            size: self.size,
-            stack: self.stack,
-            plan,
-            timeout_ms: timeout.as_millis() as u64,
-        });
-        let end = harness::run_client_to_end::<SwitchFetchReport>(
+                qlog: work.is_kept(),
+            },
+        )?;
+        (started.pid, started.record, started.qlog_dir)
+    };
+    let tcp_sampler = crate::peer_tcp::sample_other_server(lab, &work, run.server, run.proto)?;
+    let timeout = run.time_limit(&spec);
+    let server = SocketAddr::new(server_ip, 443);
+    let (fetch, client_record, client_cpu, server_cpu, fidelity) = if run.client == Client::Quiclab
+    {
+        let end = fetch_with_own_client(
+            run,
             running,
             &work,
-            "fetch",
-            &config,
+            server,
+            path.clone(),
+            None,
             timeout,
-            Duration::from_secs(5),
             server_pid,
         )?;
-        let applied = running.stop_switches();
-        let (server_cpu, fidelity) = (end.server_cpu_s, end.fidelity);
         let client = end.client?;
-        let r = &client.report;
-        let outcomes = crate::switch::outcomes(
-            &schedule,
-            &applied,
-            &crate::switch::Timeline::of_download(r),
-        );
-        let first = r.connections.first();
-        let opened = first.map_or(0.0, |c| c.opened_s);
-        let ms_after = |t: f64| (t - opened) * 1e3;
-        let last_byte = r.progress.last().map_or(opened, |p| p.0);
-        let total_s = (last_byte - opened).max(1e-9);
-        let goodput = r.bytes as f64 * 8.0 / total_s;
-        let gb = r.bytes.max(1) as f64 / 1e9;
-        let result = BulkResult {
-            proto: self.proto.to_string(),
-            negotiated: self.proto.to_string(),
-            tls_version: "1.3".into(),
-            resumed: r.connections.iter().skip(1).any(|c| c.resumed),
-            zero_rtt: r.connections.iter().any(|c| c.zero_rtt),
-            connect_ms: None,
-            handshake_ms: first.and_then(|c| c.ready_s).map_or(f64::NAN, ms_after),
-            ttfb_ms: r.progress.first().map_or(f64::NAN, |p| ms_after(p.0)),
-            alt_svc: None,
-            total_ms: ms_after(last_byte),
-            bytes: r.bytes,
-            verified: Some(r.verified),
-            goodput_mbps: goodput / 1e6,
-            utilization: None,
-            goodput_utilization: spec.downlink.mean_rate_bps().map(|m| goodput / m),
-            loss_ratio: fidelity
-                .as_ref()
-                .map(|f| f.downlink.model.counters.loss_ratio()),
-            cpu_client_s: client.cpu_s,
-            cpu_server_s: server_cpu,
-            cpu_client_s_per_gb: client.cpu_s / gb,
-            cpu_server_s_per_gb: server_cpu / gb,
-            cpu_emulator_s: fidelity
-                .as_ref()
-                .map(|f| f.cpu_core_fraction * f.wall_seconds),
-            congestion_control: self.stack.cc_name(self.proto).to_string(),
-            path: "emulator".into(),
-            link: spec.describe(),
-            on_switch: Some(self.switching.on_switch.to_string()),
-            network_switches: Some(outcomes),
-            connections: Some(r.connections.clone()),
-            migrations: Some(r.migrations.clone()),
-            fec: None,
-            implementations: Some(self.own_implementations()),
-            unmeasured: Default::default(),
-            error: match (&r.error, r.complete) {
-                (None, true) => None,
-                (e, _) => {
-                    // The switch it died at: the first one after the last byte.
-                    let died = switches
-                        .iter()
-                        .find(|s| s.at as f64 / 1e9 >= last_byte - crate::switch::DIED_TOLERANCE_S)
-                        .map(|s| {
-                            format!(
-                                "; no byte since the switch {} → {} at {:.1} s",
-                                s.from,
-                                s.to,
-                                s.at as f64 / 1e9
-                            )
-                        })
-                        .unwrap_or_default();
-                    let mut stop = e.clone().unwrap_or_else(|| StopReason::Failed {
-                        reason: "the download did not complete".into(),
-                    });
-                    stop.text_mut().push_str(&died);
-                    Some(stop)
-                }
-            },
-            fidelity: fidelity.clone(),
+        let Some(req) = client.report.requests.first() else {
+            return Err(RunError::Failed("the fetch's report has no request".into()));
         };
-        Ok(Outcome { result, fidelity })
+        let c = &client.report.connection;
+        let f = quiclab_peers::client::ExternalFetch {
+            negotiated: Some(c.protocol.clone()),
+            tls_version: Some(c.tls_version.clone()),
+            connect_ms: c.tcp_connect_ms,
+            handshake_ms: Some(c.handshake_ms),
+            ttfb_ms: Some(req.first_byte_ms),
+            total_ms: req.last_byte_ms,
+            bytes: req.bytes,
+            verified: req.verified,
+            resumed: c.resumed,
+            cwnd: Vec::new(),
+            unmeasured: Default::default(),
+        };
+        (
+            f,
+            crate::peer::quiclab_record(cc),
+            client.cpu_s,
+            end.server_cpu_s,
+            end.fidelity,
+        )
+    } else if run.client == Client::Chromium {
+        let config = ChildConfig::ChromiumFetch(crate::child::ChromiumFetchConfig {
+            proto: run.proto,
+            cert: work.join("cert.pem"),
+            server,
+            path: path.clone(),
+            size: run.size,
+            timeout_ms: timeout.as_millis() as u64,
+        });
+        let namespace_cc = running.lab.tcp_default_cc.clone();
+        // Chromium needs a few seconds to start on top of the download.
+        let end = harness::run_client_to_end::<crate::child::ChromiumFetchReport>(
+            running,
+            &work,
+            "chromium-fetch",
+            &config,
+            timeout,
+            Duration::from_secs(20),
+            server_pid,
+        )?;
+        let report = end.client?;
+        (
+            crate::peer::chromium_fetch_result(&report.fetch, run.proto)?,
+            crate::peer::chromium_record(
+                Some(&report.fetch.browser_version),
+                run.proto,
+                &namespace_cc,
+            ),
+            report.cpu_s,
+            end.server_cpu_s,
+            end.fidelity,
+        )
+    } else {
+        let key_log = running.lab.key_log.clone();
+        let setup = quiclab_peers::client::FetchSetup {
+            work: work.path(),
+            proto: run.proto,
+            server,
+            path: &path,
+            size: run.size,
+            ca: &work.join("cert.pem"),
+            tcp_cc: cc,
+            keylog: key_log.as_deref(),
+            timeout,
+        };
+        let other = crate::peer::run_client(running, &work, run.client, &setup, server_pid)?;
+        (
+            other.fetch?,
+            other.record,
+            other.exec.cpu_s,
+            other.server_cpu_s,
+            other.fidelity,
+        )
+    };
+    if let Some(sampler) = tcp_sampler {
+        sampler.finish().check(run.server, cc)?;
     }
+    let nan = |v: Option<f64>| v.unwrap_or(f64::NAN);
+    let mut unmeasured: std::collections::BTreeMap<String, String> = fetch
+        .unmeasured
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.clone()))
+        .collect();
+    if fetch.negotiated.is_none() {
+        unmeasured.insert("negotiated".into(), "the client does not report it".into());
+    }
+    // The transfer is timed from the first byte's request as quiclab's own client times it
+    // where the client tells it; otherwise from the connection's start.
+    let transfer_s = (fetch.total_ms - fetch.handshake_ms.unwrap_or(0.0)).max(1e-9) / 1e3;
+    let goodput = fetch.bytes as f64 * 8.0 / transfer_s;
+    let gb = fetch.bytes.max(1) as f64 / 1e9;
+    let result = BulkResult {
+        proto: run.proto.to_string(),
+        negotiated: fetch.negotiated.clone().unwrap_or_default(),
+        tls_version: fetch.tls_version.clone().unwrap_or_default(),
+        resumed: fetch.resumed,
+        zero_rtt: false,
+        connect_ms: fetch.connect_ms,
+        handshake_ms: nan(fetch.handshake_ms),
+        ttfb_ms: nan(fetch.ttfb_ms),
+        alt_svc: None,
+        total_ms: fetch.total_ms,
+        bytes: fetch.bytes,
+        verified: fetch.verified,
+        goodput_mbps: goodput / 1e6,
+        utilization: utilization(&spec, fidelity.as_ref(), fetch.total_ms),
+        goodput_utilization: spec.downlink.mean_rate_bps().map(|r| goodput / r),
+        loss_ratio: fidelity
+            .as_ref()
+            .map(|f| f.downlink.model.counters.loss_ratio()),
+        cpu_client_s: client_cpu,
+        cpu_server_s: server_cpu,
+        cpu_client_s_per_gb: client_cpu / gb,
+        cpu_server_s_per_gb: server_cpu / gb,
+        cpu_emulator_s: fidelity
+            .as_ref()
+            .map(|f| f.cpu_core_fraction * f.wall_seconds),
+        congestion_control: cc.to_string(),
+        path: "emulator".into(),
+        link: spec.describe(),
+        on_switch: None,
+        network_switches: None,
+        connections: None,
+        migrations: None,
+        error: None,
+        fec: None,
+        implementations: Some(Implementations {
+            server: server_record,
+            client: client_record,
+        }),
+        unmeasured,
+        fidelity: fidelity.clone(),
+    };
+    // The server's qlog, when kept: its congestion window over time, for the report.
+    if let Some(dir) = server_qlog {
+        write_server_cwnd(&work, &dir);
+    }
+    Ok(Outcome { result, fidelity })
+}
+
+/// The download over a link with a switch schedule: a client that lives through the
+/// switches (`run.switching`), the outcome of each.
+fn run_across_switches(
+    run: &BulkRun,
+    running: &mut RunningLab,
+    work: WorkDir,
+    server: SocketAddr,
+    server_pid: u32,
+    timeout: Duration,
+) -> Result<Outcome<BulkResult>, RunError> {
+    let spec = running.spec.clone();
+    let schedule = spec.switch.clone().expect("called with a schedule");
+    let plan = switch_plan(&run.switching, running, &schedule, run.ipv6);
+    let switches = schedule.switches();
+    let config = ChildConfig::SwitchFetch(SwitchFetchConfig {
+        proto: run.proto,
+        cert: work.join("cert.pem"),
+        server,
+        size: run.size,
+        stack: run.stack,
+        plan,
+        timeout_ms: timeout.as_millis() as u64,
+    });
+    let end = harness::run_client_to_end::<SwitchFetchReport>(
+        running,
+        &work,
+        "fetch",
+        &config,
+        timeout,
+        Duration::from_secs(5),
+        server_pid,
+    )?;
+    let applied = running.stop_switches();
+    let (server_cpu, fidelity) = (end.server_cpu_s, end.fidelity);
+    let client = end.client?;
+    let r = &client.report;
+    let outcomes = crate::switch::outcomes(
+        &schedule,
+        &applied,
+        &crate::switch::Timeline::of_download(r),
+    );
+    let first = r.connections.first();
+    let opened = first.map_or(0.0, |c| c.opened_s);
+    let ms_after = |t: f64| (t - opened) * 1e3;
+    let last_byte = r.progress.last().map_or(opened, |p| p.0);
+    let total_s = (last_byte - opened).max(1e-9);
+    let goodput = r.bytes as f64 * 8.0 / total_s;
+    let gb = r.bytes.max(1) as f64 / 1e9;
+    let result = BulkResult {
+        proto: run.proto.to_string(),
+        negotiated: run.proto.to_string(),
+        tls_version: "1.3".into(),
+        resumed: r.connections.iter().skip(1).any(|c| c.resumed),
+        zero_rtt: r.connections.iter().any(|c| c.zero_rtt),
+        connect_ms: None,
+        handshake_ms: first.and_then(|c| c.ready_s).map_or(f64::NAN, ms_after),
+        ttfb_ms: r.progress.first().map_or(f64::NAN, |p| ms_after(p.0)),
+        alt_svc: None,
+        total_ms: ms_after(last_byte),
+        bytes: r.bytes,
+        verified: Some(r.verified),
+        goodput_mbps: goodput / 1e6,
+        utilization: None,
+        goodput_utilization: spec.downlink.mean_rate_bps().map(|m| goodput / m),
+        loss_ratio: fidelity
+            .as_ref()
+            .map(|f| f.downlink.model.counters.loss_ratio()),
+        cpu_client_s: client.cpu_s,
+        cpu_server_s: server_cpu,
+        cpu_client_s_per_gb: client.cpu_s / gb,
+        cpu_server_s_per_gb: server_cpu / gb,
+        cpu_emulator_s: fidelity
+            .as_ref()
+            .map(|f| f.cpu_core_fraction * f.wall_seconds),
+        congestion_control: run.stack.cc_name(run.proto).to_string(),
+        path: "emulator".into(),
+        link: spec.describe(),
+        on_switch: Some(run.switching.on_switch.to_string()),
+        network_switches: Some(outcomes),
+        connections: Some(r.connections.clone()),
+        migrations: Some(r.migrations.clone()),
+        fec: None,
+        implementations: Some(own_implementations(run)),
+        unmeasured: Default::default(),
+        error: match (&r.error, r.complete) {
+            (None, true) => None,
+            (e, _) => {
+                // The switch it died at: the first one after the last byte.
+                let died = switches
+                    .iter()
+                    .find(|s| s.at as f64 / 1e9 >= last_byte - crate::switch::DIED_TOLERANCE_S)
+                    .map(|s| {
+                        format!(
+                            "; no byte since the switch {} → {} at {:.1} s",
+                            s.from,
+                            s.to,
+                            s.at as f64 / 1e9
+                        )
+                    })
+                    .unwrap_or_default();
+                let mut stop = e.clone().unwrap_or_else(|| StopReason::Failed {
+                    reason: "the download did not complete".into(),
+                });
+                stop.text_mut().push_str(&died);
+                Some(stop)
+            }
+        },
+        fidelity: fidelity.clone(),
+    };
+    Ok(Outcome { result, fidelity })
 }

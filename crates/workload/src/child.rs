@@ -154,23 +154,7 @@ pub struct FetchConfig {
 }
 
 /// Who loads a page.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Browser {
-    /// quiclab's browser-like loader over its own stacks.
-    Builtin,
-    /// Headless Chromium over CDP.
-    Chromium,
-}
-
-impl Browser {
-    pub fn name(self) -> &'static str {
-        match self {
-            Browser::Builtin => "builtin",
-            Browser::Chromium => "chromium",
-        }
-    }
-}
+pub use quiclab_model::run::page::Browser;
 
 /// The client half of a page load.
 #[derive(Debug, Clone, Serialize, Deserialize)]

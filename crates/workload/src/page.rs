@@ -7,6 +7,7 @@
 //! (`quiclab_browser`) from inside the client namespace, so neither needs to know about namespaces.
 
 pub use quiclab_model::page::*;
+pub use quiclab_model::run::page::{PageRun, PageSource};
 use quiclab_outputs::UserFile;
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -14,7 +15,7 @@ use std::time::Duration;
 
 use quiclab_lab::{LinkSpec, RunningLab, Side};
 use quiclab_page::har::HarPage;
-use quiclab_proto::options::{Protocol, StackOptions};
+use quiclab_proto::options::Protocol;
 
 use quiclab_model::implementation::{ImplementationRecord, Implementations, Server};
 
@@ -23,26 +24,17 @@ use crate::fec::FecResult;
 use crate::harness::{self, RunError, WorkDir};
 use crate::{Outcome, Workload};
 
-/// Where a page comes from.
-#[derive(Debug, Clone)]
-pub enum PageSource {
-    /// A page of the built-in corpus (`carlucci-small`, …).
-    Builtin(String),
-    /// A directory with an index.html.
-    Dir(PathBuf),
+/// What the shell knows of a page (the corpus, a directory's files).
+pub trait PageSourceFiles {
+    fn validate(&self) -> Result<(), String>;
+    fn total_bytes(&self) -> f64;
+    fn default_timeout(&self, spec: &LinkSpec) -> Duration;
 }
 
-impl PageSource {
-    pub fn name(&self) -> String {
-        match self {
-            PageSource::Builtin(n) => n.clone(),
-            PageSource::Dir(d) => d.display().to_string(),
-        }
-    }
-
+impl PageSourceFiles for PageSource {
     /// Checks the page before any lab is built: a known name, or a directory whose index.html and
     /// every object it references exist.
-    pub fn validate(&self) -> Result<(), String> {
+    fn validate(&self) -> Result<(), String> {
         match self {
             PageSource::Builtin(n) => quiclab_page::corpus::lookup(n)
                 .map(|_| ())
@@ -55,7 +47,7 @@ impl PageSource {
 
     /// The page's bytes, for estimates and default time limits (a directory: the size of its
     /// files; 1 MB when unknown).
-    pub fn total_bytes(&self) -> f64 {
+    fn total_bytes(&self) -> f64 {
         fn dir_bytes(d: &Path, depth: u32) -> u64 {
             let Ok(entries) = std::fs::read_dir(d) else {
                 return 0;
@@ -82,252 +74,156 @@ impl PageSource {
 
     /// The time limit of a load when none is given: as a bulk download of the page's bytes
     /// ([`crate::bulk::default_timeout`]), but at least 60 s (Chromium's start-up, many objects).
-    pub fn default_timeout(&self, spec: &LinkSpec) -> Duration {
+    fn default_timeout(&self, spec: &LinkSpec) -> Duration {
         crate::bulk::default_timeout(self.total_bytes() as u64, spec).max(Duration::from_secs(60))
     }
 }
 
-/// One page load's parameters.
-#[derive(Debug, Clone)]
-pub struct PageRun {
-    pub proto: Protocol,
-    pub page: PageSource,
-    pub browser: Browser,
-    /// The program that serves the page: quiclab's own, or another implementation serving the
-    /// page's directory (docs/stacks.md).
-    pub server: Server,
-    /// For h2/h3: the most requests in flight at once (early QUIC multiplexed 6).
-    pub max_streams: Option<u64>,
-    pub stack: StackOptions,
-    pub timeout: Duration,
-    /// Load over IPv6 (`ip = "6"`): the server's IPv6 address, and so every connection.
-    pub ipv6: bool,
-    /// `warm = true`: an untimed load fills the session cache, the measured one resumes.
-    pub warm: bool,
-    /// `discover = true` (Chromium, h3): QUIC not forced; Chromium may find it through Alt-Svc.
-    pub discover: bool,
-}
-
-impl PageRun {
-    /// Refuses what cannot be measured; messages name the option (`fec`).
-    pub fn validate(&self) -> Result<(), (&'static str, String)> {
-        if self.stack.fec.is_some() {
-            if self.proto != Protocol::H3 {
-                return Err((
-                    "fec",
-                    format!(
-                        "FEC is quiclab's XOR FEC under QUIC: it needs h3, but this load is {}",
-                        self.proto
-                    ),
-                ));
-            }
-            if self.browser == Browser::Chromium {
-                return Err((
-                    "fec",
-                    "FEC is quiclab's own layer under quinn: Chromium's QUIC does not speak it; \
-                     use the builtin loader"
-                        .into(),
-                ));
-            }
-        }
-        if self.discover {
-            if self.browser != Browser::Chromium || self.proto != Protocol::H3 {
-                return Err((
-                    "discover",
-                    format!(
-                        "discovery is Chromium finding HTTP/3 through Alt-Svc: it needs browser = \
-                         \"chromium\" and protocol h3 (this load: {} with the {} loader)",
-                        self.proto,
-                        self.browser.name()
-                    ),
-                ));
-            }
-            if !self.stack.alt_svc {
-                return Err((
-                    "discover",
-                    "discovery needs the server's alt-svc header: drop alt_svc = false".into(),
-                ));
-            }
-        }
-        if self.server != Server::Quiclab && (self.warm || self.discover) {
-            return Err((
-                if self.warm { "warm" } else { "discover" },
-                format!(
-                    "warm and discovery loads are measured against quiclab's own server so far \
-                     (its session tickets, 0-RTT and Alt-Svc are known); this load's server is {}",
-                    self.server.name()
-                ),
-            ));
-        }
-        if self.warm {
-            if self.discover {
-                return Err((
-                    "warm",
-                    "a discovery run is three navigations in one browser already (the later ones \
-                     warm): warm and discover do not combine"
-                        .into(),
-                ));
-            }
-            if self.stack.fec.is_some() {
-                return Err((
-                    "warm",
-                    "a warm load with FEC would count the warm-up's FEC with the measured load's; \
-                     drop one of them"
-                        .into(),
-                ));
-            }
-        }
-        Ok(())
+/// How many times the run loads the page (the timeout is per load).
+fn loads(run: &PageRun) -> usize {
+    if run.discover {
+        crate::child::DISCOVERY_NAVIGATIONS
+    } else if run.warm {
+        2
+    } else {
+        1
     }
 }
 
-impl PageRun {
-    /// How many times the run loads the page (the timeout is per load).
-    fn loads(&self) -> usize {
-        if self.discover {
-            crate::child::DISCOVERY_NAVIGATIONS
-        } else if self.warm {
-            2
-        } else {
-            1
-        }
+/// The loader as the result records it: quiclab's (its congestion control set per socket or
+/// connection) or Chromium (its own QUIC with its default congestion control; its TCP the
+/// client namespace's).
+fn loader_record(
+    run: &PageRun,
+    summary: &PageSummary,
+    cc: &str,
+    namespace_cc: &str,
+) -> ImplementationRecord {
+    match run.browser {
+        Browser::Builtin => crate::peer::quiclab_record(cc),
+        Browser::Chromium => crate::peer::chromium_record(
+            summary.browser_version.as_deref(),
+            run.proto,
+            namespace_cc,
+        ),
     }
+}
 
-    /// The loader as the result records it: quiclab's (its congestion control set per socket or
-    /// connection) or Chromium (its own QUIC with its default congestion control; its TCP the
-    /// client namespace's).
-    fn loader_record(
-        &self,
-        summary: &PageSummary,
-        cc: &str,
-        namespace_cc: &str,
-    ) -> ImplementationRecord {
-        match self.browser {
-            Browser::Builtin => crate::peer::quiclab_record(cc),
-            Browser::Chromium => crate::peer::chromium_record(
-                summary.browser_version.as_deref(),
-                self.proto,
-                namespace_cc,
-            ),
-        }
+/// The server's address in the lab, of the run's family.
+fn server_ip(run: &PageRun, lab: &quiclab_lab::Lab) -> IpAddr {
+    if run.ipv6 {
+        lab.address_v6(Side::Server).into()
+    } else {
+        lab.address_v4(Side::Server).into()
     }
+}
 
-    /// The server's address in the lab, of the run's family.
-    fn server_ip(&self, lab: &quiclab_lab::Lab) -> IpAddr {
-        if self.ipv6 {
-            lab.address_v6(Side::Server).into()
-        } else {
-            lab.address_v4(Side::Server).into()
-        }
+/// The origin the page is loaded from (the HAR's), IPv6 literals in brackets.
+fn origin(run: &PageRun) -> (String, String) {
+    let ip: IpAddr = if run.ipv6 {
+        quiclab_lab::topology::SERVER_V6.into()
+    } else {
+        quiclab_lab::topology::SERVER_V4.into()
+    };
+    let host = match ip {
+        IpAddr::V6(a) => format!("[{a}]"),
+        IpAddr::V4(a) => a.to_string(),
+    };
+    (format!("https://{host}"), ip.to_string())
+}
+
+fn title(run: &PageRun, spec: &LinkSpec) -> String {
+    format!(
+        "{} over {} ({}), {}",
+        run.page.name(),
+        run.proto,
+        match run.browser {
+            Browser::Chromium => "Chromium",
+            Browser::Builtin => "quiclab",
+        },
+        spec.describe().downlink
+    )
+}
+
+/// Writes the HAR and/or the waterfall (FILE.svg, or FILE.png with an SVG beside it) of a
+/// load into the files reserved for them before the run ([`quiclab_outputs::UserFile`]).
+/// Returns notes (a PNG without a font); a file that cannot be written is an error (the
+/// caller keeps and prints the run's result all the same).
+pub fn write_har_and_waterfall(
+    run: &PageRun,
+    result: &PageResult,
+    spec: &LinkSpec,
+    har: Option<&mut UserFile>,
+    waterfall: Option<WaterfallFiles<'_>>,
+) -> anyhow::Result<Vec<String>> {
+    let mut notes = Vec::new();
+    if let Some(file) = har {
+        file.write(har_json(run, result, spec)?.as_bytes())?;
     }
-
-    /// The origin the page is loaded from (the HAR's), IPv6 literals in brackets.
-    fn origin(&self) -> (String, String) {
-        let ip: IpAddr = if self.ipv6 {
-            quiclab_lab::topology::SERVER_V6.into()
-        } else {
-            quiclab_lab::topology::SERVER_V4.into()
-        };
-        let host = match ip {
-            IpAddr::V6(a) => format!("[{a}]"),
-            IpAddr::V4(a) => a.to_string(),
-        };
-        (format!("https://{host}"), ip.to_string())
-    }
-
-    fn title(&self, spec: &LinkSpec) -> String {
-        format!(
-            "{} over {} ({}), {}",
-            self.page.name(),
-            self.proto,
-            match self.browser {
-                Browser::Chromium => "Chromium",
-                Browser::Builtin => "quiclab",
-            },
-            spec.describe().downlink
-        )
-    }
-
-    /// Writes the HAR and/or the waterfall (FILE.svg, or FILE.png with an SVG beside it) of a
-    /// load into the files reserved for them before the run ([`quiclab_outputs::UserFile`]).
-    /// Returns notes (a PNG without a font); a file that cannot be written is an error (the
-    /// caller keeps and prints the run's result all the same).
-    pub fn write_har_and_waterfall(
-        &self,
-        result: &PageResult,
-        spec: &LinkSpec,
-        har: Option<&mut UserFile>,
-        waterfall: Option<WaterfallFiles<'_>>,
-    ) -> anyhow::Result<Vec<String>> {
-        let mut notes = Vec::new();
-        if let Some(file) = har {
-            file.write(self.har_json(result, spec)?.as_bytes())?;
-        }
-        if let Some(WaterfallFiles { svg, png }) = waterfall {
-            svg.write(self.waterfall_svg(result, spec)?.as_bytes())?;
-            if let Some(png) = png {
-                let (tmp, f) = png.temp()?;
-                drop(f);
-                match quiclab_page::waterfall::draw_png(
-                    &result.objects,
-                    &self.waterfall_options(result, spec),
-                    &tmp,
-                ) {
-                    Ok(None) => png.commit(&tmp)?,
-                    Ok(Some(note)) => {
-                        let _ = std::fs::remove_file(&tmp);
-                        notes.push(format!("note: {note}"));
-                    }
-                    Err(e) => {
-                        let _ = std::fs::remove_file(&tmp);
-                        return Err(e.into());
-                    }
+    if let Some(WaterfallFiles { svg, png }) = waterfall {
+        svg.write(waterfall_svg(run, result, spec)?.as_bytes())?;
+        if let Some(png) = png {
+            let (tmp, f) = png.temp()?;
+            drop(f);
+            match quiclab_page::waterfall::draw_png(
+                &result.objects,
+                &waterfall_options(run, result, spec),
+                &tmp,
+            ) {
+                Ok(None) => png.commit(&tmp)?,
+                Ok(Some(note)) => {
+                    let _ = std::fs::remove_file(&tmp);
+                    notes.push(format!("note: {note}"));
+                }
+                Err(e) => {
+                    let _ = std::fs::remove_file(&tmp);
+                    return Err(e.into());
                 }
             }
         }
-        Ok(notes)
     }
+    Ok(notes)
+}
 
-    fn waterfall_options(
-        &self,
-        result: &PageResult,
-        spec: &LinkSpec,
-    ) -> quiclab_page::waterfall::WaterfallOptions {
-        quiclab_page::waterfall::WaterfallOptions {
-            title: self.title(spec),
-            page_load_ms: Some(result.summary.plt_ms),
-            ..Default::default()
-        }
+fn waterfall_options(
+    run: &PageRun,
+    result: &PageResult,
+    spec: &LinkSpec,
+) -> quiclab_page::waterfall::WaterfallOptions {
+    quiclab_page::waterfall::WaterfallOptions {
+        title: title(run, spec),
+        page_load_ms: Some(result.summary.plt_ms),
+        ..Default::default()
     }
+}
 
-    fn waterfall_svg(&self, result: &PageResult, spec: &LinkSpec) -> anyhow::Result<String> {
-        let options = self.waterfall_options(result, spec);
-        Ok(quiclab_page::waterfall::svg_string(
+fn waterfall_svg(run: &PageRun, result: &PageResult, spec: &LinkSpec) -> anyhow::Result<String> {
+    let options = waterfall_options(run, result, spec);
+    Ok(quiclab_page::waterfall::svg_string(
+        &result.objects,
+        &options,
+    )?)
+}
+
+/// The load's HAR as JSON.
+fn har_json(run: &PageRun, result: &PageResult, spec: &LinkSpec) -> anyhow::Result<String> {
+    let title = title(run, spec);
+    let (origin, server_ip) = origin(run);
+    {
+        let har = quiclab_page::har::build_har(
+            &HarPage {
+                title: title.clone(),
+                origin,
+                navigation_start: std::time::UNIX_EPOCH
+                    + Duration::from_millis(result.summary.navigation_start_unix_ms),
+                page_load_ms: Some(result.summary.plt_ms),
+                content_load_ms: result.summary.dom_content_loaded_ms,
+                server_ip: Some(server_ip),
+                comment: Some(format!("quiclab page; link: {}", spec.describe().downlink)),
+            },
             &result.objects,
-            &options,
-        )?)
-    }
-
-    /// The load's HAR as JSON.
-    fn har_json(&self, result: &PageResult, spec: &LinkSpec) -> anyhow::Result<String> {
-        let title = self.title(spec);
-        let (origin, server_ip) = self.origin();
-        {
-            let har = quiclab_page::har::build_har(
-                &HarPage {
-                    title: title.clone(),
-                    origin,
-                    navigation_start: std::time::UNIX_EPOCH
-                        + Duration::from_millis(result.summary.navigation_start_unix_ms),
-                    page_load_ms: Some(result.summary.plt_ms),
-                    content_load_ms: result.summary.dom_content_loaded_ms,
-                    server_ip: Some(server_ip),
-                    comment: Some(format!("quiclab page; link: {}", spec.describe().downlink)),
-                },
-                &result.objects,
-            );
-            Ok(har.to_json()?)
-        }
+        );
+        Ok(har.to_json()?)
     }
 }
 
@@ -376,11 +272,11 @@ impl Workload for PageRun {
         let load =
             crate::bulk::transfer_estimate_seconds(self.page.total_bytes(), spec) + 4.0 * rtt;
         // Warm and discovery runs load the page more than once.
-        load * self.loads() as f64 + extra - 4.0 * rtt
+        load * loads(self) as f64 + extra - 4.0 * rtt
     }
 
-    fn time_limit(&self, _spec: &LinkSpec) -> Duration {
-        self.timeout * self.loads() as u32
+    fn time_limit(&self, spec: &LinkSpec) -> Duration {
+        load_limit(self, spec) * loads(self) as u32
     }
 
     fn run(
@@ -401,7 +297,7 @@ impl Workload for PageRun {
             PageSource::Dir(d) => d.clone(),
         };
         harness::write_certificate(lab, &work)?;
-        let server_ip: IpAddr = self.server_ip(lab);
+        let server_ip: IpAddr = server_ip(self, lab);
         let cc = self.stack.cc_name(self.proto);
         let (server_record, tcp_sampler) = if self.server == Server::Quiclab {
             let mut serve = harness::serve_config(lab, &work, self.stack);
@@ -445,8 +341,8 @@ impl Workload for PageRun {
             server: SocketAddr::new(server_ip, 443),
             // The builtin loader's limit is per load; Chromium's covers its navigations.
             timeout_ms: match self.browser {
-                Browser::Chromium => self.timeout * self.loads() as u32,
-                Browser::Builtin => self.timeout,
+                Browser::Chromium => load_limit(self, &spec) * loads(self) as u32,
+                Browser::Builtin => load_limit(self, &spec),
             }
             .as_millis() as u64,
             max_streams: self.max_streams,
@@ -467,7 +363,7 @@ impl Workload for PageRun {
             &work,
             "page",
             &client,
-            self.timeout * self.loads() as u32,
+            load_limit(self, &spec) * loads(self) as u32,
             grace,
         );
         let fidelity = if running.emulated() {
@@ -480,7 +376,7 @@ impl Workload for PageRun {
             sampler.finish().check(self.server, cc)?;
         }
         let namespace_cc = running.lab.tcp_default_cc.clone();
-        let client_record = self.loader_record(&report.summary, cc, &namespace_cc);
+        let client_record = loader_record(self, &report.summary, cc, &namespace_cc);
         let result = PageResult {
             summary: report.summary,
             page: self.page.name(),
@@ -511,8 +407,8 @@ impl Workload for PageRun {
         // A traced run's directory is quiclab's: its own files, replaced through a temporary
         // file. What cannot be written is a note; the run's measurement stands.
         let mut notes = Vec::new();
-        let har = self.har_json(&out.result, spec);
-        let svg = self.waterfall_svg(&out.result, spec);
+        let har = har_json(self, &out.result, spec);
+        let svg = waterfall_svg(self, &out.result, spec);
         for (name, text) in [("page.har", har), ("waterfall.svg", svg)] {
             let path = dir.join(name);
             if let Err(e) = text.and_then(|t| {
@@ -578,6 +474,13 @@ impl PageFiles {
             svg,
             png: self.png.as_mut(),
         });
-        run.write_har_and_waterfall(result, spec, self.har.as_mut(), waterfall)
+        write_har_and_waterfall(run, result, spec, self.har.as_mut(), waterfall)
     }
+}
+
+/// One load's time limit: the run's, else from the page's size (a built run has one; a run made
+/// by hand may not).
+fn load_limit(run: &PageRun, spec: &LinkSpec) -> Duration {
+    run.timeout
+        .unwrap_or_else(|| run.page.default_timeout(spec))
 }

@@ -1,309 +1,69 @@
-//! The run a workload's parameters ask for: [`build`] turns the typed [`Params`] (parsed by the
-//! key table of quiclab-model) into a [`WorkloadSpec`], checking every rule that spans keys once,
-//! here. A refused combination names the key to change.
+//! The run a workload's parameters ask for: quiclab-model's pure build (`run::build::build`, every
+//! rule that spans keys checked there) and, before any lab starts, what only this machine can
+//! say — whether the programs the run needs are installed, whether a page directory holds its
+//! objects. A refused combination names the key to change.
 //!
-//! Adding a key: its row in `quiclab_model::keys` and its use below. The test
+//! Adding a key: its row in `quiclab_model::keys` and its use where the run is built. The test
 //! `every_key_reaches_the_run` fails for a row whose value changes no run.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use quiclab_lab::LinkSpec;
-use quiclab_model::WorkloadKind;
-use quiclab_model::implementation::{self, Client, Server};
-use quiclab_model::keys as k;
+use quiclab_model::implementation::{Client, Server};
 pub use quiclab_model::params::{ParamError, Params, fec_group, refuse, size};
-use quiclab_proto::options::{FecSettings, Protocol, QUIC_MIN_UDP_PAYLOAD, QuicMtu, StackOptions};
+pub use quiclab_model::run::build::{DEFAULT_BULK_SIZE, Run};
 
 use crate::WorkloadSpec;
-use crate::bulk::{BulkRun, SwitchBehaviour};
 use crate::child::Browser;
-use crate::page::{PageRun, PageSource};
-use crate::video::VideoRun;
+use crate::page::PageSourceFiles;
 
-/// A bulk download's size when none is given (the table's default for `size`).
-pub const DEFAULT_BULK_SIZE: u64 = 10_000_000;
-
-/// How the client answers network switches, from `on_switch`, `switch_timeout`, `migrate_delay`.
-fn switching(p: &Params) -> SwitchBehaviour {
-    let d = SwitchBehaviour::default();
-    SwitchBehaviour {
-        on_switch: p.on_switch().unwrap_or(d.on_switch),
-        stall_timeout: p.duration(&k::SWITCH_TIMEOUT).unwrap_or(d.stall_timeout),
-        migrate_delay: p.duration(&k::MIGRATE_DELAY).unwrap_or(d.migrate_delay),
-    }
-}
-
-/// The first key given that sets quiclab's own QUIC stack, which another program would not
-/// honour (checked against the server and client chosen).
-fn quic_stack_key(p: &Params) -> Option<&'static str> {
-    [&k::QUIC_MTU, &k::QUIC_PMTUD, &k::GQUIC_N]
-        .into_iter()
-        .find(|key| p.given(key))
-        .map(|key| key.name)
-}
-
-/// The protocol stack's options (for `proto`, the run's protocol or a mix's default).
-fn stack(p: &Params, proto: Protocol, link: &LinkSpec) -> Result<StackOptions, ParamError> {
-    let mut stack = StackOptions {
-        tls: p.tls(),
-        gquic_n: p
-            .count(&k::GQUIC_N)
-            .map_or(StackOptions::default().gquic_n, |n| n as u32),
-        ..StackOptions::default()
-    };
-    if let Some(cc) = p.text(&k::CC) {
-        stack = stack.with_cc(proto, cc).map_err(|e| refuse("cc", e))?;
-    }
-    stack.alt_svc = p.bool_or(&k::ALT_SVC, true);
-    // TCP runs ignore QUIC's datagram size (a grid may cross it with every protocol).
-    stack.quic_mtu = QuicMtu {
-        initial: p
-            .count(&k::QUIC_MTU)
-            .map_or(stack.quic_mtu.initial, |n| n as u16),
-        discover: p.bool(&k::QUIC_PMTUD),
-    };
-    let ipv6 = p.bool(&k::IP);
-    stack
-        .quic_mtu
-        .check(quiclab_lab::topology::LINK_MTU, ipv6)
-        .map_err(|e| refuse("quic_mtu", e))?;
-    if let Some(n) = p.fec() {
-        // The FEC header rides inside QUIC's datagram budget (see quiclab-stacks).
-        let floor = QUIC_MIN_UDP_PAYLOAD + quiclab_fec::MAX_HEADER as u16;
-        if stack.quic_mtu.initial < floor {
-            return Err(refuse(
-                "quic_mtu",
-                format!(
-                    "with FEC a datagram also carries the FEC header ({} bytes): quic_mtu must be at least {floor}",
-                    quiclab_fec::MAX_HEADER
-                ),
-            ));
-        }
-        if link.switch.is_some() {
-            return Err(refuse(
-                "fec",
-                "FEC across network switches is not built yet (the switching client makes its own QUIC \
-                 endpoints): drop fec, or the switch schedule (--switch / switch)",
-            ));
-        }
-        // gQUIC's flush alarm: max(RTT/2, 5 ms) of the emulated path.
-        stack.fec = Some(FecSettings::for_rtt(n, link.base_rtt()));
-    }
-    Ok(stack)
-}
-
-/// The run `p` asks for over `link`, with every rule that spans keys checked.
+/// The run `p` asks for over `link`, with every rule that spans keys checked, and the programs it
+/// needs found.
 pub fn build(p: &Params, link: &LinkSpec) -> Result<WorkloadSpec, ParamError> {
-    let kind = p.kind;
-    let proto = p.protocol().unwrap_or(Protocol::H2);
-    let stack = stack(p, proto, link)?;
-    let resume = p.bool(&k::RESUME);
-    let zero_rtt = p.bool(&k::ZERO_RTT);
-    let ipv6 = p.bool(&k::IP);
-    let timeout = p.duration(&k::TIMEOUT);
-    if zero_rtt && proto != Protocol::H3 {
-        return Err(refuse(
-            "zero_rtt",
-            format!(
-                "0-RTT is QUIC's (quiclab's TCP stacks send no TLS early data), but this run is {proto}: \
-                 use resume to compare resumed handshakes"
-            ),
-        ));
+    let mut run = quiclab_model::run::build::build(p, link, &quiclab_outputs::input::read_input)?;
+    // Checked before any lab starts, with the programs present: a run that cannot work costs
+    // nothing.
+    let server_program = |server: Server| {
+        quiclab_peers::programs::server_program(server)
+            .map(|_| ())
+            .map_err(|e| refuse("server", format!("{e:#}")))
+    };
+    let chromium = |key: &'static str| {
+        quiclab_browser::check_chromium(Path::new(quiclab_browser::DEFAULT_CHROMIUM))
+            .map_err(|e| refuse(key, e.to_string()))
+    };
+    match &mut run {
+        Run::Bulk(b) if b.server != Server::Quiclab || b.client != Client::Quiclab => {
+            server_program(b.server)?;
+            quiclab_peers::programs::client_program(b.client)
+                .map_err(|e| refuse("client", format!("{e:#}")))?;
+            if b.client == Client::Chromium {
+                chromium("client")?;
+            }
+        }
+        Run::Page(pr) => {
+            pr.page.validate().map_err(|e| refuse("page", e))?;
+            if pr.browser == Browser::Chromium {
+                chromium("browser")?;
+            }
+            server_program(pr.server)?;
+            pr.timeout = Some(pr.timeout.unwrap_or_else(|| pr.page.default_timeout(link)));
+        }
+        Run::Video(v) if v.server != Server::Quiclab => server_program(v.server)?,
+        _ => {}
     }
-    // Only the bulk and video clients answer network switches.
-    if link.switch.is_none() {
-        if let Some(key) = [&k::ON_SWITCH, &k::SWITCH_TIMEOUT, &k::MIGRATE_DELAY]
-            .into_iter()
-            .find(|key| p.given(key))
-        {
-            return Err(refuse(
-                key.name,
-                "it answers network switches: set a schedule (--switch, or switch = \"wifi@0s,lte@60s\" or \"arisu2019-lte\" in a scenario)",
-            ));
-        }
-    } else if matches!(kind, WorkloadKind::Page | WorkloadKind::Flows) {
-        return Err(refuse(
-            "switch",
-            format!(
-                "network switches are answered by the bulk and video clients only; this run is kind = \"{}\"",
-                kind.name()
-            ),
-        ));
-    }
-    // A bulk download or page load is one protocol's; flows and video apply FEC to their h3
-    // flows and players (their own validation refuses a mix without one).
-    if p.fec().is_some()
-        && matches!(kind, WorkloadKind::Bulk | WorkloadKind::Page)
-        && proto != Protocol::H3
-    {
-        return Err(refuse(
-            "fec",
-            format!("FEC is quiclab's XOR FEC under QUIC: it needs h3, but this run is {proto}"),
-        ));
-    }
-    Ok(match kind {
-        WorkloadKind::Bulk => {
-            let size = p.count(&k::BULK_SIZE).unwrap_or(DEFAULT_BULK_SIZE);
-            if link.switch.is_some() && (resume || zero_rtt) {
-                let key = if resume { "resume" } else { "zero_rtt" };
-                return Err(refuse(
-                    key,
-                    "across network switches, resumption is chosen by on_switch = \"reconnect-0rtt\"",
-                ));
-            }
-            let server = p.server().unwrap_or(Server::Quiclab);
-            let client = p.client().unwrap_or(Client::Quiclab);
-            // Checked before any lab starts, with the programs present: a run that cannot work
-            // costs nothing.
-            implementation::check(&implementation::Combination {
-                kind,
-                proto,
-                server,
-                client: Some(client),
-                cc: p.text(&k::CC),
-                resume,
-                zero_rtt,
-                fec: p.fec().is_some(),
-                quic_stack_key: quic_stack_key(p),
-            })
-            .map_err(|(key, e)| refuse(key, e))?;
-            if server != Server::Quiclab || client != Client::Quiclab {
-                if link.switch.is_some() {
-                    return Err(refuse(
-                        if server != Server::Quiclab {
-                            "server"
-                        } else {
-                            "client"
-                        },
-                        "network switches are answered by quiclab's own client and server",
-                    ));
-                }
-                quiclab_peers::programs::server_program(server)
-                    .map_err(|e| refuse("server", format!("{e:#}")))?;
-                quiclab_peers::programs::client_program(client)
-                    .map_err(|e| refuse("client", format!("{e:#}")))?;
-                if client == Client::Chromium {
-                    quiclab_browser::check_chromium(Path::new(quiclab_browser::DEFAULT_CHROMIUM))
-                        .map_err(|e| refuse("client", e.to_string()))?;
-                }
-            }
-            let run = BulkRun {
-                resume,
-                zero_rtt,
-                stack,
-                ipv6,
-                timeout: Some(timeout.unwrap_or_else(|| crate::bulk::default_timeout(size, link))),
-                switching: switching(p),
-                server,
-                client,
-                ..BulkRun::new(proto, size)
-            };
-            run.validate().map_err(|e| refuse("on_switch", e))?;
-            WorkloadSpec::Bulk(run)
-        }
-        WorkloadKind::Page => {
-            if resume || zero_rtt {
-                let key = if resume { "resume" } else { "zero_rtt" };
-                return Err(refuse(
-                    key,
-                    "a page load resumes with warm = true (an untimed load first fills the \
-                     session cache; h3 then sends its requests in 0-RTT)",
-                ));
-            }
-            let page = match p.text(&k::PAGE) {
-                // A name without a slash is a built-in page; anything else a directory.
-                Some(v) if v.contains('/') => PageSource::Dir(PathBuf::from(v)),
-                Some(v) => PageSource::Builtin(v.to_string()),
-                None => {
-                    return Err(refuse(
-                        "page",
-                        "a page run needs a page, e.g. page = \"carlucci-small\"",
-                    ));
-                }
-            };
-            page.validate().map_err(|e| refuse("page", e))?;
-            let browser = match p.text(&k::BROWSER) {
-                Some("chromium") => {
-                    // Checked before any lab starts: a run that cannot load costs nothing.
-                    quiclab_browser::check_chromium(Path::new(quiclab_browser::DEFAULT_CHROMIUM))
-                        .map_err(|e| refuse("browser", e.to_string()))?;
-                    Browser::Chromium
-                }
-                _ => Browser::Builtin,
-            };
-            let server = p.server().unwrap_or(Server::Quiclab);
-            implementation::check(&implementation::Combination {
-                kind,
-                proto,
-                server,
-                client: None,
-                cc: p.text(&k::CC),
-                resume,
-                zero_rtt,
-                fec: p.fec().is_some(),
-                quic_stack_key: quic_stack_key(p),
-            })
-            .map_err(|(key, e)| refuse(key, e))?;
-            quiclab_peers::programs::server_program(server)
-                .map_err(|e| refuse("server", format!("{e:#}")))?;
-            let run = PageRun {
-                proto,
-                browser,
-                server,
-                max_streams: p.count(&k::MAX_STREAMS),
-                stack,
-                timeout: timeout.unwrap_or_else(|| page.default_timeout(link)),
-                page,
-                ipv6,
-                warm: p.bool(&k::WARM),
-                discover: p.bool(&k::DISCOVER),
-            };
-            run.validate().map_err(|(k, e)| refuse(k, e))?;
-            WorkloadSpec::Page(run)
-        }
-        WorkloadKind::Flows => WorkloadSpec::Flows(quiclab_model::run::flows::build(p, stack)?),
-        WorkloadKind::Video => {
-            let mut run = VideoRun::build(p, &quiclab_outputs::input::read_input)
-                .map_err(|(k, e)| refuse(k, e))?;
-            run.stack = stack;
-            run.ipv6 = ipv6;
-            run.timeout = timeout;
-            run.switching = switching(p);
-            run.server = p.server().unwrap_or(Server::Quiclab);
-            if run.server != Server::Quiclab {
-                if link.switch.is_some() {
-                    return Err(refuse(
-                        "server",
-                        "network switches are answered by quiclab's own client and server",
-                    ));
-                }
-                // Each player's protocol against the server's table (and the cc it can set).
-                for player in &run.mix.players {
-                    implementation::check(&implementation::Combination {
-                        kind,
-                        proto: player.proto,
-                        server: run.server,
-                        client: None,
-                        cc: p.text(&k::CC),
-                        resume: false,
-                        zero_rtt: false,
-                        fec: p.fec().is_some(),
-                        quic_stack_key: quic_stack_key(p),
-                    })
-                    .map_err(|(key, e)| refuse(key, e))?;
-                }
-                quiclab_peers::programs::server_program(run.server)
-                    .map_err(|e| refuse("server", format!("{e:#}")))?;
-            }
-            run.validate().map_err(|(k, e)| refuse(k, e))?;
-            WorkloadSpec::Video(run)
-        }
+    Ok(match run {
+        Run::Bulk(r) => WorkloadSpec::Bulk(r),
+        Run::Page(r) => WorkloadSpec::Page(r),
+        Run::Flows(r) => WorkloadSpec::Flows(r),
+        Run::Video(r) => WorkloadSpec::Video(r),
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use quiclab_model::WorkloadKind;
     use quiclab_model::keys::KEYS;
 
     /// The least a run of `kind` needs, with `key` left out (it is the one under test).

@@ -2,10 +2,15 @@
 //! child processes as it is and read by the stacks (no copy structs on the way), and its result
 //! assembled by a pure function of what the children report.
 //!
-//! Today: [`flows`]. Bulk, page and video runs are still described in quiclab-workload (their
-//! move is the next step of the same design; see ../shared/design/house.md).
+//! - [`build`]: the one pure build of a run from the parameters ([`build::Run`]);
+//! - [`bulk`], [`page`], [`flows`], [`video`]: each kind's run; flows and video with their
+//!   result assembly. A flows run goes to its child process as it is; the others' children still
+//!   take configurations of their own (the next step of the same design).
 
+pub mod build;
+pub mod bulk;
 pub mod flows;
+pub mod page;
 pub mod video;
 
 use std::time::Duration;
