@@ -143,3 +143,70 @@ mod tests {
         }
     }
 }
+
+/// docs/experiments.md's metrics table: every metric each kind's result declares (the report's
+/// defaults marked, the headline first), the emulator's and the runner's, with label, unit and
+/// which direction is better — generated, so a new metric is its declaration and its value only.
+pub fn metrics_markdown_table() -> String {
+    use crate::metric::Better;
+    let mut out = String::from(
+        "| metric | measured for | label | unit | better | shown by default |\n|---|---|---|---|---|---|\n",
+    );
+    let mut row = |m: &MetricDef, whom: &str, shown: &str| {
+        let better = match m.better {
+            Better::Lower => "lower",
+            Better::Higher => "higher",
+        };
+        let unit = if m.unit.is_empty() { "—" } else { m.unit };
+        out.push_str(&format!(
+            "| `{}` | {whom} | {} | {unit} | {better} | {shown} |\n",
+            m.name, m.label
+        ));
+    };
+    for kind in WorkloadKind::ALL {
+        let def = kind.def();
+        for (i, m) in def.report_metrics.iter().enumerate() {
+            row(m, def.name, if i == 0 { "headline" } else { "yes" });
+        }
+        for m in def.metrics {
+            if !def.report_metrics.iter().any(|r| r.name == m.name) {
+                row(m, def.name, "");
+            }
+        }
+    }
+    for m in crate::EMULATOR_METRICS {
+        row(m, "every run through the emulator", "");
+    }
+    for m in crate::runner_metrics::RUNNER_METRICS {
+        row(m, "every run (the runner's own)", "");
+    }
+    out
+}
+
+#[cfg(test)]
+mod docs_tests {
+    #[test]
+    fn the_docs_metrics_table_is_the_generated_one() {
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/experiments.md");
+        let doc = std::fs::read_to_string(&path).unwrap();
+        let begin = "<!-- metrics:begin (generated from quiclab_model::kind::metrics_markdown_table; do not edit) -->\n";
+        let end = "<!-- metrics:end -->";
+        let a = doc
+            .find(begin)
+            .expect("docs/experiments.md: the metrics:begin marker")
+            + begin.len();
+        let b = doc
+            .find(end)
+            .expect("docs/experiments.md: the metrics:end marker");
+        let table = super::metrics_markdown_table();
+        if std::env::var_os("QUICLAB_WRITE_DOCS").is_some() {
+            std::fs::write(&path, format!("{}{table}{}", &doc[..a], &doc[b..])).unwrap();
+            return;
+        }
+        assert!(
+            doc[a..b] == table,
+            "docs/experiments.md's metrics table is not the declarations': run QUICLAB_WRITE_DOCS=1 cargo test -p quiclab-model"
+        );
+    }
+}

@@ -190,25 +190,8 @@ fn crate_dir(work: &Path, name: &str) -> Result<PathBuf> {
         .map_err(|e| anyhow::anyhow!("{e}"))
 }
 
-/// A download by another client, in quiclab's terms.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ExternalFetch {
-    /// The ALPN it negotiated (`h3`, `h2`, `http/1.1`).
-    pub negotiated: Option<String>,
-    /// `1.3`, `1.2` (HTTP/3 is always TLS 1.3: RFC 9001).
-    pub tls_version: Option<String>,
-    pub connect_ms: Option<f64>,
-    pub handshake_ms: Option<f64>,
-    pub ttfb_ms: Option<f64>,
-    pub total_ms: f64,
-    pub bytes: u64,
-    pub verified: Option<bool>,
-    pub resumed: bool,
-    /// The congestion window over time, from its qlog (ms, bytes).
-    pub cwnd: Vec<(f64, u64)>,
-    /// Why a field is None: field name → reason.
-    pub unmeasured: BTreeMap<&'static str, String>,
-}
+/// A download by another client, in quiclab's terms (model's record).
+pub use quiclab_model::records::ExternalFetch;
 
 /// The quic-go peer's line.
 #[derive(Debug, Deserialize)]

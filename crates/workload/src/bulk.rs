@@ -2,7 +2,6 @@
 //! 0-RTT on request. The seed studies' download-time and handshake measurements.
 
 pub use quiclab_model::bulk::*;
-use quiclab_stacks::stop::StopReason;
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -48,7 +47,7 @@ pub fn switch_plan(
 pub use quiclab_model::run::{default_timeout, transfer_estimate_seconds};
 
 pub use quiclab_model::run::bulk::BulkRun;
-use quiclab_model::run::bulk::utilization;
+use quiclab_model::run::bulk::{Measured, utilization};
 
 impl Workload for BulkRun {
     type Output = BulkResult;
@@ -136,63 +135,8 @@ impl Workload for BulkRun {
             timeout,
             server_pid,
         )?;
-        let (server_cpu, fidelity) = (end.server_cpu_s, end.fidelity);
-        let client = end.client?;
-        let Some(req) = client.report.requests.first() else {
-            return Err(RunError::Failed("the fetch's report has no request".into()));
-        };
-        let transfer_s = (req.last_byte_ms - req.request_sent_ms).max(1e-9) / 1e3;
-        let goodput = req.bytes as f64 * 8.0 / transfer_s;
-        let gb = req.bytes.max(1) as f64 / 1e9;
-        let result = BulkResult {
-            proto: self.proto.to_string(),
-            negotiated: client.report.connection.protocol.clone(),
-            tls_version: client.report.connection.tls_version.clone(),
-            resumed: client.report.connection.resumed,
-            zero_rtt: client.report.connection.zero_rtt_accepted,
-            connect_ms: client.report.connection.tcp_connect_ms,
-            handshake_ms: client.report.connection.handshake_ms,
-            ttfb_ms: req.first_byte_ms,
-            alt_svc: req.alt_svc.clone(),
-            total_ms: req.last_byte_ms,
-            bytes: req.bytes,
-            verified: req.verified,
-            goodput_mbps: goodput / 1e6,
-            utilization: utilization(&spec, fidelity.as_ref(), req.last_byte_ms),
-            goodput_utilization: spec.downlink.mean_rate_bps().map(|r| goodput / r),
-            loss_ratio: fidelity
-                .as_ref()
-                .map(|f| f.downlink.model.counters.loss_ratio()),
-            cpu_client_s: client.cpu_s,
-            cpu_server_s: server_cpu,
-            cpu_client_s_per_gb: client.cpu_s / gb,
-            cpu_server_s_per_gb: server_cpu / gb,
-            cpu_emulator_s: fidelity
-                .as_ref()
-                .map(|f| f.cpu_core_fraction * f.wall_seconds),
-            congestion_control: self.stack.cc_name(self.proto).to_string(),
-            path: if fidelity.is_some() {
-                "emulator"
-            } else {
-                "veth"
-            }
-            .into(),
-            link: spec.describe(),
-            on_switch: None,
-            network_switches: None,
-            connections: None,
-            migrations: None,
-            error: None,
-            fec: self.stack.fec.map(|_| {
-                FecResult::of(
-                    harness::server_fec(&work).map(|l| l.total),
-                    client.report.fec,
-                )
-            }),
-            implementations: Some(own_implementations(self)),
-            unmeasured: Default::default(),
-            fidelity: fidelity.clone(),
-        };
+        let fidelity = end.fidelity.clone();
+        let result = own_result(self, &work, &spec, end)?;
         Ok(Outcome { result, fidelity })
     }
 }
@@ -442,62 +386,19 @@ fn run_with_others(
     if let Some(sampler) = tcp_sampler {
         sampler.finish().check(run.server, cc)?;
     }
-    let nan = |v: Option<f64>| v.unwrap_or(f64::NAN);
-    let mut unmeasured: std::collections::BTreeMap<String, String> = fetch
-        .unmeasured
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.clone()))
-        .collect();
-    if fetch.negotiated.is_none() {
-        unmeasured.insert("negotiated".into(), "the client does not report it".into());
-    }
-    // The transfer is timed from the first byte's request as quiclab's own client times it
-    // where the client tells it; otherwise from the connection's start.
-    let transfer_s = (fetch.total_ms - fetch.handshake_ms.unwrap_or(0.0)).max(1e-9) / 1e3;
-    let goodput = fetch.bytes as f64 * 8.0 / transfer_s;
-    let gb = fetch.bytes.max(1) as f64 / 1e9;
-    let result = BulkResult {
-        proto: run.proto.to_string(),
-        negotiated: fetch.negotiated.clone().unwrap_or_default(),
-        tls_version: fetch.tls_version.clone().unwrap_or_default(),
-        resumed: fetch.resumed,
-        zero_rtt: false,
-        connect_ms: fetch.connect_ms,
-        handshake_ms: nan(fetch.handshake_ms),
-        ttfb_ms: nan(fetch.ttfb_ms),
-        alt_svc: None,
-        total_ms: fetch.total_ms,
-        bytes: fetch.bytes,
-        verified: fetch.verified,
-        goodput_mbps: goodput / 1e6,
-        utilization: utilization(&spec, fidelity.as_ref(), fetch.total_ms),
-        goodput_utilization: spec.downlink.mean_rate_bps().map(|r| goodput / r),
-        loss_ratio: fidelity
-            .as_ref()
-            .map(|f| f.downlink.model.counters.loss_ratio()),
-        cpu_client_s: client_cpu,
-        cpu_server_s: server_cpu,
-        cpu_client_s_per_gb: client_cpu / gb,
-        cpu_server_s_per_gb: server_cpu / gb,
-        cpu_emulator_s: fidelity
-            .as_ref()
-            .map(|f| f.cpu_core_fraction * f.wall_seconds),
-        congestion_control: cc.to_string(),
-        path: "emulator".into(),
-        link: spec.describe(),
-        on_switch: None,
-        network_switches: None,
-        connections: None,
-        migrations: None,
-        error: None,
-        fec: None,
-        implementations: Some(Implementations {
-            server: server_record,
-            client: client_record,
-        }),
-        unmeasured,
-        fidelity: fidelity.clone(),
-    };
+    let result = run.result_of(
+        &fetch,
+        &Measured {
+            spec: &spec,
+            fidelity: fidelity.clone(),
+            client_cpu,
+            server_cpu,
+            implementations: Implementations {
+                server: server_record,
+                client: client_record,
+            },
+        },
+    );
     // The server's qlog, when kept: its congestion window over time, for the report.
     if let Some(dir) = server_qlog {
         write_server_cwnd(&work, &dir);
@@ -518,7 +419,6 @@ fn run_across_switches(
     let spec = running.spec.clone();
     let schedule = spec.switch.clone().expect("called with a schedule");
     let plan = switch_plan(&run.switching, running, &schedule, run.ipv6);
-    let switches = schedule.switches();
     let config = ChildConfig::SwitchFetch(SwitchFetchConfig {
         proto: run.proto,
         cert: work.join("cert.pem"),
@@ -540,35 +440,52 @@ fn run_across_switches(
     let applied = running.stop_switches();
     let (server_cpu, fidelity) = (end.server_cpu_s, end.fidelity);
     let client = end.client?;
-    let r = &client.report;
-    let outcomes = crate::switch::outcomes(
-        &schedule,
-        &applied,
-        &crate::switch::Timeline::of_download(r),
+    let result = run.result_across_switches(
+        &client.report,
+        (&schedule, &applied),
+        &Measured {
+            spec: &spec,
+            fidelity: fidelity.clone(),
+            client_cpu: client.cpu_s,
+            server_cpu,
+            implementations: own_implementations(run),
+        },
     );
-    let first = r.connections.first();
-    let opened = first.map_or(0.0, |c| c.opened_s);
-    let ms_after = |t: f64| (t - opened) * 1e3;
-    let last_byte = r.progress.last().map_or(opened, |p| p.0);
-    let total_s = (last_byte - opened).max(1e-9);
-    let goodput = r.bytes as f64 * 8.0 / total_s;
-    let gb = r.bytes.max(1) as f64 / 1e9;
-    let result = BulkResult {
+    Ok(Outcome { result, fidelity })
+}
+
+/// The result of a download by quiclab's own client (`end`: what the client child reported and
+/// the lab measured).
+fn own_result(
+    run: &BulkRun,
+    work: &WorkDir,
+    spec: &LinkSpec,
+    end: harness::ClientEnd<crate::child::FetchChildReport>,
+) -> Result<BulkResult, RunError> {
+    let (server_cpu, fidelity) = (end.server_cpu_s, end.fidelity);
+    let client = end.client?;
+    let Some(req) = client.report.requests.first() else {
+        return Err(RunError::Failed("the fetch's report has no request".into()));
+    };
+    let transfer_s = (req.last_byte_ms - req.request_sent_ms).max(1e-9) / 1e3;
+    let goodput = req.bytes as f64 * 8.0 / transfer_s;
+    let gb = req.bytes.max(1) as f64 / 1e9;
+    Ok(BulkResult {
         proto: run.proto.to_string(),
-        negotiated: run.proto.to_string(),
-        tls_version: "1.3".into(),
-        resumed: r.connections.iter().skip(1).any(|c| c.resumed),
-        zero_rtt: r.connections.iter().any(|c| c.zero_rtt),
-        connect_ms: None,
-        handshake_ms: first.and_then(|c| c.ready_s).map_or(f64::NAN, ms_after),
-        ttfb_ms: r.progress.first().map_or(f64::NAN, |p| ms_after(p.0)),
-        alt_svc: None,
-        total_ms: ms_after(last_byte),
-        bytes: r.bytes,
-        verified: Some(r.verified),
+        negotiated: client.report.connection.protocol.clone(),
+        tls_version: client.report.connection.tls_version.clone(),
+        resumed: client.report.connection.resumed,
+        zero_rtt: client.report.connection.zero_rtt_accepted,
+        connect_ms: client.report.connection.tcp_connect_ms,
+        handshake_ms: client.report.connection.handshake_ms,
+        ttfb_ms: req.first_byte_ms,
+        alt_svc: req.alt_svc.clone(),
+        total_ms: req.last_byte_ms,
+        bytes: req.bytes,
+        verified: req.verified,
         goodput_mbps: goodput / 1e6,
-        utilization: None,
-        goodput_utilization: spec.downlink.mean_rate_bps().map(|m| goodput / m),
+        utilization: utilization(spec, fidelity.as_ref(), req.last_byte_ms),
+        goodput_utilization: spec.downlink.mean_rate_bps().map(|r| goodput / r),
         loss_ratio: fidelity
             .as_ref()
             .map(|f| f.downlink.model.counters.loss_ratio()),
@@ -580,39 +497,26 @@ fn run_across_switches(
             .as_ref()
             .map(|f| f.cpu_core_fraction * f.wall_seconds),
         congestion_control: run.stack.cc_name(run.proto).to_string(),
-        path: "emulator".into(),
+        path: if fidelity.is_some() {
+            "emulator"
+        } else {
+            "veth"
+        }
+        .into(),
         link: spec.describe(),
-        on_switch: Some(run.switching.on_switch.to_string()),
-        network_switches: Some(outcomes),
-        connections: Some(r.connections.clone()),
-        migrations: Some(r.migrations.clone()),
-        fec: None,
+        on_switch: None,
+        network_switches: None,
+        connections: None,
+        migrations: None,
+        error: None,
+        fec: run.stack.fec.map(|_| {
+            FecResult::of(
+                harness::server_fec(work).map(|l| l.total),
+                client.report.fec,
+            )
+        }),
         implementations: Some(own_implementations(run)),
         unmeasured: Default::default(),
-        error: match (&r.error, r.complete) {
-            (None, true) => None,
-            (e, _) => {
-                // The switch it died at: the first one after the last byte.
-                let died = switches
-                    .iter()
-                    .find(|s| s.at as f64 / 1e9 >= last_byte - crate::switch::DIED_TOLERANCE_S)
-                    .map(|s| {
-                        format!(
-                            "; no byte since the switch {} → {} at {:.1} s",
-                            s.from,
-                            s.to,
-                            s.at as f64 / 1e9
-                        )
-                    })
-                    .unwrap_or_default();
-                let mut stop = e.clone().unwrap_or_else(|| StopReason::Failed {
-                    reason: "the download did not complete".into(),
-                });
-                stop.text_mut().push_str(&died);
-                Some(stop)
-            }
-        },
         fidelity: fidelity.clone(),
-    };
-    Ok(Outcome { result, fidelity })
+    })
 }

@@ -621,143 +621,154 @@ pub const CHROMIUM_V6_HOST: &str = quiclab_stacks::tls::SERVER_NAME;
 pub fn page_client(c: &PageClientConfig) -> Result<PageClientReport> {
     let cert = load_client_certificate(&c.cert)?;
     let timeout = Duration::from_millis(c.timeout_ms);
+    match c.browser {
+        Browser::Chromium => chromium_page_client(c, &cert, timeout),
+        Browser::Builtin => builtin_page_client(c, cert, timeout),
+    }
+}
+
+/// A page load (or a warm or discovery run) in headless Chromium.
+fn chromium_page_client(
+    c: &PageClientConfig,
+    cert: &LabCertificate,
+    timeout: Duration,
+) -> Result<PageClientReport> {
     let nav_unix_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64);
     let proto = c.proto.to_string();
-    match c.browser {
-        Browser::Chromium => {
-            // Over IPv6 Chromium loads a name mapped to the server's address: it does not match
-            // an IPv6 literal against --origin-to-force-quic-on (it loaded h2 instead).
-            // Discovery runs use the name too: an origin learns its Alt-Svc under its name.
-            let (origin, extra_args) = match c.server {
-                SocketAddr::V4(_) if !c.discover && !c.by_name => {
-                    (format!("https://{}", c.server), Vec::new())
+    // Over IPv6 Chromium loads a name mapped to the server's address: it does not match
+    // an IPv6 literal against --origin-to-force-quic-on (it loaded h2 instead).
+    // Discovery runs use the name too: an origin learns its Alt-Svc under its name.
+    let (origin, extra_args) = match c.server {
+        SocketAddr::V4(_) if !c.discover && !c.by_name => {
+            (format!("https://{}", c.server), Vec::new())
+        }
+        _ => (
+            format!("https://{CHROMIUM_V6_HOST}:{}", c.server.port()),
+            vec![format!(
+                "--host-resolver-rules=MAP {CHROMIUM_V6_HOST} {}",
+                match c.server.ip() {
+                    std::net::IpAddr::V6(a) => format!("[{a}]"),
+                    std::net::IpAddr::V4(a) => a.to_string(),
                 }
-                _ => (
-                    format!("https://{CHROMIUM_V6_HOST}:{}", c.server.port()),
-                    vec![format!(
-                        "--host-resolver-rules=MAP {CHROMIUM_V6_HOST} {}",
-                        match c.server.ip() {
-                            std::net::IpAddr::V6(a) => format!("[{a}]"),
-                            std::net::IpAddr::V4(a) => a.to_string(),
-                        }
-                    )],
-                ),
-            };
-            let mut opts =
-                quiclab_browser::BrowserOptions::new(c.proto, &origin, &cert.spki_sha256_base64);
-            opts.timeout = timeout;
-            opts.extra_args = extra_args;
-            opts.discover = c.discover;
-            opts.warm = c.warm;
-            let url = format!("{origin}/index.html");
-            // A warm load's handshakes, from Chromium's NetLog (None: cold, or unreadable).
-            let mut handshakes = None;
-            let (load, discovery) = if c.warm {
-                let warm = quiclab_browser::load_warm_with(
-                    &opts,
-                    &url,
-                    quiclab_browser::prefixed(Vec::new()),
-                )?;
-                warm.measured.check_protocol(c.proto)?;
-                handshakes = warm.handshakes;
-                (warm.measured, None)
-            } else if c.discover {
-                let repeated = quiclab_browser::load_repeatedly_with(
-                    &opts,
-                    &url,
-                    DISCOVERY_NAVIGATIONS,
-                    quiclab_browser::prefixed(Vec::new()),
-                )?;
-                let discovery = discovery_of(&repeated.loads, repeated.quic);
-                let first = repeated.loads.into_iter().next().context("no navigation")?;
-                (first, Some(discovery))
-            } else {
-                let load = quiclab_browser::load(&opts, &url)?;
-                load.check_protocol(c.proto)?;
-                (load, None)
-            };
-            let objects = chromium_objects(&load);
-            let entries = || std::iter::once(&load.navigation.timing).chain(&load.resources);
-            // Resource Timing has no connection ids: count the entries that opened a connection.
-            // A warm load's NetLog counts them better: Chromium preconnects as a navigation
-            // starts, and Resource Timing then shows the navigation on a reused connection.
-            let connections = match &handshakes {
-                Some(h) => (h.tls + h.quic) as usize,
-                None => entries()
-                    .filter(|r| r.connect_end > r.connect_start)
+            )],
+        ),
+    };
+    let mut opts = quiclab_browser::BrowserOptions::new(c.proto, &origin, &cert.spki_sha256_base64);
+    opts.timeout = timeout;
+    opts.extra_args = extra_args;
+    opts.discover = c.discover;
+    opts.warm = c.warm;
+    let url = format!("{origin}/index.html");
+    // A warm load's handshakes, from Chromium's NetLog (None: cold, or unreadable).
+    let mut handshakes = None;
+    let (load, discovery) = if c.warm {
+        let warm =
+            quiclab_browser::load_warm_with(&opts, &url, quiclab_browser::prefixed(Vec::new()))?;
+        warm.measured.check_protocol(c.proto)?;
+        handshakes = warm.handshakes;
+        (warm.measured, None)
+    } else if c.discover {
+        let repeated = quiclab_browser::load_repeatedly_with(
+            &opts,
+            &url,
+            DISCOVERY_NAVIGATIONS,
+            quiclab_browser::prefixed(Vec::new()),
+        )?;
+        let discovery = discovery_of(&repeated.loads, repeated.quic);
+        let first = repeated.loads.into_iter().next().context("no navigation")?;
+        (first, Some(discovery))
+    } else {
+        let load = quiclab_browser::load(&opts, &url)?;
+        load.check_protocol(c.proto)?;
+        (load, None)
+    };
+    let objects = chromium_objects(&load);
+    let entries = || std::iter::once(&load.navigation.timing).chain(&load.resources);
+    // Resource Timing has no connection ids: count the entries that opened a connection.
+    // A warm load's NetLog counts them better: Chromium preconnects as a navigation
+    // starts, and Resource Timing then shows the navigation on a reused connection.
+    let connections = match &handshakes {
+        Some(h) => (h.tls + h.quic) as usize,
+        None => entries()
+            .filter(|r| r.connect_end > r.connect_start)
+            .count(),
+    };
+    let bytes: f64 = entries().map(|r| r.encoded_body_size).sum();
+    Ok(PageClientReport {
+        summary: PageSummary {
+            proto,
+            browser: Browser::Chromium.name().into(),
+            browser_version: Some(load.browser_version.clone()),
+            objects: load.resources.len() + 1,
+            bytes: bytes as u64,
+            plt_ms: load.plt_ms,
+            ttfb_ms: objects.first().map(ObjectTiming::first_byte_ms),
+            dom_content_loaded_ms: Some(load.dom_content_loaded_ms),
+            connections,
+            negotiated_protocols: load.protocols.clone(),
+            navigation_start_unix_ms: nav_unix_ms,
+            max_streams: c.max_streams,
+            chromium_wall_ms: Some(load.wall_ms),
+            connection_details: None,
+            warm: c.warm,
+            resumed_connections: handshakes.as_ref().map(|h| h.resumed() as usize),
+            zero_rtt_accepted_connections: handshakes
+                .as_ref()
+                .map(|h| h.quic_zero_rtt_accepted as usize),
+            chromium_handshakes: handshakes,
+            discovery,
+        },
+        objects,
+        fec: None,
+    })
+}
+
+/// A page load with quiclab's browser-like loader over its own stacks.
+fn builtin_page_client(
+    c: &PageClientConfig,
+    cert: LabCertificate,
+    timeout: Duration,
+) -> Result<PageClientReport> {
+    let proto = c.proto.to_string();
+    let mut opts = quiclab_stacks::page_load::PageLoadOptions::new(cert, c.server, c.proto);
+    opts.stack = c.stack;
+    opts.max_streams = c.max_streams.map(|m| m as usize);
+    opts.timeout = timeout;
+    opts.warm = c.warm;
+    let report = runtime()?.block_on(quiclab_stacks::page_load::load_page(&opts))?;
+    let details = &report.connection_details;
+    Ok(PageClientReport {
+        summary: PageSummary {
+            proto,
+            browser: Browser::Builtin.name().into(),
+            browser_version: None,
+            objects: report.objects.len(),
+            bytes: report.bytes,
+            plt_ms: report.plt_ms,
+            ttfb_ms: report.objects.first().map(ObjectTiming::first_byte_ms),
+            dom_content_loaded_ms: report.content_load_ms(),
+            connections: report.connections,
+            negotiated_protocols: report.negotiated_protocols.clone(),
+            navigation_start_unix_ms: report.navigation_start_unix_ms,
+            max_streams: c.max_streams,
+            chromium_wall_ms: None,
+            connection_details: Some(report.connection_details.clone()),
+            warm: report.warm,
+            resumed_connections: Some(details.iter().filter(|c| c.resumed).count()),
+            zero_rtt_accepted_connections: Some(
+                details
+                    .iter()
+                    .filter(|c| c.zero_rtt_accepted == Some(true))
                     .count(),
-            };
-            let bytes: f64 = entries().map(|r| r.encoded_body_size).sum();
-            Ok(PageClientReport {
-                summary: PageSummary {
-                    proto,
-                    browser: Browser::Chromium.name().into(),
-                    browser_version: Some(load.browser_version.clone()),
-                    objects: load.resources.len() + 1,
-                    bytes: bytes as u64,
-                    plt_ms: load.plt_ms,
-                    ttfb_ms: objects.first().map(ObjectTiming::first_byte_ms),
-                    dom_content_loaded_ms: Some(load.dom_content_loaded_ms),
-                    connections,
-                    negotiated_protocols: load.protocols.clone(),
-                    navigation_start_unix_ms: nav_unix_ms,
-                    max_streams: c.max_streams,
-                    chromium_wall_ms: Some(load.wall_ms),
-                    connection_details: None,
-                    warm: c.warm,
-                    resumed_connections: handshakes.as_ref().map(|h| h.resumed() as usize),
-                    zero_rtt_accepted_connections: handshakes
-                        .as_ref()
-                        .map(|h| h.quic_zero_rtt_accepted as usize),
-                    chromium_handshakes: handshakes,
-                    discovery,
-                },
-                objects,
-                fec: None,
-            })
-        }
-        Browser::Builtin => {
-            let mut opts = quiclab_stacks::page_load::PageLoadOptions::new(cert, c.server, c.proto);
-            opts.stack = c.stack;
-            opts.max_streams = c.max_streams.map(|m| m as usize);
-            opts.timeout = timeout;
-            opts.warm = c.warm;
-            let report = runtime()?.block_on(quiclab_stacks::page_load::load_page(&opts))?;
-            let details = &report.connection_details;
-            Ok(PageClientReport {
-                summary: PageSummary {
-                    proto,
-                    browser: Browser::Builtin.name().into(),
-                    browser_version: None,
-                    objects: report.objects.len(),
-                    bytes: report.bytes,
-                    plt_ms: report.plt_ms,
-                    ttfb_ms: report.objects.first().map(ObjectTiming::first_byte_ms),
-                    dom_content_loaded_ms: report.content_load_ms(),
-                    connections: report.connections,
-                    negotiated_protocols: report.negotiated_protocols.clone(),
-                    navigation_start_unix_ms: report.navigation_start_unix_ms,
-                    max_streams: c.max_streams,
-                    chromium_wall_ms: None,
-                    connection_details: Some(report.connection_details.clone()),
-                    warm: report.warm,
-                    resumed_connections: Some(details.iter().filter(|c| c.resumed).count()),
-                    zero_rtt_accepted_connections: Some(
-                        details
-                            .iter()
-                            .filter(|c| c.zero_rtt_accepted == Some(true))
-                            .count(),
-                    ),
-                    chromium_handshakes: None,
-                    discovery: None,
-                },
-                objects: report.objects,
-                fec: report.fec,
-            })
-        }
-    }
+            ),
+            chromium_handshakes: None,
+            discovery: None,
+        },
+        objects: report.objects,
+        fec: report.fec,
+    })
 }
 
 /// Chromium's Resource Timing entries as HAR object timings (ms since navigation start).

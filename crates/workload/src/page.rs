@@ -299,41 +299,8 @@ impl Workload for PageRun {
         harness::write_certificate(lab, &work)?;
         let server_ip: IpAddr = server_ip(self, lab);
         let cc = self.stack.cc_name(self.proto);
-        let (server_record, tcp_sampler) = if self.server == Server::Quiclab {
-            let mut serve = harness::serve_config(lab, &work, self.stack);
-            serve.dir = Some(page_dir);
-            if work.is_kept() {
-                serve.cwnd_log = Some(work.join("cwnd.csv"));
-                serve.qlog_dir = Some(work.path().to_path_buf());
-            }
-            harness::start_server(lab, &work, serve)?;
-            (crate::peer::quiclab_record(cc), None)
-        } else {
-            let tcp = self.proto != Protocol::H3;
-            // Caddy takes the namespace's TCP congestion control; the others set their own.
-            if tcp && self.server == Server::Caddy {
-                crate::peer::ensure_namespace_cc(lab, quiclab_lab::Side::Server, cc, "Caddy")?;
-            }
-            // The page's files, read in place: the built-in page is in the run's own work
-            // directory, a directory given by the user is only read.
-            let record = crate::peer::start_server(
-                lab,
-                &work,
-                &crate::peer::ServerChoice {
-                    server: self.server,
-                    address: server_ip,
-                    root: &page_dir,
-                    quic_cc: (!tcp).then_some(cc),
-                    tcp_cc: cc,
-                    qlog: work.is_kept(),
-                },
-            )?
-            .record;
-            let sampler =
-                crate::peer_tcp::sample_other_server(lab, &work, self.server, self.proto)?;
-            (record, sampler)
-        };
-
+        let (server_record, tcp_sampler) =
+            start_page_server(self, lab, &work, page_dir, server_ip)?;
         let client = ChildConfig::PageClient(PageClientConfig {
             proto: self.proto,
             browser: self.browser,
@@ -483,4 +450,56 @@ impl PageFiles {
 fn load_limit(run: &PageRun, spec: &LinkSpec) -> Duration {
     run.timeout
         .unwrap_or_else(|| run.page.default_timeout(spec))
+}
+
+/// The page's server: quiclab's own serving `page_dir`, or another implementation reading it in
+/// place (the built-in page is in the run's own work directory, a directory given by the user is
+/// only read), with its kernel TCP sampled. Returns its record and the sampler.
+fn start_page_server(
+    run: &PageRun,
+    lab: &quiclab_lab::Lab,
+    work: &WorkDir,
+    page_dir: PathBuf,
+    server_ip: IpAddr,
+) -> Result<
+    (
+        ImplementationRecord,
+        Option<crate::peer_tcp::PeerTcpSampler>,
+    ),
+    RunError,
+> {
+    let cc = run.stack.cc_name(run.proto);
+    Ok(if run.server == Server::Quiclab {
+        let mut serve = harness::serve_config(lab, work, run.stack);
+        serve.dir = Some(page_dir);
+        if work.is_kept() {
+            serve.cwnd_log = Some(work.join("cwnd.csv"));
+            serve.qlog_dir = Some(work.path().to_path_buf());
+        }
+        harness::start_server(lab, work, serve)?;
+        (crate::peer::quiclab_record(cc), None)
+    } else {
+        let tcp = run.proto != Protocol::H3;
+        // Caddy takes the namespace's TCP congestion control; the others set their own.
+        if tcp && run.server == Server::Caddy {
+            crate::peer::ensure_namespace_cc(lab, quiclab_lab::Side::Server, cc, "Caddy")?;
+        }
+        // The page's files, read in place: the built-in page is in the run's own work
+        // directory, a directory given by the user is only read.
+        let record = crate::peer::start_server(
+            lab,
+            work,
+            &crate::peer::ServerChoice {
+                server: run.server,
+                address: server_ip,
+                root: &page_dir,
+                quic_cc: (!tcp).then_some(cc),
+                tcp_cc: cc,
+                qlog: work.is_kept(),
+            },
+        )?
+        .record;
+        let sampler = crate::peer_tcp::sample_other_server(lab, work, run.server, run.proto)?;
+        (record, sampler)
+    })
 }

@@ -54,30 +54,8 @@ impl Workload for VideoRun {
         };
         // Another server's kernel TCP (its TCP players' connections): sampled from the kernel.
         let tcp_player = self.mix.players.iter().find(|p| p.proto != Protocol::H3);
-        let mut tcp_sampler = None;
-        let (server_pid, server_record) = if self.server == Server::Quiclab {
-            let mut serve = harness::serve_config(lab, &work, self.stack);
-            serve.videos = vec![self.content.clone()];
-            if work.is_kept() {
-                serve.cwnd_log = Some(work.join("cwnd.csv"));
-            }
-            let pid = harness::start_server(lab, &work, serve)?;
-            let cc = self
-                .mix
-                .players
-                .iter()
-                .map(|p| self.stack.cc_name(p.proto))
-                .collect::<Vec<_>>()
-                .join(", ");
-            (pid, crate::peer::quiclab_record(&cc))
-        } else {
-            let started = start_other_server(self, running, &work, server_ip)?;
-            if let Some(p) = tcp_player {
-                tcp_sampler =
-                    crate::peer_tcp::sample_other_server(lab, &work, self.server, p.proto)?;
-            }
-            started
-        };
+        let (server_pid, server_record, tcp_sampler) =
+            start_video_server(self, running, &work, server_ip, tcp_player)?;
         let limit = self.limit();
         let schedule = spec.switch.clone();
         let switching = schedule
@@ -123,17 +101,7 @@ impl Workload for VideoRun {
                 .check(self.server, self.stack.cc_name(p.proto))?;
         }
         if work.is_kept() {
-            // A kept run's files are part of its data: one that cannot be written fails the run.
-            let segments = serde_json::to_vec_pretty(
-                &client
-                    .players
-                    .iter()
-                    .map(|p| &p.segments)
-                    .collect::<Vec<_>>(),
-            )
-            .map_err(anyhow::Error::from)?;
-            quiclab_outputs::write_in_claimed(&work.join("segments.json"), &segments)
-                .map_err(anyhow::Error::from)?;
+            keep_segments(&work, &client)?;
         }
         let fec_log = self
             .stack
@@ -202,4 +170,63 @@ fn start_other_server(
         },
     )?;
     Ok((started.pid, started.record))
+}
+
+/// The server: quiclab's own serving the content, or another implementation (its kernel TCP
+/// sampled, for the TCP players' connections). Returns its PID, its record and the sampler.
+fn start_video_server(
+    run: &VideoRun,
+    running: &RunningLab,
+    work: &WorkDir,
+    server_ip: IpAddr,
+    tcp_player: Option<&quiclab_video::PlayerSpec>,
+) -> Result<
+    (
+        u32,
+        ImplementationRecord,
+        Option<crate::peer_tcp::PeerTcpSampler>,
+    ),
+    RunError,
+> {
+    let lab = &running.lab;
+    Ok(if run.server == Server::Quiclab {
+        let mut serve = harness::serve_config(lab, work, run.stack);
+        serve.videos = vec![run.content.clone()];
+        if work.is_kept() {
+            serve.cwnd_log = Some(work.join("cwnd.csv"));
+        }
+        let pid = harness::start_server(lab, work, serve)?;
+        let cc = run
+            .mix
+            .players
+            .iter()
+            .map(|p| run.stack.cc_name(p.proto))
+            .collect::<Vec<_>>()
+            .join(", ");
+        (pid, crate::peer::quiclab_record(&cc), None)
+    } else {
+        let (pid, record) = start_other_server(run, running, work, server_ip)?;
+        let sampler = match tcp_player {
+            Some(p) => crate::peer_tcp::sample_other_server(lab, work, run.server, p.proto)?,
+            None => None,
+        };
+        (pid, record, sampler)
+    })
+}
+
+/// A kept run's segment log (segments.json): part of its data, so one that cannot be written
+/// fails the run.
+fn keep_segments(work: &WorkDir, client: &VideoClientReport) -> Result<(), RunError> {
+    // A kept run's files are part of its data: one that cannot be written fails the run.
+    let segments = serde_json::to_vec_pretty(
+        &client
+            .players
+            .iter()
+            .map(|p| &p.segments)
+            .collect::<Vec<_>>(),
+    )
+    .map_err(anyhow::Error::from)?;
+    quiclab_outputs::write_in_claimed(&work.join("segments.json"), &segments)
+        .map_err(anyhow::Error::from)?;
+    Ok(())
 }

@@ -6,8 +6,12 @@ use std::time::Duration;
 use quiclab_link::spec::LinkSpec;
 use quiclab_proto::options::{Protocol, StackOptions};
 
+use crate::bulk::BulkResult;
+use crate::fidelity::AppliedSwitch;
 use crate::fidelity::FidelityReport;
-use crate::implementation::{Client, Server};
+use crate::implementation::{Client, Implementations, Server};
+use crate::records::{ExternalFetch, StopReason, SwitchDownloadReport};
+use quiclab_link::switch::SwitchSchedule;
 
 use super::SwitchBehaviour;
 
@@ -84,5 +88,168 @@ pub fn utilization(
             Some(f.downlink.model.counters.forwarded_bytes as f64 * 8.0 / (total_ms / 1e3) / r)
         }
         _ => None,
+    }
+}
+
+/// What the lab measured beside a download: the link, the emulator's report, the processes' CPU
+/// time, which programs ran.
+pub struct Measured<'a> {
+    pub spec: &'a LinkSpec,
+    pub fidelity: Option<FidelityReport>,
+    pub client_cpu: f64,
+    pub server_cpu: f64,
+    pub implementations: Implementations,
+}
+
+impl BulkRun {
+    /// The result of a download another client made (or quiclab's own, said in the same terms),
+    /// with what the lab measured beside it. The transfer is timed from the first byte's request
+    /// as quiclab's own client times it where the client tells it; otherwise from the
+    /// connection's start. A value the client does not report is null with its reason.
+    pub fn result_of(&self, fetch: &ExternalFetch, m: &Measured<'_>) -> BulkResult {
+        let nan = |v: Option<f64>| v.unwrap_or(f64::NAN);
+        let mut unmeasured: std::collections::BTreeMap<String, String> = fetch
+            .unmeasured
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect();
+        if fetch.negotiated.is_none() {
+            unmeasured.insert("negotiated".into(), "the client does not report it".into());
+        }
+        // The transfer is timed from the first byte's request as quiclab's own client times it
+        // where the client tells it; otherwise from the connection's start.
+        let transfer_s = (fetch.total_ms - fetch.handshake_ms.unwrap_or(0.0)).max(1e-9) / 1e3;
+        let goodput = fetch.bytes as f64 * 8.0 / transfer_s;
+        let gb = fetch.bytes.max(1) as f64 / 1e9;
+        BulkResult {
+            proto: self.proto.to_string(),
+            negotiated: fetch.negotiated.clone().unwrap_or_default(),
+            tls_version: fetch.tls_version.clone().unwrap_or_default(),
+            resumed: fetch.resumed,
+            zero_rtt: false,
+            connect_ms: fetch.connect_ms,
+            handshake_ms: nan(fetch.handshake_ms),
+            ttfb_ms: nan(fetch.ttfb_ms),
+            alt_svc: None,
+            total_ms: fetch.total_ms,
+            bytes: fetch.bytes,
+            verified: fetch.verified,
+            goodput_mbps: goodput / 1e6,
+            utilization: utilization(m.spec, m.fidelity.as_ref(), fetch.total_ms),
+            goodput_utilization: m.spec.downlink.mean_rate_bps().map(|r| goodput / r),
+            loss_ratio: m
+                .fidelity
+                .as_ref()
+                .map(|f| f.downlink.model.counters.loss_ratio()),
+            cpu_client_s: m.client_cpu,
+            cpu_server_s: m.server_cpu,
+            cpu_client_s_per_gb: m.client_cpu / gb,
+            cpu_server_s_per_gb: m.server_cpu / gb,
+            cpu_emulator_s: m
+                .fidelity
+                .as_ref()
+                .map(|f| f.cpu_core_fraction * f.wall_seconds),
+            congestion_control: self.stack.cc_name(self.proto).to_string(),
+            path: "emulator".into(),
+            link: m.spec.describe(),
+            on_switch: None,
+            network_switches: None,
+            connections: None,
+            migrations: None,
+            error: None,
+            fec: None,
+            implementations: Some(m.implementations.clone()),
+            unmeasured,
+            fidelity: m.fidelity.clone(),
+        }
+    }
+}
+
+impl BulkRun {
+    /// The result of a download across network switches (`r`, the client's report) on the link
+    /// whose schedule is `schedule` (and was applied as `applied`): each switch's outcome, and
+    /// the switch a download that never finished died at.
+    pub fn result_across_switches(
+        &self,
+        r: &SwitchDownloadReport,
+        (schedule, applied): (&SwitchSchedule, &[AppliedSwitch]),
+        m: &Measured<'_>,
+    ) -> BulkResult {
+        let switches = schedule.switches();
+        let outcomes = crate::switch::outcomes(
+            schedule,
+            applied,
+            &crate::switch::Timeline::of_download(r),
+        );
+        let first = r.connections.first();
+        let opened = first.map_or(0.0, |c| c.opened_s);
+        let ms_after = |t: f64| (t - opened) * 1e3;
+        let last_byte = r.progress.last().map_or(opened, |p| p.0);
+        let total_s = (last_byte - opened).max(1e-9);
+        let goodput = r.bytes as f64 * 8.0 / total_s;
+        let gb = r.bytes.max(1) as f64 / 1e9;
+        BulkResult {
+            proto: self.proto.to_string(),
+            negotiated: self.proto.to_string(),
+            tls_version: "1.3".into(),
+            resumed: r.connections.iter().skip(1).any(|c| c.resumed),
+            zero_rtt: r.connections.iter().any(|c| c.zero_rtt),
+            connect_ms: None,
+            handshake_ms: first.and_then(|c| c.ready_s).map_or(f64::NAN, ms_after),
+            ttfb_ms: r.progress.first().map_or(f64::NAN, |p| ms_after(p.0)),
+            alt_svc: None,
+            total_ms: ms_after(last_byte),
+            bytes: r.bytes,
+            verified: Some(r.verified),
+            goodput_mbps: goodput / 1e6,
+            utilization: None,
+            goodput_utilization: m.spec.downlink.mean_rate_bps().map(|m| goodput / m),
+            loss_ratio: m
+                .fidelity
+                .as_ref()
+                .map(|f| f.downlink.model.counters.loss_ratio()),
+            cpu_client_s: m.client_cpu,
+            cpu_server_s: m.server_cpu,
+            cpu_client_s_per_gb: m.client_cpu / gb,
+            cpu_server_s_per_gb: m.server_cpu / gb,
+            cpu_emulator_s: m
+                .fidelity
+                .as_ref()
+                .map(|f| f.cpu_core_fraction * f.wall_seconds),
+            congestion_control: self.stack.cc_name(self.proto).to_string(),
+            path: "emulator".into(),
+            link: m.spec.describe(),
+            on_switch: Some(self.switching.on_switch.to_string()),
+            network_switches: Some(outcomes),
+            connections: Some(r.connections.clone()),
+            migrations: Some(r.migrations.clone()),
+            fec: None,
+            implementations: Some(m.implementations.clone()),
+            unmeasured: Default::default(),
+            error: match (&r.error, r.complete) {
+                (None, true) => None,
+                (e, _) => {
+                    // The switch it died at: the first one after the last byte.
+                    let died = switches
+                        .iter()
+                        .find(|s| s.at as f64 / 1e9 >= last_byte - crate::switch::DIED_TOLERANCE_S)
+                        .map(|s| {
+                            format!(
+                                "; no byte since the switch {} → {} at {:.1} s",
+                                s.from,
+                                s.to,
+                                s.at as f64 / 1e9
+                            )
+                        })
+                        .unwrap_or_default();
+                    let mut stop = e.clone().unwrap_or_else(|| StopReason::Failed {
+                        reason: "the download did not complete".into(),
+                    });
+                    stop.text_mut().push_str(&died);
+                    Some(stop)
+                }
+            },
+            fidelity: m.fidelity.clone(),
+        }
     }
 }
