@@ -292,97 +292,8 @@ fn run_with_others(
     let tcp_sampler = crate::peer_tcp::sample_other_server(lab, &work, run.server, run.proto)?;
     let timeout = run.time_limit(&spec);
     let server = SocketAddr::new(server_ip, 443);
-    let (fetch, client_record, client_cpu, server_cpu, fidelity) = if run.client == Client::Quiclab
-    {
-        let end = fetch_with_own_client(
-            run,
-            running,
-            &work,
-            server,
-            path.clone(),
-            None,
-            timeout,
-            server_pid,
-        )?;
-        let client = end.client?;
-        let Some(req) = client.report.requests.first() else {
-            return Err(RunError::Failed("the fetch's report has no request".into()));
-        };
-        let c = &client.report.connection;
-        let f = quiclab_peers::client::ExternalFetch {
-            negotiated: Some(c.protocol.clone()),
-            tls_version: Some(c.tls_version.clone()),
-            connect_ms: c.tcp_connect_ms,
-            handshake_ms: Some(c.handshake_ms),
-            ttfb_ms: Some(req.first_byte_ms),
-            total_ms: req.last_byte_ms,
-            bytes: req.bytes,
-            verified: req.verified,
-            resumed: c.resumed,
-            cwnd: Vec::new(),
-            unmeasured: Default::default(),
-        };
-        (
-            f,
-            crate::peer::quiclab_record(cc),
-            client.cpu_s,
-            end.server_cpu_s,
-            end.fidelity,
-        )
-    } else if run.client == Client::Chromium {
-        let config = ChildConfig::ChromiumFetch(crate::child::ChromiumFetchConfig {
-            proto: run.proto,
-            cert: work.join("cert.pem"),
-            server,
-            path: path.clone(),
-            size: run.size,
-            timeout_ms: timeout.as_millis() as u64,
-        });
-        let namespace_cc = running.lab.tcp_default_cc.clone();
-        // Chromium needs a few seconds to start on top of the download.
-        let end = harness::run_client_to_end::<crate::child::ChromiumFetchReport>(
-            running,
-            &work,
-            "chromium-fetch",
-            &config,
-            timeout,
-            Duration::from_secs(20),
-            server_pid,
-        )?;
-        let report = end.client?;
-        (
-            crate::peer::chromium_fetch_result(&report.fetch, run.proto)?,
-            crate::peer::chromium_record(
-                Some(&report.fetch.browser_version),
-                run.proto,
-                &namespace_cc,
-            ),
-            report.cpu_s,
-            end.server_cpu_s,
-            end.fidelity,
-        )
-    } else {
-        let key_log = running.lab.key_log.clone();
-        let setup = quiclab_peers::client::FetchSetup {
-            work: work.path(),
-            proto: run.proto,
-            server,
-            path: &path,
-            size: run.size,
-            ca: &work.join("cert.pem"),
-            tcp_cc: cc,
-            keylog: key_log.as_deref(),
-            timeout,
-        };
-        let other = crate::peer::run_client(running, &work, run.client, &setup, server_pid)?;
-        (
-            other.fetch?,
-            other.record,
-            other.exec.cpu_s,
-            other.server_cpu_s,
-            other.fidelity,
-        )
-    };
+    let (fetch, client_record, client_cpu, server_cpu, fidelity) =
+        fetch_with_any_client(run, running, &work, (server, &path), timeout, server_pid)?;
     if let Some(sampler) = tcp_sampler {
         sampler.finish().check(run.server, cc)?;
     }
@@ -519,4 +430,138 @@ fn own_result(
         unmeasured: Default::default(),
         fidelity: fidelity.clone(),
     })
+}
+
+/// The download by the run's client — quiclab's own, Chromium's fetch() or another program — in
+/// quiclab's terms, with the client's record, its and the server's CPU time and the emulator's
+/// report.
+fn fetch_with_any_client(
+    run: &BulkRun,
+    running: &mut RunningLab,
+    work: &WorkDir,
+    (server, path): (SocketAddr, &str),
+    timeout: Duration,
+    server_pid: u32,
+) -> Result<
+    (
+        quiclab_model::records::ExternalFetch,
+        quiclab_model::implementation::ImplementationRecord,
+        f64,
+        f64,
+        Option<quiclab_lab::FidelityReport>,
+    ),
+    RunError,
+> {
+    let cc = run.stack.cc_name(run.proto);
+    Ok(if run.client == Client::Quiclab {
+        let end = fetch_with_own_client(
+            run,
+            running,
+            work,
+            server,
+            path.to_string(),
+            None,
+            timeout,
+            server_pid,
+        )?;
+        let client = end.client?;
+        let Some(req) = client.report.requests.first() else {
+            return Err(RunError::Failed("the fetch's report has no request".into()));
+        };
+        let c = &client.report.connection;
+        let f = quiclab_peers::client::ExternalFetch {
+            negotiated: Some(c.protocol.clone()),
+            tls_version: Some(c.tls_version.clone()),
+            connect_ms: c.tcp_connect_ms,
+            handshake_ms: Some(c.handshake_ms),
+            ttfb_ms: Some(req.first_byte_ms),
+            total_ms: req.last_byte_ms,
+            bytes: req.bytes,
+            verified: req.verified,
+            resumed: c.resumed,
+            cwnd: Vec::new(),
+            unmeasured: Default::default(),
+        };
+        (
+            f,
+            crate::peer::quiclab_record(cc),
+            client.cpu_s,
+            end.server_cpu_s,
+            end.fidelity,
+        )
+    } else if run.client == Client::Chromium {
+        fetch_with_chromium(run, running, work, (server, path), timeout, server_pid)?
+    } else {
+        let key_log = running.lab.key_log.clone();
+        let setup = quiclab_peers::client::FetchSetup {
+            work: work.path(),
+            proto: run.proto,
+            server,
+            path,
+            size: run.size,
+            ca: &work.join("cert.pem"),
+            tcp_cc: cc,
+            keylog: key_log.as_deref(),
+            timeout,
+        };
+        let other = crate::peer::run_client(running, work, run.client, &setup, server_pid)?;
+        (
+            other.fetch?,
+            other.record,
+            other.exec.cpu_s,
+            other.server_cpu_s,
+            other.fidelity,
+        )
+    })
+}
+
+/// The download as a fetch() in headless Chromium (see [`fetch_with_any_client`]).
+fn fetch_with_chromium(
+    run: &BulkRun,
+    running: &mut RunningLab,
+    work: &WorkDir,
+    (server, path): (SocketAddr, &str),
+    timeout: Duration,
+    server_pid: u32,
+) -> Result<
+    (
+        quiclab_model::records::ExternalFetch,
+        quiclab_model::implementation::ImplementationRecord,
+        f64,
+        f64,
+        Option<quiclab_lab::FidelityReport>,
+    ),
+    RunError,
+> {
+    let config = ChildConfig::ChromiumFetch(crate::child::ChromiumFetchConfig {
+        proto: run.proto,
+        cert: work.join("cert.pem"),
+        server,
+        path: path.to_string(),
+        size: run.size,
+        timeout_ms: timeout.as_millis() as u64,
+    });
+    let namespace_cc = running.lab.tcp_default_cc.clone();
+    // Chromium needs a few seconds to start on top of the download.
+    let end = harness::run_client_to_end::<crate::child::ChromiumFetchReport>(
+        running,
+        work,
+        "chromium-fetch",
+        &config,
+        timeout,
+        Duration::from_secs(20),
+        server_pid,
+    )?;
+    let report = end.client?;
+    Ok((
+        crate::peer::chromium_fetch_result(&report.fetch, run.proto)?,
+        crate::peer::chromium_record(
+            Some(&report.fetch.browser_version),
+            run.proto,
+            &namespace_cc,
+        ),
+        report.cpu_s,
+        end.server_cpu_s,
+        end.fidelity,
+    ))
 }

@@ -176,11 +176,8 @@ impl BulkRun {
         m: &Measured<'_>,
     ) -> BulkResult {
         let switches = schedule.switches();
-        let outcomes = crate::switch::outcomes(
-            schedule,
-            applied,
-            &crate::switch::Timeline::of_download(r),
-        );
+        let outcomes =
+            crate::switch::outcomes(schedule, applied, &crate::switch::Timeline::of_download(r));
         let first = r.connections.first();
         let opened = first.map_or(0.0, |c| c.opened_s);
         let ms_after = |t: f64| (t - opened) * 1e3;
