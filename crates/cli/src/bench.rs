@@ -117,14 +117,10 @@ pub fn run(cmd: BenchCommand) -> Result<i32> {
             print_json(args.json, &quiclab_workload::bench::stacks(args.size)?).map(|_| 0)
         }
         BenchCommand::Runner(args) => bench_runner(args),
-        BenchCommand::Jobs(a) => quiclab_runner::equivalence::bench_jobs(
-            &library()?,
-            &a.only,
-            a.jobs.given.unwrap_or(quiclab_runner::cost::Jobs::Auto),
-            a.quick,
-            &a.out,
-        )
-        .map(|_| 0),
+        BenchCommand::Jobs(a) => {
+            quiclab_runner::equivalence::bench_jobs(&library()?, &a.only, a.jobs.n, a.quick, &a.out)
+                .map(|_| 0)
+        }
         BenchCommand::Noise(a) => {
             let grids = quiclab_runner::noise_bench::bench_noise(
                 &library()?,

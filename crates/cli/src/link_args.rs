@@ -12,7 +12,6 @@ use quiclab_lab::LinkSpec;
 use quiclab_model::WorkloadKind;
 use quiclab_model::keys::{self, KEYS, Key, Side};
 use quiclab_model::params::Params;
-use quiclab_outputs::input::read_input;
 
 /// A group of the table's rows, as one help section.
 pub trait Rows {
@@ -170,10 +169,7 @@ pub fn flag_of(key: &str, kind: WorkloadKind) -> String {
 /// The link the parameters describe, with what it allows but does less than it may seem
 /// (`LinkOptions::notes`) printed.
 pub fn link_spec(params: &Params) -> Result<LinkSpec> {
-    let spec = params
-        .link
-        .to_spec(&read_input)
-        .map_err(anyhow::Error::msg)?;
+    let spec = quiclab_lab::link_spec::of(&params.link).map_err(anyhow::Error::msg)?;
     for note in params.link.notes(&spec) {
         eprintln!("quiclab: note: {note}");
     }

@@ -91,10 +91,7 @@ fn main() {
     let matches = Cli::command()
         .mut_subcommands(|c| c.allow_negative_numbers(true))
         .get_matches();
-    let cli = match Cli::from_arg_matches(&matches) {
-        Ok(cli) => cli,
-        Err(e) => e.exit(),
-    };
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     // Commands that build labs tear them down on signals; `serve` and `fetch` run inside a lab
     // that someone else owns and simply end on SIGTERM.
     if !matches!(

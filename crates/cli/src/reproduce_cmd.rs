@@ -64,7 +64,7 @@ pub fn run(args: ReproduceArgs) -> Result<i32> {
         repetitions: args.repetitions,
         resume: args.resume,
         shard: args.shard,
-        jobs: args.jobs.given.unwrap_or(quiclab_runner::cost::Jobs::ONE),
+        jobs: args.jobs.n.unwrap_or(quiclab_runner::cost::Jobs::ONE),
         whole_grid: args.whole_grid,
         keep_evidence: args.keep_evidence.clone(),
         ..PackOptions::new(quick)

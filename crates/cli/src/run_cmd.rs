@@ -44,14 +44,12 @@ pub struct RunArgs {
     #[command(flatten)]
     pub jobs: JobsArg,
 }
-
 /// `--jobs`, declared once for every command that runs labs side by side.
 #[derive(clap::Args, Debug, Clone, Copy)]
 pub struct JobsArg {
-    /// Labs at once: a number, or `auto` (as many as the machine's CPU budget admits; runs that
-    /// must run alone still do; docs/scale.md) [default: 1; `bench jobs`: auto, what it compares]
+    /// Labs at once: N, or auto (as many as the CPU budget admits; docs/scale.md) [default: 1; bench jobs: auto]
     #[arg(id = "jobs", long = "jobs", value_name = "N|auto", value_parser = quiclab_runner::cost::Jobs::parse)]
-    pub given: Option<quiclab_runner::cost::Jobs>,
+    pub n: Option<quiclab_runner::cost::Jobs>,
 }
 
 pub fn run(args: RunArgs) -> Result<i32> {
@@ -84,7 +82,7 @@ pub fn run(args: RunArgs) -> Result<i32> {
             resume,
             quick: args.quick,
             shard: args.shard,
-            jobs: args.jobs.given.unwrap_or(quiclab_runner::cost::Jobs::ONE),
+            jobs: args.jobs.n.unwrap_or(quiclab_runner::cost::Jobs::ONE),
             ..Default::default()
         },
         &quiclab_lab::guard::set_exit_hint,

@@ -229,10 +229,12 @@ pub fn compare(
 pub fn bench_jobs(
     lib: &crate::reproduce::Library,
     only: &[String],
-    jobs: Jobs,
+    jobs: Option<Jobs>,
     quick: bool,
     out: &Path,
 ) -> Result<Vec<GridComparison>> {
+    // Without --jobs: as many as the machine admits (what the benchmark is for).
+    let jobs = jobs.unwrap_or(Jobs::Auto);
     if jobs == Jobs::ONE {
         bail!("--jobs 1: the benchmark compares one lab at a time with more; give N > 1 or auto");
     }
