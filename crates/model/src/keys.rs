@@ -946,6 +946,7 @@ mod tests {
     /// `QUICLAB_WRITE_DOCS=1` the test writes it instead (then review the diff).
     #[test]
     fn the_docs_key_table_is_the_generated_one() {
+        let _turn = crate::DOCS_FILE.lock().unwrap_or_else(|e| e.into_inner());
         let path =
             std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/experiments.md");
         let doc = std::fs::read_to_string(&path).unwrap();

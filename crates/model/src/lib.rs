@@ -22,6 +22,10 @@ pub mod fidelity;
 pub mod flows;
 pub mod implementation;
 pub mod keys;
+/// docs/experiments.md is rewritten by two tests under QUICLAB_WRITE_DOCS (the key and metrics
+/// tables): they take turns, or one would write back the other's old table.
+#[cfg(test)]
+pub(crate) static DOCS_FILE: std::sync::Mutex<()> = std::sync::Mutex::new(());
 pub mod kind;
 pub mod metric;
 pub mod page;

@@ -817,4 +817,73 @@ mod run_tests {
             "offsets"
         );
     }
+
+    /// A recorded client report (two long-running flows at 10 and 5 Mbit/s for 4 s) gives the
+    /// goodputs, Jain's index and the ratio its definitions say, over the cutoff window only.
+    #[test]
+    fn assembly_from_a_recorded_report() {
+        let mut run = FlowsRun::new(
+            FlowMix::parse_joined("h3 + h1").unwrap(),
+            FlowAmount::Duration(Duration::from_secs(4)),
+        );
+        run.cutoff = Some(Duration::from_secs(1));
+        let origin: u64 = 5_000_000_000;
+        let flow = |port: u16, bytes_per_ms: u64, spike: u64| FlowReport {
+            local_port: port,
+            alpn: "h3".into(),
+            start_ns: origin,
+            handshake_ns: origin + 20_000_000,
+            first_byte_ns: origin + 40_000_000,
+            last_byte_ns: origin + 4_000_000_000,
+            end_ns: origin + 4_000_000_000,
+            // A burst in the first (cut off) second must not count.
+            receptions: (0..4000u64)
+                .map(|ms| (ms, if ms < 10 { spike } else { bytes_per_ms }))
+                .collect(),
+            bytes: bytes_per_ms * 3990 + spike * 10,
+            complete: false,
+            stopped: true,
+            fec: None,
+        };
+        let report = FlowsClientReport {
+            origin_ns: origin,
+            flows: vec![
+                FlowOutcome {
+                    report: Some(flow(40000, 1250, 100_000)),
+                    error: None,
+                },
+                FlowOutcome {
+                    report: Some(flow(40001, 625, 0)),
+                    error: None,
+                },
+            ],
+            cpu_s: 0.5,
+        };
+        let spec = LinkSpec::default();
+        let ip: IpAddr = "10.0.0.2".parse().unwrap();
+        let r = run.assemble(&report, None, None, &spec, ip, 0.25, origin, None);
+        let g: Vec<f64> = r.flows.iter().map(|f| f.goodput_mbps.unwrap()).collect();
+        assert!(
+            (g[0] - 10.0).abs() < 1e-6 && (g[1] - 5.0).abs() < 1e-6,
+            "{g:?}"
+        );
+        assert!((r.jain.unwrap() - 0.9).abs() < 1e-9, "{:?}", r.jain);
+        assert!((r.ratio_first_rest.unwrap() - 2.0).abs() < 1e-9);
+        assert!((r.goodput_mbps.unwrap() - 15.0).abs() < 1e-6);
+        // No emulator: the bottleneck's figures are unknown, never 0.
+        assert_eq!(r.loss_ratio, None);
+        assert_eq!(r.flows[0].forwarded_bytes, None);
+        assert_eq!(r.cutoff_s, 1.0);
+        // A flow that failed is in the result with its reason, and Jain's index is not claimed.
+        let mut failed = report.clone();
+        failed.flows[1] = FlowOutcome {
+            report: None,
+            error: Some(StopReason::Failed {
+                reason: "connect".into(),
+            }),
+        };
+        let r = run.assemble(&failed, None, None, &spec, ip, 0.25, origin, None);
+        assert_eq!(r.jain, None);
+        assert!(r.flows[1].error.is_some());
+    }
 }
