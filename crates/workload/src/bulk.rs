@@ -432,6 +432,16 @@ fn own_result(
     })
 }
 
+/// A download in quiclab's terms, with the client's record, the client's and the server's CPU
+/// time (s) and the emulator's report.
+type Fetched = (
+    quiclab_model::records::ExternalFetch,
+    quiclab_model::implementation::ImplementationRecord,
+    f64,
+    f64,
+    Option<quiclab_lab::FidelityReport>,
+);
+
 /// The download by the run's client — quiclab's own, Chromium's fetch() or another program — in
 /// quiclab's terms, with the client's record, its and the server's CPU time and the emulator's
 /// report.
@@ -442,16 +452,7 @@ fn fetch_with_any_client(
     (server, path): (SocketAddr, &str),
     timeout: Duration,
     server_pid: u32,
-) -> Result<
-    (
-        quiclab_model::records::ExternalFetch,
-        quiclab_model::implementation::ImplementationRecord,
-        f64,
-        f64,
-        Option<quiclab_lab::FidelityReport>,
-    ),
-    RunError,
-> {
+) -> Result<Fetched, RunError> {
     let cc = run.stack.cc_name(run.proto);
     Ok(if run.client == Client::Quiclab {
         let end = fetch_with_own_client(
@@ -523,16 +524,7 @@ fn fetch_with_chromium(
     (server, path): (SocketAddr, &str),
     timeout: Duration,
     server_pid: u32,
-) -> Result<
-    (
-        quiclab_model::records::ExternalFetch,
-        quiclab_model::implementation::ImplementationRecord,
-        f64,
-        f64,
-        Option<quiclab_lab::FidelityReport>,
-    ),
-    RunError,
-> {
+) -> Result<Fetched, RunError> {
     let config = ChildConfig::ChromiumFetch(crate::child::ChromiumFetchConfig {
         proto: run.proto,
         cert: work.join("cert.pem"),
