@@ -103,6 +103,28 @@ fn stack(p: &Params, proto: Protocol, link: &LinkSpec) -> Result<StackOptions, P
     Ok(stack)
 }
 
+/// Whether `server` (and `client`) can run `proto` with what `p` sets (the implementations'
+/// table, `implementation::check`); the error names the key to change.
+fn check_combination(
+    p: &Params,
+    proto: Protocol,
+    server: Server,
+    client: Option<Client>,
+) -> Result<(), ParamError> {
+    implementation::check(&implementation::Combination {
+        kind: p.kind,
+        proto,
+        server,
+        client,
+        cc: p.text(&k::CC),
+        resume: p.bool(&k::RESUME),
+        zero_rtt: p.bool(&k::ZERO_RTT),
+        fec: p.fec().is_some(),
+        quic_stack_key: quic_stack_key(p),
+    })
+    .map_err(|(key, e)| refuse(key, e))
+}
+
 /// The run `p` asks for over `link`, with every rule that spans keys checked.
 pub fn build(p: &Params, link: &LinkSpec, read: ReadText) -> Result<Run, ParamError> {
     let kind = p.kind;
@@ -166,18 +188,7 @@ pub fn build(p: &Params, link: &LinkSpec, read: ReadText) -> Result<Run, ParamEr
             let client = p.client().unwrap_or(Client::Quiclab);
             // Checked before any lab starts, with the programs present: a run that cannot work
             // costs nothing.
-            implementation::check(&implementation::Combination {
-                kind,
-                proto,
-                server,
-                client: Some(client),
-                cc: p.text(&k::CC),
-                resume,
-                zero_rtt,
-                fec: p.fec().is_some(),
-                quic_stack_key: quic_stack_key(p),
-            })
-            .map_err(|(key, e)| refuse(key, e))?;
+            check_combination(p, proto, server, Some(client))?;
             if (server != Server::Quiclab || client != Client::Quiclab) && link.switch.is_some() {
                 return Err(refuse(
                     if server != Server::Quiclab {
@@ -227,18 +238,7 @@ pub fn build(p: &Params, link: &LinkSpec, read: ReadText) -> Result<Run, ParamEr
                 _ => Browser::Builtin,
             };
             let server = p.server().unwrap_or(Server::Quiclab);
-            implementation::check(&implementation::Combination {
-                kind,
-                proto,
-                server,
-                client: None,
-                cc: p.text(&k::CC),
-                resume,
-                zero_rtt,
-                fec: p.fec().is_some(),
-                quic_stack_key: quic_stack_key(p),
-            })
-            .map_err(|(key, e)| refuse(key, e))?;
+            check_combination(p, proto, server, None)?;
             let run = PageRun {
                 proto,
                 browser,
@@ -271,18 +271,8 @@ pub fn build(p: &Params, link: &LinkSpec, read: ReadText) -> Result<Run, ParamEr
                 }
                 // Each player's protocol against the server's table (and the cc it can set).
                 for player in &run.mix.players {
-                    implementation::check(&implementation::Combination {
-                        kind,
-                        proto: player.proto,
-                        server: run.server,
-                        client: None,
-                        cc: p.text(&k::CC),
-                        resume: false,
-                        zero_rtt: false,
-                        fec: p.fec().is_some(),
-                        quic_stack_key: quic_stack_key(p),
-                    })
-                    .map_err(|(key, e)| refuse(key, e))?;
+                    // resume and zero_rtt are not video keys: false here.
+                    check_combination(p, player.proto, run.server, None)?;
                 }
             }
             run.validate().map_err(|(k, e)| refuse(k, e))?;

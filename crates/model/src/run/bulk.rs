@@ -101,6 +101,20 @@ pub struct Measured<'a> {
     pub implementations: Implementations,
 }
 
+impl Measured<'_> {
+    /// The downlink's loss ratio at the bottleneck (None without the emulator).
+    pub fn loss_ratio(&self) -> Option<f64> {
+        let f = self.fidelity.as_ref()?;
+        Some(f.downlink.model.counters.loss_ratio())
+    }
+
+    /// The emulator's CPU time over the run, s (None without the emulator).
+    pub fn cpu_emulator_s(&self) -> Option<f64> {
+        let f = self.fidelity.as_ref()?;
+        Some(f.cpu_core_fraction * f.wall_seconds)
+    }
+}
+
 impl BulkRun {
     /// The result of a download another client made (or quiclab's own, said in the same terms),
     /// with what the lab measured beside it. The transfer is timed from the first byte's request
@@ -137,18 +151,12 @@ impl BulkRun {
             goodput_mbps: goodput / 1e6,
             utilization: utilization(m.spec, m.fidelity.as_ref(), fetch.total_ms),
             goodput_utilization: m.spec.downlink.mean_rate_bps().map(|r| goodput / r),
-            loss_ratio: m
-                .fidelity
-                .as_ref()
-                .map(|f| f.downlink.model.counters.loss_ratio()),
+            loss_ratio: m.loss_ratio(),
             cpu_client_s: m.client_cpu,
             cpu_server_s: m.server_cpu,
             cpu_client_s_per_gb: m.client_cpu / gb,
             cpu_server_s_per_gb: m.server_cpu / gb,
-            cpu_emulator_s: m
-                .fidelity
-                .as_ref()
-                .map(|f| f.cpu_core_fraction * f.wall_seconds),
+            cpu_emulator_s: m.cpu_emulator_s(),
             congestion_control: self.stack.cc_name(self.proto).to_string(),
             path: "emulator".into(),
             link: m.spec.describe(),
@@ -201,18 +209,12 @@ impl BulkRun {
             goodput_mbps: goodput / 1e6,
             utilization: None,
             goodput_utilization: m.spec.downlink.mean_rate_bps().map(|m| goodput / m),
-            loss_ratio: m
-                .fidelity
-                .as_ref()
-                .map(|f| f.downlink.model.counters.loss_ratio()),
+            loss_ratio: m.loss_ratio(),
             cpu_client_s: m.client_cpu,
             cpu_server_s: m.server_cpu,
             cpu_client_s_per_gb: m.client_cpu / gb,
             cpu_server_s_per_gb: m.server_cpu / gb,
-            cpu_emulator_s: m
-                .fidelity
-                .as_ref()
-                .map(|f| f.cpu_core_fraction * f.wall_seconds),
+            cpu_emulator_s: m.cpu_emulator_s(),
             congestion_control: self.stack.cc_name(self.proto).to_string(),
             path: "emulator".into(),
             link: m.spec.describe(),
