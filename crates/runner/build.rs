@@ -18,7 +18,11 @@ const STACK_CRATES: &[&str] = &[
 ];
 
 fn main() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    // Read when the script runs, not baked in when it was compiled: cargo reuses a compiled
+    // build script across checkouts that share a target directory, and a baked-in path then
+    // names another (perhaps deleted) tree, whose commit and lock file are not this build's.
+    let manifest_dir = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
+    let root = std::path::Path::new(&manifest_dir).join("../..");
     let git = |args: &[&str]| {
         Command::new("git")
             .arg("-C")
@@ -45,7 +49,10 @@ fn main() {
         }
     }
 
-    let lock = std::fs::read_to_string(root.join("Cargo.lock")).unwrap_or_default();
+    // The stack versions are part of every results database's environment: a build without
+    // them would record an empty list as if no stack had been used.
+    let lock = std::fs::read_to_string(root.join("Cargo.lock"))
+        .unwrap_or_else(|e| panic!("{}: {e}", root.join("Cargo.lock").display()));
     println!(
         "cargo:rerun-if-changed={}",
         root.join("Cargo.lock").display()

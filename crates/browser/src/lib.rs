@@ -17,6 +17,7 @@
 mod cdp;
 pub mod fetch;
 pub mod netlog;
+pub mod page;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

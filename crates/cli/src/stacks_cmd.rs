@@ -169,7 +169,7 @@ pub fn fetch(args: FetchArgs) -> Result<i32> {
     if args.json {
         println!("{}", serde_json::to_string(&out)?);
     } else {
-        print!("{}", quiclab_workload::child::fetch_text(&out, server));
+        print!("{}", out.report.text(server));
     }
     Ok(i32::from(out.any_unverified()))
 }

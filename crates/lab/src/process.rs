@@ -104,6 +104,17 @@ pub fn own_cpu_seconds() -> (f64, f64) {
     }
 }
 
+/// User + system CPU seconds of the children this process has waited for (and of theirs).
+pub fn children_cpu_seconds() -> f64 {
+    match nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN) {
+        Ok(u) => {
+            let tv = |t: nix::sys::time::TimeVal| t.tv_sec() as f64 + t.tv_usec() as f64 / 1e6;
+            tv(u.user_time()) + tv(u.system_time())
+        }
+        Err(_) => 0.0,
+    }
+}
+
 /// CPU seconds (user + system) consumed so far by one thread of this process.
 pub fn thread_cpu_seconds(tid: i32) -> Option<f64> {
     stat_cpu_seconds(&format!("/proc/{}/task/{tid}/stat", std::process::id()))

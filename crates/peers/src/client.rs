@@ -16,9 +16,7 @@ use serde::Deserialize;
 
 use crate::programs::Program;
 
-/// The name the lab's certificate carries; every client asks for it (as SNI and authority) and
-/// connects to the server's address.
-pub const SERVER_NAME: &str = "quiclab.test";
+pub use quiclab_proto::SERVER_NAME;
 
 /// One download.
 #[derive(Debug, Clone)]

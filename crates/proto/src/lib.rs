@@ -30,3 +30,7 @@ pub use error::ProtoError;
 pub use options::{Protocol, QuicCongestion, TcpCongestion, TlsVersion};
 pub use range::{RangeError, content_range, parse_bytes_path, parse_range};
 pub use tcp_info::{TCP_INFO_MAX_LEN, TcpInfo};
+
+/// The name every lab server answers to and its certificate carries: every client asks for it
+/// (as SNI and authority) and connects to the server's address.
+pub const SERVER_NAME: &str = "quiclab.test";

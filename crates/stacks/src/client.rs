@@ -78,6 +78,52 @@ pub struct FetchReport {
     pub fec: Option<crate::fec_socket::FecCounters>,
 }
 
+impl FetchReport {
+    /// `quiclab fetch`'s text: the connection, then one line per request.
+    pub fn text(&self, server: SocketAddr) -> String {
+        use std::fmt::Write;
+        let report = self;
+        let mut text = String::new();
+        writeln!(
+            text,
+            "{} over {} (TLS {}{}{}): handshake {:.1} ms",
+            server,
+            report.connection.protocol,
+            report.connection.tls_version,
+            if report.connection.resumed {
+                ", resumed"
+            } else {
+                ""
+            },
+            if report.connection.zero_rtt_accepted {
+                ", 0-RTT accepted"
+            } else {
+                ""
+            },
+            report.connection.handshake_ms
+        )
+        .expect("writing to a String");
+        for r in &report.requests {
+            writeln!(
+                text,
+                "  {} {}: {} bytes, first byte {:.1} ms, last byte {:.1} ms{}",
+                r.status,
+                r.path,
+                r.bytes,
+                r.first_byte_ms,
+                r.last_byte_ms,
+                match r.verified {
+                    Some(true) => ", content verified",
+                    Some(false) => ", CONTENT WRONG",
+                    None => "",
+                }
+            )
+            .expect("writing to a String");
+        }
+        text
+    }
+}
+
 /// Runs the fetch (with a warm-up connection first when resuming).
 pub async fn fetch(opts: &FetchOptions) -> Result<FetchReport> {
     let run = async {

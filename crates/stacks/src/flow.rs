@@ -7,12 +7,13 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::stop::StopReason;
 use anyhow::{Context, Result, bail};
 use bytes::{Buf, Bytes};
 use http::Request;
 use http_body_util::{BodyExt, Empty};
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use quiclab_model::run::flows::{FlowSettings, FlowsRun};
+use quiclab_model::run::flows::{FlowOutcome, FlowSettings, FlowsRun};
 use quiclab_proto::options::{Protocol, StackOptions};
 
 use crate::client::{
@@ -68,6 +69,47 @@ impl Receptions {
         self.first_ns.get_or_insert(now);
         self.last_ns = now;
     }
+}
+
+/// Every flow of `run`, each in its own task against its server (`servers[i]`), all counted from
+/// `origin_ns`; a flow's failure, or its still running `limit` after the start, is its own outcome.
+pub async fn run_flows(
+    run: &FlowsRun,
+    cert: &LabCertificate,
+    servers: &[SocketAddr],
+    origin_ns: u64,
+    limit: Duration,
+) -> Vec<FlowOutcome> {
+    let mut tasks = Vec::new();
+    for (i, &server) in servers.iter().enumerate() {
+        let (run, cert) = (run.clone(), cert.clone());
+        tasks.push(tokio::spawn(async move {
+            // The offset is the flow's own (run_flow waits it out).
+            let flow = run_flow(&run, i, &cert, server, origin_ns);
+            let (report, error) = match tokio::time::timeout(limit, flow).await {
+                Ok(Ok(r)) => (Some(r), None),
+                Ok(Err(e)) => (None, Some(crate::stop::reason_of(&e))),
+                Err(_) => (
+                    None,
+                    Some(StopReason::TimedOut {
+                        limit_s: limit.as_secs_f64(),
+                        detail: "the flow had not finished".into(),
+                    }),
+                ),
+            };
+            FlowOutcome { report, error }
+        }));
+    }
+    let mut out = Vec::new();
+    for t in tasks {
+        out.push(t.await.unwrap_or_else(|e| FlowOutcome {
+            report: None,
+            error: Some(StopReason::Failed {
+                reason: format!("the flow's task ended abnormally: {e}"),
+            }),
+        }));
+    }
+    out
 }
 
 /// Runs flow `i` of `run` against `server` after its offset; receptions are counted in ms since

@@ -11,7 +11,9 @@
 //! `started + blocked + connect + tls + send + wait + receive` is the moment the object's last byte
 //! arrived, and the page load time is the latest of those.
 
+use quiclab_model::page::PageSummary;
 pub use quiclab_model::records::PageConnection;
+use quiclab_model::run::page::{Browser, PageRun};
 use std::collections::{BTreeSet, HashMap};
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -72,6 +74,22 @@ impl PageLoadOptions {
             warm: false,
         }
     }
+
+    /// The page run's load from `server`: its protocol, stacks, stream limit and warm-up.
+    pub fn of_run(
+        run: &PageRun,
+        cert: LabCertificate,
+        server: SocketAddr,
+        timeout: Duration,
+    ) -> PageLoadOptions {
+        PageLoadOptions {
+            stack: run.stack,
+            max_streams: run.max_streams.map(|m| m as usize),
+            timeout,
+            warm: run.warm,
+            ..PageLoadOptions::new(cert, server, run.proto)
+        }
+    }
 }
 
 /// What one page load measured.
@@ -103,6 +121,37 @@ pub struct PageLoadReport {
 }
 
 impl PageLoadReport {
+    /// The load as the page result summarises it (`max_streams`: the run's limit).
+    pub fn summary(&self, max_streams: Option<u64>) -> PageSummary {
+        let details = &self.connection_details;
+        PageSummary {
+            proto: self.protocol.to_string(),
+            browser: Browser::Builtin.name().into(),
+            browser_version: None,
+            objects: self.objects.len(),
+            bytes: self.bytes,
+            plt_ms: self.plt_ms,
+            ttfb_ms: self.objects.first().map(ObjectTiming::first_byte_ms),
+            dom_content_loaded_ms: self.content_load_ms(),
+            connections: self.connections,
+            negotiated_protocols: self.negotiated_protocols.clone(),
+            navigation_start_unix_ms: self.navigation_start_unix_ms,
+            max_streams,
+            chromium_wall_ms: None,
+            connection_details: Some(details.clone()),
+            warm: self.warm,
+            resumed_connections: Some(details.iter().filter(|c| c.resumed).count()),
+            zero_rtt_accepted_connections: Some(
+                details
+                    .iter()
+                    .filter(|c| c.zero_rtt_accepted == Some(true))
+                    .count(),
+            ),
+            chromium_handshakes: None,
+            discovery: None,
+        }
+    }
+
     /// A HAR 1.2 log of this load (one page titled `title`).
     pub fn har(&self, title: &str) -> Har {
         let page = HarPage {

@@ -17,8 +17,7 @@ use sha2::Digest;
 
 use crate::options::TlsVersion;
 
-/// The name every lab server answers to (and its certificate names).
-pub const SERVER_NAME: &str = "quiclab.test";
+pub use quiclab_proto::SERVER_NAME;
 
 /// A lab's certificate, its key and its SPKI hash (what Chromium's
 /// `--ignore-certificate-errors-spki-list` takes).

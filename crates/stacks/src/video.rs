@@ -23,6 +23,7 @@ use bytes::{Buf, Bytes};
 use http::Request;
 use http_body_util::{BodyExt, Empty};
 use hyper_util::rt::{TokioExecutor, TokioIo};
+use quiclab_model::run::video::VideoRun;
 use quiclab_proto::options::{Protocol, StackOptions};
 use quiclab_video::{
     Abr, AbrKind, Action, Content, Download, Player, PlayerConfig, PlayerSpec, split_ranges,
@@ -122,6 +123,39 @@ struct Session<'a> {
     migrations: Arc<Mutex<Vec<MigrationRecord>>>,
     /// The FEC sockets of every QUIC endpoint opened (h3 with FEC).
     fec: Vec<Arc<crate::fec_socket::FecSocket>>,
+}
+
+/// Every player of `run`, each in its own task against `server`, all on one clock from
+/// `origin_ns`; each gives up `limit` after the start (its report says so).
+pub async fn run_players(
+    run: &VideoRun,
+    cert: &LabCertificate,
+    server: SocketAddr,
+    origin_ns: u64,
+    limit: Duration,
+    switching: Option<SwitchPlan>,
+) -> Result<Vec<VideoReport>> {
+    let mut tasks = Vec::new();
+    for p in &run.mix.players {
+        let opts = VideoOptions {
+            cert: cert.clone(),
+            server,
+            spec: *p,
+            stack: run.stack,
+            content: run.content.clone(),
+            player: run.player.clone(),
+            abr: run.abr,
+            origin_ns,
+            limit,
+            switching: switching.clone(),
+        };
+        tasks.push(tokio::spawn(async move { run_player(&opts).await }));
+    }
+    let mut players = Vec::new();
+    for t in tasks {
+        players.push(t.await.context("a player's task ended abnormally")?);
+    }
+    Ok(players)
 }
 
 /// Runs the player to the end of the content, or until `limit`, or until a download fails.

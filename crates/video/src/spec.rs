@@ -63,7 +63,7 @@ impl PlayerSpec {
 }
 
 /// Players sharing one bottleneck (Figs. 8–11 of seed 004), in order.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PlayerMix {
     pub players: Vec<PlayerSpec>,
 }

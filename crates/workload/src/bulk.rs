@@ -331,11 +331,9 @@ fn run_across_switches(
     let schedule = spec.switch.clone().expect("called with a schedule");
     let plan = switch_plan(&run.switching, running, &schedule, run.ipv6);
     let config = ChildConfig::SwitchFetch(SwitchFetchConfig {
-        proto: run.proto,
         cert: work.join("cert.pem"),
+        run: run.clone(),
         server,
-        size: run.size,
-        stack: run.stack,
         plan,
         timeout_ms: timeout.as_millis() as u64,
     });
@@ -526,11 +524,10 @@ fn fetch_with_chromium(
     server_pid: u32,
 ) -> Result<Fetched, RunError> {
     let config = ChildConfig::ChromiumFetch(crate::child::ChromiumFetchConfig {
-        proto: run.proto,
         cert: work.join("cert.pem"),
+        run: run.clone(),
         server,
         path: path.to_string(),
-        size: run.size,
         timeout_ms: timeout.as_millis() as u64,
     });
     let namespace_cc = running.lab.tcp_default_cc.clone();

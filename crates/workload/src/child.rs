@@ -6,8 +6,10 @@
 //! that fails once its time limit has passed exits with [`crate::harness::EXIT_TIMED_OUT`]: the
 //! parent learns "timeout" from the exit code, not from the wording of an error.
 
+use quiclab_lab::process::children_cpu_seconds;
 pub use quiclab_model::page::{DISCOVERY_NAVIGATIONS, DiscoveredLoad, Discovery, PageSummary};
-use quiclab_stacks::stop::StopReason;
+use quiclab_model::run::{bulk::BulkRun, page::PageRun, video::VideoRun};
+use quiclab_stacks::page_load::PageLoadOptions;
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -36,17 +38,16 @@ pub enum ChildConfig {
     ChromiumFetch(ChromiumFetchConfig),
 }
 
-/// A bulk download by Chromium's `fetch()` ([`quiclab_browser::fetch`]), run in the client
-/// namespace like a page load.
+/// A bulk download (the run's `size` bytes over its protocol) by Chromium's `fetch()`
+/// ([`quiclab_browser::fetch`]), run in the client namespace like a page load.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ChromiumFetchConfig {
-    pub proto: Protocol,
     pub cert: PathBuf,
+    pub run: BulkRun,
     pub server: SocketAddr,
     /// `/bytes/N`.
     pub path: String,
-    pub size: u64,
     pub timeout_ms: u64,
 }
 
@@ -87,14 +88,12 @@ pub struct ExecReport {
     pub cpu_s: f64,
 }
 
-/// A download across network switches (see `quiclab_stacks::switching`).
+/// The run's download across network switches (see `quiclab_stacks::switching`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SwitchFetchConfig {
-    pub proto: Protocol,
     pub cert: PathBuf,
+    pub run: BulkRun,
     pub server: SocketAddr,
-    pub size: u64,
-    pub stack: StackOptions,
     pub plan: quiclab_stacks::switching::SwitchPlan,
     pub timeout_ms: u64,
 }
@@ -153,29 +152,15 @@ pub struct FetchConfig {
     pub stack: StackOptions,
 }
 
-/// Who loads a page.
 pub use quiclab_model::run::page::Browser;
 
-/// The client half of a page load.
+/// The client half of a page load: the run itself, and what the lab adds.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PageClientConfig {
-    pub proto: Protocol,
-    pub browser: Browser,
     pub cert: PathBuf,
+    pub run: PageRun,
     pub server: SocketAddr,
     pub timeout_ms: u64,
-    pub max_streams: Option<u64>,
-    pub stack: StackOptions,
-    /// An untimed load first, then the measured one resumes (see `PageLoadOptions::warm`).
-    #[serde(default)]
-    pub warm: bool,
-    /// Chromium without forcing QUIC, [`DISCOVERY_NAVIGATIONS`] loads in one browser.
-    #[serde(default)]
-    pub discover: bool,
-    /// Chromium loads the certificate's name mapped to the server's address (another server
-    /// chooses its certificate by the name sent), not the address itself.
-    #[serde(default)]
-    pub by_name: bool,
 }
 
 /// The client half of a flow mix: every flow in one process, so they share one clock and start
@@ -192,14 +177,13 @@ pub struct FlowsClientConfig {
 
 pub use quiclab_model::run::flows::{FlowOutcome, FlowsClientReport};
 
-/// The client half of a video run: every player in one process, on one clock.
+/// The client half of a video run: the run itself, and what the lab adds. Every player runs in
+/// one process, on one clock.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct VideoClientConfig {
     pub cert: PathBuf,
-    pub content: quiclab_video::Content,
-    pub player: quiclab_video::PlayerConfig,
-    pub abr: quiclab_video::AbrKind,
-    pub players: Vec<VideoPlayerConfig>,
+    pub run: VideoRun,
+    pub server: SocketAddr,
     /// Give up on players still playing this long after the start (their reports say so).
     pub timeout_ms: u64,
     /// The network switches the client lives through (every player moves with it).
@@ -207,22 +191,7 @@ pub struct VideoClientConfig {
     pub switching: Option<quiclab_stacks::switching::SwitchPlan>,
 }
 
-/// One player of a video run.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct VideoPlayerConfig {
-    pub spec: quiclab_video::PlayerSpec,
-    pub stack: StackOptions,
-    pub server: SocketAddr,
-}
-
-/// What the video client reports: one report per player (each with its error, if any).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct VideoClientReport {
-    /// CLOCK_MONOTONIC of the start (ns): the players' clocks count from here.
-    pub origin_ns: u64,
-    pub players: Vec<quiclab_stacks::video::VideoReport>,
-    pub cpu_s: f64,
-}
+pub use quiclab_model::run::video::VideoClientReport;
 
 /// What `quiclab fetch` reports: the stacks' report and the client's own CPU time.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -240,41 +209,6 @@ impl FetchChildReport {
             .requests
             .iter()
             .any(|r| r.verified == Some(false))
-    }
-}
-
-/// What a discovery run's navigations show.
-pub fn discovery_of(
-    loads: &[quiclab_browser::BrowserLoad],
-    quic: Option<quiclab_browser::netlog::QuicAttempts>,
-) -> Discovery {
-    let navigations: Vec<DiscoveredLoad> = loads
-        .iter()
-        .map(|l| {
-            let start = l.navigation.timing.start_time;
-            let entries = || std::iter::once(&l.navigation.timing).chain(&l.resources);
-            let mut by = std::collections::BTreeMap::new();
-            for e in entries() {
-                *by.entry(e.next_hop_protocol.clone()).or_insert(0) += 1;
-            }
-            DiscoveredLoad {
-                plt_ms: l.plt_ms,
-                objects_by_protocol: by,
-                first_h3_start_ms: entries()
-                    .filter(|e| e.next_hop_protocol == "h3")
-                    .map(|e| e.start_time - start)
-                    .reduce(f64::min),
-            }
-        })
-        .collect();
-    let switched_at_navigation = navigations
-        .iter()
-        .position(|n| n.first_h3_start_ms.is_some())
-        .map(|i| i + 1);
-    Discovery {
-        navigations,
-        switched_at_navigation,
-        quic,
     }
 }
 
@@ -339,42 +273,25 @@ pub fn main(config_file: &Path) -> Result<i32> {
     }
 }
 
-/// CPU seconds of the children this process has waited for (and of theirs).
-fn children_cpu_s() -> f64 {
-    // SAFETY: getrusage(2) fills the struct it is given.
-    let usage = unsafe {
-        let mut u: libc::rusage = std::mem::zeroed();
-        libc::getrusage(libc::RUSAGE_CHILDREN, &mut u);
-        u
-    };
-    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    secs(usage.ru_utime) + secs(usage.ru_stime)
-}
-
 /// One download by Chromium's fetch(): the certificate's name mapped to the server's address
 /// (as a page load from another server), the protocol forced as for page loads.
 pub fn chromium_fetch(c: &ChromiumFetchConfig) -> Result<ChromiumFetchReport> {
     let cert = load_client_certificate(&c.cert)?;
-    let origin = format!("https://{CHROMIUM_V6_HOST}:{}", c.server.port());
-    let mut opts = quiclab_browser::BrowserOptions::new(c.proto, &origin, &cert.spki_sha256_base64);
+    let (origin, extra_args) = quiclab_browser::page::origin_for(c.server, true);
+    let mut opts =
+        quiclab_browser::BrowserOptions::new(c.run.proto, &origin, &cert.spki_sha256_base64);
     opts.timeout = Duration::from_millis(c.timeout_ms);
-    opts.extra_args = vec![format!(
-        "--host-resolver-rules=MAP {CHROMIUM_V6_HOST} {}",
-        match c.server.ip() {
-            std::net::IpAddr::V6(a) => format!("[{a}]"),
-            std::net::IpAddr::V4(a) => a.to_string(),
-        }
-    )];
-    let before = children_cpu_s();
+    opts.extra_args = extra_args;
+    let before = children_cpu_seconds();
     let fetch = quiclab_browser::fetch::fetch_with(
         &opts,
         &format!("{origin}{}", c.path),
-        c.size,
+        c.run.size,
         quiclab_browser::prefixed(Vec::new()),
     )?;
     Ok(ChromiumFetchReport {
         fetch,
-        cpu_s: children_cpu_s() - before,
+        cpu_s: children_cpu_seconds() - before,
     })
 }
 
@@ -414,7 +331,7 @@ pub fn exec(c: &ExecConfig) -> Result<ExecReport> {
         timed_out,
         wall_ms,
         // The only child this process had.
-        cpu_s: children_cpu_s(),
+        cpu_s: children_cpu_seconds(),
     })
 }
 
@@ -494,10 +411,9 @@ pub fn fetch(c: &FetchConfig) -> Result<FetchChildReport> {
         timeout: Duration::from_millis(c.timeout_ms),
     };
     let report = runtime()?.block_on(quiclab_stacks::client::fetch(&opts))?;
-    let (user, system) = quiclab_lab::process::own_cpu_seconds();
     Ok(FetchChildReport {
         report,
-        cpu_s: user + system,
+        cpu_s: own_cpu_s(),
     })
 }
 
@@ -506,368 +422,88 @@ pub fn switch_fetch(c: &SwitchFetchConfig) -> Result<SwitchFetchReport> {
     let opts = quiclab_stacks::switching::SwitchDownloadOptions {
         cert: load_client_certificate(&c.cert)?,
         server: c.server,
-        protocol: c.proto,
-        stack: c.stack,
-        size: c.size,
+        protocol: c.run.proto,
+        stack: c.run.stack,
+        size: c.run.size,
         plan: c.plan.clone(),
         limit: Duration::from_millis(c.timeout_ms),
     };
     let report = runtime()?.block_on(quiclab_stacks::switching::download_across_switches(&opts));
-    let (user, system) = quiclab_lab::process::own_cpu_seconds();
     Ok(SwitchFetchReport {
         report,
-        cpu_s: user + system,
+        cpu_s: own_cpu_s(),
     })
 }
 
-/// Every player of a video run, each in its own task, all on one clock.
+/// Every player of a video run on one clock (see `quiclab_stacks::video::run_players`).
 pub fn video_client(c: &VideoClientConfig) -> Result<VideoClientReport> {
     let cert = load_client_certificate(&c.cert)?;
-    let rt = runtime()?;
     let origin_ns = quiclab_stacks::cwnd::monotonic_ns();
-    let players = rt.block_on(async {
-        let mut tasks = Vec::new();
-        for p in &c.players {
-            let opts = quiclab_stacks::video::VideoOptions {
-                cert: cert.clone(),
-                server: p.server,
-                spec: p.spec,
-                stack: p.stack,
-                content: c.content.clone(),
-                player: c.player.clone(),
-                abr: c.abr,
-                origin_ns,
-                limit: Duration::from_millis(c.timeout_ms),
-                switching: c.switching.clone(),
-            };
-            tasks.push(tokio::spawn(async move {
-                quiclab_stacks::video::run_player(&opts).await
-            }));
-        }
-        let mut out = Vec::new();
-        for t in tasks {
-            out.push(t.await);
-        }
-        out
-    });
-    let players = players
-        .into_iter()
-        .collect::<Result<Vec<_>, _>>()
-        .context("a player's task ended abnormally")?;
-    let (user, system) = quiclab_lab::process::own_cpu_seconds();
+    let limit = Duration::from_millis(c.timeout_ms);
+    let players = runtime()?.block_on(quiclab_stacks::video::run_players(
+        &c.run,
+        &cert,
+        c.server,
+        origin_ns,
+        limit,
+        c.switching.clone(),
+    ))?;
     Ok(VideoClientReport {
         origin_ns,
         players,
-        cpu_s: user + system,
+        cpu_s: own_cpu_s(),
     })
 }
 
-/// Every flow of a mix, each in its own task; a flow's failure is its own (see [`FlowOutcome`]).
+/// Every flow of a mix; a flow's failure is its own (see `quiclab_stacks::flow::run_flows`).
 pub fn flows_client(c: &FlowsClientConfig) -> Result<FlowsClientReport> {
     let cert = load_client_certificate(&c.cert)?;
-    let limit = Duration::from_millis(c.timeout_ms);
-    let rt = runtime()?;
     let origin_ns = quiclab_stacks::cwnd::monotonic_ns();
-    let flows = rt.block_on(async {
-        let mut tasks = Vec::new();
-        for (i, &server) in c.servers.iter().enumerate() {
-            let (run, cert) = (c.run.clone(), cert.clone());
-            tasks.push(tokio::spawn(async move {
-                // The offset is the flow's own (stacks' flow client waits it out).
-                let flow = quiclab_stacks::flow::run_flow(&run, i, &cert, server, origin_ns);
-                match tokio::time::timeout(limit, flow).await {
-                    Ok(Ok(r)) => FlowOutcome {
-                        report: Some(r),
-                        error: None,
-                    },
-                    Ok(Err(e)) => FlowOutcome {
-                        report: None,
-                        error: Some(quiclab_stacks::stop::reason_of(&e)),
-                    },
-                    Err(_) => FlowOutcome {
-                        report: None,
-                        error: Some(StopReason::TimedOut {
-                            limit_s: limit.as_secs_f64(),
-                            detail: "the flow had not finished".into(),
-                        }),
-                    },
-                }
-            }));
-        }
-        let mut out = Vec::new();
-        for t in tasks {
-            out.push(t.await.unwrap_or_else(|e| FlowOutcome {
-                report: None,
-                error: Some(StopReason::Failed {
-                    reason: format!("the flow's task ended abnormally: {e}"),
-                }),
-            }));
-        }
-        out
-    });
-    let (user, system) = quiclab_lab::process::own_cpu_seconds();
+    let limit = Duration::from_millis(c.timeout_ms);
+    let flows = runtime()?.block_on(quiclab_stacks::flow::run_flows(
+        &c.run, &cert, &c.servers, origin_ns, limit,
+    ));
     Ok(FlowsClientReport {
         origin_ns,
         flows,
-        cpu_s: user + system,
+        cpu_s: own_cpu_s(),
     })
 }
 
-/// The name Chromium loads an IPv6 lab's page (and every discovery run's) from:
-/// `--host-resolver-rules` maps it to the server's address. The lab certificate's name.
-pub const CHROMIUM_V6_HOST: &str = quiclab_stacks::tls::SERVER_NAME;
+/// User + system CPU seconds of this process so far.
+fn own_cpu_s() -> f64 {
+    let (user, system) = quiclab_lab::process::own_cpu_seconds();
+    user + system
+}
 
 /// One page load by the built-in loader or Chromium.
 pub fn page_client(c: &PageClientConfig) -> Result<PageClientReport> {
     let cert = load_client_certificate(&c.cert)?;
     let timeout = Duration::from_millis(c.timeout_ms);
-    match c.browser {
-        Browser::Chromium => chromium_page_client(c, &cert, timeout),
-        Browser::Builtin => builtin_page_client(c, cert, timeout),
-    }
-}
-
-/// A page load (or a warm or discovery run) in headless Chromium.
-fn chromium_page_client(
-    c: &PageClientConfig,
-    cert: &LabCertificate,
-    timeout: Duration,
-) -> Result<PageClientReport> {
-    let nav_unix_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64);
-    let proto = c.proto.to_string();
-    // Over IPv6 Chromium loads a name mapped to the server's address: it does not match
-    // an IPv6 literal against --origin-to-force-quic-on (it loaded h2 instead).
-    // Discovery runs use the name too: an origin learns its Alt-Svc under its name.
-    let (origin, extra_args) = match c.server {
-        SocketAddr::V4(_) if !c.discover && !c.by_name => {
-            (format!("https://{}", c.server), Vec::new())
+    match c.run.browser {
+        Browser::Chromium => {
+            let (summary, objects) = quiclab_browser::page::load_page(
+                &c.run,
+                &cert.spki_sha256_base64,
+                c.server,
+                timeout,
+            )?;
+            Ok(PageClientReport {
+                summary,
+                objects,
+                fec: None,
+            })
         }
-        _ => (
-            format!("https://{CHROMIUM_V6_HOST}:{}", c.server.port()),
-            vec![format!(
-                "--host-resolver-rules=MAP {CHROMIUM_V6_HOST} {}",
-                match c.server.ip() {
-                    std::net::IpAddr::V6(a) => format!("[{a}]"),
-                    std::net::IpAddr::V4(a) => a.to_string(),
-                }
-            )],
-        ),
-    };
-    let mut opts = quiclab_browser::BrowserOptions::new(c.proto, &origin, &cert.spki_sha256_base64);
-    opts.timeout = timeout;
-    opts.extra_args = extra_args;
-    opts.discover = c.discover;
-    opts.warm = c.warm;
-    let url = format!("{origin}/index.html");
-    // A warm load's handshakes, from Chromium's NetLog (None: cold, or unreadable).
-    let mut handshakes = None;
-    let (load, discovery) = if c.warm {
-        let warm =
-            quiclab_browser::load_warm_with(&opts, &url, quiclab_browser::prefixed(Vec::new()))?;
-        warm.measured.check_protocol(c.proto)?;
-        handshakes = warm.handshakes;
-        (warm.measured, None)
-    } else if c.discover {
-        let repeated = quiclab_browser::load_repeatedly_with(
-            &opts,
-            &url,
-            DISCOVERY_NAVIGATIONS,
-            quiclab_browser::prefixed(Vec::new()),
-        )?;
-        let discovery = discovery_of(&repeated.loads, repeated.quic);
-        let first = repeated.loads.into_iter().next().context("no navigation")?;
-        (first, Some(discovery))
-    } else {
-        let load = quiclab_browser::load(&opts, &url)?;
-        load.check_protocol(c.proto)?;
-        (load, None)
-    };
-    let objects = chromium_objects(&load);
-    let entries = || std::iter::once(&load.navigation.timing).chain(&load.resources);
-    // Resource Timing has no connection ids: count the entries that opened a connection.
-    // A warm load's NetLog counts them better: Chromium preconnects as a navigation
-    // starts, and Resource Timing then shows the navigation on a reused connection.
-    let connections = match &handshakes {
-        Some(h) => (h.tls + h.quic) as usize,
-        None => entries()
-            .filter(|r| r.connect_end > r.connect_start)
-            .count(),
-    };
-    let bytes: f64 = entries().map(|r| r.encoded_body_size).sum();
-    Ok(PageClientReport {
-        summary: PageSummary {
-            proto,
-            browser: Browser::Chromium.name().into(),
-            browser_version: Some(load.browser_version.clone()),
-            objects: load.resources.len() + 1,
-            bytes: bytes as u64,
-            plt_ms: load.plt_ms,
-            ttfb_ms: objects.first().map(ObjectTiming::first_byte_ms),
-            dom_content_loaded_ms: Some(load.dom_content_loaded_ms),
-            connections,
-            negotiated_protocols: load.protocols.clone(),
-            navigation_start_unix_ms: nav_unix_ms,
-            max_streams: c.max_streams,
-            chromium_wall_ms: Some(load.wall_ms),
-            connection_details: None,
-            warm: c.warm,
-            resumed_connections: handshakes.as_ref().map(|h| h.resumed() as usize),
-            zero_rtt_accepted_connections: handshakes
-                .as_ref()
-                .map(|h| h.quic_zero_rtt_accepted as usize),
-            chromium_handshakes: handshakes,
-            discovery,
-        },
-        objects,
-        fec: None,
-    })
-}
-
-/// A page load with quiclab's browser-like loader over its own stacks.
-fn builtin_page_client(
-    c: &PageClientConfig,
-    cert: LabCertificate,
-    timeout: Duration,
-) -> Result<PageClientReport> {
-    let proto = c.proto.to_string();
-    let mut opts = quiclab_stacks::page_load::PageLoadOptions::new(cert, c.server, c.proto);
-    opts.stack = c.stack;
-    opts.max_streams = c.max_streams.map(|m| m as usize);
-    opts.timeout = timeout;
-    opts.warm = c.warm;
-    let report = runtime()?.block_on(quiclab_stacks::page_load::load_page(&opts))?;
-    let details = &report.connection_details;
-    Ok(PageClientReport {
-        summary: PageSummary {
-            proto,
-            browser: Browser::Builtin.name().into(),
-            browser_version: None,
-            objects: report.objects.len(),
-            bytes: report.bytes,
-            plt_ms: report.plt_ms,
-            ttfb_ms: report.objects.first().map(ObjectTiming::first_byte_ms),
-            dom_content_loaded_ms: report.content_load_ms(),
-            connections: report.connections,
-            negotiated_protocols: report.negotiated_protocols.clone(),
-            navigation_start_unix_ms: report.navigation_start_unix_ms,
-            max_streams: c.max_streams,
-            chromium_wall_ms: None,
-            connection_details: Some(report.connection_details.clone()),
-            warm: report.warm,
-            resumed_connections: Some(details.iter().filter(|c| c.resumed).count()),
-            zero_rtt_accepted_connections: Some(
-                details
-                    .iter()
-                    .filter(|c| c.zero_rtt_accepted == Some(true))
-                    .count(),
-            ),
-            chromium_handshakes: None,
-            discovery: None,
-        },
-        objects: report.objects,
-        fec: report.fec,
-    })
-}
-
-/// Chromium's Resource Timing entries as HAR object timings (ms since navigation start).
-fn chromium_objects(load: &quiclab_browser::BrowserLoad) -> Vec<ObjectTiming> {
-    let path_of = |url: &str| {
-        url.split_once("://")
-            .and_then(|(_, rest)| rest.find('/').map(|i| rest[i..].to_string()))
-            .unwrap_or_else(|| url.to_string())
-    };
-    std::iter::once(&load.navigation.timing)
-        .chain(&load.resources)
-        .enumerate()
-        .map(|(i, r)| {
-            let new_connection = r.connect_end > r.connect_start;
-            // A request sent in 0-RTT starts before the handshake ends: HAR's phases follow one
-            // another, so the handshake's phases end when the request was sent and the rest of
-            // the handshake is part of the wait (their sum stays the object's time).
-            let connect_end = if new_connection && r.request_start < r.connect_end {
-                r.request_start.max(r.connect_start)
-            } else {
-                r.connect_end
-            };
-            let tls = if new_connection && r.secure_connection_start > 0.0 {
-                (connect_end - r.secure_connection_start).max(0.0)
-            } else {
-                0.0
-            };
-            let connect = if new_connection {
-                (connect_end - r.connect_start - tls).max(0.0)
-            } else {
-                0.0
-            };
-            let blocked = if new_connection {
-                (r.connect_start - r.start_time).max(0.0)
-            } else {
-                (r.request_start - r.start_time).max(0.0)
-            };
-            ObjectTiming {
-                path: path_of(&r.name),
-                // Resource Timing does not say which connection an object used.
-                connection: i as u64,
-                protocol: r.next_hop_protocol.clone(),
-                started_ms: r.start_time,
-                blocked_ms: blocked,
-                connect_ms: connect,
-                tls_ms: tls,
-                send_ms: 0.0,
-                wait_ms: (r.response_start - r.request_start).max(0.0),
-                receive_ms: (r.response_end - r.response_start).max(0.0),
-                bytes: r.encoded_body_size.max(0.0) as u64,
-                status: r.response_status as u16,
-                mime: String::new(),
-            }
-        })
-        .collect()
-}
-
-/// `quiclab fetch`'s text: the connection, then one line per request.
-pub fn fetch_text(out: &FetchChildReport, server: SocketAddr) -> String {
-    use std::fmt::Write;
-    let report = &out.report;
-    let mut text = String::new();
-    writeln!(
-        text,
-        "{} over {} (TLS {}{}{}): handshake {:.1} ms",
-        server,
-        report.connection.protocol,
-        report.connection.tls_version,
-        if report.connection.resumed {
-            ", resumed"
-        } else {
-            ""
-        },
-        if report.connection.zero_rtt_accepted {
-            ", 0-RTT accepted"
-        } else {
-            ""
-        },
-        report.connection.handshake_ms
-    )
-    .expect("writing to a String");
-    for r in &report.requests {
-        writeln!(
-            text,
-            "  {} {}: {} bytes, first byte {:.1} ms, last byte {:.1} ms{}",
-            r.status,
-            r.path,
-            r.bytes,
-            r.first_byte_ms,
-            r.last_byte_ms,
-            match r.verified {
-                Some(true) => ", content verified",
-                Some(false) => ", CONTENT WRONG",
-                None => "",
-            }
-        )
-        .expect("writing to a String");
+        Browser::Builtin => {
+            let opts = PageLoadOptions::of_run(&c.run, cert, c.server, timeout);
+            let report = runtime()?.block_on(quiclab_stacks::page_load::load_page(&opts))?;
+            Ok(PageClientReport {
+                summary: report.summary(c.run.max_streams),
+                objects: report.objects,
+                fec: report.fec,
+            })
+        }
     }
-    text
 }
 
 fn env_addr(var: &str) -> Option<IpAddr> {

@@ -302,9 +302,8 @@ impl Workload for PageRun {
         let (server_record, tcp_sampler) =
             start_page_server(self, lab, &work, page_dir, server_ip)?;
         let client = ChildConfig::PageClient(PageClientConfig {
-            proto: self.proto,
-            browser: self.browser,
             cert: work.join("cert.pem"),
+            run: self.clone(),
             server: SocketAddr::new(server_ip, 443),
             // The builtin loader's limit is per load; Chromium's covers its navigations.
             timeout_ms: match self.browser {
@@ -312,13 +311,6 @@ impl Workload for PageRun {
                 Browser::Builtin => load_limit(self, &spec),
             }
             .as_millis() as u64,
-            max_streams: self.max_streams,
-            stack: self.stack,
-            warm: self.warm,
-            discover: self.discover,
-            // Another server is reached by the certificate's name (mapped to its address), as a
-            // browser would: Caddy picks its certificate by the name a client sends.
-            by_name: self.server != Server::Quiclab,
         });
         // Chromium needs a few seconds to start on top of the load itself.
         let grace = Duration::from_secs(match self.browser {

@@ -11,7 +11,7 @@ use std::time::Duration;
 use quiclab_lab::{LinkSpec, RunningLab, Side};
 use quiclab_proto::options::Protocol;
 
-use crate::child::{ChildConfig, VideoClientConfig, VideoPlayerConfig};
+use crate::child::{ChildConfig, VideoClientConfig};
 use crate::harness::{self, RunError, WorkDir};
 use crate::{Outcome, TimeSeries, Workload};
 use quiclab_model::implementation::{ImplementationRecord, Server};
@@ -63,19 +63,8 @@ impl Workload for VideoRun {
             .map(|sch| crate::bulk::switch_plan(&self.switching, running, sch, self.ipv6));
         let config = ChildConfig::VideoClient(VideoClientConfig {
             cert: work.join("cert.pem"),
-            content: self.content.clone(),
-            player: self.player.clone(),
-            abr: self.abr,
-            players: self
-                .mix
-                .players
-                .iter()
-                .map(|p| VideoPlayerConfig {
-                    spec: *p,
-                    stack: self.stack,
-                    server: SocketAddr::new(server_ip, 443),
-                })
-                .collect(),
+            run: self.clone(),
+            server: SocketAddr::new(server_ip, 443),
             timeout_ms: limit.as_millis() as u64,
             switching,
         });

@@ -15,8 +15,8 @@ use quiclab_link::switch::SwitchSchedule;
 
 use super::SwitchBehaviour;
 
-/// One bulk transfer.
-#[derive(Debug, Clone, PartialEq)]
+/// One bulk transfer (a switch-fetch or Chromium client receives it as it is).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct BulkRun {
     pub proto: Protocol,
     pub size: u64,

@@ -45,8 +45,8 @@ impl PageSource {
     }
 }
 
-/// One page load.
-#[derive(Debug, Clone, PartialEq)]
+/// One page load (the page client receives it as it is).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PageRun {
     pub proto: Protocol,
     pub page: PageSource,

@@ -32,8 +32,8 @@ pub struct VideoClientReport {
     pub cpu_s: f64,
 }
 
-/// One video run.
-#[derive(Debug, Clone)]
+/// One video run (the video client receives it as it is).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct VideoRun {
     pub mix: PlayerMix,
     pub abr: AbrKind,
