@@ -4,9 +4,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::fec::FecResult;
 use crate::fidelity::FidelityReport;
+use crate::metric::{flag, measured};
 use crate::records::StopReason;
-use crate::switch::SwitchOutcome;
-use crate::{MetricDef, RunError, WorkloadResult};
+use crate::switch::{SwitchOutcome, WithSwitches};
+use crate::{Metric, MetricDef, RunError, WorkloadResult};
 use quiclab_link::spec::LinkDescription;
 
 /// The result of one bulk transfer: the `quiclab bulk --json` contract.
@@ -93,69 +94,68 @@ pub const HANDSHAKE_MS: MetricDef = MetricDef::lower("handshake_ms", "Handshake 
 /// The client's and the server's CPU time (every kind that runs them).
 pub const CPU_CLIENT_S: MetricDef = MetricDef::lower("cpu_client_s", "Client CPU", "s");
 pub const CPU_SERVER_S: MetricDef = MetricDef::lower("cpu_server_s", "Server CPU", "s");
-/// Seed 000's U (bulk and flows alike).
+/// Seed 000's U (bulk and flows alike), and the same share counted in delivered bytes.
 pub const UTILIZATION: MetricDef = MetricDef::higher("utilization", "Channel utilisation U", "");
+pub const GOODPUT_UTILIZATION: MetricDef =
+    MetricDef::higher("goodput_utilization", "Goodput utilisation", "");
+/// Body bytes received (bulk and page alike).
+pub const BYTES: MetricDef = MetricDef::higher("bytes", "Bytes received", "B");
+
+impl WithSwitches for BulkResult {
+    fn switch_figures(&self) -> crate::switch::SwitchFigures {
+        crate::switch::SwitchFigures::of(
+            self.network_switches.as_deref(),
+            self.connections.as_ref().map(Vec::len),
+        )
+    }
+}
 
 impl WorkloadResult for BulkResult {
     const REPORT_METRICS: &'static [MetricDef] =
         &[TOTAL_MS, TTFB_MS, GOODPUT_MBPS, LOSS_RATIO, HANDSHAKE_MS];
 
-    const METRICS: &'static [MetricDef] = &[
-        TOTAL_MS,
-        TTFB_MS,
-        GOODPUT_MBPS,
-        LOSS_RATIO,
-        HANDSHAKE_MS,
-        MetricDef::lower("connect_ms", "TCP connect time", "ms"),
-        UTILIZATION,
-        MetricDef::higher("goodput_utilization", "Goodput utilisation", ""),
-        MetricDef::higher("bytes", "Bytes received", "B"),
-        MetricDef::higher("resumed", "Resumed (1 = yes)", ""),
-        MetricDef::higher("zero_rtt", "0-RTT accepted (1 = yes)", ""),
-        CPU_CLIENT_S,
-        CPU_SERVER_S,
-        MetricDef::lower("cpu_client_s_per_gb", "Client CPU per GB", "s/GB"),
-        MetricDef::lower("cpu_server_s_per_gb", "Server CPU per GB", "s/GB"),
-        MetricDef::lower("cpu_emulator_s", "Emulator CPU", "s"),
-        crate::switch::METRICS[0],
-        crate::switch::METRICS[1],
-        crate::switch::METRICS[2],
-        crate::switch::METRICS[3],
-        crate::fec::METRICS[0],
-        crate::fec::METRICS[1],
-        crate::fec::METRICS[2],
+    const METRICS: &'static [Metric<Self>] = &[
+        Metric::of(TOTAL_MS, |r| Some(r.total_ms)),
+        Metric::of(TTFB_MS, |r| measured(r.ttfb_ms)),
+        Metric::of(GOODPUT_MBPS, |r| Some(r.goodput_mbps)),
+        Metric::of(LOSS_RATIO, |r| r.loss_ratio),
+        Metric::of(HANDSHAKE_MS, |r| measured(r.handshake_ms)),
+        Metric::of(
+            MetricDef::lower("connect_ms", "TCP connect time", "ms"),
+            |r| r.connect_ms,
+        ),
+        Metric::of(UTILIZATION, |r| r.utilization),
+        Metric::of(GOODPUT_UTILIZATION, |r| r.goodput_utilization),
+        Metric::of(BYTES, |r| Some(r.bytes as f64)),
+        Metric::of(MetricDef::higher("resumed", "Resumed (1 = yes)", ""), |r| {
+            flag(r.resumed)
+        }),
+        Metric::of(
+            MetricDef::higher("zero_rtt", "0-RTT accepted (1 = yes)", ""),
+            |r| flag(r.zero_rtt),
+        ),
+        Metric::of(CPU_CLIENT_S, |r| Some(r.cpu_client_s)),
+        Metric::of(CPU_SERVER_S, |r| Some(r.cpu_server_s)),
+        Metric::of(
+            MetricDef::lower("cpu_client_s_per_gb", "Client CPU per GB", "s/GB"),
+            |r| Some(r.cpu_client_s_per_gb),
+        ),
+        Metric::of(
+            MetricDef::lower("cpu_server_s_per_gb", "Server CPU per GB", "s/GB"),
+            |r| Some(r.cpu_server_s_per_gb),
+        ),
+        Metric::of(
+            MetricDef::lower("cpu_emulator_s", "Emulator CPU", "s"),
+            |r| r.cpu_emulator_s,
+        ),
+        crate::switch::metrics::<Self>()[0],
+        crate::switch::metrics::<Self>()[1],
+        crate::switch::metrics::<Self>()[2],
+        crate::switch::metrics::<Self>()[3],
+        crate::fec::metrics::<Self>()[0],
+        crate::fec::metrics::<Self>()[1],
+        crate::fec::metrics::<Self>()[2],
     ];
-
-    fn metric_values(&self) -> Vec<(&'static str, Option<f64>)> {
-        // NaN: not measured (another implementation did not tell it; `unmeasured` says why).
-        let measured = |v: f64| Some(v).filter(|v| !v.is_nan());
-        let flag = |b: bool| Some(f64::from(u8::from(b)));
-        let sw = crate::switch::SwitchFigures::of(
-            self.network_switches.as_deref(),
-            self.connections.as_ref().map(Vec::len),
-        );
-        let mut values = vec![
-            (TOTAL_MS.name, Some(self.total_ms)),
-            (TTFB_MS.name, measured(self.ttfb_ms)),
-            (GOODPUT_MBPS.name, Some(self.goodput_mbps)),
-            ("loss_ratio", self.loss_ratio),
-            ("handshake_ms", measured(self.handshake_ms)),
-            ("connect_ms", self.connect_ms),
-            ("utilization", self.utilization),
-            ("goodput_utilization", self.goodput_utilization),
-            ("bytes", Some(self.bytes as f64)),
-            ("resumed", flag(self.resumed)),
-            ("zero_rtt", flag(self.zero_rtt)),
-            ("cpu_client_s", Some(self.cpu_client_s)),
-            ("cpu_server_s", Some(self.cpu_server_s)),
-            ("cpu_client_s_per_gb", Some(self.cpu_client_s_per_gb)),
-            ("cpu_server_s_per_gb", Some(self.cpu_server_s_per_gb)),
-            ("cpu_emulator_s", self.cpu_emulator_s),
-        ];
-        values.extend(sw.metric_values());
-        values.extend(crate::fec::metric_values(self.fec.as_ref()));
-        values
-    }
 
     fn failure(&self) -> Option<RunError> {
         if let Some(e) = &self.error {

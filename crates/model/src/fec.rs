@@ -5,7 +5,7 @@
 //! datagrams are outside quinn's congestion window (docs/fec.md), which `note` says in every
 //! result that has FEC.
 
-use crate::metric::MetricDef;
+use crate::metric::{Metric, MetricDef};
 use crate::records::FecCounters;
 use serde::{Deserialize, Serialize};
 
@@ -90,21 +90,45 @@ impl FecResult {
     }
 }
 
-/// The metrics every workload with FEC declares.
-pub const METRICS: [MetricDef; 3] = [
-    MetricDef::lower("fec_parity_share", "FEC parity share of datagrams sent", ""),
-    MetricDef::higher("fec_rebuilt", "Datagrams rebuilt by FEC", ""),
-    MetricDef::lower("fec_unrecoverable_groups", "FEC groups beyond repair", ""),
-];
+/// A result that may have run FEC (every workload's can).
+pub trait WithFec {
+    fn fec(&self) -> Option<&FecResult>;
+}
 
-/// Values of [`METRICS`] (None without FEC).
-pub fn metric_values(fec: Option<&FecResult>) -> [(&'static str, Option<f64>); 3] {
+macro_rules! with_fec {
+    ($($t:ty),*) => {$(
+        impl WithFec for $t {
+            fn fec(&self) -> Option<&FecResult> {
+                self.fec.as_ref()
+            }
+        }
+    )*};
+}
+with_fec!(
+    crate::bulk::BulkResult,
+    crate::page::PageResult,
+    crate::flows::FlowsResult,
+    crate::video::VideoResult
+);
+
+/// The metric rows every workload declares for FEC (None without FEC).
+pub const fn metrics<R: WithFec>() -> [Metric<R>; 3] {
     [
-        ("fec_parity_share", fec.and_then(|f| f.parity_share)),
-        ("fec_rebuilt", fec.and_then(|f| f.rebuilt).map(|v| v as f64)),
-        (
-            "fec_unrecoverable_groups",
-            fec.and_then(|f| f.unrecoverable_groups).map(|v| v as f64),
+        Metric::of(
+            MetricDef::lower("fec_parity_share", "FEC parity share of datagrams sent", ""),
+            |r| r.fec().and_then(|f| f.parity_share),
+        ),
+        Metric::of(
+            MetricDef::higher("fec_rebuilt", "Datagrams rebuilt by FEC", ""),
+            |r| r.fec().and_then(|f| f.rebuilt).map(|v| v as f64),
+        ),
+        Metric::of(
+            MetricDef::lower("fec_unrecoverable_groups", "FEC groups beyond repair", ""),
+            |r| {
+                r.fec()
+                    .and_then(|f| f.unrecoverable_groups)
+                    .map(|v| v as f64)
+            },
         ),
     ]
 }
@@ -138,7 +162,14 @@ mod tests {
         assert_eq!(none.parity_share, None);
         assert_eq!((none.data_sent, none.rebuilt), (None, None));
         assert_eq!(none.missing.len(), 2);
-        assert!(metric_values(Some(&none)).iter().all(|(_, v)| v.is_none()));
+        struct Run(Option<FecResult>);
+        impl WithFec for Run {
+            fn fec(&self) -> Option<&FecResult> {
+                self.0.as_ref()
+            }
+        }
+        let run = Run(Some(none));
+        assert!(metrics::<Run>().iter().all(|m| (m.value)(&run).is_none()));
     }
 
     #[test]

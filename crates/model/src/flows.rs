@@ -6,7 +6,7 @@ use crate::bulk::{GOODPUT_MBPS, LOSS_RATIO, UTILIZATION};
 use crate::fec::FecResult;
 use crate::fidelity::FidelityReport;
 use crate::records::StopReason;
-use crate::{MetricDef, RunError, TimeSeries, WorkloadResult};
+use crate::{Metric, MetricDef, RunError, TimeSeries, WorkloadResult};
 use quiclab_link::spec::LinkDescription;
 
 /// One flow's result.
@@ -153,72 +153,62 @@ impl WorkloadResult for FlowsResult {
         LOSS_RATIO,
     ];
 
-    const METRICS: &'static [MetricDef] = &[
-        JAIN,
-        MetricDef::higher("jain_bins", "Jain's index (mean per bin)", ""),
-        UTILIZATION,
-        MetricDef::higher("goodput_utilization", "Goodput utilisation", ""),
-        GOODPUT_MBPS,
-        RATIO_FIRST_REST,
-        MetricDef::higher("share_first", "First flow's goodput share", ""),
-        LOSS_RATIO,
-        MetricDef::lower("first_flow_loss_ratio", "First flow's loss ratio", ""),
-        MetricDef::lower(
-            "first_flow_goodput_cv",
-            "First flow's goodput variation (CV per bin)",
-            "",
-        )
-        .undefined_when("the flow moved data in fewer than two bins"),
-        MetricDef::lower(
-            "first_flow_cwnd_cv",
-            "First flow's congestion-window variation (CV of its samples)",
-            "",
-        )
-        .undefined_when(
-            "the server logged fewer than two window samples of the flow in its window",
+    const METRICS: &'static [Metric<Self>] = &[
+        Metric::of(JAIN, |r| r.jain),
+        Metric::of(
+            MetricDef::higher("jain_bins", "Jain's index (mean per bin)", ""),
+            |r| r.jain_bins,
         ),
-        MetricDef::higher(
-            "fec_rebuilt_share",
-            "Share of the FEC flows' lost datagrams rebuilt",
-            "",
-        )
-        .undefined_when("the bottleneck dropped nothing from the FEC flows (or no flow ran FEC)"),
-        crate::bulk::CPU_CLIENT_S,
-        crate::bulk::CPU_SERVER_S,
-        crate::fec::METRICS[0],
-        crate::fec::METRICS[1],
-        crate::fec::METRICS[2],
-    ];
-
-    fn metric_values(&self) -> Vec<(&'static str, Option<f64>)> {
-        let mut values = vec![
-            (JAIN.name, self.jain),
-            ("jain_bins", self.jain_bins),
-            ("utilization", self.utilization),
-            ("goodput_utilization", self.goodput_utilization),
-            ("goodput_mbps", self.goodput_mbps),
-            ("ratio_first_rest", self.ratio_first_rest),
-            ("share_first", self.share_first),
-            ("loss_ratio", self.loss_ratio),
-            (
-                "first_flow_loss_ratio",
-                self.flows.first().and_then(|f| f.loss_ratio),
-            ),
-            (
+        Metric::of(UTILIZATION, |r| r.utilization),
+        Metric::of(crate::bulk::GOODPUT_UTILIZATION, |r| r.goodput_utilization),
+        Metric::of(GOODPUT_MBPS, |r| r.goodput_mbps),
+        Metric::of(RATIO_FIRST_REST, |r| r.ratio_first_rest),
+        Metric::of(
+            MetricDef::higher("share_first", "First flow's goodput share", ""),
+            |r| r.share_first,
+        ),
+        Metric::of(LOSS_RATIO, |r| r.loss_ratio),
+        Metric::of(
+            MetricDef::lower("first_flow_loss_ratio", "First flow's loss ratio", ""),
+            |r| r.flows.first().and_then(|f| f.loss_ratio),
+        ),
+        Metric::of(
+            MetricDef::lower(
                 "first_flow_goodput_cv",
-                self.flows.first().and_then(|f| f.goodput_cv),
-            ),
-            (
+                "First flow's goodput variation (CV per bin)",
+                "",
+            )
+            .undefined_when("the flow moved data in fewer than two bins"),
+            |r| r.flows.first().and_then(|f| f.goodput_cv),
+        ),
+        Metric::of(
+            MetricDef::lower(
                 "first_flow_cwnd_cv",
-                self.flows.first().and_then(|f| f.cwnd_cv),
+                "First flow's congestion-window variation (CV of its samples)",
+                "",
+            )
+            .undefined_when(
+                "the server logged fewer than two window samples of the flow in its window",
             ),
-            ("fec_rebuilt_share", self.fec_rebuilt_share()),
-            ("cpu_client_s", Some(self.cpu_client_s)),
-            ("cpu_server_s", Some(self.cpu_server_s)),
-        ];
-        values.extend(crate::fec::metric_values(self.fec.as_ref()));
-        values
-    }
+            |r| r.flows.first().and_then(|f| f.cwnd_cv),
+        ),
+        Metric::of(
+            MetricDef::higher(
+                "fec_rebuilt_share",
+                "Share of the FEC flows' lost datagrams rebuilt",
+                "",
+            )
+            .undefined_when(
+                "the bottleneck dropped nothing from the FEC flows (or no flow ran FEC)",
+            ),
+            FlowsResult::fec_rebuilt_share,
+        ),
+        Metric::of(crate::bulk::CPU_CLIENT_S, |r| Some(r.cpu_client_s)),
+        Metric::of(crate::bulk::CPU_SERVER_S, |r| Some(r.cpu_server_s)),
+        crate::fec::metrics::<Self>()[0],
+        crate::fec::metrics::<Self>()[1],
+        crate::fec::metrics::<Self>()[2],
+    ];
 
     fn failure(&self) -> Option<RunError> {
         RunError::from_stops(

@@ -81,7 +81,7 @@ pub struct KindDef {
     /// with its line, and where a run is built).
     pub required: &'static [&'static [&'static Key]],
     /// Every metric the kind's result declares ([`crate::WorkloadResult::METRICS`]).
-    pub metrics: &'static [MetricDef],
+    pub metrics: fn() -> Vec<MetricDef>,
     /// What a report shows first; the first is the headline.
     pub report_metrics: &'static [MetricDef],
 }
@@ -94,7 +94,7 @@ pub const KINDS: [KindDef; 4] = [
         contender_key: keys::PROTOCOL.name,
         names_protocols: false,
         required: &[],
-        metrics: <crate::bulk::BulkResult as WorkloadResult>::METRICS,
+        metrics: <crate::bulk::BulkResult as WorkloadResult>::metric_defs,
         report_metrics: <crate::bulk::BulkResult as WorkloadResult>::REPORT_METRICS,
     },
     KindDef {
@@ -103,7 +103,7 @@ pub const KINDS: [KindDef; 4] = [
         contender_key: keys::PROTOCOL.name,
         names_protocols: false,
         required: &[&[&keys::PAGE]],
-        metrics: <crate::page::PageResult as WorkloadResult>::METRICS,
+        metrics: <crate::page::PageResult as WorkloadResult>::metric_defs,
         report_metrics: <crate::page::PageResult as WorkloadResult>::REPORT_METRICS,
     },
     KindDef {
@@ -112,7 +112,7 @@ pub const KINDS: [KindDef; 4] = [
         contender_key: keys::FLOWS.name,
         names_protocols: true,
         required: &[&[&keys::FLOWS], &[&keys::FLOWS_DURATION, &keys::FLOWS_SIZE]],
-        metrics: <crate::flows::FlowsResult as WorkloadResult>::METRICS,
+        metrics: <crate::flows::FlowsResult as WorkloadResult>::metric_defs,
         report_metrics: <crate::flows::FlowsResult as WorkloadResult>::REPORT_METRICS,
     },
     KindDef {
@@ -121,7 +121,7 @@ pub const KINDS: [KindDef; 4] = [
         contender_key: keys::PLAYERS.name,
         names_protocols: true,
         required: &[&[&keys::PLAYERS]],
-        metrics: <crate::video::VideoResult as WorkloadResult>::METRICS,
+        metrics: <crate::video::VideoResult as WorkloadResult>::metric_defs,
         report_metrics: <crate::video::VideoResult as WorkloadResult>::REPORT_METRICS,
     },
 ];
@@ -168,7 +168,7 @@ pub fn metrics_markdown_table() -> String {
         for (i, m) in def.report_metrics.iter().enumerate() {
             row(m, def.name, if i == 0 { "headline" } else { "yes" });
         }
-        for m in def.metrics {
+        for m in &(def.metrics)() {
             if !def.report_metrics.iter().any(|r| r.name == m.name) {
                 row(m, def.name, "");
             }

@@ -45,20 +45,30 @@ use serde::{Deserialize, Serialize};
 pub use error::RunError;
 pub use fidelity::FidelityReport;
 pub use kind::{KINDS, KindDef, WorkloadKind};
-pub use metric::{Better, MetricDef};
+pub use metric::{Better, Metric, MetricDef};
 
 /// The typed result of a workload.
-pub trait WorkloadResult: Serialize {
-    /// Every metric this result can have, declared once.
-    const METRICS: &'static [MetricDef];
+pub trait WorkloadResult: Serialize + Sized + 'static {
+    /// Every metric this result can have: one row each, its declaration and its value.
+    const METRICS: &'static [Metric<Self>];
 
     /// The metrics a report shows when the user does not choose, each declared in `METRICS`;
     /// the first is the headline (CDFs, the wins table, the runner's progress line).
     const REPORT_METRICS: &'static [MetricDef];
 
     /// This run's values of the declared metrics (None: not measured in this run, e.g. the TCP
-    /// connect time of QUIC). Only declared names.
-    fn metric_values(&self) -> Vec<(&'static str, Option<f64>)>;
+    /// connect time of QUIC), in declaration order.
+    fn metric_values(&self) -> Vec<(&'static str, Option<f64>)> {
+        Self::METRICS
+            .iter()
+            .map(|m| (m.def.name, (m.value)(self)))
+            .collect()
+    }
+
+    /// The declarations of [`Self::METRICS`].
+    fn metric_defs() -> Vec<MetricDef> {
+        Self::METRICS.iter().map(|m| m.def).collect()
+    }
 
     /// Why an otherwise complete run counts as failed (e.g. a body that did not match) or as
     /// timed out (a player or flow stopped by the time limit: censored, never `failed`).
@@ -205,12 +215,9 @@ impl WorkloadOutput {
 
 /// The metrics a workload kind's runs have (its own and the emulator's).
 pub fn kind_metrics(kind: WorkloadKind) -> Vec<MetricDef> {
-    kind.def()
-        .metrics
-        .iter()
-        .chain(EMULATOR_METRICS)
-        .copied()
-        .collect()
+    let mut metrics = (kind.def().metrics)();
+    metrics.extend_from_slice(EMULATOR_METRICS);
+    metrics
 }
 
 /// The metrics a report shows for a workload kind when the user does not choose; the first is the
@@ -299,19 +306,12 @@ mod tests {
         quiclab_link::spec::LinkSpec::default().describe()
     }
 
+    /// Every declared name once; every value a number or None (never an infinity).
     fn assert_declared<R: WorkloadResult>(r: &R) {
-        let values = r.metric_values();
-        for (name, _) in &values {
-            assert!(
-                R::METRICS.iter().any(|m| m.name == *name),
-                "{name} has a value but is not declared"
-            );
+        assert!(crate::metric::duplicates(&R::metric_defs()).is_empty());
+        for (name, v) in r.metric_values() {
+            assert!(v.is_none_or(f64::is_finite), "{name}: {v:?}");
         }
-        assert_eq!(
-            values.len(),
-            R::METRICS.len(),
-            "every declared metric is filled"
-        );
     }
 
     /// Written as a run's document and read back with the types, a result is what it was.

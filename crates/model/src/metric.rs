@@ -107,6 +107,46 @@ impl MetricDef {
     }
 }
 
+/// One metric of a result type `R`, as one row: its declaration and how its value is read from a
+/// result. A metric cannot be declared without a value nor valued without a declaration; adding
+/// one is its row (and the field it reads, if new).
+pub struct Metric<R: 'static> {
+    pub def: MetricDef,
+    /// The run's value (None: not measured in this run, or undefined; see
+    /// [`MetricDef::undefined_when`]).
+    pub value: fn(&R) -> Option<f64>,
+}
+
+impl<R> Metric<R> {
+    pub const fn of(def: MetricDef, value: fn(&R) -> Option<f64>) -> Metric<R> {
+        Metric { def, value }
+    }
+}
+
+// Derived, these would ask `R: Clone`; a row is a declaration and a function pointer.
+impl<R> Clone for Metric<R> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<R> Copy for Metric<R> {}
+
+impl<R> std::fmt::Debug for Metric<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Metric").field(&self.def.name).finish()
+    }
+}
+
+/// A value measured as a float, NaN where it was not (another implementation did not tell it).
+pub fn measured(v: f64) -> Option<f64> {
+    Some(v).filter(|v| !v.is_nan())
+}
+
+/// A yes/no as 1 or 0.
+pub fn flag(b: bool) -> Option<f64> {
+    Some(f64::from(u8::from(b)))
+}
+
 /// The definition of `name` in `registry`, if declared.
 pub fn find<'a>(registry: &'a [MetricDef], name: &str) -> Option<&'a MetricDef> {
     registry.iter().find(|m| m.name == name)

@@ -6,7 +6,7 @@ use crate::bulk::LOSS_RATIO;
 use crate::fec::FecResult;
 use crate::fidelity::FidelityReport;
 use crate::records::PageConnection;
-use crate::{MetricDef, WorkloadResult};
+use crate::{Metric, MetricDef, WorkloadResult};
 use quiclab_link::spec::LinkDescription;
 
 /// The built-in pages, by name (`page = "carlucci-small"`). quiclab-page's corpus builds each
@@ -51,35 +51,30 @@ pub const CONNECTIONS: MetricDef = MetricDef::lower("connections", "Connections"
 impl WorkloadResult for PageResult {
     const REPORT_METRICS: &'static [MetricDef] = &[PLT_MS, CONNECTIONS, LOSS_RATIO];
 
-    const METRICS: &'static [MetricDef] = &[
-        PLT_MS,
-        CONNECTIONS,
-        LOSS_RATIO,
-        MetricDef::lower("ttfb_ms", "Time to first byte (root document)", "ms"),
-        MetricDef::lower("dom_content_loaded_ms", "DOMContentLoaded", "ms"),
-        MetricDef::higher("objects", "Objects", ""),
-        MetricDef::higher("bytes", "Bytes received", "B"),
-        MetricDef::lower("chromium_wall_ms", "Chromium wall time", "ms"),
-        crate::fec::METRICS[0],
-        crate::fec::METRICS[1],
-        crate::fec::METRICS[2],
+    const METRICS: &'static [Metric<Self>] = &[
+        Metric::of(PLT_MS, |r| Some(r.summary.plt_ms)),
+        Metric::of(CONNECTIONS, |r| Some(r.summary.connections as f64)),
+        Metric::of(LOSS_RATIO, |r| r.loss_ratio),
+        Metric::of(
+            MetricDef::lower("ttfb_ms", "Time to first byte (root document)", "ms"),
+            |r| r.summary.ttfb_ms,
+        ),
+        Metric::of(
+            MetricDef::lower("dom_content_loaded_ms", "DOMContentLoaded", "ms"),
+            |r| r.summary.dom_content_loaded_ms,
+        ),
+        Metric::of(MetricDef::higher("objects", "Objects", ""), |r| {
+            Some(r.summary.objects as f64)
+        }),
+        Metric::of(crate::bulk::BYTES, |r| Some(r.summary.bytes as f64)),
+        Metric::of(
+            MetricDef::lower("chromium_wall_ms", "Chromium wall time", "ms"),
+            |r| r.summary.chromium_wall_ms,
+        ),
+        crate::fec::metrics::<Self>()[0],
+        crate::fec::metrics::<Self>()[1],
+        crate::fec::metrics::<Self>()[2],
     ];
-
-    fn metric_values(&self) -> Vec<(&'static str, Option<f64>)> {
-        let s = &self.summary;
-        let mut values = vec![
-            ("plt_ms", Some(s.plt_ms)),
-            ("connections", Some(s.connections as f64)),
-            ("loss_ratio", self.loss_ratio),
-            ("ttfb_ms", s.ttfb_ms),
-            ("dom_content_loaded_ms", s.dom_content_loaded_ms),
-            ("objects", Some(s.objects as f64)),
-            ("bytes", Some(s.bytes as f64)),
-            ("chromium_wall_ms", s.chromium_wall_ms),
-        ];
-        values.extend(crate::fec::metric_values(self.fec.as_ref()));
-        values
-    }
 }
 
 /// The page client's summary of one load.

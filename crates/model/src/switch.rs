@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{MetricDef, TimeSeries};
+use crate::{Metric, MetricDef, TimeSeries};
 
 /// The window over which goodput is judged to have recovered (s).
 pub const RECOVERY_WINDOW_S: f64 = 1.0;
@@ -73,25 +73,34 @@ pub struct SwitchFigures {
     pub refetched_bytes: Option<f64>,
 }
 
-/// The switch metrics bulk and video runs declare, in [`SwitchFigures::metric_values`]' order.
-pub const METRICS: [MetricDef; 4] = [
-    MetricDef::lower("mean_interruption_s", "Interruption per switch (mean)", "s"),
-    MetricDef::lower("max_interruption_s", "Interruption per switch (max)", "s"),
-    MetricDef::lower("mean_recovery_s", "Recovery per switch (mean)", "s"),
-    MetricDef::lower("connections_used", "Connections used", ""),
-];
+/// A result that may have lived through network switches (bulk and video).
+pub trait WithSwitches {
+    fn switch_figures(&self) -> SwitchFigures;
+}
+
+/// The switch metric rows bulk and video runs declare (None without switches).
+pub const fn metrics<R: WithSwitches>() -> [Metric<R>; 4] {
+    [
+        Metric::of(
+            MetricDef::lower("mean_interruption_s", "Interruption per switch (mean)", "s"),
+            |r| r.switch_figures().mean_interruption_s,
+        ),
+        Metric::of(
+            MetricDef::lower("max_interruption_s", "Interruption per switch (max)", "s"),
+            |r| r.switch_figures().max_interruption_s,
+        ),
+        Metric::of(
+            MetricDef::lower("mean_recovery_s", "Recovery per switch (mean)", "s"),
+            |r| r.switch_figures().mean_recovery_s,
+        ),
+        Metric::of(
+            MetricDef::lower("connections_used", "Connections used", ""),
+            |r| r.switch_figures().connections_used,
+        ),
+    ]
+}
 
 impl SwitchFigures {
-    /// The values of [`METRICS`].
-    pub fn metric_values(&self) -> [(&'static str, Option<f64>); 4] {
-        [
-            (METRICS[0].name, self.mean_interruption_s),
-            (METRICS[1].name, self.max_interruption_s),
-            (METRICS[2].name, self.mean_recovery_s),
-            (METRICS[3].name, self.connections_used),
-        ]
-    }
-
     /// None everywhere without switches; `connections`: how many the client opened in all.
     pub fn of(switches: Option<&[SwitchOutcome]>, connections: Option<usize>) -> SwitchFigures {
         let Some(sw) = switches else {

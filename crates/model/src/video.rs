@@ -4,8 +4,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::fec::FecResult;
 use crate::fidelity::FidelityReport;
-use crate::switch::SwitchOutcome;
-use crate::{MetricDef, RunError, TimeSeries, WorkloadResult};
+use crate::switch::{SwitchOutcome, WithSwitches};
+use crate::{Metric, MetricDef, RunError, TimeSeries, WorkloadResult};
 use quiclab_link::spec::LinkDescription;
 use quiclab_video::{PlayerEvent, SegmentRecord};
 
@@ -117,6 +117,18 @@ pub const STARTUP_S: MetricDef = MetricDef::lower("startup_s", "Startup delay", 
 pub const BITRATE_SWITCHES: MetricDef =
     MetricDef::lower("bitrate_switches", "Bitrate switches", "");
 
+impl WithSwitches for VideoResult {
+    fn switch_figures(&self) -> crate::switch::SwitchFigures {
+        crate::switch::SwitchFigures::of(
+            self.network_switches.as_deref(),
+            self.players
+                .first()
+                .and_then(|p| p.connections.as_ref())
+                .map(Vec::len),
+        )
+    }
+}
+
 impl WorkloadResult for VideoResult {
     const REPORT_METRICS: &'static [MetricDef] = &[
         AVG_BITRATE_MBPS,
@@ -126,86 +138,77 @@ impl WorkloadResult for VideoResult {
         BITRATE_SWITCHES,
     ];
 
-    const METRICS: &'static [MetricDef] = &[
-        AVG_BITRATE_MBPS,
-        MetricDef::higher("played_bitrate_mbps", "Played bitrate", "Mbit/s"),
-        REBUFFER_RATE,
-        MetricDef::lower(
-            "rebuffer_rate_with_seeks",
-            "Rebuffer rate, seek waits counted",
-            "",
+    const METRICS: &'static [Metric<Self>] = &[
+        Metric::of(AVG_BITRATE_MBPS, |r| r.avg_bitrate_mbps),
+        Metric::of(
+            MetricDef::higher("played_bitrate_mbps", "Played bitrate", "Mbit/s"),
+            |r| r.played_bitrate_mbps,
         ),
-        MetricDef::lower("rebuffer_s", "Rebuffering", "s"),
-        MetricDef::lower("stalls", "Stalls", ""),
-        STARTUP_S,
-        MEAN_SEEK_WAIT_S,
-        MetricDef::lower("max_seek_wait_s", "Wait after seek (max)", "s"),
-        BITRATE_SWITCHES,
-        MetricDef::higher("segments", "Segments downloaded", ""),
-        MetricDef::higher(
-            "avg_bitrate_mbps_p2",
-            "Player 2's average bitrate",
-            "Mbit/s",
-        ),
-        MetricDef::lower("rebuffer_rate_p2", "Player 2's rebuffer rate", ""),
-        MetricDef::higher("jain_bitrate", "Jain's index of the players' bitrates", ""),
-        MetricDef::higher(
-            "bitrate_ratio_first_rest",
-            "Player 1's bitrate / others' mean",
-            "",
-        )
-        .no_effect_at(1.0),
-        crate::switch::METRICS[0],
-        crate::switch::METRICS[1],
-        crate::switch::METRICS[2],
-        crate::switch::METRICS[3],
-        MetricDef::lower("refetched_bytes", "Bytes fetched again", "B"),
-        crate::bulk::CPU_CLIENT_S,
-        crate::bulk::CPU_SERVER_S,
-        crate::fec::METRICS[0],
-        crate::fec::METRICS[1],
-        crate::fec::METRICS[2],
-    ];
-
-    fn metric_values(&self) -> Vec<(&'static str, Option<f64>)> {
-        let p2 = self.players.get(1);
-        let sw = crate::switch::SwitchFigures::of(
-            self.network_switches.as_deref(),
-            self.players
-                .first()
-                .and_then(|p| p.connections.as_ref())
-                .map(Vec::len),
-        );
-        let mut values = vec![
-            (AVG_BITRATE_MBPS.name, self.avg_bitrate_mbps),
-            ("played_bitrate_mbps", self.played_bitrate_mbps),
-            (REBUFFER_RATE.name, self.rebuffer_rate),
-            ("rebuffer_rate_with_seeks", self.rebuffer_rate_with_seeks),
-            ("rebuffer_s", Some(self.rebuffer_s)),
-            ("stalls", Some(self.stalls as f64)),
-            ("startup_s", self.startup_s),
-            ("mean_seek_wait_s", self.mean_seek_wait_s),
-            (
-                "max_seek_wait_s",
-                self.seek_waits_s.iter().copied().reduce(f64::max),
+        Metric::of(REBUFFER_RATE, |r| r.rebuffer_rate),
+        Metric::of(
+            MetricDef::lower(
+                "rebuffer_rate_with_seeks",
+                "Rebuffer rate, seek waits counted",
+                "",
             ),
-            ("bitrate_switches", Some(self.bitrate_switches as f64)),
-            ("segments", Some(self.segments as f64)),
-            (
+            |r| r.rebuffer_rate_with_seeks,
+        ),
+        Metric::of(MetricDef::lower("rebuffer_s", "Rebuffering", "s"), |r| {
+            Some(r.rebuffer_s)
+        }),
+        Metric::of(MetricDef::lower("stalls", "Stalls", ""), |r| {
+            Some(r.stalls as f64)
+        }),
+        Metric::of(STARTUP_S, |r| r.startup_s),
+        Metric::of(MEAN_SEEK_WAIT_S, |r| r.mean_seek_wait_s),
+        Metric::of(
+            MetricDef::lower("max_seek_wait_s", "Wait after seek (max)", "s"),
+            |r| r.seek_waits_s.iter().copied().reduce(f64::max),
+        ),
+        Metric::of(BITRATE_SWITCHES, |r| Some(r.bitrate_switches as f64)),
+        Metric::of(
+            MetricDef::higher("segments", "Segments downloaded", ""),
+            |r| Some(r.segments as f64),
+        ),
+        Metric::of(
+            MetricDef::higher(
                 "avg_bitrate_mbps_p2",
-                p2.and_then(|p| p.metrics.avg_bitrate_mbps),
+                "Player 2's average bitrate",
+                "Mbit/s",
             ),
-            ("rebuffer_rate_p2", p2.and_then(|p| p.metrics.rebuffer_rate)),
-            ("jain_bitrate", self.jain_bitrate),
-            ("bitrate_ratio_first_rest", self.bitrate_ratio_first_rest),
-            ("refetched_bytes", sw.refetched_bytes),
-            ("cpu_client_s", Some(self.cpu_client_s)),
-            ("cpu_server_s", Some(self.cpu_server_s)),
-        ];
-        values.extend(sw.metric_values());
-        values.extend(crate::fec::metric_values(self.fec.as_ref()));
-        values
-    }
+            |r| r.players.get(1).and_then(|p| p.metrics.avg_bitrate_mbps),
+        ),
+        Metric::of(
+            MetricDef::lower("rebuffer_rate_p2", "Player 2's rebuffer rate", ""),
+            |r| r.players.get(1).and_then(|p| p.metrics.rebuffer_rate),
+        ),
+        Metric::of(
+            MetricDef::higher("jain_bitrate", "Jain's index of the players' bitrates", ""),
+            |r| r.jain_bitrate,
+        ),
+        Metric::of(
+            MetricDef::higher(
+                "bitrate_ratio_first_rest",
+                "Player 1's bitrate / others' mean",
+                "",
+            )
+            .no_effect_at(1.0),
+            |r| r.bitrate_ratio_first_rest,
+        ),
+        crate::switch::metrics::<Self>()[0],
+        crate::switch::metrics::<Self>()[1],
+        crate::switch::metrics::<Self>()[2],
+        crate::switch::metrics::<Self>()[3],
+        Metric::of(
+            MetricDef::lower("refetched_bytes", "Bytes fetched again", "B"),
+            |r| r.switch_figures().refetched_bytes,
+        ),
+        Metric::of(crate::bulk::CPU_CLIENT_S, |r| Some(r.cpu_client_s)),
+        Metric::of(crate::bulk::CPU_SERVER_S, |r| Some(r.cpu_server_s)),
+        crate::fec::metrics::<Self>()[0],
+        crate::fec::metrics::<Self>()[1],
+        crate::fec::metrics::<Self>()[2],
+    ];
 
     fn failure(&self) -> Option<RunError> {
         RunError::from_stops(
