@@ -135,8 +135,21 @@ impl Workload for BulkRun {
             timeout,
             server_pid,
         )?;
-        let fidelity = end.fidelity.clone();
-        let result = own_result(self, &work, &spec, end)?;
+        let (server_cpu, fidelity) = (end.server_cpu_s, end.fidelity);
+        let client = end.client?;
+        // The server's FEC counters, which it writes beside the run (with FEC only).
+        let server_fec = self
+            .stack
+            .fec
+            .and_then(|_| harness::server_fec(&work).map(|l| l.total));
+        let measured = Measured {
+            spec: &spec,
+            fidelity: fidelity.clone(),
+            client_cpu: client.cpu_s,
+            server_cpu,
+            implementations: own_implementations(self),
+        };
+        let result = own_result(self, &client, server_fec, &measured)?;
         Ok(Outcome { result, fidelity })
     }
 }
@@ -363,70 +376,87 @@ fn run_across_switches(
     Ok(Outcome { result, fidelity })
 }
 
-/// The result of a download by quiclab's own client (`end`: what the client child reported and
-/// the lab measured).
+/// The result of a download by quiclab's own client: its report, the server's FEC counters (with
+/// FEC) and what the lab measured. Pure: tested on a recorded report.
 fn own_result(
     run: &BulkRun,
-    work: &WorkDir,
-    spec: &LinkSpec,
-    end: harness::ClientEnd<crate::child::FetchChildReport>,
+    client: &crate::child::FetchChildReport,
+    server_fec: Option<quiclab_model::records::FecCounters>,
+    m: &Measured<'_>,
 ) -> Result<BulkResult, RunError> {
-    let (server_cpu, fidelity) = (end.server_cpu_s, end.fidelity);
-    let client = end.client?;
     let Some(req) = client.report.requests.first() else {
         return Err(RunError::Failed("the fetch's report has no request".into()));
     };
+    let c = &client.report.connection;
+    // From the request, not the handshake: a 0-RTT request leaves before the handshake ends.
     let transfer_s = (req.last_byte_ms - req.request_sent_ms).max(1e-9) / 1e3;
     let goodput = req.bytes as f64 * 8.0 / transfer_s;
     let gb = req.bytes.max(1) as f64 / 1e9;
     Ok(BulkResult {
         proto: run.proto.to_string(),
-        negotiated: client.report.connection.protocol.clone(),
-        tls_version: client.report.connection.tls_version.clone(),
-        resumed: client.report.connection.resumed,
-        zero_rtt: client.report.connection.zero_rtt_accepted,
-        connect_ms: client.report.connection.tcp_connect_ms,
-        handshake_ms: client.report.connection.handshake_ms,
+        negotiated: c.protocol.clone(),
+        tls_version: c.tls_version.clone(),
+        resumed: c.resumed,
+        zero_rtt: c.zero_rtt_accepted,
+        connect_ms: c.tcp_connect_ms,
+        handshake_ms: c.handshake_ms,
         ttfb_ms: req.first_byte_ms,
         alt_svc: req.alt_svc.clone(),
         total_ms: req.last_byte_ms,
         bytes: req.bytes,
         verified: req.verified,
         goodput_mbps: goodput / 1e6,
-        utilization: utilization(spec, fidelity.as_ref(), req.last_byte_ms),
-        goodput_utilization: spec.downlink.mean_rate_bps().map(|r| goodput / r),
-        loss_ratio: fidelity
-            .as_ref()
-            .map(|f| f.downlink.model.counters.loss_ratio()),
-        cpu_client_s: client.cpu_s,
-        cpu_server_s: server_cpu,
-        cpu_client_s_per_gb: client.cpu_s / gb,
-        cpu_server_s_per_gb: server_cpu / gb,
-        cpu_emulator_s: fidelity
-            .as_ref()
-            .map(|f| f.cpu_core_fraction * f.wall_seconds),
+        utilization: utilization(m.spec, m.fidelity.as_ref(), req.last_byte_ms),
+        goodput_utilization: m.spec.downlink.mean_rate_bps().map(|r| goodput / r),
+        loss_ratio: m.loss_ratio(),
+        cpu_client_s: m.client_cpu,
+        cpu_server_s: m.server_cpu,
+        cpu_client_s_per_gb: m.client_cpu / gb,
+        cpu_server_s_per_gb: m.server_cpu / gb,
+        cpu_emulator_s: m.cpu_emulator_s(),
         congestion_control: run.stack.cc_name(run.proto).to_string(),
-        path: if fidelity.is_some() {
+        path: if m.fidelity.is_some() {
             "emulator"
         } else {
             "veth"
         }
         .into(),
-        link: spec.describe(),
+        link: m.spec.describe(),
         on_switch: None,
         network_switches: None,
         connections: None,
         migrations: None,
         error: None,
-        fec: run.stack.fec.map(|_| {
-            FecResult::of(
-                harness::server_fec(work).map(|l| l.total),
-                client.report.fec,
-            )
-        }),
-        implementations: Some(own_implementations(run)),
+        fec: run
+            .stack
+            .fec
+            .map(|_| FecResult::of(server_fec, client.report.fec)),
+        implementations: Some(m.implementations.clone()),
         unmeasured: Default::default(),
-        fidelity: fidelity.clone(),
+        fidelity: m.fidelity.clone(),
+    })
+}
+
+/// quiclab's own client's report in the terms every client's download is recorded in.
+fn own_fetch_record(
+    report: &quiclab_stacks::client::FetchReport,
+) -> Result<quiclab_model::records::ExternalFetch, RunError> {
+    let Some(req) = report.requests.first() else {
+        return Err(RunError::Failed("the fetch's report has no request".into()));
+    };
+    let c = &report.connection;
+    Ok(quiclab_model::records::ExternalFetch {
+        negotiated: Some(c.protocol.clone()),
+        tls_version: Some(c.tls_version.clone()),
+        connect_ms: c.tcp_connect_ms,
+        handshake_ms: Some(c.handshake_ms),
+        ttfb_ms: Some(req.first_byte_ms),
+        total_ms: req.last_byte_ms,
+        bytes: req.bytes,
+        verified: req.verified,
+        resumed: c.resumed,
+        cwnd: Vec::new(),
+        unmeasured: Default::default(),
     })
 }
 
@@ -464,25 +494,8 @@ fn fetch_with_any_client(
             server_pid,
         )?;
         let client = end.client?;
-        let Some(req) = client.report.requests.first() else {
-            return Err(RunError::Failed("the fetch's report has no request".into()));
-        };
-        let c = &client.report.connection;
-        let f = quiclab_peers::client::ExternalFetch {
-            negotiated: Some(c.protocol.clone()),
-            tls_version: Some(c.tls_version.clone()),
-            connect_ms: c.tcp_connect_ms,
-            handshake_ms: Some(c.handshake_ms),
-            ttfb_ms: Some(req.first_byte_ms),
-            total_ms: req.last_byte_ms,
-            bytes: req.bytes,
-            verified: req.verified,
-            resumed: c.resumed,
-            cwnd: Vec::new(),
-            unmeasured: Default::default(),
-        };
         (
-            f,
+            own_fetch_record(&client.report)?,
             crate::peer::quiclab_record(cc),
             client.cpu_s,
             end.server_cpu_s,
@@ -553,4 +566,51 @@ fn fetch_with_chromium(
         end.server_cpu_s,
         end.fidelity,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quiclab_model::WorkloadResult;
+
+    /// quiclab's own client's report as `quiclab bulk --proto h3 --size 2MB --rate 20mbit --rtt
+    /// 40ms --keep DIR` recorded it (DIR/fetch.json), assembled without a lab: the figures that
+    /// command printed (handshake 43.7 ms, ttfb 85.9 ms, total 1009.2 ms, goodput 16.574 Mbit/s).
+    #[test]
+    fn assembly_from_a_recorded_report() {
+        let client: crate::child::FetchChildReport =
+            serde_json::from_str(include_str!("../testdata/fetch-report-h3-2MB.json")).unwrap();
+        let run = BulkRun::new(Protocol::H3, 2_000_000);
+        let spec = LinkSpec::default();
+        let measured = Measured {
+            spec: &spec,
+            fidelity: None,
+            client_cpu: client.cpu_s,
+            server_cpu: 0.2,
+            implementations: own_implementations(&run),
+        };
+        let r = own_result(&run, &client, None, &measured).unwrap();
+        let near = |a: f64, b: f64, tol: f64| (a - b).abs() < tol;
+        assert!(near(r.handshake_ms, 43.7, 0.05), "{}", r.handshake_ms);
+        assert!(near(r.ttfb_ms, 85.9, 0.05), "{}", r.ttfb_ms);
+        assert!(near(r.total_ms, 1009.2, 0.05), "{}", r.total_ms);
+        assert!(near(r.goodput_mbps, 16.574, 0.0005), "{}", r.goodput_mbps);
+        assert_eq!((r.bytes, r.verified), (2_000_000, Some(true)));
+        // QUIC has no TCP connect; without the emulator the loss ratio is unknown: None, never 0.
+        let values: std::collections::BTreeMap<_, _> = r.metric_values().into_iter().collect();
+        assert_eq!(values["connect_ms"], None);
+        assert_eq!(values["loss_ratio"], None);
+        assert_eq!(values["cpu_server_s"], Some(0.2));
+        assert!(r.failure().is_none());
+        // The same report through the record other servers' downloads are assembled from: the
+        // same download, timed from the handshake's end rather than the request.
+        let other = run.result_of(&own_fetch_record(&client.report).unwrap(), &measured);
+        assert_eq!((other.total_ms, other.bytes), (r.total_ms, r.bytes));
+        assert!(near(other.goodput_mbps, r.goodput_mbps, 0.01));
+        // A report without its request is a failed run, not an empty one.
+        let mut empty = client.clone();
+        empty.report.requests.clear();
+        assert!(own_result(&run, &empty, None, &measured).is_err());
+        assert!(own_fetch_record(&empty.report).is_err());
+    }
 }

@@ -477,3 +477,45 @@ fn series_of(label: &str, r: &VideoReport, t0: f64) -> Vec<TimeSeries> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::WorkloadResult;
+    use std::collections::BTreeMap;
+
+    /// A run and its client's report as `quiclab video --proto h3 --proto h1 --duration 12s
+    /// --rate 5mbit --rtt 40ms --keep DIR` recorded them (DIR/video.config.json's `run`,
+    /// DIR/video.json): assembled without a lab, the result is what that command printed.
+    #[test]
+    fn assembly_from_a_recorded_report() {
+        let run: VideoRun =
+            serde_json::from_str(include_str!("../../testdata/video-run-h3-h1-12s.json")).unwrap();
+        let client: VideoClientReport =
+            serde_json::from_str(include_str!("../../testdata/video-report-h3-h1-12s.json"))
+                .unwrap();
+        let spec = LinkSpec::default();
+        // The emulator's epoch 1 s before the players' start.
+        let epoch_ns = client.origin_ns - 1_000_000_000;
+        let r = run.assemble(&client, None, None, &spec, 0.25, epoch_ns);
+        assert_eq!(r.players.len(), 2);
+        assert_eq!(r.mix, "h3+h1");
+        // What the command printed for player 1: 3 segments, 0.088 Mbit/s, startup 0.16 s.
+        assert_eq!((r.segments, r.stalls), (3, 0));
+        let bitrate = r.avg_bitrate_mbps.unwrap();
+        assert!((bitrate - 0.087504).abs() < 1e-9, "{bitrate}");
+        assert!((r.startup_s.unwrap() - 0.163324022).abs() < 1e-9);
+        // Both players fetched the same levels: a fair split, no effect.
+        let values: BTreeMap<_, _> = r.metric_values().into_iter().collect();
+        assert_eq!(values["jain_bitrate"], Some(1.0));
+        assert_eq!(values["bitrate_ratio_first_rest"], Some(1.0));
+        assert_eq!(values["cpu_server_s"], Some(0.25));
+        // Without switches and FEC their metrics are unknown, never 0.
+        assert_eq!(values["mean_interruption_s"], None);
+        assert_eq!(values["fec_rebuilt"], None);
+        assert!(r.failure().is_none());
+        // Series are on the emulator's clock: the players started 1 s into it.
+        let first = r.series.iter().flat_map(|s| &s.points).map(|p| p.0);
+        assert!(first.fold(f64::INFINITY, f64::min) >= 1.0);
+    }
+}
