@@ -11,8 +11,86 @@
 //! native byte order except the ports and addresses of `inet_diag_sockid`, which are in network
 //! byte order. Messages and attributes are aligned to 4 bytes.
 
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
 use quiclab_proto::ProtoError;
 use quiclab_proto::tcp_info::TcpInfo;
+
+/// A socket-diagnostics netlink socket. It answers for the network namespace of the thread that
+/// opens it. A dump that never ends must not hang its reader: each receive waits at most 1 s.
+pub fn open() -> io::Result<OwnedFd> {
+    // SAFETY: plain socket(2); the descriptor is checked, then owned at once.
+    let fd = unsafe {
+        libc::socket(
+            libc::AF_NETLINK,
+            libc::SOCK_DGRAM | libc::SOCK_CLOEXEC,
+            libc::NETLINK_SOCK_DIAG,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: fd is a fresh descriptor nobody else owns.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let timeout = libc::timeval {
+        tv_sec: 1,
+        tv_usec: 0,
+    };
+    // SAFETY: setsockopt with a timeval of the size passed.
+    let r = unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVTIMEO,
+            &timeout as *const libc::timeval as *const libc::c_void,
+            std::mem::size_of::<libc::timeval>() as libc::socklen_t,
+        )
+    };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(fd)
+}
+
+/// Every TCP socket of `family` in a data-carrying state, as one dump through `fd` (from
+/// [`open`]); `buf` holds one receive.
+pub fn dump(fd: &OwnedFd, family: Family, seq: u32, buf: &mut [u8]) -> io::Result<Vec<DiagSocket>> {
+    let request = tcp_dump_request(family, seq);
+    // SAFETY: send(2) from a buffer of the length passed.
+    let sent = unsafe {
+        libc::send(
+            fd.as_raw_fd(),
+            request.as_ptr() as *const libc::c_void,
+            request.len(),
+            0,
+        )
+    };
+    if sent < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let mut sockets = Vec::new();
+    loop {
+        // SAFETY: recv(2) into a buffer of the length passed.
+        let n = unsafe {
+            libc::recv(
+                fd.as_raw_fd(),
+                buf.as_mut_ptr() as *mut libc::c_void,
+                buf.len(),
+                0,
+            )
+        };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let part = parse_dump(&buf[..n as usize], seq)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
+        sockets.extend(part.sockets);
+        if part.done || n == 0 {
+            return Ok(sockets);
+        }
+    }
+}
 
 /// `SOCK_DIAG_BY_FAMILY`: the request (and answer) message type.
 pub const SOCK_DIAG_BY_FAMILY: u16 = 20;

@@ -9,8 +9,8 @@
 //! is checked against the one the run records.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+use std::os::fd::OwnedFd;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
@@ -19,7 +19,7 @@ use quiclab_lab::netns::NetNs;
 use quiclab_lab::{Lab, Side};
 use quiclab_model::implementation::Server;
 use quiclab_proto::options::Protocol;
-use quiclab_sockets::sock_diag::{DiagSocket, Family, parse_dump, tcp_dump_request};
+use quiclab_sockets::sock_diag::{Family, dump};
 use quiclab_stacks::cwnd::{CwndLog, SAMPLE_INTERVAL, monotonic_ns};
 
 use crate::harness::{RunError, WorkDir};
@@ -46,78 +46,7 @@ pub struct PeerTcpSampler {
 fn diag_socket(ns: &NetNs) -> anyhow::Result<OwnedFd> {
     // A netlink socket answers for the namespace it was created in: create it there (on a
     // thread of its own, NetNs::run), use it from anywhere.
-    let fd = ns.run(|| -> io::Result<OwnedFd> {
-        // SAFETY: plain socket(2); the descriptor is owned at once.
-        let fd = unsafe {
-            libc::socket(
-                libc::AF_NETLINK,
-                libc::SOCK_DGRAM | libc::SOCK_CLOEXEC,
-                libc::NETLINK_SOCK_DIAG,
-            )
-        };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: fd is a fresh descriptor nobody else owns.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        // A dump that never ends must not hang the run: at most 1 s per receive.
-        let timeout = libc::timeval {
-            tv_sec: 1,
-            tv_usec: 0,
-        };
-        // SAFETY: setsockopt with a timeval of the size passed.
-        let r = unsafe {
-            libc::setsockopt(
-                fd.as_raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_RCVTIMEO,
-                &timeout as *const libc::timeval as *const libc::c_void,
-                std::mem::size_of::<libc::timeval>() as libc::socklen_t,
-            )
-        };
-        if r != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(fd)
-    })?;
-    Ok(fd?)
-}
-
-/// Every TCP socket of `family` in a data-carrying state, as one dump.
-fn dump(fd: &OwnedFd, family: Family, seq: u32, buf: &mut [u8]) -> anyhow::Result<Vec<DiagSocket>> {
-    let request = tcp_dump_request(family, seq);
-    // SAFETY: send(2) from a buffer of the length passed.
-    let sent = unsafe {
-        libc::send(
-            fd.as_raw_fd(),
-            request.as_ptr() as *const libc::c_void,
-            request.len(),
-            0,
-        )
-    };
-    if sent < 0 {
-        return Err(io::Error::last_os_error().into());
-    }
-    let mut sockets = Vec::new();
-    loop {
-        // SAFETY: recv(2) into a buffer of the length passed.
-        let n = unsafe {
-            libc::recv(
-                fd.as_raw_fd(),
-                buf.as_mut_ptr() as *mut libc::c_void,
-                buf.len(),
-                0,
-            )
-        };
-        if n < 0 {
-            return Err(io::Error::last_os_error().into());
-        }
-        let part = parse_dump(&buf[..n as usize], seq)?;
-        sockets.extend(part.sockets);
-        if part.done || n == 0 {
-            return Ok(sockets);
-        }
-    }
+    Ok(ns.run(quiclab_sockets::sock_diag::open)??)
 }
 
 impl PeerTcpSampler {
