@@ -63,6 +63,15 @@ impl AbrKind {
         })
     }
 
+    /// AStream's SARA and BBA-2 keep AStream's queue: unbounded (`MAX_BUFFER_SIZE = None`: the
+    /// whole video) and with no live edge (AStream plays a live MPD's segments as it plays an
+    /// on-demand one); each paces it by the delay it returns — SARA above B_β queued segments,
+    /// BBA-2 at its buffer size. The paper rules (and BASIC, so far) fill the player's buffer up
+    /// to its capacity instead.
+    pub fn paces_itself(self) -> bool {
+        matches!(self, AbrKind::SaraAstream | AbrKind::Bba2Astream)
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             AbrKind::Basic => "basic",
@@ -140,8 +149,15 @@ pub mod astream {
     pub const SARA_I: usize = 1;
     pub const SARA_ALPHA: usize = 5;
     pub const SARA_BETA: usize = 10;
-    /// `NETFLIX_BUFFER_SIZE` in the seed's fork (60 upstream).
+    /// `NETFLIX_BUFFER_SIZE` in the seed's fork (60 upstream): its live player's 8 s buffer in
+    /// 2 s segments. quiclab takes it from the `buffer` key ([`bba_buffer_segments`]).
     pub const BBA_BUFFER_SEGMENTS: usize = 4;
+
+    /// BBA-2's buffer size in AStream's terms: the player's buffer in whole segments (8 s of 2 s
+    /// segments: the fork's 4), at least one.
+    pub fn bba_buffer_segments(buffer_cap_s: f64, segment_s: f64) -> usize {
+        ((buffer_cap_s / segment_s).round() as usize).max(1)
+    }
     pub const BBA_RESERVOIR: f64 = 0.1;
     pub const BBA_CUSHION: f64 = 0.9;
     /// `NETFLIX_INITIAL_FACTOR`.
@@ -205,7 +221,16 @@ impl Abr {
             AbrKind::Bba2 => Decision::now(self.bba2(input)),
             AbrKind::Bba2Astream => {
                 let jump = self.take_jump();
-                Decision::now(self.bba2_astream(input, jump))
+                let level = self.bba2_astream(input, jump);
+                // AStream waits (qsize − size + 1)·V, then sleeps that many times V again: V
+                // applied twice (the fork's code; kept, as the units bug is).
+                let size = astream::bba_buffer_segments(input.buffer_cap_s, input.segment_s);
+                let v = input.segment_s;
+                let over = input.queued_segments as i64 - size as i64 + 1;
+                Decision {
+                    level,
+                    delay_s: if over > 0 { over as f64 * v * v } else { 0.0 },
+                }
             }
         };
         self.last_buffer_s = Some(input.buffer_s);
@@ -254,11 +279,8 @@ impl Abr {
     }
 
     fn bba2_astream(&mut self, input: &AbrInput, jump: bool) -> usize {
-        let queued = (if jump {
-            astream::BBA_BUFFER_SEGMENTS
-        } else {
-            input.queued_segments
-        }) as i64;
+        let size = astream::bba_buffer_segments(input.buffer_cap_s, input.segment_s);
+        let queued = (if jump { size } else { input.queued_segments }) as i64;
         // `available_video_segments = qsize - initial_buffer` (initial buffer 1 segment).
         let available = queued - 1;
         let Some(cur) = input.current else {
@@ -266,7 +288,7 @@ impl Abr {
             return 0;
         };
         if !self.startup {
-            return netflix_map(input.bitrates.len(), available);
+            return netflix_map(input.bitrates.len(), available, size);
         }
         let mut next = cur;
         if let Some(last) = input.history.last() {
@@ -278,7 +300,7 @@ impl Abr {
             }
         }
         if available >= astream::BBA_INITIAL_BUFFER {
-            let map = netflix_map(input.bitrates.len(), available);
+            let map = netflix_map(input.bitrates.len(), available, size);
             if map > next {
                 self.startup = false;
                 next = map;
@@ -288,7 +310,8 @@ impl Abr {
     }
 }
 
-/// BASIC: AStream's `basic_dash2`.
+/// BASIC: AStream's `basic_dash2` (paced by the player's buffer; AStream's own pacing above
+/// `BASIC_THRESHOLD` queued segments is not modelled yet: docs/video.md).
 fn basic(input: &AbrInput) -> usize {
     let Some(cur) = input.current else {
         return 0;
@@ -436,8 +459,8 @@ fn bba0(input: &AbrInput, cur: usize) -> usize {
 /// AStream's `get_rate_netflix`: occupancy = available segments / buffer size; the lowest level
 /// at or below the reservoir, the highest at or above the cushion, and between them the level of
 /// the first of evenly spaced markers at or above the occupancy.
-fn netflix_map(levels: usize, available: i64) -> usize {
-    let pct = available as f64 / astream::BBA_BUFFER_SEGMENTS as f64;
+fn netflix_map(levels: usize, available: i64, size: usize) -> usize {
+    let pct = available as f64 / size as f64;
     let (r, c) = (astream::BBA_RESERVOIR, astream::BBA_CUSHION);
     if pct <= r {
         return 0;
@@ -643,7 +666,22 @@ mod tests {
     fn bba2_astream_uses_its_staircase_after_two_queued_segments() {
         let (next, means) = (sizes(), mean_sizes());
         let mut abr = Abr::new(AbrKind::Bba2Astream);
-        assert_eq!(abr.decide(&input(&[], &next, &means, 0.0, None)).level, 0);
+        // A 16 s buffer of 4 s segments: AStream's NETFLIX_BUFFER_SIZE 4 (the seed's fork).
+        fn in16<'a>(
+            h: &'a [Sample],
+            (next, means): (&'a [u64], &'a [f64]),
+            b: f64,
+            cur: Option<usize>,
+        ) -> AbrInput<'a> {
+            AbrInput {
+                buffer_cap_s: 16.0,
+                ..input(h, next, means, b, cur)
+            }
+        }
+        let ladder = (&next[..], &means[..]);
+        assert_eq!(astream::bba_buffer_segments(16.0, V), 4);
+        assert_eq!(astream::bba_buffer_segments(8.0, 2.0), 4);
+        assert_eq!(abr.decide(&in16(&[], ladder, 0.0, None)).level, 0);
         // A fast download (0.2 s for 250 kB = 1.25 MB/s): ΔB = 4 − 250 000 × 8 / 1.25e6 = 2.4 s,
         // not > 3.5 s (the paper's rule would step up): stay.
         let h = [Sample {
@@ -651,22 +689,18 @@ mod tests {
             bytes: 250_000,
             download_s: 0.2,
         }];
-        assert_eq!(abr.decide(&input(&h, &next, &means, 4.0, Some(0))).level, 0);
+        assert_eq!(abr.decide(&in16(&h, ladder, 4.0, Some(0))).level, 0);
         // 3 queued: available 2 (≥ 2), occupancy 0.5: markers 0.1, 0.3, 0.5, 0.7, 0.9 → level 2.
-        assert_eq!(
-            abr.decide(&input(&h, &next, &means, 12.0, Some(0))).level,
-            2
-        );
+        assert_eq!(abr.decide(&in16(&h, ladder, 12.0, Some(0))).level, 2);
         assert!(!abr.in_startup());
-        // Running: 5 queued → available 4, occupancy 1 ≥ 0.9: the top.
-        assert_eq!(
-            abr.decide(&input(&h, &next, &means, 20.0, Some(2))).level,
-            4
-        );
+        // Running: 5 queued → available 4, occupancy 1 ≥ 0.9: the top; and the queue is at the
+        // buffer size: AStream waits (5 − 4 + 1)·V, times V again.
+        let full = abr.decide(&in16(&h, ladder, 20.0, Some(2)));
+        assert_eq!((full.level, full.delay_s), (4, 2.0 * V * V));
         // 1 queued → available 0: the lowest.
-        assert_eq!(abr.decide(&input(&h, &next, &means, 4.0, Some(4))).level, 0);
+        assert_eq!(abr.decide(&in16(&h, ladder, 4.0, Some(4))).level, 0);
         // Occupancy 0.25 on the seed's 20 levels: the first marker ≥ 0.25 is 0.1 + 4 × 0.8/19.
-        assert_eq!(netflix_map(20, 1), 4);
+        assert_eq!(netflix_map(20, 1, 4), 4);
     }
 
     #[test]

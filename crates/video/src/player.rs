@@ -351,10 +351,13 @@ impl Player {
         }
         let seg_len = self.content.segment_len_ms(self.next_segment) as f64 / 1e3;
         let room_at = self.buffer_s() + seg_len - self.cfg.buffer_cap_s;
-        if room_at > EPS && self.phase == Phase::Playing {
+        // AStream's rules keep AStream's queue: no cap and no live edge; they pace it themselves
+        // (`AbrKind::paces_itself`).
+        let own_pacing = self.abr.kind.paces_itself();
+        if room_at > EPS && self.phase == Phase::Playing && !own_pacing {
             return Action::WaitUntil(min_opt(now + room_at, wake));
         }
-        if self.cfg.live {
+        if self.cfg.live && !own_pacing {
             let available =
                 self.next_segment as f64 * self.content.segment_s() - self.cfg.buffer_cap_s;
             if now + EPS < available {
@@ -837,6 +840,39 @@ mod tests {
             );
         }
         assert_eq!(p.metrics().rebuffer_s, 0.0);
+    }
+
+    /// AStream's SARA keeps AStream's queue: with the seed's live keys (2 s segments, an 8 s
+    /// buffer) it is not capped at 4 segments nor held at a live edge; SARA itself waits once
+    /// more than B_β = 10 segments are queued beyond the one it keeps (I).
+    #[test]
+    fn astream_rules_pace_their_own_queue_past_the_buffer() {
+        let c = Content::cbr("l", 2000, 120_000, &[1_000_000, 2_000_000]);
+        let cfg = PlayerConfig::seed(true);
+        cfg.validate(&c).unwrap();
+        let mut p = Player::new(c.clone(), cfg.clone(), Abr::new(AbrKind::SaraAstream));
+        drive(&mut p, |_, _, _, _| 0.1);
+        let most = p
+            .buffer_points()
+            .iter()
+            .map(|&(_, b)| b)
+            .fold(0.0, f64::max);
+        assert!(most > 8.0 + 1e-9, "held {most} s: capped at the buffer");
+        // SARA fetches while at most B_β + I segments wait to be played (qsize ≤ 11): with the
+        // one it fetches and the one playing, at most 13 × 2 s.
+        assert!(most <= 26.0 + 1e-9, "held {most} s");
+        let m = p.metrics();
+        assert_eq!(m.rebuffer_s, 0.0);
+        assert!(p.log()[p.log().len() - 10..].iter().all(|r| r.level == 1));
+        // The paper's SARA fills the 8 s buffer and no more, behind the live edge.
+        let mut paper = Player::new(c, cfg, Abr::new(AbrKind::Sara));
+        drive(&mut paper, |_, _, _, _| 0.1);
+        let most = paper
+            .buffer_points()
+            .iter()
+            .map(|&(_, b)| b)
+            .fold(0.0, f64::max);
+        assert!(most <= 8.0 + 1e-9, "held {most} s");
     }
 
     #[test]
