@@ -47,7 +47,7 @@ pub fn switch_plan(
 pub use quiclab_model::run::{default_timeout, transfer_estimate_seconds};
 
 pub use quiclab_model::run::bulk::BulkRun;
-use quiclab_model::run::bulk::{Measured, utilization};
+use quiclab_model::run::bulk::Measured;
 
 impl Workload for BulkRun {
     type Output = BulkResult;
@@ -377,64 +377,35 @@ fn run_across_switches(
 }
 
 /// The result of a download by quiclab's own client: its report, the server's FEC counters (with
-/// FEC) and what the lab measured. Pure: tested on a recorded report.
+/// FEC) and what the lab measured. Pure: tested on a recorded report. It is the record every
+/// client's download gives ([`BulkRun::result_of`]) with what only quiclab's client tells.
 fn own_result(
     run: &BulkRun,
     client: &crate::child::FetchChildReport,
     server_fec: Option<quiclab_model::records::FecCounters>,
     m: &Measured<'_>,
 ) -> Result<BulkResult, RunError> {
-    let Some(req) = client.report.requests.first() else {
-        return Err(RunError::Failed("the fetch's report has no request".into()));
-    };
-    let c = &client.report.connection;
-    // From the request, not the handshake: a 0-RTT request leaves before the handshake ends.
+    let mut r = run.result_of(&own_fetch_record(&client.report)?, m);
+    let (c, req) = (&client.report.connection, &client.report.requests[0]);
+    // Timed from the request, not the handshake's end: a 0-RTT request leaves before the
+    // handshake ends.
     let transfer_s = (req.last_byte_ms - req.request_sent_ms).max(1e-9) / 1e3;
     let goodput = req.bytes as f64 * 8.0 / transfer_s;
-    let gb = req.bytes.max(1) as f64 / 1e9;
-    Ok(BulkResult {
-        proto: run.proto.to_string(),
-        negotiated: c.protocol.clone(),
-        tls_version: c.tls_version.clone(),
-        resumed: c.resumed,
-        zero_rtt: c.zero_rtt_accepted,
-        connect_ms: c.tcp_connect_ms,
-        handshake_ms: c.handshake_ms,
-        ttfb_ms: req.first_byte_ms,
-        alt_svc: req.alt_svc.clone(),
-        total_ms: req.last_byte_ms,
-        bytes: req.bytes,
-        verified: req.verified,
-        goodput_mbps: goodput / 1e6,
-        utilization: utilization(m.spec, m.fidelity.as_ref(), req.last_byte_ms),
-        goodput_utilization: m.spec.downlink.mean_rate_bps().map(|r| goodput / r),
-        loss_ratio: m.loss_ratio(),
-        cpu_client_s: m.client_cpu,
-        cpu_server_s: m.server_cpu,
-        cpu_client_s_per_gb: m.client_cpu / gb,
-        cpu_server_s_per_gb: m.server_cpu / gb,
-        cpu_emulator_s: m.cpu_emulator_s(),
-        congestion_control: run.stack.cc_name(run.proto).to_string(),
-        path: if m.fidelity.is_some() {
-            "emulator"
-        } else {
-            "veth"
-        }
-        .into(),
-        link: m.spec.describe(),
-        on_switch: None,
-        network_switches: None,
-        connections: None,
-        migrations: None,
-        error: None,
-        fec: run
-            .stack
-            .fec
-            .map(|_| FecResult::of(server_fec, client.report.fec)),
-        implementations: Some(m.implementations.clone()),
-        unmeasured: Default::default(),
-        fidelity: m.fidelity.clone(),
-    })
+    r.goodput_mbps = goodput / 1e6;
+    r.goodput_utilization = m.spec.downlink.mean_rate_bps().map(|rate| goodput / rate);
+    r.zero_rtt = c.zero_rtt_accepted;
+    r.alt_svc = req.alt_svc.clone();
+    r.path = if m.fidelity.is_some() {
+        "emulator"
+    } else {
+        "veth"
+    }
+    .into();
+    r.fec = run
+        .stack
+        .fec
+        .map(|_| FecResult::of(server_fec, client.report.fec));
+    Ok(r)
 }
 
 /// quiclab's own client's report in the terms every client's download is recorded in.
