@@ -3,8 +3,10 @@
 //! player) implements it. docs/video.md lists every difference.
 //!
 //! - **BASIC** (AStream's `basic_dash2`, the seed's; it has no paper): the rate of the last 5
-//!   downloads (Σ bits / Σ time); above 1.2 × the current bitrate, one level up; otherwise the
-//!   highest level b with rate > 1.2 × b, else the lowest.
+//!   downloads (2 live; Σ bits / Σ time); above 1.2 × the current bitrate, one level up;
+//!   otherwise the highest level b with rate > 1.2 × b, else the lowest. Paced as AStream paces
+//!   it: with more than `BASIC_THRESHOLD` segments queued (the buffer key in segments) it waits
+//!   (qsize − threshold)·V before fetching.
 //! - **SARA** (Juluri et al. 2015): H = size-weighted harmonic mean of the download rates of the
 //!   last segments; with buffer B (s), I, B_α, B_β: B ≤ I → lowest; the next segment at the
 //!   current level would take longer than B − I → the highest level that would not; B ≤ B_α →
@@ -63,13 +65,16 @@ impl AbrKind {
         })
     }
 
-    /// AStream's SARA and BBA-2 keep AStream's queue: unbounded (`MAX_BUFFER_SIZE = None`: the
-    /// whole video) and with no live edge (AStream plays a live MPD's segments as it plays an
-    /// on-demand one); each paces it by the delay it returns — SARA above B_β queued segments,
-    /// BBA-2 at its buffer size. The paper rules (and BASIC, so far) fill the player's buffer up
-    /// to its capacity instead.
+    /// AStream's rules (BASIC, and the `-astream` SARA and BBA-2) keep AStream's queue:
+    /// unbounded (`MAX_BUFFER_SIZE = None`: the whole video) and with no live edge (AStream plays
+    /// a live MPD's segments as it plays an on-demand one); each paces it by the delay it
+    /// returns — BASIC above its threshold, SARA above B_β queued segments, BBA-2 at its buffer
+    /// size. The paper rules fill the player's buffer up to its capacity instead.
     pub fn paces_itself(self) -> bool {
-        matches!(self, AbrKind::SaraAstream | AbrKind::Bba2Astream)
+        matches!(
+            self,
+            AbrKind::Basic | AbrKind::SaraAstream | AbrKind::Bba2Astream
+        )
     }
 
     pub fn name(self) -> &'static str {
@@ -117,6 +122,8 @@ pub struct AbrInput<'a> {
     pub buffer_cap_s: f64,
     /// Nominal segment duration V, seconds.
     pub segment_s: f64,
+    /// Live content (AStream's live configuration: BASIC averages 2 downloads, not 5).
+    pub live: bool,
     /// Level of the last downloaded segment (None before the first).
     pub current: Option<usize>,
 }
@@ -139,8 +146,11 @@ impl Decision {
 
 /// AStream's constants of the seed's configuration.
 pub mod astream {
-    /// `BASIC_DELTA_COUNT`: downloads BASIC averages over.
-    pub const BASIC_WINDOW: usize = 5;
+    /// `BASIC_DELTA_COUNT`: the downloads BASIC averages over — 5 on demand, 2 live (the fork's
+    /// config_dash.py: "2 FOR LIVE video, 5 for VOD").
+    pub fn basic_window(live: bool) -> usize {
+        if live { 2 } else { 5 }
+    }
     /// BASIC's safety factor.
     pub const BASIC_FACTOR: f64 = 1.2;
     /// `SARA_SAMPLE_COUNT` (5) plus the one the pop-before-append keeps.
@@ -149,13 +159,11 @@ pub mod astream {
     pub const SARA_I: usize = 1;
     pub const SARA_ALPHA: usize = 5;
     pub const SARA_BETA: usize = 10;
-    /// `NETFLIX_BUFFER_SIZE` in the seed's fork (60 upstream): its live player's 8 s buffer in
-    /// 2 s segments. quiclab takes it from the `buffer` key ([`bba_buffer_segments`]).
-    pub const BBA_BUFFER_SEGMENTS: usize = 4;
-
-    /// BBA-2's buffer size in AStream's terms: the player's buffer in whole segments (8 s of 2 s
-    /// segments: the fork's 4), at least one.
-    pub fn bba_buffer_segments(buffer_cap_s: f64, segment_s: f64) -> usize {
+    /// The `buffer` key in AStream's terms: whole segments, at least one. It is BBA-2's
+    /// `NETFLIX_BUFFER_SIZE` (the fork's 4, upstream's 60: 8 s of 2 s segments is the fork's)
+    /// and BASIC's `BASIC_THRESHOLD` (the fork's "4 FOR LIVE video, 10 for VOD": the live
+    /// value is 8 s of 2 s segments; 10 on demand is a 40 s buffer of 4 s segments).
+    pub fn buffer_segments(buffer_cap_s: f64, segment_s: f64) -> usize {
         ((buffer_cap_s / segment_s).round() as usize).max(1)
     }
     pub const BBA_RESERVOIR: f64 = 0.1;
@@ -212,7 +220,7 @@ impl Abr {
     pub fn decide(&mut self, input: &AbrInput) -> Decision {
         let top = input.bitrates.len() - 1;
         let d = match self.kind {
-            AbrKind::Basic => Decision::now(basic(input)),
+            AbrKind::Basic => basic(input),
             AbrKind::Sara => sara(input),
             AbrKind::SaraAstream => {
                 let jump = self.take_jump();
@@ -221,16 +229,7 @@ impl Abr {
             AbrKind::Bba2 => Decision::now(self.bba2(input)),
             AbrKind::Bba2Astream => {
                 let jump = self.take_jump();
-                let level = self.bba2_astream(input, jump);
-                // AStream waits (qsize − size + 1)·V, then sleeps that many times V again: V
-                // applied twice (the fork's code; kept, as the units bug is).
-                let size = astream::bba_buffer_segments(input.buffer_cap_s, input.segment_s);
-                let v = input.segment_s;
-                let over = input.queued_segments as i64 - size as i64 + 1;
-                Decision {
-                    level,
-                    delay_s: if over > 0 { over as f64 * v * v } else { 0.0 },
-                }
+                self.bba2_astream(input, jump)
             }
         };
         self.last_buffer_s = Some(input.buffer_s);
@@ -278,8 +277,22 @@ impl Abr {
         startup
     }
 
-    fn bba2_astream(&mut self, input: &AbrInput, jump: bool) -> usize {
-        let size = astream::bba_buffer_segments(input.buffer_cap_s, input.segment_s);
+    /// BBA-2 as AStream's `netflix_dash` and its loop run it: the level, and the wait once the
+    /// queue holds the buffer size — (qsize − size + 1)·V, which the loop then sleeps as that
+    /// many times V: V applied twice (the fork's code; kept, as the units bug is).
+    fn bba2_astream(&mut self, input: &AbrInput, jump: bool) -> Decision {
+        let level = self.bba2_astream_level(input, jump);
+        let size = astream::buffer_segments(input.buffer_cap_s, input.segment_s);
+        let v = input.segment_s;
+        let over = input.queued_segments as i64 - size as i64 + 1;
+        Decision {
+            level,
+            delay_s: if over > 0 { over as f64 * v * v } else { 0.0 },
+        }
+    }
+
+    fn bba2_astream_level(&mut self, input: &AbrInput, jump: bool) -> usize {
+        let size = astream::buffer_segments(input.buffer_cap_s, input.segment_s);
         let queued = (if jump { size } else { input.queued_segments }) as i64;
         // `available_video_segments = qsize - initial_buffer` (initial buffer 1 segment).
         let available = queued - 1;
@@ -310,13 +323,23 @@ impl Abr {
     }
 }
 
-/// BASIC: AStream's `basic_dash2` (paced by the player's buffer; AStream's own pacing above
-/// `BASIC_THRESHOLD` queued segments is not modelled yet: docs/video.md).
-fn basic(input: &AbrInput) -> usize {
+/// BASIC: AStream's `basic_dash2` and the wait its loop adds: with more than
+/// `BASIC_THRESHOLD` segments queued (the buffer key in segments), (qsize − threshold)·V.
+fn basic(input: &AbrInput) -> Decision {
+    let threshold = astream::buffer_segments(input.buffer_cap_s, input.segment_s);
+    let over = input.queued_segments.saturating_sub(threshold);
+    Decision {
+        level: basic_level(input),
+        delay_s: over as f64 * input.segment_s,
+    }
+}
+
+fn basic_level(input: &AbrInput) -> usize {
     let Some(cur) = input.current else {
         return 0;
     };
-    let window = &input.history[input.history.len().saturating_sub(astream::BASIC_WINDOW)..];
+    let window = &input.history
+        [input.history.len().saturating_sub(astream::basic_window(input.live))..];
     let bytes: u64 = window.iter().map(|s| s.bytes).sum();
     let time: f64 = window.iter().map(|s| s.download_s).sum();
     if window.is_empty() || time <= 0.0 {
@@ -526,6 +549,7 @@ mod tests {
             queued_segments: (buffer_s / V).floor() as usize,
             buffer_cap_s: 20.0,
             segment_s: V,
+            live: false,
             current,
         }
     }
@@ -549,6 +573,35 @@ mod tests {
         let mut h = at(100.0, 1, 10);
         h.extend(at(1.0, 1, 5));
         assert_eq!(abr.decide(&input(&h, &next, &means, 8.0, Some(1))).level, 0);
+    }
+
+    /// AStream's loop around `basic_dash2`: no wait up to `BASIC_THRESHOLD` queued segments (the
+    /// buffer key in segments: 20 s of 4 s = 5), then (qsize − 5)·V; live it averages the last 2
+    /// downloads, not 5.
+    #[test]
+    fn basic_waits_above_its_threshold_and_live_averages_two_downloads() {
+        let (next, means) = (sizes(), mean_sizes());
+        let mut abr = Abr::new(AbrKind::Basic);
+        let h = at(10.0, 0, 3);
+        let mut i = input(&h, &next, &means, 20.0, Some(0));
+        assert_eq!(i.queued_segments, 5);
+        assert_eq!(abr.decide(&i), Decision::now(1));
+        i.queued_segments = 7;
+        assert_eq!(
+            abr.decide(&i),
+            Decision {
+                level: 1,
+                delay_s: 2.0 * V
+            }
+        );
+        // 3 slow downloads then 2 fast ones: on demand the slow ones weigh (level 0), live only
+        // the last two count (one level up).
+        let mut h = at(0.5, 1, 3);
+        h.extend(at(20.0, 1, 2));
+        let mut i = input(&h, &next, &means, 8.0, Some(1));
+        assert_eq!(abr.decide(&i).level, 0);
+        i.live = true;
+        assert_eq!(abr.decide(&i).level, 2);
     }
 
     #[test]
@@ -679,8 +732,8 @@ mod tests {
             }
         }
         let ladder = (&next[..], &means[..]);
-        assert_eq!(astream::bba_buffer_segments(16.0, V), 4);
-        assert_eq!(astream::bba_buffer_segments(8.0, 2.0), 4);
+        assert_eq!(astream::buffer_segments(16.0, V), 4);
+        assert_eq!(astream::buffer_segments(8.0, 2.0), 4);
         assert_eq!(abr.decide(&in16(&[], ladder, 0.0, None)).level, 0);
         // A fast download (0.2 s for 250 kB = 1.25 MB/s): ΔB = 4 − 250 000 × 8 / 1.25e6 = 2.4 s,
         // not > 3.5 s (the paper's rule would step up): stay.
