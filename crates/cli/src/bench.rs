@@ -21,6 +21,9 @@ pub enum BenchCommand {
     /// The fidelity flags under host noise quiclab makes and removes (a CPU hog, pauses of the
     /// whole lab in storms): do the runs they let through give quiet runs' answers (docs/link.md)
     Noise(BenchNoiseArgs),
+    /// Video players: quiclab's BASIC, SARA and BBA-2 beside AStream, the seed's player
+    /// (QUICLAB_ASTREAM), on the seed's WiFi, LTE and 3G paths (docs/video.md)
+    Players(BenchPlayersArgs),
     /// The noise process of `bench noise` (one JSON argument; ends when stdin closes)
     #[command(hide = true)]
     InjectNoise { noise: String },
@@ -58,6 +61,18 @@ pub struct BenchJobsArgs {
     pub quick: bool,
     /// Results and equivalence-jobs-J.json (continued when it holds an interrupted benchmark)
     #[arg(long, value_name = "DIR", default_value = "quiclab-bench-jobs")]
+    pub out: std::path::PathBuf,
+}
+
+#[derive(Args, Debug)]
+pub struct BenchPlayersArgs {
+    #[command(flatten)]
+    pub jobs: crate::run_cmd::JobsArg,
+    /// WiFi only, 60 s, one repetition
+    #[arg(long)]
+    pub quick: bool,
+    /// Results of each rule and player, and players.json (continued when interrupted)
+    #[arg(long, value_name = "DIR", default_value = "quiclab-bench-players")]
     pub out: std::path::PathBuf,
 }
 
@@ -131,6 +146,9 @@ pub fn run(cmd: BenchCommand) -> Result<i32> {
                 &a.out,
             )?;
             Ok(quiclab_runner::noise_bench::exit_code(&grids))
+        }
+        BenchCommand::Players(a) => {
+            quiclab_runner::players_bench::bench_players(a.quick, a.jobs.n, &a.out).map(|_| 0)
         }
         BenchCommand::InjectNoise { noise } => quiclab_lab::noise::inject_json(&noise).map(|_| 0),
     }

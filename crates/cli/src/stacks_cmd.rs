@@ -140,6 +140,7 @@ pub fn serve(args: ServeArgs) -> Result<i32> {
         stack: args.stack.options(),
         extra_ports: Vec::new(),
         videos: quiclab_video::content::builtin_contents(),
+        plain_http_port: None,
     };
     quiclab_workload::child::check_serve_outputs(&config, args.force)?;
     quiclab_workload::child::serve(&config)?;

@@ -40,6 +40,9 @@ pub enum Client {
     Ngtcp2,
     /// curl (Debian's: HTTP/1.1 and HTTP/2 over OpenSSL; it has no HTTP/3).
     Curl,
+    /// AStream, the Python DASH player seed 004 used (a checkout the user provides, Python 2.7):
+    /// video over plain HTTP/1.1, a new urllib2 connection per segment.
+    Astream,
 }
 
 /// Where an implementation's QUIC congestion window can be read, if anywhere. (Another server's
@@ -79,6 +82,8 @@ pub struct ClientDef {
     pub protocols: &'static [Protocol],
     /// TLS resumption and 0-RTT on request (`resume`, `zero_rtt`).
     pub resumes: bool,
+    /// The workload kinds it runs.
+    pub kinds: &'static [WorkloadKind],
     pub doc: &'static str,
 }
 
@@ -138,6 +143,7 @@ pub const CLIENTS: &[ClientDef] = &[
         name: "quiclab",
         protocols: ALL,
         resumes: true,
+        kinds: &[WorkloadKind::Bulk, WorkloadKind::Video],
         doc: "quiclab's own client: quinn + h3, hyper + rustls",
     },
     ClientDef {
@@ -145,6 +151,7 @@ pub const CLIENTS: &[ClientDef] = &[
         name: "chromium",
         protocols: ALL,
         resumes: false,
+        kinds: &[WorkloadKind::Bulk],
         doc: "headless Chromium: fetch() of the object from a blank tab (timings from DevTools)",
     },
     ClientDef {
@@ -152,6 +159,7 @@ pub const CLIENTS: &[ClientDef] = &[
         name: "quic-go",
         protocols: ALL,
         resumes: false,
+        kinds: &[WorkloadKind::Bulk],
         doc: "a current quic-go client, Go's net/http for HTTP/1.1 and HTTP/2 (quiclab-quic-go get)",
     },
     ClientDef {
@@ -159,6 +167,7 @@ pub const CLIENTS: &[ClientDef] = &[
         name: "ngtcp2",
         protocols: &[Protocol::H3],
         resumes: false,
+        kinds: &[WorkloadKind::Bulk],
         doc: "ngtcp2's example client (gtlsclient, Debian's ngtcp2-client): HTTP/3 only",
     },
     ClientDef {
@@ -166,7 +175,16 @@ pub const CLIENTS: &[ClientDef] = &[
         name: "curl",
         protocols: &[Protocol::H1, Protocol::H2],
         resumes: false,
+        kinds: &[WorkloadKind::Bulk],
         doc: "curl (Debian's, OpenSSL): HTTP/1.1 and HTTP/2; it has no HTTP/3",
+    },
+    ClientDef {
+        client: Client::Astream,
+        name: "astream",
+        protocols: &[Protocol::H1],
+        resumes: false,
+        kinds: &[WorkloadKind::Video],
+        doc: "AStream, the seed's Python DASH player (a checkout given by QUICLAB_ASTREAM, Python 2.7): video over plain HTTP/1.1, a new connection per segment",
     },
 ];
 
@@ -279,6 +297,18 @@ pub fn check(c: &Combination) -> Result<(), (&'static str, String)> {
     }
     if let Some(client) = c.client {
         let d = client.def();
+        if !d.kinds.contains(&c.kind) {
+            let kinds: Vec<&str> = d.kinds.iter().map(|k| k.name()).collect();
+            return Err((
+                "client",
+                format!(
+                    "{} runs {} only; this run is {}",
+                    d.name,
+                    kinds.join(" and "),
+                    c.kind.name()
+                ),
+            ));
+        }
         if !d.protocols.contains(&c.proto) {
             return Err((
                 "client",

@@ -461,10 +461,12 @@ pub const SERVER: Key = Key {
     ..value("server", Side::Protocol, params::server)
 };
 pub const CLIENT: Key = Key {
-    kinds: &[Bulk],
-    syntax: "quiclab|chromium|quic-go|ngtcp2|curl",
+    kinds: &[Bulk, Video],
+    // One client for a video run's (single) player.
+    mix_wide: true,
+    syntax: "quiclab|chromium|quic-go|ngtcp2|curl|astream",
     default: "quiclab",
-    doc: "Which program downloads (docs/stacks.md): quiclab, chromium (a fetch() in headless Chromium), quic-go, ngtcp2 (h3 only) or curl (h1 and h2); page loads choose with browser",
+    doc: "Which program downloads (docs/stacks.md): quiclab, chromium (a fetch() in headless Chromium), quic-go, ngtcp2 (h3 only) or curl (h1 and h2) for bulk downloads; quiclab or astream (the seed's Python DASH player, a checkout given by QUICLAB_ASTREAM; one h1 player) for video; page loads choose with browser",
     example: "curl",
     ..value("client", Side::Protocol, params::client)
 };

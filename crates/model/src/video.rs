@@ -103,6 +103,10 @@ pub struct VideoResult {
     /// stored before implementations were an axis; the players are always quiclab's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<crate::implementation::ImplementationRecord>,
+    /// Which program played, when it was not quiclab's own player: AStream, with its version,
+    /// local changes and configuration.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<crate::implementation::ImplementationRecord>,
     #[serde(skip)]
     pub series: Vec<TimeSeries>,
 }

@@ -69,7 +69,7 @@ pub fn launch(client: Client, program: &Program, s: &FetchSetup) -> Result<Clien
     let tcp_cc = format!("TCP {} (the client namespace's, set by quiclab)", s.tcp_cc);
     let mut env = Vec::new();
     Ok(match client {
-        Client::Quiclab | Client::Chromium => {
+        Client::Quiclab | Client::Chromium | Client::Astream => {
             bail!("{} is run by the workload itself", client.name())
         }
         Client::QuicGo => {
@@ -349,7 +349,7 @@ pub fn read(
                 unmeasured,
             }
         }
-        Client::Quiclab | Client::Chromium => {
+        Client::Quiclab | Client::Chromium | Client::Astream => {
             return Err(format!("{} is read by the workload itself", client.name()));
         }
     };

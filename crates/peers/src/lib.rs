@@ -1,6 +1,7 @@
 //! Other implementations in the lab: Caddy, a current quic-go (`quiclab-quic-go`, built by
-//! scripts/setup from tools/quic-go), ngtcp2's example server and client, and curl — each run as
-//! its own process in the lab's namespaces, beside quiclab's own stacks (docs/stacks.md).
+//! scripts/setup from tools/quic-go), ngtcp2's example server and client, curl, and AStream
+//! (the seed's DASH player, [`astream`]) — each run as its own process in the lab's namespaces,
+//! beside quiclab's own stacks (docs/stacks.md).
 //!
 //! This crate knows each program: where it is and which version it is ([`programs`]), what it
 //! needs to serve quiclab's content ([`content`]), how it is started and when it is ready
@@ -12,6 +13,7 @@
 //! What a program cannot report is `None` with the reason ([`client::ExternalFetch::unmeasured`]),
 //! never 0.
 
+pub mod astream;
 pub mod client;
 pub mod content;
 pub mod listening;

@@ -59,10 +59,11 @@ pub fn server_program(server: Server) -> Result<Option<Program>> {
     })
 }
 
-/// The client's program, or None for quiclab's own and for Chromium (the browser crate finds it).
+/// The client's program, or None for quiclab's own, Chromium (the browser crate finds it) and
+/// AStream (its checkout is found by [`crate::astream::find`]).
 pub fn client_program(client: Client) -> Result<Option<Program>> {
     Ok(match client {
-        Client::Quiclab | Client::Chromium => None,
+        Client::Quiclab | Client::Chromium | Client::Astream => None,
         Client::QuicGo => Some(quic_go()?),
         Client::Ngtcp2 => Some(debian_package(
             find("gtlsclient", INSTALL_NGTCP2)?,

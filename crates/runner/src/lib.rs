@@ -16,6 +16,7 @@ pub mod equivalence;
 pub mod fidelity;
 pub mod grid;
 pub mod noise_bench;
+pub mod players_bench;
 pub mod prepare;
 pub mod reproduce;
 pub mod series;

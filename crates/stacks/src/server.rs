@@ -50,6 +50,9 @@ pub struct ServerOptions {
     pub videos: Arc<Vec<quiclab_video::Content>>,
     /// With FEC: write the QUIC endpoint's FEC counters here (JSON, rewritten every 100 ms).
     pub fec_log: Option<PathBuf>,
+    /// Also serve plain HTTP/1.1 (no TLS) on this port of every address: AStream, the seed's
+    /// player, fetches over urllib2 without TLS.
+    pub plain_http_port: Option<u16>,
 }
 
 impl ServerOptions {
@@ -67,6 +70,7 @@ impl ServerOptions {
             extra_ports: Vec::new(),
             videos: Arc::default(),
             fec_log: None,
+            plain_http_port: None,
         }
     }
 }
@@ -123,6 +127,13 @@ pub async fn serve(opts: ServerOptions, ready: impl FnOnce()) -> Result<()> {
             fec_sockets.extend(fec);
             tasks.spawn(accept_tcp(listener, acceptor.clone(), opts.clone()));
             tasks.spawn(accept_quic(endpoint, quic_config.clone(), opts.clone()));
+        }
+    }
+    if let Some(port) = opts.plain_http_port {
+        let plain = Arc::new(opts.clone());
+        for &ip in &opts.addresses {
+            let listener = tcp_listener(SocketAddr::new(ip, port), opts.stack.tcp_cc)?;
+            tasks.spawn(accept_plain_http(listener, plain.clone()));
         }
     }
     if let Some(path) = &opts.fec_log
@@ -304,6 +315,29 @@ async fn accept_tcp(
     }
 }
 
+/// Plain HTTP/1.1 without TLS, for AStream (its urllib2 client; the seed served it plain
+/// HTTP). Its connections are not sampled into the cwnd log.
+async fn accept_plain_http(
+    listener: tokio::net::TcpListener,
+    opts: Arc<ServerOptions>,
+) -> Result<()> {
+    loop {
+        let (stream, _) = listener.accept().await?;
+        let opts = opts.clone();
+        tokio::spawn(async move {
+            let _ = stream.set_nodelay(true);
+            let _ = crate::sockopt::set_tcp_congestion(&stream, opts.stack.tcp_cc.kernel_name());
+            let service = hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
+                let opts = opts.clone();
+                async move { Ok::<_, Infallible>(reply_hyper(&opts, req).await) }
+            });
+            let _ = hyper::server::conn::http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+        });
+    }
+}
+
 async fn accept_quic(
     endpoint: quinn::Endpoint,
     config: quinn::ServerConfig,
@@ -470,6 +504,13 @@ pub async fn resolve(opts: &ServerOptions, path: &str, range_hdr: Option<String>
     };
     let (content_type, content) = if let Some(n) = range::parse_bytes_path(path) {
         ("application/octet-stream", Content::Pattern(n))
+    } else if let Some(resource) = quiclab_video::astream::resolve(&opts.videos, path) {
+        match resource {
+            quiclab_video::astream::Resource::Mpd(text) => {
+                ("application/dash+xml", Content::File(Bytes::from(text)))
+            }
+            quiclab_video::astream::Resource::Bytes(n) => ("video/mp4", Content::Pattern(n)),
+        }
     } else if let Some((name, rep, n)) = quiclab_video::content::parse_segment_path(path) {
         match opts
             .videos

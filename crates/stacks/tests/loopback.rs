@@ -103,3 +103,55 @@ fn quic_resumption_and_zero_rtt_are_used_on_the_second_connection() {
     assert!(r.connection.zero_rtt_accepted, "h3: 0-RTT not accepted");
     assert!(r.requests.iter().all(|q| q.verified == Some(true)));
 }
+
+/// A GET as urllib2 sends it (HTTP/1.1, `Connection: close`) over plain TCP; the status line,
+/// the headers and the body.
+fn plain_get(port: u16, path: &str) -> (String, String, Vec<u8>) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(SocketAddr::new(LOCAL, port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: lab\r\nConnection: close\r\nUser-Agent: Python-urllib/2.7\r\n\r\n"
+    )
+    .unwrap();
+    let mut all = Vec::new();
+    s.read_to_end(&mut all).unwrap();
+    let split = all.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
+    let head = String::from_utf8_lossy(&all[..split]).to_string();
+    let (status, headers) = head.split_once("\r\n").unwrap();
+    (
+        status.to_string(),
+        headers.to_lowercase(),
+        all[split + 4..].to_vec(),
+    )
+}
+
+/// AStream (the seed's player) is served in plain HTTP/1.1 beside the TLS port: its MPD dialect,
+/// init segments and media segments of the sizes quiclab's players fetch.
+#[test]
+fn astream_is_served_plain_http_with_its_mpd_and_segments() {
+    let cert = LabCertificate::generate(&[LOCAL]).unwrap();
+    let mut opts = ServerOptions::new(cert, vec![LOCAL], 14435);
+    let content = quiclab_video::Content::builtin("bbb-2s")
+        .unwrap()
+        .truncated(10_000);
+    opts.videos = std::sync::Arc::new(vec![content.clone()]);
+    opts.plain_http_port = Some(14436);
+    spawn_server(opts).expect("server");
+    let (status, headers, body) = plain_get(14436, "/astream/bbb-2s.mpd");
+    assert_eq!(status, "HTTP/1.1 200 OK");
+    assert!(
+        headers.contains("content-type: application/dash+xml"),
+        "{headers}"
+    );
+    let mpd = String::from_utf8(body).unwrap();
+    assert_eq!(mpd, quiclab_video::astream::mpd(&content));
+    let (status, _, body) = plain_get(14436, "/astream/bbb-2s/3936261/s1.m4s");
+    assert_eq!(status, "HTTP/1.1 200 OK");
+    assert_eq!(body.len() as u64, content.size(19, 0).unwrap());
+    let (_, _, body) = plain_get(14436, "/astream/bbb-2s/45226/init.mp4");
+    assert_eq!(body.len() as u64, quiclab_video::astream::INIT_BYTES);
+    let (status, _, _) = plain_get(14436, "/astream/bbb-2s/45226/s99.m4s");
+    assert_eq!(status, "HTTP/1.1 404 Not Found");
+}

@@ -338,8 +338,10 @@ fn basic_level(input: &AbrInput) -> usize {
     let Some(cur) = input.current else {
         return 0;
     };
-    let window = &input.history
-        [input.history.len().saturating_sub(astream::basic_window(input.live))..];
+    let window = &input.history[input
+        .history
+        .len()
+        .saturating_sub(astream::basic_window(input.live))..];
     let bytes: u64 = window.iter().map(|s| s.bytes).sum();
     let time: f64 = window.iter().map(|s| s.download_s).sum();
     if window.is_empty() || time <= 0.0 {

@@ -11,6 +11,7 @@
 //! and tells the player when; unit tests drive it in virtual time.
 
 pub mod abr;
+pub mod astream;
 pub mod content;
 pub mod player;
 pub mod spec;

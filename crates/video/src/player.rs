@@ -717,7 +717,12 @@ mod tests {
     fn a_fast_network_plays_through_without_rebuffering_and_respects_the_buffer() {
         let mut paper = player(PlayerConfig::seed(false), AbrKind::Bba2);
         drive(&mut paper, |_, _, _, _| 0.5);
-        let most = |p: &Player| p.buffer_points().iter().map(|&(_, b)| b).fold(0.0, f64::max);
+        let most = |p: &Player| {
+            p.buffer_points()
+                .iter()
+                .map(|&(_, b)| b)
+                .fold(0.0, f64::max)
+        };
         assert!(most(&paper) <= 20.0 + 1e-9, "{}", most(&paper));
         let mut p = player(PlayerConfig::seed(false), AbrKind::Basic);
         let mut max_buffer: f64 = 0.0;
@@ -735,7 +740,10 @@ mod tests {
         assert!((end - 40.5).abs() < 1e-9, "{end}");
         // Fetched while at most 5 wait to be played: with the one fetched and the rest of the
         // one playing, at most 7 × 4 s held.
-        assert!(max_buffer > 20.0 && max_buffer <= 28.0 + 1e-9, "{max_buffer}");
+        assert!(
+            max_buffer > 20.0 && max_buffer <= 28.0 + 1e-9,
+            "{max_buffer}"
+        );
         // BASIC: 8 Mbit/s measured after the first segment > 1.2 × 1 Mbit/s: level 1 from the 2nd.
         assert_eq!(p.log()[0].level, 0);
         assert!(p.log()[1..].iter().all(|r| r.level == 1));
@@ -900,14 +908,20 @@ mod tests {
         let mut sara = Player::new(c.clone(), cfg.clone(), Abr::new(AbrKind::SaraAstream));
         drive(&mut sara, wifi);
         let levels: Vec<usize> = sara.log().iter().map(|r| r.level).collect();
-        assert!(levels[levels.len() - 20..].iter().all(|&l| l == 19), "{levels:?}");
+        assert!(
+            levels[levels.len() - 20..].iter().all(|&l| l == 19),
+            "{levels:?}"
+        );
         let mbps = sara.metrics().avg_bitrate_mbps.unwrap();
         assert!(mbps > 3.0, "{mbps}");
         let mut bba = Player::new(c, cfg, Abr::new(AbrKind::Bba2Astream));
         drive(&mut bba, wifi);
         let levels: Vec<usize> = bba.log().iter().map(|r| r.level).collect();
         for l in [4, 10, 16] {
-            assert!(levels.iter().filter(|&&x| x == l).count() >= 5, "{levels:?}");
+            assert!(
+                levels.iter().filter(|&&x| x == l).count() >= 5,
+                "{levels:?}"
+            );
         }
         let mbps = bba.metrics().avg_bitrate_mbps.unwrap();
         assert!((0.9..1.6).contains(&mbps), "{mbps}");

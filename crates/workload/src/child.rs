@@ -72,6 +72,9 @@ pub struct ExecConfig {
     /// Its standard output goes here (a file of the run's work directory).
     pub stdout: PathBuf,
     pub timeout_ms: u64,
+    /// Its working directory (None: the child's own).
+    #[serde(default)]
+    pub cwd: Option<PathBuf>,
 }
 
 /// How the program ended.
@@ -128,9 +131,12 @@ pub struct ServeConfig {
     /// More ports with stack options of their own (a flow mix; see `ServerOptions::extra_ports`).
     #[serde(default)]
     pub extra_ports: Vec<(u16, StackOptions)>,
-    /// Video contents served at `/video/<name>/<rep>/<n>`.
+    /// Video contents served at `/video/<name>/<rep>/<n>` (and to AStream at `/astream/…`).
     #[serde(default)]
     pub videos: Vec<quiclab_video::Content>,
+    /// Also plain HTTP/1.1 on this port (AStream's client).
+    #[serde(default)]
+    pub plain_http_port: Option<u16>,
 }
 
 /// `quiclab fetch`: request paths over one protocol.
@@ -307,6 +313,9 @@ pub fn exec(c: &ExecConfig) -> Result<ExecReport> {
     for (k, v) in &c.env {
         cmd.env(k, v);
     }
+    if let Some(dir) = &c.cwd {
+        cmd.current_dir(dir);
+    }
     let t0 = Instant::now();
     let mut child = cmd
         .spawn()
@@ -375,6 +384,7 @@ pub fn serve(c: &ServeConfig) -> Result<()> {
     opts.fec_log = c.fec_log.clone();
     opts.extra_ports = c.extra_ports.clone();
     opts.videos = std::sync::Arc::new(c.videos.clone());
+    opts.plain_http_port = c.plain_http_port;
     let ready_file = c.ready_file.clone();
     runtime()?.block_on(quiclab_stacks::server::serve(opts, move || {
         if let Some(f) = ready_file {

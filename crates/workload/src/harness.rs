@@ -146,6 +146,7 @@ pub fn serve_config(
         stack,
         extra_ports: Vec::new(),
         videos: Vec::new(),
+        plain_http_port: None,
     }
 }
 

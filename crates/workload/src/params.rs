@@ -49,7 +49,14 @@ pub fn build(p: &Params, link: &LinkSpec) -> Result<WorkloadSpec, ParamError> {
             server_program(pr.server)?;
             pr.timeout = Some(pr.timeout.unwrap_or_else(|| pr.page.default_timeout(link)));
         }
-        Run::Video(v) if v.server != Server::Quiclab => server_program(v.server)?,
+        Run::Video(v) => {
+            if v.server != Server::Quiclab {
+                server_program(v.server)?;
+            }
+            if v.client == Client::Astream {
+                quiclab_peers::astream::find().map_err(|e| refuse("client", format!("{e:#}")))?;
+            }
+        }
         _ => {}
     }
     Ok(match run {
@@ -158,6 +165,48 @@ mod tests {
                 key.name,
                 key.example
             );
+        }
+    }
+
+    /// AStream plays one h1 player from quiclab's server with its own queue limits: everything
+    /// else is refused before any lab starts, naming the key (and, where it is all there is,
+    /// what to install).
+    #[test]
+    fn astream_is_refused_where_it_cannot_play() {
+        let refused = |extra: &[(&str, &str)], kind: WorkloadKind| {
+            let mut p = base(kind, "players");
+            p.set("client", "astream").unwrap();
+            if kind == WorkloadKind::Video {
+                p.set("players", "h1").unwrap();
+            }
+            for (k, v) in extra {
+                p.set(k, v).unwrap();
+            }
+            built(&p).unwrap_err()
+        };
+        let e = refused(&[("players", "h3")], WorkloadKind::Video);
+        assert_eq!(e.key, "client");
+        assert!(e.message.contains("astream speaks h1 only"), "{e}");
+        let e = refused(&[("connections", "4")], WorkloadKind::Video);
+        assert_eq!(e.key, "connections");
+        let e = refused(&[("buffer", "8s")], WorkloadKind::Video);
+        assert_eq!(e.key, "buffer");
+        assert!(e.message.contains("NETFLIX_BUFFER_SIZE"), "{e}");
+        let e = refused(&[("seek", "10s:30s")], WorkloadKind::Video);
+        assert_eq!(e.key, "seek");
+        let e = refused(&[("server", "caddy")], WorkloadKind::Video);
+        assert_eq!(e.key, "server");
+        let e = refused(&[], WorkloadKind::Bulk);
+        assert!(e.message.contains("astream runs video only"), "{e}");
+        let mut chromium_video = base(WorkloadKind::Video, "");
+        chromium_video.set("client", "chromium").unwrap();
+        let e = built(&chromium_video).unwrap_err();
+        assert!(e.message.contains("chromium runs bulk only"), "{e}");
+        // A run AStream can play: without a checkout, what to set.
+        if std::env::var_os(quiclab_peers::astream::ASTREAM_ENV).is_none() {
+            let e = refused(&[], WorkloadKind::Video);
+            assert_eq!(e.key, "client");
+            assert!(e.message.contains("QUICLAB_ASTREAM"), "{e}");
         }
     }
 

@@ -283,6 +283,7 @@ pub fn run_client(
         env: launch.env.clone(),
         stdout: stdout.clone(),
         timeout_ms: setup.timeout.as_millis() as u64,
+        cwd: None,
     });
     let end: ClientEnd<ExecReport> = harness::run_client_to_end(
         running,

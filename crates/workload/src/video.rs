@@ -14,7 +14,8 @@ use quiclab_proto::options::Protocol;
 use crate::child::{ChildConfig, VideoClientConfig};
 use crate::harness::{self, RunError, WorkDir};
 use crate::{Outcome, TimeSeries, Workload};
-use quiclab_model::implementation::{ImplementationRecord, Server};
+use quiclab_model::implementation::{Client, ImplementationRecord, Server};
+use quiclab_model::records::StopReason;
 
 impl Workload for VideoRun {
     type Output = VideoResult;
@@ -42,6 +43,9 @@ impl Workload for VideoRun {
     ) -> Result<Outcome<VideoResult>, RunError> {
         self.validate()
             .map_err(|(k, e)| RunError::Failed(format!("{k}: {e}")))?;
+        if self.client == Client::Astream {
+            return run_astream(self, running, keep);
+        }
         let spec = running.spec.clone();
         let epoch_ns = quiclab_stacks::cwnd::monotonic_ns().saturating_sub(running.clock());
         let work = WorkDir::new(keep, "video")?;
@@ -114,6 +118,137 @@ impl Workload for VideoRun {
     fn time_series(&self, out: &Outcome<VideoResult>) -> Vec<TimeSeries> {
         out.result.series.clone()
     }
+}
+
+/// AStream (the seed's player) plays the content from quiclab's own server, over plain HTTP/1.1
+/// in the client namespace; its logs become the run's player report. Its version, local changes
+/// and configuration are the run's `client` record.
+fn run_astream(
+    run: &VideoRun,
+    running: &mut RunningLab,
+    keep: Option<&Path>,
+) -> Result<Outcome<VideoResult>, RunError> {
+    let failed = |e: anyhow::Error| RunError::Failed(format!("{e:#}"));
+    let astream = quiclab_peers::astream::find().map_err(failed)?;
+    let spec = running.spec.clone();
+    let epoch_ns = quiclab_stacks::cwnd::monotonic_ns().saturating_sub(running.clock());
+    let work = WorkDir::new(keep, "video")?;
+    let lab = &running.lab;
+    harness::write_certificate(lab, &work)?;
+    let server_ip: IpAddr = if run.ipv6 {
+        lab.address_v6(Side::Server).into()
+    } else {
+        lab.address_v4(Side::Server).into()
+    };
+    let tcp_cc = run.stack.cc_name(Protocol::H1);
+    // AStream's sockets take the client namespace's congestion control.
+    crate::peer::ensure_namespace_cc(lab, Side::Client, tcp_cc, "AStream")?;
+    let mut serve = harness::serve_config(lab, &work, run.stack);
+    serve.videos = vec![run.content.clone()];
+    serve.plain_http_port = Some(quiclab_peers::astream::HTTP_PORT);
+    let server_pid = harness::start_server(lab, &work, serve)?;
+    let player_dir = quiclab_outputs::claim_subdir(work.path(), "astream", "astream")
+        .map_err(anyhow::Error::from)?;
+    let url = format!(
+        "http://{}{}",
+        SocketAddr::new(server_ip, quiclab_peers::astream::HTTP_PORT),
+        quiclab_video::astream::mpd_path(&run.content)
+    );
+    let (program, args, env) = quiclab_peers::astream::command(&astream, &url, run.abr);
+    let limit = run.limit();
+    let config = ChildConfig::Exec(crate::child::ExecConfig {
+        program,
+        args,
+        env,
+        stdout: work.join("astream.stdout"),
+        timeout_ms: limit.as_millis() as u64,
+        cwd: Some(player_dir.clone()),
+    });
+    // AStream logs wall-clock times; the report counts from here on both clocks.
+    let origin_ns = quiclab_stacks::cwnd::monotonic_ns();
+    let origin_epoch_s = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64());
+    let end: harness::ClientEnd<crate::child::ExecReport> = harness::run_client_to_end(
+        running,
+        &work,
+        "client",
+        &config,
+        limit,
+        Duration::from_secs(10),
+        server_pid,
+    )?;
+    let exec = end.client?;
+    let stderr = std::fs::read_to_string(work.join("client.stderr")).unwrap_or_default();
+    let tail = |t: &str| {
+        let t = t.trim();
+        let n = t.chars().count();
+        t.chars().skip(n.saturating_sub(600)).collect::<String>()
+    };
+    let playback = quiclab_peers::astream::read(&player_dir, &run.content, origin_epoch_s);
+    let error = if exec.timed_out {
+        Some(StopReason::TimedOut {
+            limit_s: limit.as_secs_f64(),
+            detail: "AStream did not finish".into(),
+        })
+    } else if exec.exit_code != Some(0) {
+        Some(StopReason::Failed {
+            reason: format!(
+                "AStream failed (exit {:?}, signal {:?}): {}",
+                exec.exit_code,
+                exec.signal,
+                tail(&stderr)
+            ),
+        })
+    } else {
+        None
+    };
+    let playback = match (playback, &error) {
+        (Ok(p), _) => p,
+        (Err(e), None) => {
+            return Err(RunError::Failed(format!(
+                "AStream exited 0 but its logs do not read: {e}"
+            )));
+        }
+        (Err(_), Some(StopReason::TimedOut { .. })) => {
+            return Err(RunError::Timeout {
+                limit,
+                detail: "AStream did not finish and left no readable log".into(),
+            });
+        }
+        (Err(e), Some(StopReason::Failed { reason })) => {
+            return Err(RunError::Failed(format!("{reason}; its logs: {e}")));
+        }
+    };
+    let report = VideoClientReport {
+        origin_ns,
+        players: vec![quiclab_model::records::VideoReport {
+            metrics: playback.metrics,
+            segments: playback.segments,
+            events: playback.events,
+            buffer_points: playback.buffer_points,
+            local_ports: Vec::new(),
+            connected_s: None,
+            error,
+            switching: None,
+            fec: None,
+        }],
+        cpu_s: exec.cpu_s,
+    };
+    let mut result = run.assemble(
+        &report,
+        None,
+        end.fidelity.clone(),
+        &spec,
+        end.server_cpu_s,
+        epoch_ns,
+    );
+    result.server = Some(crate::peer::quiclab_record(tcp_cc));
+    result.client = Some(quiclab_peers::astream::record(&astream, tcp_cc));
+    Ok(Outcome {
+        result,
+        fidelity: end.fidelity,
+    })
 }
 
 /// Another implementation serving the content: every segment of every representation as a

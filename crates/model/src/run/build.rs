@@ -262,6 +262,26 @@ pub fn build(p: &Params, link: &LinkSpec, read: ReadText) -> Result<Run, ParamEr
             run.timeout = timeout;
             run.switching = switching(p);
             run.server = p.server().unwrap_or(Server::Quiclab);
+            run.client = p.client().unwrap_or(Client::Quiclab);
+            if run.client != Client::Quiclab {
+                if link.switch.is_some() {
+                    return Err(refuse(
+                        "client",
+                        "network switches are answered by quiclab's own client and server",
+                    ));
+                }
+                if p.duration(&k::BUFFER).is_some() {
+                    // AStream reads its queue limits from its own config_dash.py; quiclab
+                    // records them per run.
+                    return Err(refuse(
+                        "buffer",
+                        "client astream: AStream's buffer is its own configuration (config_dash.py's NETFLIX_BUFFER_SIZE and BASIC_THRESHOLD, recorded per run); leave buffer out",
+                    ));
+                }
+                for player in &run.mix.players {
+                    check_combination(p, player.proto, run.server, Some(run.client))?;
+                }
+            }
             if run.server != Server::Quiclab {
                 if link.switch.is_some() {
                     return Err(refuse(

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use crate::TimeSeries;
 use crate::fec::FecResult;
 use crate::fidelity::{AppliedSwitch, FidelityReport};
-use crate::implementation::Server;
+use crate::implementation::{Client, Server};
 use crate::keys as k;
 use crate::params::Params;
 use crate::records::{FecLog, VideoReport};
@@ -51,6 +51,13 @@ pub struct VideoRun {
     /// The program that serves the segments: quiclab's own, or another implementation serving
     /// them as files of the segments' sizes.
     pub server: Server,
+    /// The player: quiclab's own, or AStream (the seed's player) as the reference.
+    #[serde(default = "quiclab_client")]
+    pub client: Client,
+}
+
+fn quiclab_client() -> Client {
+    Client::Quiclab
 }
 
 /// The option names [`VideoRun::build`] blames, as scenario keys.
@@ -134,6 +141,7 @@ impl VideoRun {
             timeout: None,
             switching: SwitchBehaviour::default(),
             server: Server::Quiclab,
+            client: Client::Quiclab,
         };
         run.validate()?;
         Ok(run)
@@ -204,6 +212,9 @@ impl VideoRun {
                 ));
             }
         }
+        if self.client == Client::Astream {
+            self.validate_astream()?;
+        }
         // FEC applies to the h3 players; without one it would silently do nothing.
         if self.stack.fec.is_some() && !self.mix.players.iter().any(|p| p.proto == Protocol::H3) {
             return Err((
@@ -215,6 +226,34 @@ impl VideoRun {
             ));
         }
         Ok(())
+    }
+
+    /// What AStream can run: one player over h1 with whole segments, from quiclab's server (which
+    /// speaks AStream's MPD), without seeks (upstream AStream has none).
+    fn validate_astream(&self) -> Result<(), (&'static str, String)> {
+        let refuse = |key: &'static str, why: &str| Err((key, format!("client astream: {why}")));
+        match self.mix.players.as_slice() {
+            [p] if p.proto == Protocol::H1 && p.parts == 1 => {}
+            [p] if p.proto == Protocol::H1 => {
+                return refuse(
+                    "connections",
+                    "AStream fetches whole segments over one connection at a time",
+                );
+            }
+            _ => {
+                return refuse(
+                    "players",
+                    "AStream is one player over HTTP/1.1 (players = \"h1\")",
+                );
+            }
+        }
+        if self.server != Server::Quiclab {
+            return refuse("server", "AStream's MPD is served by quiclab's own server");
+        }
+        if !self.player.seeks.is_empty() {
+            return refuse("seek", "AStream (upstream) has no seeks");
+        }
+        quiclab_video::astream::check(&self.content).map_err(|e| ("content", e))
     }
 
     /// The time limit: the media to play, plus half of it and a minute for start-up, stalls and
@@ -367,6 +406,7 @@ impl VideoRun {
             fidelity,
             // Set by the caller, who started the server.
             server: None,
+            client: None,
             series,
         }
     }
