@@ -53,6 +53,40 @@ fn bad_video_input_fails_before_any_lab_starts() {
         &["--proto", "h3", "--profile", "fcc"],
         &["FCC", "not shipped", "wifi, lte, 3g"],
     );
+    // AStream, the reference player: one h1 player with its own queue limits, and a checkout to
+    // run — refused before any lab starts, naming the flag (and what to set).
+    refused(
+        "video",
+        &["--proto", "h3", "--client", "astream"],
+        &["--client", "astream speaks h1 only"],
+    );
+    refused(
+        "video",
+        &["--proto", "h1", "--client", "astream", "--buffer", "8s"],
+        &["--buffer", "NETFLIX_BUFFER_SIZE"],
+    );
+    let out = quiclab()
+        .args(["video", "--proto", "h1", "--client", "astream"])
+        .env_remove("QUICLAB_ASTREAM")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--client")
+            && err.contains("QUICLAB_ASTREAM")
+            && err.contains("does not ship"),
+        "{err}"
+    );
+    let out = quiclab()
+        .args(["bench", "players", "--quick", "--out"])
+        .arg(temp_dir("bench-players-no-astream").join("out"))
+        .env_remove("QUICLAB_ASTREAM")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("QUICLAB_ASTREAM"), "{err}");
 
     // A content file with a segment's sizes missing: FILE and the key.
     let dir = temp_dir("video-bad-content");
