@@ -4,7 +4,6 @@
 
 use anyhow::Result;
 use clap::{Args, Subcommand};
-use quiclab_lab::SchedulerOptions;
 use quiclab_lab::bench::LinkBench;
 
 #[derive(Subcommand, Debug)]
@@ -117,33 +116,24 @@ pub fn run(cmd: BenchCommand) -> Result<i32> {
         BenchCommand::Link(args) => {
             let link =
                 crate::link_args::params(quiclab_model::WorkloadKind::Bulk, &[&args.host])?.link;
-            let bench = LinkBench {
-                scheduler: SchedulerOptions::of(&link),
-                steering: link.steering,
-                offload: link.offload,
-                discipline: args.queue_discipline,
-                quick: args.quick,
-                log: true,
-            };
+            let bench = LinkBench::for_link(&link, args.queue_discipline, args.quick);
             let doc = bench.run(&args.only, &args.max_rates, args.mix_runs)?;
             print_json(args.json, &doc).map(|_| 0)
         }
         BenchCommand::Stacks(args) => {
             print_json(args.json, &quiclab_workload::bench::stacks(args.size)?).map(|_| 0)
         }
-        BenchCommand::Runner(args) => bench_runner(args),
+        BenchCommand::Runner(a) => {
+            quiclab_runner::bench::run(a.runs, a.out.as_deref())?.print(a.json)
+        }
         BenchCommand::Jobs(a) => {
             quiclab_runner::equivalence::bench_jobs(&library()?, &a.only, a.jobs.n, a.quick, &a.out)
                 .map(|_| 0)
         }
         BenchCommand::Noise(a) => {
+            let lib = library()?;
             let grids = quiclab_runner::noise_bench::bench_noise(
-                &library()?,
-                &a.only,
-                &a.sides,
-                a.pattern,
-                a.quick,
-                &a.out,
+                &lib, &a.only, &a.sides, a.pattern, a.quick, &a.out,
             )?;
             Ok(quiclab_runner::noise_bench::exit_code(&grids))
         }
@@ -174,13 +164,4 @@ pub struct BenchRunnerArgs {
     /// Print one JSON object
     #[arg(long)]
     pub json: bool,
-}
-
-fn bench_runner(args: BenchRunnerArgs) -> Result<i32> {
-    let report = quiclab_runner::bench::run(args.runs, args.out.as_deref())?;
-    if !args.json {
-        println!("{report}");
-    }
-    print_json(args.json, &report.doc)?;
-    Ok(if report.passed { 0 } else { 1 })
 }

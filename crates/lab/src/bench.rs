@@ -70,6 +70,23 @@ pub struct LinkBench {
 }
 
 impl LinkBench {
+    /// The benchmark of labs set up as `link` asks (scheduler, steering, offload), logging each
+    /// figure as it is measured.
+    pub fn for_link(
+        link: &LinkOptions,
+        discipline: quiclab_link::aqm::DisciplineSpec,
+        quick: bool,
+    ) -> LinkBench {
+        LinkBench {
+            scheduler: SchedulerOptions::of(link),
+            steering: link.steering,
+            offload: link.offload,
+            discipline,
+            quick,
+            log: true,
+        }
+    }
+
     fn start(&self, spec: &LinkSpec) -> Result<RunningLab> {
         let options = crate::LabOptions {
             steer_receive: self.steering.resolve(spec.wants_receive_steering()),

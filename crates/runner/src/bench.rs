@@ -41,6 +41,17 @@ pub struct BenchRunnerReport {
     pub passed: bool,
 }
 
+impl BenchRunnerReport {
+    /// Prints the report (as JSON with `json`) and returns the command's exit code.
+    pub fn print(&self, json: bool) -> Result<i32> {
+        match json {
+            true => println!("{}", serde_json::to_string_pretty(&self.doc)?),
+            false => println!("{self}"),
+        }
+        Ok(if self.passed { 0 } else { 1 })
+    }
+}
+
 /// Runs a grid of `runs` small bulk runs (rounded up to a multiple of 3 protocols) into `out` (a
 /// new or empty directory; default a temporary one, removed afterwards) and measures the runner's
 /// own costs and leaks.

@@ -267,13 +267,8 @@ pub fn bench_jobs(
         ] {
             let dir: PathBuf =
                 quiclab_outputs::claim_subdir(out, &format!("{grid}-{name}"), "--out")?;
-            let resume = dir.join("results.sqlite").is_file();
             let mode = crate::Mode {
-                resume: if resume {
-                    crate::Resume::Yes
-                } else {
-                    crate::Resume::No
-                },
+                resume: crate::Resume::if_stored(&dir),
                 quick,
                 shard: None,
                 jobs: j,

@@ -357,6 +357,14 @@ pub enum Resume {
 }
 
 impl Resume {
+    /// Continue what `dir` already holds (a benchmark's side interrupted earlier), else start.
+    pub fn if_stored(dir: &Path) -> Resume {
+        match dir.join("results.sqlite").is_file() {
+            true => Resume::Yes,
+            false => Resume::No,
+        }
+    }
+
     /// From a command's `--resume` and `--retry-failed` (which implies resuming).
     pub fn from_flags(resume: bool, retry_failed: bool) -> Resume {
         match (resume, retry_failed) {

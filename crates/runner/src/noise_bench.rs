@@ -230,13 +230,8 @@ impl GridRun<'_> {
             _ => None,
         };
         let dir = quiclab_outputs::claim_subdir(out, &format!("{grid}-{side}"), "--out")?;
-        let resume = dir.join("results.sqlite").is_file();
         let mode = crate::Mode {
-            resume: if resume {
-                crate::Resume::Yes
-            } else {
-                crate::Resume::No
-            },
+            resume: crate::Resume::if_stored(&dir),
             quick,
             shard: None,
             jobs: Jobs::ONE,

@@ -157,13 +157,8 @@ pub fn bench_players(quick: bool, jobs: Option<Jobs>, out: &Path) -> Result<Play
             }
             let (scenario, text) = crate::load_scenario(&file, None, false)?;
             let plan = crate::prepare_plan(&file, &scenario)?;
-            let resume = dir.join("results.sqlite").is_file();
             let mode = crate::Mode {
-                resume: if resume {
-                    crate::Resume::Yes
-                } else {
-                    crate::Resume::No
-                },
+                resume: crate::Resume::if_stored(&dir),
                 jobs: jobs.unwrap_or(Jobs::ONE),
                 ..Default::default()
             };
