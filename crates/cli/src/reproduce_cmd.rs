@@ -41,6 +41,9 @@ pub struct ReproduceArgs {
     /// Run each scenario's whole grid, not only the runs some finding judges
     #[arg(long, conflicts_with = "judge")]
     pub whole_grid: bool,
+    /// Run the study's explanations (their runs with and without each setting), not its findings
+    #[arg(long, conflicts_with = "judge")]
+    pub explain: bool,
     /// Add each scenario's judged runs to the evidence in DIR as it finishes (or those --judge reads)
     #[arg(long, value_name = "DIR")]
     pub keep_evidence: Option<PathBuf>,
@@ -66,6 +69,7 @@ pub fn run(args: ReproduceArgs) -> Result<i32> {
         shard: args.shard,
         jobs: args.jobs.n.unwrap_or(quiclab_runner::cost::Jobs::ONE),
         whole_grid: args.whole_grid,
+        explain: args.explain,
         keep_evidence: args.keep_evidence.clone(),
         ..PackOptions::new(quick)
     };
@@ -97,12 +101,9 @@ pub fn run(args: ReproduceArgs) -> Result<i32> {
         quiclab_runner::reproduce::tallies(verdicts)
             .iter()
             .for_each(|t| println!("{t}"));
-        println!(
-            "{}\n{}\n{}",
-            done.json.display(),
-            done.csv.display(),
-            done.html.display()
-        );
+        for path in [&done.json, &done.csv, &done.html] {
+            println!("{}", path.display());
+        }
     }
     Ok(if broken.is_empty() { 0 } else { 1 })
 }

@@ -66,6 +66,8 @@ pub struct SummaryRow<'a> {
     pub class: Class,
     pub findings: usize,
     pub counts: [usize; 8],
+    /// Findings with an explanation whose outcome is explained (issue 59).
+    pub explained: usize,
 }
 
 /// The summary's rows: per study and class (reproductions and calibrations apart, a class
@@ -83,11 +85,20 @@ pub fn summary_rows<'a>(studies: &'a [Study], verdicts: &[FindingVerdict]) -> Ve
                 continue;
             }
             let counts = COLUMNS.map(|c| mine.iter().filter(|v| summary_word(v) == c).count());
+            let explained = mine
+                .iter()
+                .filter(|v| {
+                    v.explanations
+                        .iter()
+                        .any(|e| e.outcome == quiclab_verdict::explain::Outcome::Explained)
+                })
+                .count();
             rows.push(SummaryRow {
                 study: &s.name,
                 class,
                 findings: mine.len(),
                 counts,
+                explained,
             });
         }
     }
@@ -100,13 +111,13 @@ pub fn summary(studies: &[Study], verdicts: &[FindingVerdict]) -> String {
     for c in COLUMNS {
         let _ = write!(t, " {c} |");
     }
-    t.push_str("\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    t.push_str(" explained |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for r in summary_rows(studies, verdicts) {
         let _ = write!(t, "| {} | {}s | {} |", r.study, r.class.name(), r.findings);
         for n in r.counts {
             let _ = write!(t, " {n} |");
         }
-        t.push('\n');
+        let _ = writeln!(t, " {} |", r.explained);
     }
     t
 }

@@ -303,6 +303,7 @@ pub(crate) mod tests {
             }),
             per: None,
             scope: None,
+            explanations: Vec::new(),
         }
     }
 

@@ -566,6 +566,28 @@ fn finding_row(h: &mut String, v: &FindingVerdict, packs: &[PackScenario], diffe
     if let Some(needed) = quiclab_verdict::outcome::needed_n(v) {
         let _ = write!(why, "<br><span class=\"why\">{}</span>", esc(&needed));
     }
+    // Issue 59: the explanations tested, each with its two judgements.
+    for e in &v.explanations {
+        let brief = |j: &quiclab_verdict::Judgement| {
+            esc(&quiclab_verdict::outcome::brief(j, &v.estimate_of))
+        };
+        let _ = write!(
+            why,
+            "<br><span class=\"why\">explanation {} ({}): <b>{}</b>{} — with {}: {}; control ({}): {}</span>",
+            esc(&e.id),
+            esc(&e.hypothesis),
+            e.outcome.word(),
+            match &e.outcome {
+                quiclab_verdict::explain::Outcome::Inconclusive { why } =>
+                    format!(" ({})", esc(why)),
+                _ => String::new(),
+            },
+            esc(&e.setting_text()),
+            brief(&e.with_setting),
+            esc(&e.control_text()),
+            brief(&e.control_judgement),
+        );
+    }
     // The testbed's differences that touch this finding, beside its verdict.
     for d in differences.iter().filter(|d| names_finding(d, &v.id)) {
         let _ = write!(why, "<br><span class=\"why\">differs: {}</span>", esc(d));

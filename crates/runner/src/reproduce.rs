@@ -228,19 +228,44 @@ pub fn only_findings(studies: Vec<Study>, ids: &[String]) -> Result<Vec<Study>> 
         .into_iter()
         .map(|mut s| {
             s.findings.retain(|f| named(f));
+            let findings = &s.findings;
+            s.explanations
+                .retain(|e| findings.iter().any(|f| e.covers(f)));
             s
         })
         .filter(|s| !s.findings.is_empty())
         .collect())
 }
 
-/// The scenarios a study's findings run, each once, in the order they are first named.
+/// The scenarios a study's findings and explanations run, each once, in the order they are
+/// first named (the findings' first): what is judged and kept as evidence.
 pub fn scenarios_of(study: &Study) -> Vec<String> {
+    let mut out = pack_scenarios(study, false);
+    for s in pack_scenarios(study, true) {
+        if !out.contains(&s) {
+            out.push(s);
+        }
+    }
+    out
+}
+
+/// The scenarios a pack runs: its findings', or with `explain` its explanations' (`quiclab
+/// reproduce --explain`: the explanations' runs alone; the findings' are the pack without it,
+/// usually committed already).
+pub fn pack_scenarios(study: &Study, explain: bool) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    for f in &study.findings {
-        if let Judged::Run { scenario, .. } = &f.judged
-            && !out.contains(scenario)
-        {
+    let findings = study.findings.iter().filter_map(|f| match &f.judged {
+        Judged::Run { scenario, .. } => Some(scenario),
+        Judged::NotRunnable { .. } => None,
+    });
+    let explanations = study.explanations.iter().map(|e| &e.scenario);
+    let chosen: Vec<&String> = if explain {
+        explanations.collect()
+    } else {
+        findings.collect()
+    };
+    for scenario in chosen {
+        if !out.contains(scenario) {
             out.push(scenario.clone());
         }
     }
@@ -395,12 +420,7 @@ fn judged_keys(
     quiclab_experiment::check_plan_size(&s).map_err(|e| anyhow!("its stored plan: {e}"))?;
     Ok(quiclab_experiment::expand(&s)
         .into_iter()
-        .filter(|run| {
-            study
-                .findings
-                .iter()
-                .any(|f| f.judges(scenario, &run.params))
-        })
+        .filter(|run| study.judges(scenario, &run.params, true))
         .map(|run| run.key)
         .collect())
 }
@@ -439,6 +459,11 @@ pub struct StudyListing {
     pub quick: PackEstimate,
     pub full: PackEstimate,
     pub whole_grid: PackEstimate,
+    /// The explanations' runs, full form (`--explain`).
+    pub full_explained: PackEstimate,
+    /// The study's explanations (issue 59).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub explanations: Vec<quiclab_verdict::explain::Explanation>,
 }
 
 /// One finding as `reproduce --list --json` gives it.
@@ -487,14 +512,16 @@ pub fn listing(
     studies
         .iter()
         .map(|s| {
-            let opts = |quick, whole_grid| PackOptions {
+            let opts = |quick, whole_grid, explain| PackOptions {
                 repetitions,
                 whole_grid,
+                explain,
                 ..PackOptions::new(quick)
             };
-            let quick = estimate(lib, s, &opts(true, false))?;
-            let full = estimate(lib, s, &opts(false, false))?;
-            let whole_grid = estimate(lib, s, &opts(false, true))?;
+            let quick = estimate(lib, s, &opts(true, false, false))?;
+            let full = estimate(lib, s, &opts(false, false, false))?;
+            let whole_grid = estimate(lib, s, &opts(false, true, false))?;
+            let full_explained = estimate(lib, s, &opts(false, false, true))?;
             Ok(StudyListing {
                 study: s.name.clone(),
                 title: s.title.clone(),
@@ -510,6 +537,8 @@ pub fn listing(
                 quick,
                 full,
                 whole_grid,
+                full_explained,
+                explanations: s.explanations.clone(),
             })
         })
         .collect()
@@ -537,12 +566,27 @@ impl std::fmt::Display for StudyListing {
         write!(f, "{}", row("quick", &self.quick))?;
         write!(f, "{}", row("full", &self.full))?;
         write!(f, "{}", row("whole grid", &self.whole_grid))?;
+        if !self.explanations.is_empty() {
+            write!(f, "{}", row("explain", &self.full_explained))?;
+        }
         for l in &self.findings {
             let class = match l.class {
                 quiclab_verdict::findings::Class::Reproduction => "",
                 quiclab_verdict::findings::Class::Calibration => " (calibration)",
             };
             write!(f, "\n  {:<16} {}{class}", l.id, l.claim)?;
+        }
+        for e in &self.explanations {
+            write!(
+                f,
+                "\n  explanation {} of {} ({}; control {}, in {}): {}",
+                e.id,
+                e.explains.join(", "),
+                quiclab_verdict::explain::values_text(&e.setting),
+                quiclab_verdict::explain::values_text(&e.control),
+                e.scenario,
+                e.hypothesis
+            )?;
         }
         Ok(())
     }
@@ -564,6 +608,9 @@ pub struct PackOptions {
     pub jobs: crate::cost::Jobs,
     /// Run each scenario's whole grid, not only the runs some finding judges.
     pub whole_grid: bool,
+    /// Run the study's explanations instead of its findings (`--explain`): their scenarios,
+    /// the runs they judge.
+    pub explain: bool,
     /// Add each scenario's judged runs to the evidence in this directory as it finishes
     /// (`--keep-evidence`, [`keep_evidence`]).
     pub keep_evidence: Option<PathBuf>,
@@ -579,6 +626,7 @@ impl PackOptions {
             resume: false,
             jobs: crate::cost::Jobs::ONE,
             whole_grid: false,
+            explain: false,
             keep_evidence: None,
         }
     }
@@ -611,12 +659,7 @@ fn plan_of(
     };
     let (s, text, mut plan) = crate::load(&file, repetitions, opts.quick && has_quick)?;
     if !opts.whole_grid {
-        plan.retain(|run| {
-            study
-                .findings
-                .iter()
-                .any(|f| f.judges(scenario, &run.params))
-        });
+        plan.retain(|run| study.judges(scenario, &run.params, opts.explain));
     }
     if let Some(shard) = opts.shard {
         plan = quiclab_experiment::shard_of(&plan, shard);
@@ -639,7 +682,7 @@ pub struct PackEstimate {
 pub fn estimate(lib: &Library, study: &Study, opts: &PackOptions) -> Result<PackEstimate> {
     let auto = crate::cost::Jobs::Auto.admission();
     let mut e = PackEstimate::default();
-    for scenario in scenarios_of(study) {
+    for scenario in pack_scenarios(study, opts.explain) {
         let (file, s, _, plan) = plan_of(lib, study, &scenario, opts)?;
         let sized = crate::sized(&file, &s, &plan)?;
         e.runs += plan.len();
@@ -666,7 +709,7 @@ pub fn run_pack(
     on_hint: &dyn Fn(String),
 ) -> Result<BTreeMap<String, PathBuf>> {
     let mut dirs = BTreeMap::new();
-    let scenarios = scenarios_of(study);
+    let scenarios = pack_scenarios(study, opts.explain);
     if let Some(evidence) = &opts.keep_evidence {
         // The evidence is written after each scenario's runs: a directory quiclab may not write
         // to is refused now, not after an hour of runs (which would stop the pack there).
@@ -792,7 +835,7 @@ pub fn keep_evidence(
 ) -> Result<quiclab_results::evidence::Added> {
     use quiclab_results::evidence::Evidence;
     let store = Store::open(&dir.join("results.sqlite"))?;
-    let judged = |r: &StoredRun| study.findings.iter().any(|f| f.judges(scenario, &r.params));
+    let judged = |r: &StoredRun| study.judges(scenario, &r.params, true);
     let (part, left_out) = quiclab_results::evidence::from_store(&store, &judged)?;
     let root = quiclab_outputs::claim_dir(root, "--keep-evidence")?;
     // One addition at a time: two packs that end side by side with the same evidence directory
@@ -1359,22 +1402,31 @@ mod tests {
                     ..PackOptions::new(false)
                 };
                 let (_, _, _, whole) = plan_of(&lib, &study, &scenario, &whole_opts).unwrap();
-                let (_, _, _, trimmed) =
-                    plan_of(&lib, &study, &scenario, &PackOptions::new(false)).unwrap();
-                let judged: Vec<&str> = whole
-                    .iter()
-                    .filter(|r| {
-                        study
-                            .findings
-                            .iter()
-                            .any(|f| f.judges(&scenario, &r.params))
-                    })
-                    .map(|r| r.key.as_str())
-                    .collect();
-                let kept: Vec<&str> = trimmed.iter().map(|r| r.key.as_str()).collect();
-                assert_eq!(kept, judged, "{}: {scenario}", study.name);
-                assert!(!kept.is_empty(), "{}: {scenario} runs nothing", study.name);
-                trimmed_somewhere |= kept.len() < whole.len();
+                // Without --explain a pack runs what its findings judge (nothing of a scenario
+                // only explanations run); with it, what its explanations judge too.
+                for explain in [false, true] {
+                    let opts = PackOptions {
+                        explain,
+                        ..PackOptions::new(false)
+                    };
+                    if !pack_scenarios(&study, explain).contains(&scenario) {
+                        continue;
+                    }
+                    let (_, _, _, trimmed) = plan_of(&lib, &study, &scenario, &opts).unwrap();
+                    let judged: Vec<&str> = whole
+                        .iter()
+                        .filter(|r| study.judges(&scenario, &r.params, explain))
+                        .map(|r| r.key.as_str())
+                        .collect();
+                    let kept: Vec<&str> = trimmed.iter().map(|r| r.key.as_str()).collect();
+                    assert_eq!(kept, judged, "{}: {scenario}", study.name);
+                    assert!(
+                        !kept.is_empty(),
+                        "{}: {scenario} runs nothing (explain: {explain})",
+                        study.name
+                    );
+                    trimmed_somewhere |= kept.len() < whole.len();
+                }
             }
         }
         assert!(trimmed_somewhere, "no pack runs less than its whole grid");

@@ -87,6 +87,22 @@ pub struct Study {
     /// Every way quiclab's testbed differs from the seed's (stacks, TLS, shaper, browser, …).
     pub differences: Vec<String>,
     pub findings: Vec<Finding>,
+    /// Tested reasons why findings do not reproduce (`[[explanation]]`, [`crate::explain`]).
+    pub explanations: Vec<crate::explain::Explanation>,
+}
+
+impl Study {
+    /// Whether judging the study reads a run of `scenario` with `params`: some finding judges
+    /// it or, with `explain`, some explanation does. A pack runs only these runs unless asked
+    /// for the whole grid.
+    pub fn judges(&self, scenario: &str, params: &BTreeMap<String, String>, explain: bool) -> bool {
+        self.findings.iter().any(|f| f.judges(scenario, params))
+            || explain
+                && self
+                    .explanations
+                    .iter()
+                    .any(|e| e.judges(&self.findings, scenario, params))
+    }
 }
 
 /// Whether a finding reproduces a seed's result or calibrates the testbed: a calibration holds by
@@ -221,6 +237,8 @@ struct FileDe {
     min_effect: Option<f64>,
     #[serde(default)]
     finding: Vec<toml::Spanned<FindingDe>>,
+    #[serde(default)]
+    explanation: Vec<toml::Spanned<crate::explain::ExplanationDe>>,
 }
 
 #[derive(Deserialize)]
@@ -842,12 +860,14 @@ pub fn parse(text: &str, file: &str) -> Result<Study, String> {
     if findings.is_empty() {
         return Err(format!("{file}: no [[finding]]"));
     }
+    let explanations = crate::explain::parse(de.explanation, text, file, &findings)?;
     Ok(Study {
         name: de.study,
         title: de.title,
         seeds: de.seeds,
         differences: de.differences,
         findings,
+        explanations,
     })
 }
 
@@ -862,6 +882,10 @@ pub fn parse(text: &str, file: &str) -> Result<Study, String> {
 /// Returns the findings whose plan gives no more pairs (or runs) than the fewest a test at α
 /// needs (6 at 0.05): only more repetitions of their scenario give them the slack [`PLAN_SLACK`]
 /// asks for.
+///
+/// Each explanation is checked the same way, once per finding it explains and arm (the
+/// finding's claim on the explanation's scenario with the setting's values, and with the
+/// control's): its errors name the explanation's line and the arm.
 pub fn validate(
     study: &Study,
     file: &str,
@@ -871,9 +895,47 @@ pub fn validate(
         &str,
     ) -> Option<quiclab_experiment::metric::MetricDef>,
 ) -> Result<Vec<String>, String> {
+    let mut short = validate_findings(&study.findings, file, &scenario_text, &metric_def)?;
+    for e in &study.explanations {
+        for arms in e.arms(&study.findings) {
+            for (arm, f) in [("setting", arms.with_setting), ("control", arms.control)] {
+                let prefix = format!("{file}:{}: ", f.line);
+                let named = |msg: String| {
+                    format!(
+                        "{file}:{}: explanation {:?}, the {arm}'s runs of {}",
+                        e.line,
+                        e.id,
+                        msg.strip_prefix(&prefix).unwrap_or(&msg)
+                    )
+                };
+                let one = std::slice::from_ref(&f);
+                short.extend(
+                    validate_findings(one, file, &scenario_text, &metric_def)
+                        .map_err(named)?
+                        .into_iter()
+                        .map(named),
+                );
+            }
+        }
+    }
+    Ok(short)
+}
+
+type ScenarioText<'a> = &'a dyn Fn(&str) -> Option<(String, String)>;
+type MetricOf<'a> = &'a dyn Fn(
+    quiclab_experiment::WorkloadKind,
+    &str,
+) -> Option<quiclab_experiment::metric::MetricDef>;
+
+fn validate_findings(
+    findings: &[Finding],
+    file: &str,
+    scenario_text: ScenarioText<'_>,
+    metric_def: MetricOf<'_>,
+) -> Result<Vec<String>, String> {
     let mut slack_short: Vec<String> = Vec::new();
     let mut short_plans: Vec<String> = Vec::new();
-    for f in &study.findings {
+    for f in findings {
         let Judged::Run {
             scenario,
             filter,

@@ -47,6 +47,9 @@ pub struct FindingVerdict {
     /// Whether the claim is of every cell or of the pooled effect (None: not judged on runs).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scope: Option<crate::Scope>,
+    /// The study's explanations of this finding, each judged ([`crate::explain`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub explanations: Vec<crate::explain::ExplanationVerdict>,
 }
 
 /// What a finding's estimate is read against: the claim's reference value in the estimate's
@@ -237,6 +240,18 @@ impl std::fmt::Display for FindingVerdict {
         write!(f, "  {}", self.claim)?;
         if let Verdict::Inconclusive { why } | Verdict::NotRunnable { why } = &j.verdict {
             write!(f, " [{why}]")?;
+        }
+        for e in &self.explanations {
+            write!(
+                f,
+                "\n    explanation {}: {} — with {}: {}; control ({}): {}",
+                e.id,
+                e.outcome.word(),
+                e.setting_text(),
+                brief(&e.with_setting, &self.estimate_of),
+                e.control_text(),
+                brief(&e.control_judgement, &self.estimate_of)
+            )?;
         }
         Ok(())
     }
@@ -449,6 +464,87 @@ pub fn needed_n(v: &FindingVerdict) -> Option<String> {
     ))
 }
 
+/// A judgement in a table cell: its verdict, n, p, q and estimate.
+pub fn brief(j: &Judgement, estimate_of: &str) -> String {
+    let mut t = format!("{}, n = {}", verdict_text(j), shown_n(j));
+    if let Some(p) = j.p {
+        t.push_str(&format!(", p = {}", p_text(p)));
+    }
+    if let Some(q) = j.q {
+        t.push_str(&format!(", q = {}", p_text(q)));
+    }
+    let e = estimate_text(j, estimate_of);
+    if !e.is_empty() {
+        t.push_str(&format!(", {e}"));
+    }
+    t
+}
+
+/// Whether a finding's verdict asks for an explanation: a reproduction that does not hold, is
+/// reversed or mixed.
+pub fn wants_explanation(v: &FindingVerdict) -> bool {
+    v.class == crate::findings::Class::Reproduction
+        && matches!(
+            v.judgement.verdict,
+            Verdict::DoesNotHold { .. } | Verdict::Mixed { .. }
+        )
+}
+
+/// A study's explanations (issue 59): every reproduction that does not hold, is reversed or
+/// mixed, and every finding with an explanation, each with the explanations tested and their
+/// outcomes (a failing finding without one says so). Empty when there is none of either.
+pub fn explanations_markdown(verdicts: &[&FindingVerdict]) -> String {
+    let rows: Vec<&&FindingVerdict> = verdicts
+        .iter()
+        .filter(|v| wants_explanation(v) || !v.explanations.is_empty())
+        .collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    let cell = |s: &str| s.replace('|', "\\|");
+    let mut out = String::from(
+        "Explanations: each finding that does not hold, is reversed or mixed, with the \
+         explanations tested — the finding's claim judged again with the setting that recreates \
+         the seed's condition and on the control (today's values), in the explanation's scenario \
+         (`quiclab reproduce STUDY --explain`):\n\n\
+         | finding | verdict today | explanation | hypothesis | setting (control) | with the setting | control | outcome |\n\
+         |---|---|---|---|---|---|---|---|\n",
+    );
+    for v in rows {
+        let today = verdict_word(&v.judgement.verdict);
+        if v.explanations.is_empty() {
+            out.push_str(&format!(
+                "| {} | {today} | none tested yet | | | | | |\n",
+                cell(&v.id)
+            ));
+        }
+        for e in &v.explanations {
+            let form = match e.form.as_deref() {
+                Some("full") | None => String::new(),
+                Some(f) => format!(" ({f})"),
+            };
+            out.push_str(&format!(
+                "| {} | {today} | {} in {}{form} | {} | {} ({}) | {} | {} | **{}**{} |\n",
+                cell(&v.id),
+                cell(&e.id),
+                cell(&e.scenario),
+                cell(&e.hypothesis),
+                cell(&e.setting_text()),
+                cell(&e.control_text()),
+                cell(&brief(&e.with_setting, &v.estimate_of)),
+                cell(&brief(&e.control_judgement, &v.estimate_of)),
+                e.outcome.word(),
+                match &e.outcome {
+                    crate::explain::Outcome::Inconclusive { why } => format!(": {}", cell(why)),
+                    _ => String::new(),
+                }
+            ));
+        }
+    }
+    out.push('\n');
+    out
+}
+
 /// The verdicts as Markdown tables, one per study (`verdicts.md`; docs/reproductions.md pastes
 /// them): finding, claim, metric, what was tested, n, p, the estimate with its interval, the
 /// seed's number, the verdict and why.
@@ -473,7 +569,7 @@ pub fn markdown(verdicts: &[FindingVerdict]) -> String {
         } else {
             "\n|---|---|---|---|---|---|---:|---:|---:|---|---|---|\n"
         });
-        for v in mine {
+        for &v in &mine {
             let j = &v.judgement;
             let mut row = format!(
                 "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
@@ -495,18 +591,7 @@ pub fn markdown(verdicts: &[FindingVerdict]) -> String {
             );
             if with_beside {
                 let text = v.beside.as_ref().map_or(String::new(), |b| {
-                    let bj = &b.judgement;
-                    let mut t = format!("{}: {}, n = {}", b.label(), verdict_text(bj), shown_n(bj));
-                    if let Some(p) = bj.p {
-                        t.push_str(&format!(", p = {}", p_text(p)));
-                    }
-                    if let Some(q) = bj.q {
-                        t.push_str(&format!(", q = {}", p_text(q)));
-                    }
-                    let e = estimate_text(bj, &v.estimate_of);
-                    if !e.is_empty() {
-                        t.push_str(&format!(", {e}"));
-                    }
+                    let mut t = format!("{}: {}", b.label(), brief(&b.judgement, &v.estimate_of));
                     if b.disagrees_with(j) {
                         t.push_str(" — **disagrees**; the finding's verdict stands");
                     }
@@ -518,6 +603,7 @@ pub fn markdown(verdicts: &[FindingVerdict]) -> String {
             out.push('\n');
         }
         out.push('\n');
+        out.push_str(&explanations_markdown(&mine));
         for v in verdicts.iter().filter(|v| v.study == study) {
             out.push_str(&cells_markdown(v));
         }
@@ -569,6 +655,7 @@ mod tests {
             scale: None,
             per: None,
             scope: None,
+            explanations: Vec::new(),
         }
     }
 

@@ -112,6 +112,18 @@ pub fn sentence(v: &FindingVerdict) -> String {
     if let Some(seed) = v.seed_value {
         s.push_str(&format!("; the seed's number: {seed}"));
     }
+    for e in &v.explanations {
+        s.push_str(&format!(
+            "; with {} ({}) the claim {} ({}), on the control {} ({}): **{}**",
+            e.setting_text(),
+            e.id,
+            verdict_word(&e.with_setting.verdict),
+            stats(&e.with_setting),
+            verdict_word(&e.control_judgement.verdict),
+            stats(&e.control_judgement),
+            e.outcome.word()
+        ));
+    }
     s.push_str(".\n");
     s
 }

@@ -95,9 +95,55 @@ pub fn judge_study(
             Judged::Run { .. } => judge_finding(study, f, scenarios, registry)?,
         });
     }
-    // The study's multiplicity correction: a q beside every p.
+    judge_explanations(study, &mut out, scenarios, registry)?;
+    // The study's multiplicity correction: a q beside every p (the explanations' apart).
     crate::cells::adjust_study(&mut out);
+    crate::explain::adjust(&mut out);
     Ok(out)
+}
+
+/// Each explanation of the study judged for each finding it explains, added to that finding's
+/// verdict row: the finding's claim judged on the explanation's runs with the setting and on the
+/// control runs (the outcome is set after the multiplicity correction).
+fn judge_explanations(
+    study: &Study,
+    verdicts: &mut [FindingVerdict],
+    scenarios: &BTreeMap<String, Option<ScenarioRuns>>,
+    registry: &[MetricDef],
+) -> Result<(), String> {
+    for e in &study.explanations {
+        let unrun = |j: &mut Judgement| {
+            if scenarios.get(&e.scenario).is_none_or(Option::is_none) {
+                j.verdict = Verdict::Inconclusive {
+                    why: format!(
+                        "no results of {} (quiclab reproduce {} --explain)",
+                        e.scenario, study.name
+                    ),
+                };
+            }
+        };
+        for arms in e.arms(&study.findings) {
+            let mut with = judge_finding(study, &arms.with_setting, scenarios, registry)?;
+            let mut control = judge_finding(study, &arms.control, scenarios, registry)?;
+            unrun(&mut with.judgement);
+            unrun(&mut control.judgement);
+            let Some(v) = verdicts.iter_mut().find(|v| v.id == arms.finding) else {
+                continue;
+            };
+            v.explanations.push(crate::explain::ExplanationVerdict {
+                id: e.id.clone(),
+                hypothesis: e.hypothesis.clone(),
+                scenario: e.scenario.clone(),
+                setting: e.setting.clone(),
+                control: e.control.clone(),
+                outcome: crate::explain::Outcome::of(&with.judgement, &control.judgement),
+                with_setting: with.judgement,
+                control_judgement: control.judgement,
+                form: with.form,
+            });
+        }
+    }
+    Ok(())
 }
 
 /// A verdict row of finding `f` with `judgement` and nothing else filled in.
@@ -122,6 +168,7 @@ fn verdict_row(study: &Study, f: &findings::Finding, judgement: Judgement) -> Fi
         scale: None,
         per: f.per.clone(),
         scope: None,
+        explanations: Vec::new(),
     }
 }
 
@@ -374,5 +421,87 @@ mod tests {
         assert_eq!(v[1], Observed::Failed);
         assert_eq!(v[2], Observed::Failed);
         assert_eq!(v[3], Observed::Censored { at_least: 30_000.0 });
+    }
+
+    #[test]
+    fn an_explanation_is_judged_on_its_two_arms_and_said_under_its_finding() {
+        let text = "study = \"t\"\ntitle = \"t\"\n[[finding]]\nid = \"x\"\nclaim = \"h3 faster\"\n\
+                    class = \"reproduction\"\nscenario = \"s\"\nmetric = \"plt_ms\"\n\
+                    compare = { axis = \"protocol\", a = \"h3\", b = \"h1\" }\nmin_n = 6\n\
+                    [[explanation]]\nid = \"x-idle\"\nexplains = [\"x\"]\n\
+                    hypothesis = \"TCP restarted slow start\"\nscenario = \"e\"\n\
+                    setting = { ssai = true }\ncontrol = { ssai = false }\n";
+        let study = findings::parse(text, "t.toml").unwrap();
+        let ok = RunStatus::Ok { flagged: false };
+        let mut runs = Vec::new();
+        for rep in 1..=8u32 {
+            for (ssai, h1) in [("true", 1_300.0), ("false", 880.0)] {
+                for (proto, plt) in [
+                    ("h3", 900.0 + f64::from(rep)),
+                    ("h1", h1 + 7.0 * f64::from(rep)),
+                ] {
+                    let mut r = run(proto, rep, ok.clone(), plt);
+                    r.params.insert("ssai".into(), ssai.into());
+                    runs.push(r);
+                }
+            }
+        }
+        let mut scenarios = scenario(false, 8);
+        let judged = |scenarios: &BTreeMap<String, Option<ScenarioRuns>>| {
+            judge_study(&study, scenarios, &[PLT]).unwrap()[0].clone()
+        };
+        // Not run yet: said so, never a pass.
+        let v = judged(&scenarios);
+        assert_eq!(v.explanations.len(), 1);
+        assert!(
+            matches!(&v.explanations[0].outcome, crate::explain::Outcome::Inconclusive { why } if why.contains("no results of e (quiclab reproduce t --explain)")),
+            "{:?}",
+            v.explanations[0].outcome
+        );
+        scenarios.insert(
+            "e".into(),
+            Some(ScenarioRuns {
+                runs: runs.clone(),
+                quick: false,
+                form: "full".into(),
+                part: None,
+            }),
+        );
+        let v = judged(&scenarios);
+        let e = &v.explanations[0];
+        assert_eq!(e.outcome, crate::explain::Outcome::Explained, "{e:?}");
+        assert_eq!(e.with_setting.verdict, Verdict::Holds);
+        assert_eq!(e.with_setting.counts.pairs, 8);
+        assert!(e.with_setting.q.is_some());
+        assert!(
+            matches!(
+                e.control_judgement.verdict,
+                Verdict::DoesNotHold { .. } | Verdict::NotShown { .. }
+            ),
+            "{:?}",
+            e.control_judgement.verdict
+        );
+        assert_eq!(e.setting_text(), "ssai = true");
+        // The finding's own verdict is its own.
+        assert_eq!(v.judgement.verdict, Verdict::Holds);
+        // With the setting the claim does not come back: not explained.
+        for r in runs.iter_mut().filter(|r| r.params["ssai"] == "true") {
+            if r.params["protocol"] == "h1" {
+                r.metrics.insert("plt_ms".into(), 700.0);
+            }
+        }
+        scenarios.insert(
+            "e".into(),
+            Some(ScenarioRuns {
+                runs,
+                quick: false,
+                form: "full".into(),
+                part: None,
+            }),
+        );
+        assert_eq!(
+            judged(&scenarios).explanations[0].outcome,
+            crate::explain::Outcome::NotExplained
+        );
     }
 }

@@ -1,0 +1,517 @@
+//! Explanations (issue 59): why a seed's finding does not reproduce with today's stacks, as a
+//! tested hypothesis. An explanation names the finding(s) it explains, says in one sentence what
+//! differed in the seed's time, and gives the setting that recreates that condition and the
+//! control (today's value of the same keys). Its scenario runs both; the finding's own claim is
+//! judged twice by the same engine — on the runs with the setting and on the control runs — and
+//! the explanation is
+//!
+//! - **explained** when the claim holds with the setting (q < α over the study's explanations)
+//!   and does not hold on the control (does not hold, reversed, not shown or mixed): the seed's
+//!   result comes back with the setting and is absent without it;
+//! - **not explained** when the claim does not hold with the setting either (does not hold,
+//!   reversed, not shown with enough units, or mixed): the setting does not bring it back;
+//! - **inconclusive** otherwise: too few units with the setting, an inconclusive control, or a
+//!   control where the claim holds too (the scenario does not show the failure it explains).
+//!
+//! ```toml
+//! [[explanation]]
+//! id = "004-3a-idle"
+//! explains = ["004-3a"]                      # findings (a `per` finding by its own id: each value)
+//! hypothesis = "Linux restarted TCP from its initial window after each pause of the player …"
+//! scenario = "arisu2019-seek-explain"        # its runs have both the setting and the control
+//! setting = { tcp_slow_start_after_idle = true }   # the seed's condition
+//! control = { tcp_slow_start_after_idle = false }  # today's, the same keys
+//! ```
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::findings::{Finding, Judged};
+use crate::judge::{Judgement, Verdict};
+
+/// One `[[explanation]]`, checked.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Explanation {
+    pub id: String,
+    /// The ids of the findings it explains (a `per` finding's values each by `id@value`).
+    pub explains: Vec<String>,
+    pub hypothesis: String,
+    pub scenario: String,
+    /// The setting values that recreate the seed's condition (parameter → value as run keys
+    /// write them).
+    pub setting: BTreeMap<String, String>,
+    /// The same keys at today's values.
+    pub control: BTreeMap<String, String>,
+    /// The line of `[[explanation]]` in the study file.
+    #[serde(skip)]
+    pub line: usize,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ExplanationDe {
+    id: String,
+    explains: Vec<String>,
+    hypothesis: String,
+    scenario: String,
+    setting: BTreeMap<String, toml::Value>,
+    control: BTreeMap<String, toml::Value>,
+}
+
+/// The two arms of an explanation for one finding: the finding's judgement moved to the
+/// explanation's scenario with the setting's values, and with the control's.
+#[derive(Debug, Clone)]
+pub struct Arms {
+    pub finding: String,
+    pub with_setting: Finding,
+    pub control: Finding,
+}
+
+impl Explanation {
+    /// The arms of this explanation for each finding of `findings` it explains (a finding that
+    /// names no runs has none).
+    pub fn arms(&self, findings: &[Finding]) -> Vec<Arms> {
+        findings
+            .iter()
+            .filter(|f| self.covers(f))
+            .filter_map(|f| {
+                Some(Arms {
+                    finding: f.id.clone(),
+                    with_setting: self.moved(f, &self.setting)?,
+                    control: self.moved(f, &self.control)?,
+                })
+            })
+            .collect()
+    }
+
+    /// Whether it explains `f` (named by its id, or a `per` finding by the id it was made from).
+    pub fn covers(&self, f: &Finding) -> bool {
+        self.explains.contains(&f.id)
+            || f.per
+                .as_ref()
+                .is_some_and(|p| self.explains.contains(&p.of))
+    }
+
+    /// `f` judged on this explanation's scenario with `values` in its `where` (a value `where`
+    /// fixes too is replaced: e.g. a queue swept past the finding's).
+    fn moved(&self, f: &Finding, values: &BTreeMap<String, String>) -> Option<Finding> {
+        let mut out = f.clone();
+        let Judged::Run {
+            scenario,
+            filter,
+            beside,
+            ..
+        } = &mut out.judged
+        else {
+            return None;
+        };
+        scenario.clone_from(&self.scenario);
+        *filter = crate::findings::beside_filter(filter, values);
+        // The explanation judges the finding's own claim, not what is shown beside it.
+        *beside = None;
+        Some(out)
+    }
+
+    /// Whether judging this explanation reads a run of `scenario` with `params`.
+    pub fn judges(
+        &self,
+        findings: &[Finding],
+        scenario: &str,
+        params: &BTreeMap<String, String>,
+    ) -> bool {
+        scenario == self.scenario
+            && self.arms(findings).iter().any(|a| {
+                a.with_setting.judges(scenario, params) || a.control.judges(scenario, params)
+            })
+    }
+}
+
+/// Parses a study's `[[explanation]]` tables against its findings (`per` values included).
+/// Errors name the file, the explanation's line and the key.
+pub(crate) fn parse(
+    des: Vec<toml::Spanned<ExplanationDe>>,
+    text: &str,
+    file: &str,
+    findings: &[Finding],
+) -> Result<Vec<Explanation>, String> {
+    let line_of = |offset: usize| text[..offset.min(text.len())].matches('\n').count() + 1;
+    let mut out: Vec<Explanation> = Vec::new();
+    for spanned in des {
+        let line = line_of(spanned.span().start);
+        let e = spanned.into_inner();
+        let at = |key: &str, msg: String| {
+            format!(
+                "{file}:{line}: explanation {:?}: key \"{key}\": {msg}",
+                e.id
+            )
+        };
+        if e.id.is_empty() || e.id.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            return Err(at(
+                "id",
+                "expected a non-empty id without spaces (e.g. \"004-3a-idle\")".into(),
+            ));
+        }
+        if out.iter().any(|o| o.id == e.id) || findings.iter().any(|f| f.id == e.id) {
+            return Err(at(
+                "id",
+                "a finding or another explanation has this id".into(),
+            ));
+        }
+        if e.hypothesis.trim().is_empty() {
+            return Err(at(
+                "hypothesis",
+                "must not be empty: what differed in the seed's time, in one sentence".into(),
+            ));
+        }
+        if e.scenario.trim().is_empty() {
+            return Err(at("scenario", "must not be empty".into()));
+        }
+        if e.explains.is_empty() {
+            return Err(at("explains", "names no finding".into()));
+        }
+        for id in &e.explains {
+            let named: Vec<&Finding> = findings
+                .iter()
+                .filter(|f| &f.id == id || f.per.as_ref().is_some_and(|p| &p.of == id))
+                .collect();
+            if named.is_empty() {
+                return Err(at("explains", format!("no finding {id:?} in this study")));
+            }
+            if named
+                .iter()
+                .any(|f| matches!(f.judged, Judged::NotRunnable { .. }))
+            {
+                return Err(at(
+                    "explains",
+                    format!("finding {id:?} is not runnable: there is no claim to judge again"),
+                ));
+            }
+        }
+        let render = |m: &BTreeMap<String, toml::Value>| -> BTreeMap<String, String> {
+            m.iter()
+                .map(|(k, v)| {
+                    let v = match v {
+                        toml::Value::String(s) => s.clone(),
+                        other => other.to_string(),
+                    };
+                    (k.clone(), v)
+                })
+                .collect()
+        };
+        let (setting, control) = (render(&e.setting), render(&e.control));
+        if setting.is_empty() {
+            return Err(at(
+                "setting",
+                "names no setting: give the keys that recreate the seed's condition".into(),
+            ));
+        }
+        let keys = |m: &BTreeMap<String, String>| m.keys().cloned().collect::<Vec<_>>();
+        if keys(&setting) != keys(&control) {
+            return Err(at(
+                "control",
+                format!(
+                    "must give the same keys as setting ({}) at today's values; got {}",
+                    keys(&setting).join(", "),
+                    if control.is_empty() {
+                        "none".to_string()
+                    } else {
+                        keys(&control).join(", ")
+                    }
+                ),
+            ));
+        }
+        if setting == control {
+            return Err(at(
+                "control",
+                "is the setting itself: the control must differ in at least one value".into(),
+            ));
+        }
+        out.push(Explanation {
+            id: e.id,
+            explains: e.explains,
+            hypothesis: e.hypothesis,
+            scenario: e.scenario,
+            setting,
+            control,
+            line,
+        });
+    }
+    Ok(out)
+}
+
+/// What an explanation's two judgements say.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "verdict", rename_all = "snake_case")]
+pub enum Outcome {
+    Explained,
+    NotExplained,
+    Inconclusive { why: String },
+}
+
+impl Outcome {
+    pub fn word(&self) -> &'static str {
+        match self {
+            Outcome::Explained => "explained",
+            Outcome::NotExplained => "not explained",
+            Outcome::Inconclusive { .. } => "inconclusive",
+        }
+    }
+
+    /// The outcome of a claim judged with the setting and on the control (after the
+    /// multiplicity correction of the judgement with the setting).
+    pub fn of(with_setting: &Judgement, control: &Judgement) -> Outcome {
+        let control_fails = matches!(
+            control.verdict,
+            Verdict::DoesNotHold { .. } | Verdict::NotShown { .. } | Verdict::Mixed { .. }
+        );
+        match &with_setting.verdict {
+            Verdict::Holds if control_fails => Outcome::Explained,
+            Verdict::Holds => Outcome::Inconclusive {
+                why: match &control.verdict {
+                    Verdict::Holds => "the claim holds on the control too: this scenario does \
+                                       not show the failure it explains"
+                        .into(),
+                    v => format!(
+                        "the control is {}: the failure is not shown without the setting",
+                        crate::outcome::verdict_word(v)
+                    ),
+                },
+            },
+            Verdict::DoesNotHold { .. } | Verdict::NotShown { .. } | Verdict::Mixed { .. } => {
+                Outcome::NotExplained
+            }
+            Verdict::Inconclusive { why } | Verdict::NotRunnable { why } => Outcome::Inconclusive {
+                why: format!("with the setting: {why}"),
+            },
+        }
+    }
+}
+
+/// One explanation judged for one finding: the `explanations` entry of its verdict row.
+#[derive(Debug, Clone, Serialize)]
+pub struct ExplanationVerdict {
+    pub id: String,
+    pub hypothesis: String,
+    pub scenario: String,
+    pub setting: BTreeMap<String, String>,
+    pub control: BTreeMap<String, String>,
+    pub outcome: Outcome,
+    /// The finding's claim on the runs with the setting: its n, p and q are the explanation's.
+    pub with_setting: Judgement,
+    /// The same claim on the control runs.
+    pub control_judgement: Judgement,
+    /// The form of the explanation's runs (`full`, `quick`; None: no runs).
+    pub form: Option<String>,
+}
+
+impl ExplanationVerdict {
+    /// `tcp_slow_start_after_idle = true` (the setting's values in words).
+    pub fn setting_text(&self) -> String {
+        values_text(&self.setting)
+    }
+
+    pub fn control_text(&self) -> String {
+        values_text(&self.control)
+    }
+}
+
+pub fn values_text(values: &BTreeMap<String, String>) -> String {
+    values
+        .iter()
+        .map(|(k, v)| format!("{k} = {v}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The study's multiplicity correction of its explanations: Benjamini–Hochberg q values over
+/// the p values of the judgements with the setting (one family of the study's explanations); an
+/// explained outcome needs q < α. Outcomes are computed after it.
+pub fn adjust(verdicts: &mut [crate::FindingVerdict]) {
+    let ps: Vec<Option<f64>> = verdicts
+        .iter()
+        .flat_map(|v| v.explanations.iter().map(|e| e.with_setting.p))
+        .collect();
+    let family = format!(
+        "the study's {} explanation p values",
+        ps.iter().flatten().count()
+    );
+    let mut qs = crate::cells::bh(&ps).into_iter();
+    for v in verdicts.iter_mut() {
+        let alpha = v.rule.map_or(0.05, |r| r.alpha);
+        for e in &mut v.explanations {
+            e.with_setting.q = qs.next().flatten();
+            crate::cells::demote_unless_q(&mut e.with_setting, alpha, &family);
+            e.outcome = Outcome::of(&e.with_setting, &e.control_judgement);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn study(explanation: &str) -> Result<crate::Study, String> {
+        crate::findings::parse(
+            &format!(
+                "study = \"t\"\ntitle = \"t\"\n[[finding]]\nid = \"x\"\nclaim = \"h3 faster\"\n\
+                 class = \"reproduction\"\nscenario = \"s\"\nwhere = {{ loss = \"1%\" }}\n\
+                 metric = \"plt_ms\"\ncompare = {{ axis = \"protocol\", a = \"h3\", b = \"h1\" }}\n\
+                 [[finding]]\nid = \"y\"\nclaim = \"elsewhere\"\nclass = \"reproduction\"\n\
+                 not_runnable = \"no lab for it\"\n{explanation}"
+            ),
+            "t.toml",
+        )
+    }
+
+    const GOOD: &str = "[[explanation]]\nid = \"x-old\"\nexplains = [\"x\"]\n\
+                        hypothesis = \"the seed's TCP restarted slow start\"\nscenario = \"s2\"\n\
+                        setting = { ssai = true, loss = \"2%\" }\n\
+                        control = { ssai = false, loss = \"2%\" }\n";
+
+    #[test]
+    fn an_explanation_moves_its_findings_claim_to_its_scenario_with_each_arms_values() {
+        let s = study(GOOD).unwrap();
+        assert_eq!(s.explanations.len(), 1);
+        let e = &s.explanations[0];
+        assert_eq!(e.line, 16);
+        let arms = e.arms(&s.findings);
+        assert_eq!(arms.len(), 1);
+        let Judged::Run {
+            scenario, filter, ..
+        } = &arms[0].with_setting.judged
+        else {
+            panic!("runs")
+        };
+        assert_eq!(scenario, "s2");
+        // The explanation's value replaces the one `where` fixes.
+        assert_eq!(
+            filter,
+            &BTreeMap::from([
+                ("loss".to_string(), "2%".to_string()),
+                ("ssai".to_string(), "true".to_string()),
+            ])
+        );
+        let p = |proto: &str, ssai: &str| {
+            BTreeMap::from([
+                ("protocol".to_string(), proto.to_string()),
+                ("loss".to_string(), "2%".to_string()),
+                ("ssai".to_string(), ssai.to_string()),
+            ])
+        };
+        assert!(e.judges(&s.findings, "s2", &p("h3", "true")));
+        assert!(e.judges(&s.findings, "s2", &p("h1", "false")));
+        assert!(
+            !e.judges(&s.findings, "s", &p("h1", "false")),
+            "another scenario"
+        );
+        assert!(
+            !e.judges(&s.findings, "s2", &p("h2", "false")),
+            "not a side"
+        );
+        assert!(
+            !e.judges(&s.findings, "s2", &p("h1", "maybe")),
+            "neither arm"
+        );
+    }
+
+    #[test]
+    fn a_broken_explanation_names_its_line_and_key() {
+        for (bad, key, says) in [
+            (
+                GOOD.replace("[\"x\"]", "[\"z\"]"),
+                "explains",
+                "no finding \"z\"",
+            ),
+            (
+                GOOD.replace("[\"x\"]", "[\"y\"]"),
+                "explains",
+                "not runnable",
+            ),
+            (
+                GOOD.replace("[\"x\"]", "[]"),
+                "explains",
+                "names no finding",
+            ),
+            (GOOD.replace("\"x-old\"", "\"x\""), "id", "has this id"),
+            (
+                GOOD.replace(
+                    "control = { ssai = false, loss = \"2%\" }",
+                    "control = { ssai = false }",
+                ),
+                "control",
+                "same keys",
+            ),
+            (
+                GOOD.replace("ssai = false", "ssai = true"),
+                "control",
+                "the setting itself",
+            ),
+            (
+                GOOD.replace("setting = { ssai = true, loss = \"2%\" }", "setting = {}"),
+                "setting",
+                "names no setting",
+            ),
+            (
+                GOOD.replace("the seed's TCP restarted slow start", " "),
+                "hypothesis",
+                "must not be empty",
+            ),
+        ] {
+            let e = study(&bad).unwrap_err();
+            assert!(
+                e.starts_with("t.toml:16: explanation")
+                    && e.contains(&format!("key \"{key}\""))
+                    && e.contains(says),
+                "{bad}\n→ {e}"
+            );
+        }
+        let e = study(&GOOD.replace("hypothesis", "because")).unwrap_err();
+        assert!(e.contains("because"), "{e}");
+    }
+
+    fn judged(verdict: Verdict) -> Judgement {
+        Judgement::bare(verdict)
+    }
+
+    #[test]
+    fn the_outcome_needs_the_claim_back_with_the_setting_and_absent_without_it() {
+        use Verdict::*;
+        let no = DoesNotHold { reversed: false };
+        let inc = Inconclusive {
+            why: "n = 2".into(),
+        };
+        let shown = NotShown { why: "p".into() };
+        assert_eq!(
+            Outcome::of(&judged(Holds), &judged(no.clone())),
+            Outcome::Explained
+        );
+        assert_eq!(
+            Outcome::of(&judged(Holds), &judged(shown.clone())),
+            Outcome::Explained
+        );
+        assert!(matches!(
+            Outcome::of(&judged(Holds), &judged(Holds)),
+            Outcome::Inconclusive { why } if why.contains("control too")
+        ));
+        assert!(matches!(
+            Outcome::of(&judged(Holds), &judged(inc.clone())),
+            Outcome::Inconclusive { why } if why.contains("control is inconclusive")
+        ));
+        for v in [
+            no.clone(),
+            DoesNotHold { reversed: true },
+            shown,
+            Mixed { cells: vec![] },
+        ] {
+            assert_eq!(
+                Outcome::of(&judged(v), &judged(no.clone())),
+                Outcome::NotExplained
+            );
+        }
+        assert!(matches!(
+            Outcome::of(&judged(inc), &judged(no)),
+            Outcome::Inconclusive { why } if why.contains("with the setting: n = 2")
+        ));
+    }
+}
