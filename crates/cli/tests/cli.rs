@@ -286,6 +286,97 @@ fn calibrate_json_reports_configured_and_measured_figures() {
     });
 }
 
+/// Issue 59: jitter and reordering are measured by `calibrate` and judged against what was
+/// configured: the idle RTT's spread from the jitter, the share of datagrams overtaken.
+#[test]
+fn calibrate_measures_jitter_and_reordering() {
+    if !root_or_skip("calibrate-variation") {
+        return;
+    }
+    let run = |extra: &[&str]| {
+        let out = quiclab()
+            .args([
+                "calibrate",
+                "--rate",
+                "20mbit",
+                "--rtt",
+                "20ms",
+                "--json",
+                "--bulk-duration",
+                "2s",
+                "--rtt-probes",
+                "200",
+                "--loss-packets",
+                "4000",
+            ])
+            .args(extra)
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+        assert_eq!(
+            out.status.code(),
+            Some(if v["pass"].as_bool().unwrap() { 0 } else { 1 })
+        );
+        v
+    };
+    timing("calibrate-jitter", || {
+        let v = run(&["--jitter", "3ms"]);
+        assert!(
+            v["link"]["downlink"]
+                .as_str()
+                .unwrap()
+                .contains("jitter 3ms"),
+            "{}",
+            v["link"]
+        );
+        let var = &v["variation"];
+        assert_eq!(var["jitter_checked"].as_bool(), Some(true));
+        // Two uniform ±3 ms draws: √(2 · 9 / 3) ms.
+        let expected = var["rtt_sd_expected_ms"].as_f64().unwrap();
+        assert!((expected - 6f64.sqrt()).abs() < 1e-9, "{expected}");
+        let measured = var["rtt_sd_measured_ms"].as_f64().unwrap();
+        ensure((measured - expected).abs() < 0.35 * expected, || {
+            format!("RTT sd {measured} ms, expected {expected}")
+        })?;
+        let median = v["rtt_ms"]["median"].as_f64().unwrap();
+        ensure((median - 20.0).abs() < 2.0, || format!("median {median}"))?;
+        ensure(
+            var["downlink_reorder"]["measured"].as_f64() == Some(0.0),
+            || format!("jitter alone reordered: {var}"),
+        )
+    });
+    timing("calibrate-reorder", || {
+        let v = run(&["--reorder", "5%"]);
+        let var = &v["variation"];
+        for d in ["uplink_reorder", "downlink_reorder"] {
+            assert_eq!(var[d]["checked"].as_bool(), Some(true), "{var}");
+            let share = var[d]["measured"].as_f64().unwrap();
+            ensure((0.03..0.07).contains(&share), || format!("{d}: {share}"))?;
+        }
+        ensure(v["pass"].as_bool() == Some(true), || format!("{v}"))
+    });
+    let e = quiclab()
+        .args([
+            "calibrate",
+            "--rate",
+            "20mbit",
+            "--rtt",
+            "20ms",
+            "--reorder-delay",
+            "5ms",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        e.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&e.stderr)
+    );
+    assert!(String::from_utf8_lossy(&e.stderr).contains("needs --reorder"));
+}
+
 /// `calibrate --offload on` at 200 Mbit/s with a packet log: the JSON document and the log.
 fn offload_calibration(dir: &std::path::Path, env: &[(&str, &str)]) -> (serde_json::Value, String) {
     let log = dir.join("link.log");

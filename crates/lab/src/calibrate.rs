@@ -133,6 +133,36 @@ pub struct HostFigures {
     pub cpu_steal_fraction: f64,
 }
 
+/// One direction's reordering, from the loss probe: the share of its datagrams that arrived
+/// after a later one.
+#[derive(Debug, Clone, Serialize)]
+pub struct DirectionReorder {
+    pub configured: f64,
+    pub measured: f64,
+    pub received: u64,
+    /// The 99 % interval of the measured share if the configured share is right.
+    pub interval_99: [f64; 2],
+    /// False when the probe's datagrams are further apart than half the hold-back: then a
+    /// held-back datagram is not always overtaken, and the share is shown, not judged.
+    pub checked: bool,
+    pub pass: bool,
+}
+
+/// Jitter and reordering (issue 59), when the link has either.
+#[derive(Debug, Clone, Serialize)]
+pub struct VariationFigures {
+    /// The idle RTT's standard deviation (ms): from both directions' jitter (uniform: J²/3 each
+    /// way), and measured by the RTT probe.
+    pub rtt_sd_expected_ms: f64,
+    pub rtt_sd_measured_ms: f64,
+    /// Whether the jitter was judged (|measured − expected| ≤ 25 % of expected + 0.1 ms); not
+    /// with reordering, whose hold-backs spread the RTT too.
+    pub jitter_checked: bool,
+    pub uplink_reorder: DirectionReorder,
+    pub downlink_reorder: DirectionReorder,
+    pub pass: bool,
+}
+
 /// A calibration: the `quiclab calibrate --json` document.
 #[derive(Debug, Clone, Serialize)]
 pub struct Calibration {
@@ -144,6 +174,9 @@ pub struct Calibration {
     pub lateness_us: LatenessFigures,
     pub fidelity: FidelityReport,
     pub host: HostFigures,
+    /// Jitter and reordering as measured (None: the link has neither).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub variation: Option<VariationFigures>,
     pub pass: bool,
     /// Datagrams per direction of the loss probe (shown in the table).
     #[serde(skip)]
@@ -234,7 +267,15 @@ pub fn calibrate(
         .filter(|d| matches!(d.rate, RateSpec::Trace(_)))
         .count() as f64;
     let median_tol = RTT_MEDIAN_TOL_MS + RTT_MEDIAN_TOL_FRAC * expected_rtt_ms + trace_slack_ms;
-    let p99_tol = RTT_P99_TOL_MS + RTT_P99_TOL_FRAC * expected_rtt_ms + trace_slack_ms;
+    // Jitter spreads the RTT up to the sum of both directions' (uniform, centred on the delay);
+    // a held-back (reordered) probe comes back the hold-back later.
+    let (up_var, down_var) = (spec.uplink.variation, spec.downlink.variation);
+    let variation_slack_ms = [up_var, down_var]
+        .iter()
+        .map(|v| (v.jitter + if v.reorder > 0.0 { v.reorder_delay } else { 0 }) as f64 / 1e6)
+        .sum::<f64>();
+    let p99_tol =
+        RTT_P99_TOL_MS + RTT_P99_TOL_FRAC * expected_rtt_ms + trace_slack_ms + variation_slack_ms;
     // A profile may change its delay during the probe: then only the median is meaningful.
     let delay_changed = [&spec.uplink, &spec.downlink].iter().any(|d| {
         matches!(d.rate, RateSpec::Profile(_)) && {
@@ -339,7 +380,47 @@ pub fn calibrate(
     // The same limit as the runner's flag: derived from this link (docs/link.md).
     let lateness_limit = crate::tolerance::lateness_p99_limit_us(spec);
     let lateness_pass = fidelity.lateness_us.p99 <= lateness_limit;
-    let pass = rtt_pass && rate_pass && loss.pass && lateness_pass;
+    let variation = (!up_var.is_none() || !down_var.is_none()).then(|| {
+        let reorder = |v: quiclab_link::variation::Variation,
+                       r: &probe::LossResult,
+                       d: &crate::DirectionSpec| {
+            let measured = r.reordered as f64 / r.received.max(1) as f64;
+            let (lo, hi) = binomial_interval(v.reorder, r.received, LOSS_Z);
+            let gap_s = ((settings.loss_datagram + ip_header) * 8) as f64 / pace(d);
+            let checked = v.reorder > 0.0 && gap_s * 1e9 < v.reorder_delay as f64 / 2.0;
+            DirectionReorder {
+                configured: v.reorder,
+                measured,
+                received: r.received,
+                interval_99: [lo, hi],
+                checked,
+                pass: !checked || (measured >= lo && measured <= hi),
+            }
+        };
+        let ms = |ns: u64| ns as f64 / 1e6;
+        let sd_expected = ((ms(up_var.jitter).powi(2) + ms(down_var.jitter).powi(2)) / 3.0).sqrt();
+        let sd_measured = (sorted.iter().map(|x| (x - mean).powi(2)).sum::<f64>()
+            / sorted.len().max(1) as f64)
+            .sqrt();
+        let jitter_checked = up_var.reorder == 0.0 && down_var.reorder == 0.0;
+        let jitter_pass =
+            !jitter_checked || (sd_measured - sd_expected).abs() <= 0.25 * sd_expected + 0.1;
+        let uplink_reorder = reorder(up_var, &up_loss, &spec.uplink);
+        let downlink_reorder = reorder(down_var, &down_loss, &spec.downlink);
+        VariationFigures {
+            rtt_sd_expected_ms: sd_expected,
+            rtt_sd_measured_ms: sd_measured,
+            jitter_checked,
+            pass: jitter_pass && uplink_reorder.pass && downlink_reorder.pass,
+            uplink_reorder,
+            downlink_reorder,
+        }
+    });
+    let pass = rtt_pass
+        && rate_pass
+        && loss.pass
+        && lateness_pass
+        && variation.as_ref().is_none_or(|v| v.pass);
     Ok(Calibration {
         link: spec.describe(),
         ip_version: if ipv6 { 6 } else { 4 },
@@ -384,6 +465,7 @@ pub fn calibrate(
         host: HostFigures {
             cpu_steal_fraction: steal.fraction(),
         },
+        variation,
         pass,
         loss_packets: count,
     })
@@ -442,6 +524,40 @@ impl fmt::Display for Calibration {
             late.p50,
             late.max
         )?;
+        if let Some(v) = &self.variation {
+            writeln!(
+                f,
+                "  {:<10} {:>11.3} ms {:>11.3} ms   {} (standard deviation of the idle RTT from the jitter{})",
+                "jitter",
+                v.rtt_sd_expected_ms,
+                v.rtt_sd_measured_ms,
+                if v.jitter_checked {
+                    ok(v.pass)
+                } else {
+                    "shown"
+                },
+                if v.jitter_checked {
+                    ""
+                } else {
+                    "; not judged with reordering"
+                }
+            )?;
+            for (name, r) in [
+                ("reorder ↑", &v.uplink_reorder),
+                ("reorder ↓", &v.downlink_reorder),
+            ] {
+                writeln!(
+                    f,
+                    "  {:<10} {:>13.4}% {:>13.4}%   {} (datagrams overtaken; 99 % interval {:.4}–{:.4} %)",
+                    name,
+                    r.configured * 100.0,
+                    r.measured * 100.0,
+                    if r.checked { ok(r.pass) } else { "shown" },
+                    r.interval_99[0] * 100.0,
+                    r.interval_99[1] * 100.0
+                )?;
+            }
+        }
         for p in &late.phases {
             writeln!(
                 f,

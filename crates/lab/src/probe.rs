@@ -255,6 +255,8 @@ pub struct LossResult {
     /// (a CPU-steal burst longer than the receive buffer lasts). Anything else on the namespaces'
     /// interfaces during the stream (another probe, in calibration) is counted too.
     pub host_dropped: u64,
+    /// Datagrams that arrived after one sent later than them (overtaken: reordered).
+    pub reordered: u64,
 }
 
 /// Drops the kernel counts inside one namespace: UDP `RcvbufErrors` plus every interface's receive and
@@ -347,7 +349,8 @@ pub fn paced_udp(
         let done = done.clone();
         std::thread::spawn(move || {
             let mut seen = vec![false; count as usize];
-            let mut received = 0u64;
+            let (mut received, mut reordered) = (0u64, 0u64);
+            let mut highest: Option<u64> = None;
             let mut buf = [0u8; 2048];
             let mut quiet_since: Option<Instant> = None;
             loop {
@@ -359,6 +362,10 @@ pub fn paced_udp(
                         {
                             *s = true;
                             received += 1;
+                            if highest.is_some_and(|h| seq < h) {
+                                reordered += 1;
+                            }
+                            highest = highest.max(Some(seq));
                         }
                         quiet_since = None;
                     }
@@ -375,7 +382,7 @@ pub fn paced_udp(
                     break;
                 }
             }
-            received
+            (received, reordered)
         })
     };
     let mut buf = vec![0u8; payload];
@@ -390,7 +397,7 @@ pub fn paced_udp(
         sender.send_to(&buf, dst)?;
     }
     done.store(true, Ordering::Relaxed);
-    let received = counter
+    let (received, reordered) = counter
         .join()
         .map_err(|_| anyhow::anyhow!("UDP counter panicked"))?;
     let drops_after = kernel_drops(lab, from)? + kernel_drops(lab, to)?;
@@ -399,6 +406,7 @@ pub fn paced_udp(
         received,
         loss: 1.0 - received as f64 / count as f64,
         host_dropped: drops_after.saturating_sub(drops_before),
+        reordered,
     })
 }
 

@@ -38,6 +38,9 @@ impl RunningLab {
             // A CE mark rewrites one packet's header: offload's segments share theirs.
             offload: options.offload.resolve(spec.wants_offload()) && !spec.ecn(),
             tcp_ecn: spec.ecn(),
+            tcp_slow_start_after_idle: options.tcp_slow_start_after_idle,
+            tcp_rmem: options.tcp_rmem,
+            tcp_wmem: options.tcp_wmem,
             ..Default::default()
         };
         let scheduler = SchedulerOptions::of(options);

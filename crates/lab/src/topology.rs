@@ -87,6 +87,13 @@ pub struct LabOptions {
     /// The kernels' TCP asks for ECN (`net.ipv4.tcp_ecn = 1`) instead of only answering it
     /// (2, the kernel's default): with a queue discipline that marks (`--ecn`).
     pub tcp_ecn: bool,
+    /// The kernels' TCP restarts from its initial window after an idle period longer than the
+    /// RTO (`net.ipv4.tcp_slow_start_after_idle`, the kernel's default 1): set either way.
+    pub tcp_slow_start_after_idle: bool,
+    /// `net.ipv4.tcp_rmem` / `tcp_wmem` in both namespaces (min, default, max); None: the
+    /// kernel's own for a new namespace.
+    pub tcp_rmem: Option<[u64; 3]>,
+    pub tcp_wmem: Option<[u64; 3]>,
 }
 
 impl Default for LabOptions {
@@ -99,6 +106,9 @@ impl Default for LabOptions {
             offload: false,
             direct_veth: false,
             tcp_ecn: false,
+            tcp_slow_start_after_idle: true,
+            tcp_rmem: None,
+            tcp_wmem: None,
         }
     }
 }
@@ -232,6 +242,22 @@ impl Lab {
                 netns::write_sysctl("net.ipv4.tcp_no_metrics_save", "1")?;
                 // Set either way, so a lab never depends on what a namespace inherits.
                 netns::write_sysctl("net.ipv4.tcp_ecn", if opts.tcp_ecn { "1" } else { "2" })?;
+                netns::write_sysctl(
+                    "net.ipv4.tcp_slow_start_after_idle",
+                    if opts.tcp_slow_start_after_idle {
+                        "1"
+                    } else {
+                        "0"
+                    },
+                )?;
+                for (key, value) in [("tcp_rmem", opts.tcp_rmem), ("tcp_wmem", opts.tcp_wmem)] {
+                    if let Some([min, default, max]) = value {
+                        netns::write_sysctl(
+                            &format!("net.ipv4.{key}"),
+                            &format!("{min} {default} {max}"),
+                        )?;
+                    }
+                }
                 // A network switch adds the new address beside the old one (same /24) and then
                 // removes the old: without this the kernel would remove the new one with it.
                 netns::write_sysctl("net.ipv4.conf.all.promote_secondaries", "1")?;

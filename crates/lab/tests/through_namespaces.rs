@@ -438,3 +438,71 @@ fn a_route_gives_connections_the_congestion_control_the_namespace_cannot_default
     );
     assert_eq!(congestion_of(&client), default);
 }
+
+/// `tcp-slow-start-after-idle` (issue 59) reaches both namespaces' kernels, either way: the lab
+/// sets it rather than inheriting the host's.
+#[test]
+fn tcp_slow_start_after_idle_is_set_in_both_namespaces_either_way() {
+    if !root_or_skip("tcp-slow-start-after-idle") {
+        return;
+    }
+    let read = |lab: &RunningLab, side: Side| {
+        lab.lab
+            .namespace(side)
+            .run(|| std::fs::read_to_string("/proc/sys/net/ipv4/tcp_slow_start_after_idle"))
+            .expect("runs in the namespace")
+            .expect("the sysctl reads")
+            .trim()
+            .to_string()
+    };
+    for (value, expected) in [("false", "0"), ("true", "1")] {
+        let mut options = quiclab_link::LinkOptions::default();
+        options.set("tcp-slow-start-after-idle", value).unwrap();
+        let lab = RunningLab::start_for(&options, &spec(None, 10.0, 0.0), None, None)
+            .expect("lab starts");
+        for side in [Side::Client, Side::Server] {
+            assert_eq!(read(&lab, side), expected, "{value}: {side:?}");
+        }
+    }
+    let e = quiclab_link::LinkOptions::default()
+        .set("tcp-slow-start-after-idle", "0")
+        .unwrap_err();
+    assert!(e.contains("true or false"), "{e}");
+}
+
+/// `tcp-rmem` and `tcp-wmem` (issue 59) reach both namespaces' kernels as written.
+#[test]
+fn tcp_buffer_sysctls_are_set_in_both_namespaces() {
+    if !root_or_skip("tcp-rmem") {
+        return;
+    }
+    let mut options = quiclab_link::LinkOptions::default();
+    options.set("tcp-rmem", "4096 87380 6291456").unwrap();
+    options.set("tcp-wmem", "4096,16384,1048576").unwrap();
+    let lab =
+        RunningLab::start_for(&options, &spec(None, 10.0, 0.0), None, None).expect("lab starts");
+    for side in [Side::Client, Side::Server] {
+        let (r, w) = lab
+            .lab
+            .namespace(side)
+            .run(|| {
+                (
+                    std::fs::read_to_string("/proc/sys/net/ipv4/tcp_rmem"),
+                    std::fs::read_to_string("/proc/sys/net/ipv4/tcp_wmem"),
+                )
+            })
+            .expect("runs in the namespace");
+        let words = |s: std::io::Result<String>| {
+            s.expect("reads")
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        assert_eq!(words(r), "4096 87380 6291456", "{side:?}");
+        assert_eq!(words(w), "4096 16384 1048576", "{side:?}");
+    }
+    for bad in ["4096 87380", "4096 87380 100", "a b c", "0 1 2000"] {
+        let e = quiclab_link::options::tcp_buffers(bad).unwrap_err();
+        assert!(e.contains("MIN DEFAULT MAX"), "{bad}: {e}");
+    }
+}

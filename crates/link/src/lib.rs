@@ -54,6 +54,7 @@ pub mod stats;
 pub mod switch;
 pub mod trace;
 pub mod units;
+pub mod variation;
 pub mod wake;
 pub mod wire;
 

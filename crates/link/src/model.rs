@@ -78,6 +78,7 @@ use crate::profile::Profile;
 use crate::stats::{self, Distribution};
 use crate::trace::{DeliveryTrace, OPPORTUNITY_BYTES};
 use crate::units::{LossSpec, QueueLimit, format_duration, format_probability, format_rate};
+use crate::variation::{Variation, VariationProcess};
 use crate::{NANOS_PER_MS, NANOS_PER_SEC, Nanos};
 
 /// The bottleneck rate of one direction.
@@ -121,6 +122,8 @@ pub struct DirectionConfig {
     /// The queue discipline. Tail drop (the default) is decided at arrival, exactly; CoDel,
     /// FQ-CoDel and PIE at dequeue, so the model holds their packets ([`Disposition::Held`]).
     pub discipline: DisciplineSpec,
+    /// Jitter and reordering on top of the propagation delay ([`crate::variation`]).
+    pub variation: Variation,
 }
 
 /// What happens to an offered packet.
@@ -148,7 +151,8 @@ pub struct Departure {
     /// When its last bit has left the bottleneck.
     pub service_end: Nanos,
     /// `service_end` + propagation delay, never earlier than the previous packet's
-    /// `deliver_at` (FIFO, no reordering).
+    /// `deliver_at` (FIFO) — unless the link reorders and holds this one back, when later
+    /// packets may leave before it ([`crate::variation`]).
     pub deliver_at: Nanos,
     /// True when its service followed the previous packet's with no idle gap (it arrived
     /// no later than the previous packet finished), so the I/O shell can measure the
@@ -305,6 +309,9 @@ pub enum ModelError {
         /// The spec, formatted.
         spec: String,
     },
+    /// Jitter or reordering that cannot be emulated.
+    #[error("delay variation cannot be used: {reason}")]
+    InvalidVariation { reason: String },
 }
 
 /// A time with sub-nanosecond precision: `ns + rem / rate` nanoseconds, where `rate` is the
@@ -630,6 +637,8 @@ pub struct LinkModel {
     /// The previous forwarded packet's service end, rounded down and up.
     previous_end: Option<(Nanos, Nanos)>,
     previous_deliver_at: Nanos,
+    /// Jitter and reordering (none by default).
+    variation: VariationProcess,
     counters: Counters,
     queueing_delay_us: Histogram<u64>,
     sojourn_us: Histogram<u64>,
@@ -695,12 +704,16 @@ fn resolve_queue(
 impl LinkModel {
     /// Builds the model, resolving a bdp queue limit and checking the configuration.
     pub fn new(cfg: DirectionConfig) -> Result<LinkModel, ModelError> {
+        cfg.variation
+            .validate()
+            .map_err(|reason| ModelError::InvalidVariation { reason })?;
         if !loss_is_valid(&cfg.loss) {
             return Err(ModelError::InvalidLoss {
                 spec: cfg.loss.to_string(),
             });
         }
-        let fixed_delay_description = format_duration(cfg.delay);
+        let fixed_delay_description =
+            format!("{}{}", format_duration(cfg.delay), cfg.variation.describe());
         let fixed_loss_description = cfg.loss.to_string();
         let (server, mean_rate_bps, rate_description, delay_description, loss_description) =
             match &cfg.rate {
@@ -777,8 +790,9 @@ impl LinkModel {
                         Some(profile.mean_rate_bps()),
                         format!("profile {}", profile.name),
                         format!(
-                            "per profile step (mean {})",
-                            format_duration(profile.mean_delay())
+                            "per profile step (mean {}){}",
+                            format_duration(profile.mean_delay()),
+                            cfg.variation.describe()
                         ),
                         format!(
                             "per profile step (mean {})",
@@ -824,6 +838,7 @@ impl LinkModel {
             latest_now: 0,
             previous_end: None,
             previous_deliver_at: 0,
+            variation: VariationProcess::new(cfg.variation, cfg.seed),
             counters: Counters::default(),
             queueing_delay_us: stats::new_histogram(),
             sojourn_us: stats::new_histogram(),
@@ -1052,16 +1067,23 @@ impl LinkModel {
     }
 
     /// When a packet whose serialisation ends at `end` is delivered: after the propagation delay
-    /// in force then, never before the previous packet (the link does not reorder).
+    /// in force then (with its jitter), never before the previous packet — unless the link
+    /// reorders and holds this one back, when the link's order goes on without it.
     fn deliver_at(&mut self, end: Nanos) -> Nanos {
         let delay = match &self.profile {
             Some((profile, start)) => profile.step_at(end.saturating_sub(*start)).delay,
             None => self.fixed_delay,
+        };
+        let draw = self.variation.draw(delay);
+        let delay = draw.delay.saturating_sub(self.delay_compensation);
+        let in_order = end.saturating_add(delay).max(self.previous_deliver_at);
+        match draw.held_back {
+            None => {
+                self.previous_deliver_at = in_order;
+                in_order
+            }
+            Some(extra) => in_order.saturating_add(extra),
         }
-        .saturating_sub(self.delay_compensation);
-        let deliver_at = end.saturating_add(delay).max(self.previous_deliver_at);
-        self.previous_deliver_at = deliver_at;
-        deliver_at
     }
 
     /// Offers a packet of `bytes` bytes arriving at `now` and returns its fate. `now` must

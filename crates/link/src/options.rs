@@ -21,6 +21,10 @@ use crate::{LossSpec, Nanos, QueueLimit, RateSpec, units};
 /// much one-way latency on its own.
 pub const DEFAULT_TUN_COMPENSATION: Nanos = 63_000;
 
+/// How long a reordered packet is held back when `--reorder-delay` is not given (10 ms: at
+/// the seeds' rates many packets overtake it, as netem's `reorder` with a 10 ms delay).
+pub const DEFAULT_REORDER_DELAY: Nanos = 10_000_000;
+
 /// Default coalescing window of TUN offload (`--offload-window`): segments due within 200 µs
 /// after a due one leave with it, so each is at most that early (mean about half). The order of
 /// a 1–10 Gbit/s NIC's interrupt moderation, which batches a receiver's packets over 50–125 µs or
@@ -119,6 +123,10 @@ pub struct LinkOptions {
     pub down_queue_discipline: Option<DisciplineSpec>,
     /// Disciplines mark ECN-capable packets CE instead of dropping them (`--ecn`).
     pub ecn: bool,
+    /// Jitter and reordering of both directions (`--jitter`, `--reorder`, `--reorder-delay`).
+    pub jitter: Option<Nanos>,
+    pub reorder: Option<f64>,
+    pub reorder_delay: Option<Nanos>,
     /// Network switch schedule (`wifi@0s,lte@60s,…` or a named one): see [`crate::switch`].
     pub switch: Option<String>,
     /// Outage after each switch (default 0).
@@ -143,6 +151,13 @@ pub struct LinkOptions {
     pub offload_window: Nanos,
     /// Default TCP congestion control inside the lab's namespaces.
     pub tcp_cc: String,
+    /// The lab's kernels restart TCP's slow start after an idle period
+    /// (`tcp-slow-start-after-idle`; the kernel's default, true).
+    pub tcp_slow_start_after_idle: bool,
+    /// The lab's kernels' TCP receive and send buffers (`tcp-rmem`, `tcp-wmem`: min, default and
+    /// max bytes, as the sysctls write them; None: the kernel's own).
+    pub tcp_rmem: Option<[u64; 3]>,
+    pub tcp_wmem: Option<[u64; 3]>,
 }
 
 impl Default for LinkOptions {
@@ -165,6 +180,9 @@ impl Default for LinkOptions {
             up_queue_discipline: None,
             down_queue_discipline: None,
             ecn: false,
+            jitter: None,
+            reorder: None,
+            reorder_delay: None,
             switch: None,
             switch_gap: None,
             seed: 1,
@@ -177,7 +195,47 @@ impl Default for LinkOptions {
             offload: Offload::Auto,
             offload_window: DEFAULT_OFFLOAD_WINDOW,
             tcp_cc: "cubic".into(),
+            tcp_slow_start_after_idle: true,
+            tcp_rmem: None,
+            tcp_wmem: None,
         }
+    }
+}
+
+/// `4096 87380 6291456` (or with commas): a TCP buffer sysctl's min, default and max bytes,
+/// each 1 kB to 1 GB except min (from 1 byte), in order.
+pub fn tcp_buffers(value: &str) -> Result<[u64; 3], String> {
+    let expected = || {
+        format!(
+            "expected MIN DEFAULT MAX in bytes, e.g. \"4096 87380 6291456\" (Linux 2016's \
+             tcp_rmem); got {value:?}"
+        )
+    };
+    let parts: Vec<u64> = value
+        .split(|c: char| c.is_whitespace() || c == ',')
+        .filter(|p| !p.is_empty())
+        .map(|p| p.parse::<u64>().map_err(|_| expected()))
+        .collect::<Result<_, _>>()?;
+    let [min, default, max] = parts[..] else {
+        return Err(expected());
+    };
+    if !(min >= 1 && min <= default && default <= max) {
+        return Err(format!(
+            "{}: they must grow: min ≤ default ≤ max",
+            expected()
+        ));
+    }
+    if !(1_000..=1_000_000_000).contains(&max) {
+        return Err(format!("{}: max must be 1 kB to 1 GB", expected()));
+    }
+    Ok([min, default, max])
+}
+
+fn boolean(value: &str) -> Result<bool, String> {
+    match value {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        _ => Err(format!("expected true or false; got {value:?}")),
     }
 }
 
@@ -221,13 +279,15 @@ impl LinkOptions {
             "queue-discipline" => self.queue_discipline = Some(discipline(value)?),
             "up-queue-discipline" => self.up_queue_discipline = Some(discipline(value)?),
             "down-queue-discipline" => self.down_queue_discipline = Some(discipline(value)?),
-            "ecn" => {
-                self.ecn = match value {
-                    "true" => true,
-                    "false" => false,
-                    _ => return Err(format!("expected true or false; got {value:?}")),
-                }
+            "ecn" => self.ecn = boolean(value)?,
+            "jitter" => self.jitter = Some(dur(value)?),
+            "reorder" => {
+                self.reorder = Some(units::parse_probability(value).map_err(|e| e.to_string())?)
             }
+            "reorder-delay" => self.reorder_delay = Some(dur(value)?),
+            "tcp-slow-start-after-idle" => self.tcp_slow_start_after_idle = boolean(value)?,
+            "tcp-rmem" => self.tcp_rmem = Some(tcp_buffers(value)?),
+            "tcp-wmem" => self.tcp_wmem = Some(tcp_buffers(value)?),
             "switch" => {
                 // Checked now, so that a bad schedule is refused where it was written.
                 crate::switch::SwitchSchedule::parse(value, 0).map_err(|e| e.to_string())?;
@@ -244,13 +304,7 @@ impl LinkOptions {
             }
             // How this host runs the emulator (flags only; quiclab-model's key table says so).
             "tun-compensation" => self.tun_compensation = Some(dur(value)?),
-            "realtime" => {
-                self.realtime = match value {
-                    "true" => true,
-                    "false" => false,
-                    _ => return Err(format!("expected true or false; got {value:?}")),
-                }
-            }
+            "realtime" => self.realtime = boolean(value)?,
             "spin" => self.spin = dur(value)?,
             "batch-window" => self.batch_window = dur(value)?,
             "nap" => self.nap = dur(value)?,
@@ -393,8 +447,24 @@ impl LinkOptions {
             choice.validate().map_err(|e| format!("{flag}: {e}"))?;
             d.discipline = choice;
         }
+        let variation = crate::variation::Variation {
+            jitter: self.jitter.unwrap_or(0),
+            reorder: self.reorder.unwrap_or(0.0),
+            reorder_delay: self.reorder_delay.unwrap_or(DEFAULT_REORDER_DELAY),
+        };
+        if self.reorder_delay.is_some() && variation.reorder == 0.0 {
+            return Err(
+                "--reorder-delay is how long a reordered packet is held back: it needs \
+                        --reorder"
+                    .into(),
+            );
+        }
+        variation
+            .validate()
+            .map_err(|e| format!("--jitter/--reorder: {e}"))?;
         for d in [&mut uplink, &mut downlink] {
             d.discipline = d.discipline.with_ecn(self.ecn);
+            d.variation = variation;
         }
         if self.ecn && self.offload == Offload::On {
             return Err(
@@ -445,6 +515,7 @@ impl LinkOptions {
             loss: loss.unwrap_or(LossSpec::None),
             queue: queue.unwrap_or(QueueLimit::Bdp(1.0)),
             discipline: DisciplineSpec::DropTail,
+            variation: Default::default(),
         };
         let (uplink, downlink) = self.with_disciplines(
             direction(self.up_loss.or(self.loss), self.up_queue.or(self.queue)),

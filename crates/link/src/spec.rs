@@ -16,6 +16,8 @@ pub struct DirectionSpec {
     pub queue: QueueLimit,
     /// The queue's discipline (tail drop unless asked), with ECN marking or not.
     pub discipline: DisciplineSpec,
+    /// Jitter and reordering on top of the delay ([`crate::variation`]).
+    pub variation: crate::variation::Variation,
 }
 
 impl Default for DirectionSpec {
@@ -27,6 +29,7 @@ impl Default for DirectionSpec {
             loss: LossSpec::None,
             queue: QueueLimit::Bdp(1.0),
             discipline: DisciplineSpec::DropTail,
+            variation: Default::default(),
         }
     }
 }
@@ -184,6 +187,7 @@ impl LinkSpec {
             delay: d.delay,
             delay_compensation: self.tun_compensation,
             discipline: d.discipline,
+            variation: d.variation,
             loss: d.loss,
             queue: d.queue,
             base_rtt: rtt,
@@ -237,6 +241,7 @@ pub fn describe_direction(d: &DirectionSpec) -> String {
     if !matches!(d.rate, RateSpec::Profile(_)) {
         s += &format!(", delay {}", crate::units::format_duration(d.delay));
     }
+    s += &d.variation.describe();
     match d.loss {
         LossSpec::None => {}
         LossSpec::Bernoulli(p) => s += &format!(", loss {}%", trim(p * 100.0)),
@@ -272,7 +277,7 @@ pub fn describe_direction(d: &DirectionSpec) -> String {
     s
 }
 
-fn trim(x: f64) -> String {
+pub(crate) fn trim(x: f64) -> String {
     let s = format!("{x:.4}");
     s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
@@ -356,6 +361,7 @@ mod tests {
             loss: LossSpec::Bernoulli(0.02),
             queue: QueueLimit::Bytes(30_000),
             discipline: DisciplineSpec::DropTail,
+            variation: Default::default(),
         };
         assert_eq!(
             describe_direction(&d),
@@ -363,11 +369,23 @@ mod tests {
         );
         let codel = DirectionSpec {
             discipline: DisciplineSpec::parse("codel").unwrap().with_ecn(true),
-            ..d
+            ..d.clone()
         };
         assert_eq!(
             describe_direction(&codel),
             "10mbit, delay 25ms, loss 2%, queue 30000B codel+ecn"
+        );
+        let varied = DirectionSpec {
+            variation: crate::variation::Variation {
+                jitter: 5_000_000,
+                reorder: 0.02,
+                reorder_delay: 10_000_000,
+            },
+            ..d
+        };
+        assert_eq!(
+            describe_direction(&varied),
+            "10mbit, delay 25ms, jitter 5ms, reorder 2% by 10ms, loss 2%, queue 30000B"
         );
     }
 }

@@ -345,6 +345,54 @@ pub const ECN: Key = Key {
         "true",
     )
 };
+pub const JITTER: Key = link(
+    "jitter",
+    "DURATION",
+    "Each packet's one-way delay varies uniformly within ± this around the delay (both directions, seeded apart from the loss); the link keeps its order, so packets may bunch (docs/link.md)",
+    "5ms",
+);
+pub const REORDER: Key = Key {
+    toml: NUMBER,
+    range: "0–100 %",
+    default: "0%",
+    ..link(
+        "reorder",
+        "PERCENT",
+        "This share of packets (both directions) is held back reorder-delay beyond the link's order, and the packets after it may overtake it (docs/link.md)",
+        "2%",
+    )
+};
+pub const REORDER_DELAY: Key = Key {
+    default: "10ms",
+    ..link(
+        "reorder-delay",
+        "DURATION",
+        "How much later a reordered packet is delivered than the link's order would deliver it (needs reorder)",
+        "20ms",
+    )
+};
+pub const TCP_SLOW_START_AFTER_IDLE: Key = Key {
+    toml: BOOL,
+    default: "true",
+    ..link(
+        "tcp-slow-start-after-idle",
+        "true|false",
+        "The lab's kernels restart TCP from its initial window after an idle period longer than the RTO (net.ipv4.tcp_slow_start_after_idle in both namespaces; Linux's default, so true); QUIC stacks keep their window",
+        "false",
+    )
+};
+pub const TCP_RMEM: Key = link(
+    "tcp-rmem",
+    "MIN DEFAULT MAX",
+    "The lab's kernels' TCP receive buffer (net.ipv4.tcp_rmem in both namespaces, bytes), e.g. Linux 2016's \"4096 87380 6291456\"; default: the kernel's own for a new namespace (Linux 6.18: 4096 131072 33554432)",
+    "4096 87380 6291456",
+);
+pub const TCP_WMEM: Key = link(
+    "tcp-wmem",
+    "MIN DEFAULT MAX",
+    "The lab's kernels' TCP send buffer (net.ipv4.tcp_wmem in both namespaces, bytes); default: the kernel's own",
+    "4096 16384 1048576",
+);
 pub const SWITCH: Key = link(
     "switch",
     "SCHEDULE",
@@ -542,6 +590,28 @@ pub const QUIC_MTU: Key = Key {
     doc: "QUIC's UDP payload size for h3; no datagram is larger unless quic_pmtud",
     example: "1350",
     ..value("quic_mtu", Side::Protocol, params::udp_payload)
+};
+pub const QUIC_STREAM_WINDOW: Key = Key {
+    mix_wide: true,
+    toml: SIZE,
+    syntax: "SIZE",
+    unit: "B",
+    range: "1kB–1GB",
+    default: "16MiB",
+    doc: "h3: each stream's flow-control receive window on quiclab's ends (quinn); the default is large enough that congestion control, not flow control, limits a transfer",
+    example: "64kB",
+    ..value("quic_stream_window", Side::Protocol, params::window_setting)
+};
+pub const QUIC_WINDOW: Key = Key {
+    mix_wide: true,
+    toml: SIZE,
+    syntax: "SIZE",
+    unit: "B",
+    range: "1kB–1GB",
+    default: "32MiB",
+    doc: "h3: the connection's flow-control receive window (all streams together) on quiclab's ends",
+    example: "1MB",
+    ..value("quic_window", Side::Protocol, params::window_setting)
 };
 pub const QUIC_PMTUD: Key = Key {
     mix_wide: true,
@@ -765,6 +835,16 @@ pub const BUFFER: Key = Key {
     doc: "Buffer capacity",
     example: "10s",
     ..value("buffer", Side::Workload, params::positive_duration)
+};
+pub const POLL: Key = Key {
+    kinds: &[Video],
+    client_axis: true,
+    syntax: "DURATION",
+    range: "0–10s",
+    default: "0s",
+    doc: "The player learns of a finished download only at polls this far apart, counted from its request (the seed's AStream fork slept 0.5 s before each read of its downloader's output; 0 = at once)",
+    example: "500ms",
+    ..value("poll", Side::Workload, params::any_duration)
 };
 pub const CONNECTIONS: Key = Key {
     kinds: &[Video],

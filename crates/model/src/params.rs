@@ -347,6 +347,15 @@ pub(crate) fn size_setting(v: &str, _: &Params) -> Result<Setting, String> {
     size(v).map(Setting::Count)
 }
 
+/// A flow-control window: 1 kB to 1 GB.
+pub(crate) fn window_setting(v: &str, _: &Params) -> Result<Setting, String> {
+    let n = size(v)?;
+    if !(1_000..=1_000_000_000).contains(&n) {
+        return Err(format!("{v:?}: a window is 1kB to 1GB"));
+    }
+    Ok(Setting::Count(n))
+}
+
 fn whole(v: &str, min: u64, max: u64) -> Result<u64, String> {
     v.parse::<u64>()
         .ok()

@@ -306,6 +306,33 @@ pub struct StackOptions {
     /// real servers do; `alt_svc = false` leaves it out.
     #[serde(default = "advertise_h3")]
     pub alt_svc: bool,
+    /// QUIC's flow-control receive windows on both ends (`quic_stream_window`, `quic_window`):
+    /// large by default, so that congestion control and not flow control limits a transfer.
+    #[serde(default)]
+    pub quic_windows: QuicWindows,
+}
+
+/// QUIC's receive windows (bytes): what one stream, and the whole connection, may have in
+/// flight unread before the receiver raises its limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QuicWindows {
+    pub stream: u64,
+    pub connection: u64,
+}
+
+/// quiclab's default stream receive window (16 MiB).
+pub const DEFAULT_QUIC_STREAM_WINDOW: u64 = 16 << 20;
+/// quiclab's default connection receive window (32 MiB).
+pub const DEFAULT_QUIC_WINDOW: u64 = 32 << 20;
+
+impl Default for QuicWindows {
+    fn default() -> Self {
+        QuicWindows {
+            stream: DEFAULT_QUIC_STREAM_WINDOW,
+            connection: DEFAULT_QUIC_WINDOW,
+        }
+    }
 }
 
 const fn advertise_h3() -> bool {
@@ -394,6 +421,7 @@ impl Default for StackOptions {
             fec: None,
             quic_mtu: QuicMtu::default(),
             alt_svc: true,
+            quic_windows: QuicWindows::default(),
         }
     }
 }

@@ -187,6 +187,14 @@ pub fn transport_config(
 ) -> Result<quinn::TransportConfig> {
     let (cc, iw_packets) = (stack.quic_cc, stack.initial_window_packets);
     let mut t = transport_config_for(cc, iw_packets, stack.gquic_n, stack.quic_mtu.initial, qlog)?;
+    // Flow control (`quic_stream_window`, `quic_window`; both at most 1 GB, checked when the
+    // run was built).
+    let window = |bytes: u64| {
+        quinn::VarInt::from_u64(bytes)
+            .map_err(|_| anyhow::anyhow!("a QUIC window of {bytes} bytes"))
+    };
+    t.stream_receive_window(window(stack.quic_windows.stream)?);
+    t.receive_window(window(stack.quic_windows.connection)?);
     // With FEC, the FEC header (at most quiclab_fec::MAX_HEADER bytes) rides inside the same
     // UDP payload budget: quinn's packets shrink so that no datagram exceeds `quic_mtu`.
     let header = if stack.fec.is_some() {
@@ -250,8 +258,6 @@ fn transport_config_for(
         QuicCongestion::GquicCubic => crate::gquic::factory(gquic_n, iw_packets)?,
     };
     t.congestion_controller_factory(factory);
-    t.stream_receive_window((16u32 << 20).into());
-    t.receive_window((32u32 << 20).into());
     t.send_window(32 << 20);
     t.max_idle_timeout(Some(std::time::Duration::from_secs(30).try_into()?));
     Ok(t)

@@ -281,7 +281,15 @@ async fn play(
                         .into());
                     }
                 };
-                let done = clock();
+                let mut done = clock();
+                if opts.player.poll_s > 0.0 {
+                    // The seed's player read its downloader's output at polls (`poll`): it
+                    // learns of the segment at the first poll after the last byte.
+                    let noticed =
+                        quiclab_video::player::noticed_at(requested, done, opts.player.poll_s);
+                    tokio::time::sleep(Duration::from_secs_f64((noticed - done).max(0.0))).await;
+                    done = clock();
+                }
                 player.downloaded(
                     done,
                     Download {

@@ -73,6 +73,28 @@ pub struct PlayerConfig {
     pub live: bool,
     pub seeks: Vec<Seek>,
     pub seek_policy: SeekPolicy,
+    /// The player learns of a finished download only at polls this many seconds apart from its
+    /// request (0: at once). The seed's AStream fork read its downloader's pipe after sleeping
+    /// 0.5 s each time ([`noticed_at`]).
+    #[serde(default)]
+    pub poll_s: f64,
+}
+
+/// The most `poll_s` quiclab takes (10 s): beyond it the poll, not the transport, is the run.
+pub const MAX_POLL_S: f64 = 10.0;
+
+/// When a player that polls every `poll_s` seconds after its request learns of a download that
+/// was requested at `requested` and finished at `done`: at the first poll at or after `done`,
+/// and never before the first poll (`poll_s` = 0: at `done`). The seed's fork wrote the URL to
+/// its downloader and then slept 0.5 s before each read of the downloader's output, so each
+/// download took it a whole number of half seconds, at least one.
+pub fn noticed_at(requested: f64, done: f64, poll_s: f64) -> f64 {
+    if poll_s <= 0.0 {
+        return done;
+    }
+    // A download that ends a hair past a poll (float noise) is not pushed to the next one.
+    let polls = ((done - requested) / poll_s - 1e-9).ceil().max(1.0);
+    requested + polls * poll_s
 }
 
 impl PlayerConfig {
@@ -83,6 +105,7 @@ impl PlayerConfig {
             live,
             seeks: Vec::new(),
             seek_policy: SeekPolicy::KeepLast,
+            poll_s: 0.0,
         }
     }
 
@@ -94,6 +117,12 @@ impl PlayerConfig {
             return Err(format!(
                 "a buffer of {:.3} s cannot hold one {v:.3} s segment",
                 self.buffer_cap_s
+            ));
+        }
+        if !(0.0..=MAX_POLL_S).contains(&self.poll_s) {
+            return Err(format!(
+                "a poll every {} s: allowed are 0 (none) to {MAX_POLL_S} s",
+                self.poll_s
             ));
         }
         if self.live && !self.seeks.is_empty() {
@@ -713,6 +742,39 @@ mod tests {
     /// BASIC (AStream's) keeps AStream's queue: past the 20 s buffer, up to its threshold (the
     /// buffer in segments, 5) queued, and then waits (qsize − 5)·V; the paper's rules stop at
     /// the buffer.
+    /// `poll` (issue 59): a download is noticed at the first poll after its last byte, never
+    /// before the first poll; without polls, at once.
+    #[test]
+    fn a_polling_player_notices_downloads_in_whole_polls() {
+        assert_eq!(noticed_at(10.0, 10.3, 0.0), 10.3);
+        assert_eq!(noticed_at(10.0, 10.3, 0.5), 10.5);
+        assert_eq!(
+            noticed_at(10.0, 10.0, 0.5),
+            10.5,
+            "not before the first poll"
+        );
+        assert_eq!(
+            noticed_at(10.0, 10.5, 0.5),
+            10.5,
+            "a download done at a poll"
+        );
+        assert_eq!(noticed_at(10.0, 10.51, 0.5), 11.0);
+        assert_eq!(noticed_at(10.0, 11.7, 0.5), 12.0);
+        // A lead of 20 ms can become half a second, or nothing.
+        assert_eq!(noticed_at(0.0, 0.49, 0.5), 0.5);
+        assert_eq!(noticed_at(0.0, 0.51, 0.5), 1.0);
+        assert_eq!(noticed_at(0.0, 0.71, 0.5), noticed_at(0.0, 0.73, 0.5));
+        let mut cfg = PlayerConfig::seed(false);
+        cfg.poll_s = 11.0;
+        assert!(
+            cfg.validate(&content())
+                .unwrap_err()
+                .contains("0 (none) to 10")
+        );
+        cfg.poll_s = 0.5;
+        assert!(cfg.validate(&content()).is_ok());
+    }
+
     #[test]
     fn a_fast_network_plays_through_without_rebuffering_and_respects_the_buffer() {
         let mut paper = player(PlayerConfig::seed(false), AbrKind::Bba2);

@@ -133,6 +133,7 @@ mod tests {
                 "discover" => &[("browser", "chromium")],
                 "parallel" => &[("players", "h3")],
                 "connections" => &[("players", "h1")],
+                "reorder-delay" => &[("reorder", "2%")],
                 // curl speaks h1 and h2 only.
                 "client" => &[("protocol", "h2")],
                 "switch" | "profile" | "up-profile" | "down-profile" => &[],

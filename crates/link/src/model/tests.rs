@@ -19,6 +19,7 @@ fn config(rate: RateSpec) -> DirectionConfig {
         start: 0,
         delay_compensation: 0,
         discipline: Default::default(),
+        variation: Default::default(),
     }
 }
 

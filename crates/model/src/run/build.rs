@@ -7,7 +7,7 @@
 use quiclab_link::input::ReadText;
 use quiclab_link::spec::LinkSpec;
 use quiclab_proto::options::{
-    FecSettings, LAB_LINK_MTU, Protocol, QUIC_MIN_UDP_PAYLOAD, QuicMtu, StackOptions,
+    FecSettings, LAB_LINK_MTU, Protocol, QUIC_MIN_UDP_PAYLOAD, QuicMtu, QuicWindows, StackOptions,
 };
 use std::path::PathBuf;
 
@@ -47,10 +47,16 @@ fn switching(p: &Params) -> SwitchBehaviour {
 /// The first key given that sets quiclab's own QUIC stack, which another program would not
 /// honour (checked against the server and client chosen).
 fn quic_stack_key(p: &Params) -> Option<&'static str> {
-    [&k::QUIC_MTU, &k::QUIC_PMTUD, &k::GQUIC_N]
-        .into_iter()
-        .find(|key| p.given(key))
-        .map(|key| key.name)
+    [
+        &k::QUIC_MTU,
+        &k::QUIC_PMTUD,
+        &k::GQUIC_N,
+        &k::QUIC_STREAM_WINDOW,
+        &k::QUIC_WINDOW,
+    ]
+    .into_iter()
+    .find(|key| p.given(key))
+    .map(|key| key.name)
 }
 
 /// The protocol stack's options (for `proto`, the run's protocol or a mix's default).
@@ -66,6 +72,11 @@ fn stack(p: &Params, proto: Protocol, link: &LinkSpec) -> Result<StackOptions, P
         stack = stack.with_cc(proto, cc).map_err(|e| refuse("cc", e))?;
     }
     stack.alt_svc = p.bool_or(&k::ALT_SVC, true);
+    let windows = QuicWindows::default();
+    stack.quic_windows = QuicWindows {
+        stream: p.count(&k::QUIC_STREAM_WINDOW).unwrap_or(windows.stream),
+        connection: p.count(&k::QUIC_WINDOW).unwrap_or(windows.connection),
+    };
     // TCP runs ignore QUIC's datagram size (a grid may cross it with every protocol).
     stack.quic_mtu = QuicMtu {
         initial: p
@@ -237,6 +248,18 @@ pub fn build(p: &Params, link: &LinkSpec, read: ReadText) -> Result<Run, ParamEr
                 Some("chromium") => Browser::Chromium,
                 _ => Browser::Builtin,
             };
+            if browser == Browser::Chromium
+                && let Some(key) = [&k::QUIC_STREAM_WINDOW, &k::QUIC_WINDOW]
+                    .into_iter()
+                    .find(|key| p.given(key))
+            {
+                // A page's bytes flow to the browser: its receive windows are Chromium's own.
+                return Err(refuse(
+                    key.name,
+                    "Chromium receives the page and keeps its own QUIC receive windows: the run \
+                     would record a window that limited nothing; use browser = \"builtin\"",
+                ));
+            }
             let server = p.server().unwrap_or(Server::Quiclab);
             check_combination(p, proto, server, None)?;
             let run = PageRun {
@@ -276,6 +299,13 @@ pub fn build(p: &Params, link: &LinkSpec, read: ReadText) -> Result<Run, ParamEr
                     return Err(refuse(
                         "buffer",
                         "client astream: AStream's buffer is its own configuration (config_dash.py's NETFLIX_BUFFER_SIZE and BASIC_THRESHOLD, recorded per run); leave buffer out",
+                    ));
+                }
+                if p.given(&k::POLL) {
+                    return Err(refuse(
+                        "poll",
+                        "client astream: poll models the seed's fork, whose downloader quiclab's \
+                         player stands in for; AStream learns of its downloads itself",
                     ));
                 }
                 for player in &run.mix.players {

@@ -98,6 +98,9 @@ impl VideoRun {
         if let Some(policy) = p.seek_policy() {
             player.seek_policy = policy;
         }
+        if let Some(poll) = p.duration(&k::POLL) {
+            player.poll_s = poll.as_secs_f64();
+        }
         if let Some(s) = p.seeks() {
             player.seeks = s.to_vec();
         }
