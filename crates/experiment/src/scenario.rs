@@ -1370,7 +1370,8 @@ loss = ["0%", "2%"]
             "s.toml:12: unknown key \"rtts\" in [link]; known keys: rate, up-rate, down-rate, \
              trace, up-trace, down-trace, profile, up-profile, down-profile, delay, rtt, up-delay, \
              down-delay, loss, up-loss, down-loss, queue, up-queue, down-queue, queue-discipline, \
-             up-queue-discipline, down-queue-discipline, ecn, switch, switch-gap, seed"
+             up-queue-discipline, down-queue-discipline, ecn, jitter, reorder, reorder-delay, \
+             tcp-slow-start-after-idle, tcp-rmem, tcp-wmem, switch, switch-gap, seed"
         );
     }
 
