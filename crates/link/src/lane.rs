@@ -390,6 +390,10 @@ mod tests {
     const US: Nanos = NANOS_PER_US;
 
     fn lane(discipline: &str, loss: f64) -> Lane<u32> {
+        lane_with(discipline, loss, Default::default())
+    }
+
+    fn lane_with(discipline: &str, loss: f64, variation: crate::variation::Variation) -> Lane<u32> {
         Lane::new(
             LinkModel::new(DirectionConfig {
                 rate: RateSpec::Constant { bps: 12_000_000 },
@@ -405,7 +409,7 @@ mod tests {
                 start: 0,
                 delay_compensation: 0,
                 discipline: DisciplineSpec::parse(discipline).unwrap(),
-                variation: Default::default(),
+                variation,
             })
             .unwrap(),
         )
@@ -747,25 +751,7 @@ mod tests {
     }
 
     fn varied_lane(variation: crate::variation::Variation, loss: f64) -> Lane<u32> {
-        Lane::new(
-            LinkModel::new(DirectionConfig {
-                rate: RateSpec::Constant { bps: 12_000_000 },
-                delay: 10 * MS,
-                loss: if loss > 0.0 {
-                    LossSpec::Bernoulli(loss)
-                } else {
-                    LossSpec::None
-                },
-                queue: QueueLimit::Bytes(60_000),
-                base_rtt: 20 * MS,
-                seed: 9,
-                start: 0,
-                delay_compensation: 0,
-                discipline: DisciplineSpec::DropTail,
-                variation,
-            })
-            .unwrap(),
-        )
+        lane_with("droptail", loss, variation)
     }
 
     /// One 1500 B packet every 2 ms (6 of the 12 Mbit/s: no queue) for 4 s.
