@@ -11,11 +11,15 @@ use std::path::Path;
 /// The example in TOML type `t`: None when the example has no form in that type (a row that
 /// declares the type must then still accept the number the example starts with).
 fn literal(key: &str, example: &str, t: Toml) -> (String, bool) {
-    // A bare number is a loss fraction below 1: the example's "1%" is 0.01, and the one whole
-    // number a loss can be is 0.
+    // A bare number is a loss or reordering fraction below 1: the example's "1%" is 0.01, and
+    // the one whole number a probability can be is 0. A bare window is a count of bytes.
     match (key, t) {
         ("loss" | "up-loss" | "down-loss", Toml::Integer) => return ("0".into(), false),
         ("loss" | "up-loss" | "down-loss", Toml::Float) => return ("0.01".into(), true),
+        ("reorder", Toml::Integer) => return ("0".into(), false),
+        ("reorder", Toml::Float) => return ("0.02".into(), true),
+        ("quic_stream_window", Toml::Integer) => return ("64000".into(), true),
+        ("quic_window", Toml::Integer) => return ("1000000".into(), true),
         _ => {}
     }
     let leading: String = example
@@ -68,6 +72,7 @@ fn companions(kind: WorkloadKind, key: &str) -> Vec<(Side, &'static str, &'stati
         "switch-gap" | "on_switch" | "switch_timeout" | "migrate_delay" => {
             &[(Side::Link, "switch", "\"wifi@0s,lte@10s\"")]
         }
+        "reorder-delay" => &[(Side::Link, "reorder", "\"2%\"")],
         _ => &[],
     };
     // A link with a delay (its queues default to a bandwidth-delay product), or, for the delay
