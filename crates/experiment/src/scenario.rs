@@ -1371,7 +1371,8 @@ loss = ["0%", "2%"]
              trace, up-trace, down-trace, profile, up-profile, down-profile, delay, rtt, up-delay, \
              down-delay, loss, up-loss, down-loss, queue, up-queue, down-queue, queue-discipline, \
              up-queue-discipline, down-queue-discipline, ecn, jitter, reorder, reorder-delay, \
-             tcp-slow-start-after-idle, tcp-rmem, tcp-wmem, switch, switch-gap, seed"
+             tcp-slow-start-after-idle, tcp-rack, tcp-rmem, tcp-wmem, client-cpu, server-cpu, \
+             switch, switch-gap, seed"
         );
     }
 

@@ -240,6 +240,23 @@ pub fn enter_netns_before_exec(cmd: &mut Command, ns_fd: RawFd, own_group: bool)
     }
 }
 
+/// Makes `cmd`'s child join the control group whose `cgroup.procs` is open as `procs_fd` before
+/// exec (writing "0" moves the writer), so it and everything it starts run under the group's CPU
+/// limit from their first instruction. `procs_fd` must stay open until the child has started.
+pub fn join_cgroup_before_exec(cmd: &mut Command, procs_fd: RawFd) {
+    // SAFETY: the closure runs in the forked child before exec and only calls write(2), which is
+    // async-signal-safe, on an fd the parent keeps open.
+    unsafe {
+        cmd.pre_exec(move || {
+            let me = b"0";
+            if libc::write(procs_fd, me.as_ptr().cast(), me.len()) != me.len() as isize {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
 /// Waits on both ingress devices and the stop eventfd: `epoll` with a nanosecond timeout
 /// (`epoll_pwait2`, Linux 5.11), so the wait queues are registered once rather than on every
 /// call as `ppoll` does (at 1 Gbit/s the loop waits ~40 000 times a second); `ppoll(2)` where

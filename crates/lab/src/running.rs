@@ -39,8 +39,11 @@ impl RunningLab {
             offload: options.offload.resolve(spec.wants_offload()) && !spec.ecn(),
             tcp_ecn: spec.ecn(),
             tcp_slow_start_after_idle: options.tcp_slow_start_after_idle,
+            tcp_rack: options.tcp_rack,
             tcp_rmem: options.tcp_rmem,
             tcp_wmem: options.tcp_wmem,
+            client_cpu: options.client_cpu,
+            server_cpu: options.server_cpu,
             ..Default::default()
         };
         let scheduler = SchedulerOptions::of(options);

@@ -90,10 +90,17 @@ pub struct LabOptions {
     /// The kernels' TCP restarts from its initial window after an idle period longer than the
     /// RTO (`net.ipv4.tcp_slow_start_after_idle`, the kernel's default 1): set either way.
     pub tcp_slow_start_after_idle: bool,
+    /// RACK loss detection (`net.ipv4.tcp_recovery` 1, the kernel's default) or, false, 0:
+    /// duplicate ACKs and the tail-loss probe only, as before Linux 4.4.
+    pub tcp_rack: bool,
     /// `net.ipv4.tcp_rmem` / `tcp_wmem` in both namespaces (min, default, max); None: the
     /// kernel's own for a new namespace.
     pub tcp_rmem: Option<[u64; 3]>,
     pub tcp_wmem: Option<[u64; 3]>,
+    /// The share of one core the client's and the server's processes may use (see
+    /// [`crate::cpu_limit`]); None: no limit.
+    pub client_cpu: Option<f64>,
+    pub server_cpu: Option<f64>,
 }
 
 impl Default for LabOptions {
@@ -107,8 +114,11 @@ impl Default for LabOptions {
             direct_veth: false,
             tcp_ecn: false,
             tcp_slow_start_after_idle: true,
+            tcp_rack: true,
             tcp_rmem: None,
             tcp_wmem: None,
+            client_cpu: None,
+            server_cpu: None,
         }
     }
 }
@@ -123,6 +133,9 @@ pub struct LabRecord {
     pub namespaces: Vec<String>,
     /// (pid, start time) of every process the lab started.
     pub children: Vec<(i32, u64)>,
+    /// The control groups of its CPU limits (directories), removed with it.
+    #[serde(default)]
+    pub cgroups: Vec<PathBuf>,
 }
 
 /// A running lab. Dropping it tears everything down.
@@ -134,6 +147,9 @@ pub struct Lab {
     server_tun: Option<Arc<tun_rs::SyncDevice>>,
     record: Mutex<LabRecord>,
     children: Mutex<Vec<Child>>,
+    /// The client's and the server's CPU limits (`client-cpu`, `server-cpu`): every command of
+    /// that side joins its group.
+    cpu_groups: [Option<crate::cpu_limit::CpuGroup>; 2],
     pub setup_time: Duration,
     /// The TCP congestion control a socket in this lab gets unless it chooses one (see
     /// [`LabOptions::tcp_congestion_control`]; may differ from the request, see `build`).
@@ -174,6 +190,7 @@ impl Lab {
             owner_start: process::start_time(pid).unwrap_or(0),
             namespaces: vec![format!("{id}-client"), format!("{id}-server")],
             children: Vec::new(),
+            cgroups: Vec::new(),
         };
         // Record first, so that a crash half-way through set-up is still cleaned up by `quiclab clean`.
         write_record(&record)?;
@@ -186,6 +203,7 @@ impl Lab {
             server_tun: None,
             record: Mutex::new(record),
             children: Mutex::new(Vec::new()),
+            cpu_groups: [None, None],
             setup_time: Duration::ZERO,
             tcp_default_cc: String::new(),
             route_cc: Mutex::new([None, None]),
@@ -201,6 +219,7 @@ impl Lab {
 
     fn build(&mut self, opts: &LabOptions) -> Result<()> {
         let names = self.record.lock().unwrap().namespaces.clone();
+        self.limit_cpu(opts)?;
         let steering = if opts.steer_receive {
             steering_plan()
         } else {
@@ -249,6 +268,10 @@ impl Lab {
                     } else {
                         "0"
                     },
+                )?;
+                netns::write_sysctl(
+                    "net.ipv4.tcp_recovery",
+                    if opts.tcp_rack { "1" } else { "0" },
                 )?;
                 for (key, value) in [("tcp_rmem", opts.tcp_rmem), ("tcp_wmem", opts.tcp_wmem)] {
                     if let Some([min, default, max]) = value {
@@ -447,15 +470,49 @@ impl Lab {
         cmd
     }
 
-    /// A command for `program` inside the namespace of `side`, with the lab's environment, in a
-    /// process group of its own.
+    /// A command for `program` inside the namespace of `side`, with the lab's environment and
+    /// the side's CPU limit, in a process group of its own.
     pub fn command(&self, side: Side, program: &str) -> Command {
-        self.with_env(self.namespace(side).command(program))
+        self.limited(side, self.with_env(self.namespace(side).command(program)))
     }
 
     /// A command that keeps quiclab's process group and so the terminal (`quiclab shell`'s CMD).
     pub fn foreground_command(&self, side: Side, program: &str) -> Command {
-        self.with_env(self.namespace(side).foreground_command(program))
+        self.limited(
+            side,
+            self.with_env(self.namespace(side).foreground_command(program)),
+        )
+    }
+
+    /// The control groups capping each side's CPU, created before anything runs in the lab and
+    /// recorded first so `quiclab clean` finds them after a crash.
+    fn limit_cpu(&mut self, opts: &LabOptions) -> Result<()> {
+        for (i, (side, share)) in [("client", opts.client_cpu), ("server", opts.server_cpu)]
+            .into_iter()
+            .enumerate()
+        {
+            let Some(share) = share else { continue };
+            let name = format!("{}-{side}", self.id);
+            let group = crate::cpu_limit::CpuGroup::create(&name, share)
+                .with_context(|| format!("limiting the {side}'s CPU ({side}-cpu)"))?;
+            let mut rec = self.record.lock().unwrap();
+            rec.cgroups.push(group.dir().to_path_buf());
+            write_record(&rec)?;
+            self.cpu_groups[i] = Some(group);
+        }
+        Ok(())
+    }
+
+    /// The share of one core `side`'s processes are limited to, if any.
+    pub fn cpu_limit(&self, side: Side) -> Option<f64> {
+        self.cpu_groups[side as usize].as_ref().map(|g| g.share)
+    }
+
+    fn limited(&self, side: Side, mut cmd: Command) -> Command {
+        if let Some(group) = &self.cpu_groups[side as usize] {
+            crate::os::join_cgroup_before_exec(&mut cmd, group.procs_fd());
+        }
+        cmd
     }
 
     fn with_env(&self, mut cmd: Command) -> Command {
@@ -550,6 +607,12 @@ impl Lab {
         for name in &rec.namespaces {
             if let Err(e) = netns::delete_named(name) {
                 errors.push(e.to_string());
+            }
+        }
+        // The groups empty once their processes are gone (ended above, with the namespaces').
+        for group in self.cpu_groups.iter_mut().filter_map(Option::take) {
+            if let Err(e) = group.remove() {
+                errors.push(format!("{e:#}"));
             }
         }
         let _ = std::fs::remove_file(record_path(&rec.id));
@@ -686,6 +749,9 @@ pub struct CleanReport {
     /// Pinned binaries (`.quiclab-pinned-PID` beside the executable) of such processes.
     #[serde(default)]
     pub pinned: Vec<std::path::PathBuf>,
+    /// Control groups of CPU limits (`client-cpu`, `server-cpu`) of such labs.
+    #[serde(default)]
+    pub cgroups: Vec<std::path::PathBuf>,
 }
 
 /// What `quiclab clean` prints.
@@ -694,12 +760,13 @@ impl std::fmt::Display for CleanReport {
         write!(
             f,
             "removed {} lab(s), {} namespace(s), {} process(es), {} work directory(ies), {} \
-             pinned binary(ies)",
+             pinned binary(ies), {} control group(s)",
             self.labs.len(),
             self.namespaces.len(),
             self.processes.len(),
             self.work_dirs.len(),
-            self.pinned.len()
+            self.pinned.len(),
+            self.cgroups.len()
         )?;
         if !self.skipped_live.is_empty() {
             write!(
@@ -750,6 +817,11 @@ pub fn clean_stale() -> Result<CleanReport> {
             for name in &rec.namespaces {
                 clean_namespace(name, &mut report);
             }
+            for dir in &rec.cgroups {
+                if crate::cpu_limit::remove_group(dir).is_ok() {
+                    report.cgroups.push(dir.clone());
+                }
+            }
             let _ = std::fs::remove_file(&path);
             report.labs.push(rec.id);
         }
@@ -765,6 +837,23 @@ pub fn clean_stale() -> Result<CleanReport> {
         match owner {
             Some(pid) if process::pid_exists(pid) => report.skipped_live.push(name),
             _ => clean_namespace(&name, &mut report),
+        }
+    }
+    // Control groups of labs whose owner is gone (a crash before the record was written).
+    for dir in crate::cpu_limit::lab_groups(NAMESPACE_PREFIX) {
+        let name = dir
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
+        let owner = name[NAMESPACE_PREFIX.len()..]
+            .split('-')
+            .next()
+            .and_then(|p| p.parse::<i32>().ok());
+        if owner.is_some_and(|pid| !process::pid_exists(pid))
+            && crate::cpu_limit::remove_group(&dir).is_ok()
+        {
+            report.cgroups.push(dir);
         }
     }
     // Processes a lab started that outlived it: a lab's teardown deleted the namespaces' names,

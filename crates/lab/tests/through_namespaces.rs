@@ -439,17 +439,17 @@ fn a_route_gives_connections_the_congestion_control_the_namespace_cannot_default
     assert_eq!(congestion_of(&client), default);
 }
 
-/// `tcp-slow-start-after-idle` (issue 59) reaches both namespaces' kernels, either way: the lab
-/// sets it rather than inheriting the host's.
+/// `tcp-slow-start-after-idle` and `tcp-rack` (issue 59) reach both namespaces' kernels, either
+/// way: the lab sets them rather than inheriting the host's.
 #[test]
 fn tcp_slow_start_after_idle_is_set_in_both_namespaces_either_way() {
     if !root_or_skip("tcp-slow-start-after-idle") {
         return;
     }
-    let read = |lab: &RunningLab, side: Side| {
+    let read = |lab: &RunningLab, side: Side, sysctl: &'static str| {
         lab.lab
             .namespace(side)
-            .run(|| std::fs::read_to_string("/proc/sys/net/ipv4/tcp_slow_start_after_idle"))
+            .run(move || std::fs::read_to_string(format!("/proc/sys/net/ipv4/{sysctl}")))
             .expect("runs in the namespace")
             .expect("the sysctl reads")
             .trim()
@@ -458,10 +458,17 @@ fn tcp_slow_start_after_idle_is_set_in_both_namespaces_either_way() {
     for (value, expected) in [("false", "0"), ("true", "1")] {
         let mut options = quiclab_link::LinkOptions::default();
         options.set("tcp-slow-start-after-idle", value).unwrap();
+        options.set("tcp-rack", value).unwrap();
         let lab = RunningLab::start_for(&options, &spec(None, 10.0, 0.0), None, None)
             .expect("lab starts");
         for side in [Side::Client, Side::Server] {
-            assert_eq!(read(&lab, side), expected, "{value}: {side:?}");
+            for sysctl in ["tcp_slow_start_after_idle", "tcp_recovery"] {
+                assert_eq!(
+                    read(&lab, side, sysctl),
+                    expected,
+                    "{value}: {side:?} {sysctl}"
+                );
+            }
         }
     }
     let e = quiclab_link::LinkOptions::default()
@@ -504,5 +511,59 @@ fn tcp_buffer_sysctls_are_set_in_both_namespaces() {
     for bad in ["4096 87380", "4096 87380 100", "a b c", "0 1 2000"] {
         let e = quiclab_link::options::tcp_buffers(bad).unwrap_err();
         assert!(e.contains("MIN DEFAULT MAX"), "{bad}: {e}");
+    }
+}
+
+/// CPU time (user + system) a process has used, from /proc/PID/stat (clock ticks of 1/100 s).
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("reads its stat");
+    // The fields after the command's closing parenthesis: utime and stime are the 12th and 13th.
+    let after = &stat[stat.rfind(')').expect("stat has a command") + 2..];
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
+    ticks as f64 / 100.0
+}
+
+/// `client-cpu` and `server-cpu` (issue 59): a busy loop started in a side's namespace uses about
+/// the share of one core its side is limited to, one in the unlimited side far more; the groups
+/// are gone with the lab.
+#[test]
+fn a_sides_cpu_limit_caps_what_its_processes_use() {
+    if !root_or_skip("client-cpu") {
+        return;
+    }
+    let mut options = quiclab_link::LinkOptions::default();
+    options.set("client-cpu", "20%").unwrap();
+    let lab =
+        RunningLab::start_for(&options, &spec(None, 10.0, 0.0), None, None).expect("lab starts");
+    assert_eq!(lab.lab.cpu_limit(Side::Client), Some(0.2));
+    assert_eq!(lab.lab.cpu_limit(Side::Server), None);
+    let busy = |side| {
+        lab.lab
+            .spawn(lab.lab.shell_command(side, "while :; do :; done"))
+            .expect("starts a busy loop")
+    };
+    let (limited, free) = (busy(Side::Client), busy(Side::Server));
+    let (a0, b0) = (cpu_seconds(limited), cpu_seconds(free));
+    let wall = std::time::Instant::now();
+    std::thread::sleep(Duration::from_secs(2));
+    let (a, b) = (cpu_seconds(limited) - a0, cpu_seconds(free) - b0);
+    let secs = wall.elapsed().as_secs_f64();
+    let (share_limited, share_free) = (a / secs, b / secs);
+    eprintln!("limited to 20 %: {share_limited:.3} of a core; unlimited: {share_free:.3}");
+    // 20 % of a core, give or take the ticks' granularity and a busy host.
+    assert!(
+        (0.12..=0.28).contains(&share_limited),
+        "limited to 20 %, it used {share_limited:.3} of a core"
+    );
+    assert!(
+        share_free > 0.4,
+        "unlimited, it used {share_free:.3} of a core (the host is too busy to tell)"
+    );
+    let groups: Vec<_> = quiclab_lab::cpu_limit::lab_groups(&lab.lab.id);
+    assert_eq!(groups.len(), 1, "{groups:?}");
+    drop(lab);
+    for g in &groups {
+        assert!(!g.exists(), "{} outlived its lab", g.display());
     }
 }

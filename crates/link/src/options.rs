@@ -154,10 +154,17 @@ pub struct LinkOptions {
     /// The lab's kernels restart TCP's slow start after an idle period
     /// (`tcp-slow-start-after-idle`; the kernel's default, true).
     pub tcp_slow_start_after_idle: bool,
+    /// The lab's kernels detect losses with RACK (`tcp-rack`, `net.ipv4.tcp_recovery = 1`, the
+    /// default since Linux 4.4) or, false, by duplicate ACKs alone as 2015's kernels did.
+    pub tcp_rack: bool,
     /// The lab's kernels' TCP receive and send buffers (`tcp-rmem`, `tcp-wmem`: min, default and
     /// max bytes, as the sysctls write them; None: the kernel's own).
     pub tcp_rmem: Option<[u64; 3]>,
     pub tcp_wmem: Option<[u64; 3]>,
+    /// The share of one core the client's (`client-cpu`) and the server's (`server-cpu`)
+    /// processes may use together, 0.01–1; None: no limit.
+    pub client_cpu: Option<f64>,
+    pub server_cpu: Option<f64>,
 }
 
 impl Default for LinkOptions {
@@ -196,10 +203,35 @@ impl Default for LinkOptions {
             offload_window: DEFAULT_OFFLOAD_WINDOW,
             tcp_cc: "cubic".into(),
             tcp_slow_start_after_idle: true,
+            tcp_rack: true,
             tcp_rmem: None,
             tcp_wmem: None,
+            client_cpu: None,
+            server_cpu: None,
         }
     }
+}
+
+/// `25%` or `0.25`: a share of one core, 1 % to 100 %; `unlimited`: no limit (None), the
+/// default, so a grid can set a limit beside its control.
+pub fn cpu_share(value: &str) -> Result<Option<f64>, String> {
+    let expected = || {
+        format!(
+            "expected a share of one core from 1% to 100%, e.g. 25% or 0.25, or unlimited; got \
+             {value:?}"
+        )
+    };
+    if value.eq_ignore_ascii_case("unlimited") {
+        return Ok(None);
+    }
+    let share = match value.strip_suffix('%') {
+        Some(pct) => pct.trim().parse::<f64>().map_err(|_| expected())? / 100.0,
+        None => value.trim().parse::<f64>().map_err(|_| expected())?,
+    };
+    if !(0.01..=1.0).contains(&share) {
+        return Err(expected());
+    }
+    Ok(Some(share))
 }
 
 /// `4096 87380 6291456` (or with commas): a TCP buffer sysctl's min, default and max bytes,
@@ -286,8 +318,11 @@ impl LinkOptions {
             }
             "reorder-delay" => self.reorder_delay = Some(dur(value)?),
             "tcp-slow-start-after-idle" => self.tcp_slow_start_after_idle = boolean(value)?,
+            "tcp-rack" => self.tcp_rack = boolean(value)?,
             "tcp-rmem" => self.tcp_rmem = Some(tcp_buffers(value)?),
             "tcp-wmem" => self.tcp_wmem = Some(tcp_buffers(value)?),
+            "client-cpu" => self.client_cpu = cpu_share(value)?,
+            "server-cpu" => self.server_cpu = cpu_share(value)?,
             "switch" => {
                 // Checked now, so that a bad schedule is refused where it was written.
                 crate::switch::SwitchSchedule::parse(value, 0).map_err(|e| e.to_string())?;
@@ -618,6 +653,22 @@ mod tests {
             o.set(k, v).map_err(|e| format!("--{k}: {e}"))?;
         }
         o.to_spec(&crate::input::fs)
+    }
+
+    #[test]
+    fn a_cpu_share_is_a_percentage_or_a_fraction_of_one_core() {
+        assert_eq!(cpu_share("25%"), Ok(Some(0.25)));
+        assert_eq!(cpu_share("0.1"), Ok(Some(0.1)));
+        assert_eq!(cpu_share("100%"), Ok(Some(1.0)));
+        assert_eq!(cpu_share("unlimited"), Ok(None));
+        for bad in ["0%", "0", "0.5%", "150%", "2", "fast", ""] {
+            let e = cpu_share(bad).unwrap_err();
+            assert!(e.contains("1% to 100%"), "{bad}: {e}");
+        }
+        let mut o = LinkOptions::default();
+        o.set("client-cpu", "20%").unwrap();
+        o.set("server-cpu", "0.5").unwrap();
+        assert_eq!((o.client_cpu, o.server_cpu), (Some(0.2), Some(0.5)));
     }
 
     #[test]

@@ -2,8 +2,8 @@
 //! shared by every workload that can run h3 over quiclab's XOR FEC (`quiclab_stacks::fec_socket`).
 //!
 //! The data direction is the downlink: the server sends, the client receives and rebuilds. Parity
-//! datagrams are outside quinn's congestion window (docs/fec.md), which `note` says in every
-//! result that has FEC.
+//! datagrams are outside quinn's congestion window unless `fec_in_cwnd` (docs/fec.md), which
+//! `note` says in every result that has FEC.
 
 use crate::metric::{Metric, MetricDef};
 use crate::records::FecCounters;
@@ -13,6 +13,12 @@ use serde::{Deserialize, Serialize};
 pub const PARITY_NOTE: &str = "parity datagrams are sent outside quinn's congestion window \
                                (gQUIC counted them in it); rebuilt datagrams hide their loss from \
                                the controller, as in gQUIC";
+/// Said instead with `fec_in_cwnd`.
+pub const PARITY_IN_CWND_NOTE: &str = "parity shares quinn's congestion window with data \
+                                       (fec_in_cwnd: data gets N/(N+1) of it, as gQUIC counted \
+                                       its FEC packets); a lost parity is no congestion signal; \
+                                       rebuilt datagrams hide their loss from the controller, as \
+                                       in gQUIC";
 
 /// FEC's figures of a run or of one connection: the downlink's, and each end's whole counters.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -35,11 +41,18 @@ pub struct FecResult {
     /// Counters that could not be read (unknown is not zero: their figures above are null).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub missing: Vec<String>,
+    /// The parity shared the congestion window (`fec_in_cwnd`).
+    #[serde(default)]
+    pub in_cwnd: bool,
     pub note: String,
 }
 
 impl FecResult {
-    pub fn of(server: Option<FecCounters>, client: Option<FecCounters>) -> FecResult {
+    pub fn of(
+        in_cwnd: bool,
+        server: Option<FecCounters>,
+        client: Option<FecCounters>,
+    ) -> FecResult {
         let group = server.or(client).map_or(0, |c| c.group);
         let (data_sent, parity_sent) = (
             server.map(|s| s.sent.data_sent),
@@ -65,7 +78,13 @@ impl FecResult {
             server,
             client,
             missing,
-            note: PARITY_NOTE.to_string(),
+            in_cwnd,
+            note: if in_cwnd {
+                PARITY_IN_CWND_NOTE
+            } else {
+                PARITY_NOTE
+            }
+            .to_string(),
         }
     }
 
@@ -75,8 +94,10 @@ impl FecResult {
         let mut server = Some(FecCounters::default());
         let mut client = Some(FecCounters::default());
         let mut any = false;
+        let mut in_cwnd = false;
         for p in parts {
             any = true;
+            in_cwnd |= p.in_cwnd;
             match (&mut server, &p.server) {
                 (Some(sum), Some(s)) => sum.add(s),
                 _ => server = None,
@@ -86,7 +107,7 @@ impl FecResult {
                 _ => client = None,
             }
         }
-        any.then(|| FecResult::of(server, client))
+        any.then(|| FecResult::of(in_cwnd, server, client))
     }
 }
 
@@ -150,7 +171,7 @@ mod tests {
 
     #[test]
     fn the_downlink_is_the_servers_sending_and_the_clients_rebuilding() {
-        let r = FecResult::of(Some(counters(200, 100, 7)), Some(counters(10, 5, 3)));
+        let r = FecResult::of(false, Some(counters(200, 100, 7)), Some(counters(10, 5, 3)));
         assert_eq!(
             (r.data_sent, r.parity_sent, r.rebuilt),
             (Some(200), Some(100), Some(3))
@@ -158,7 +179,7 @@ mod tests {
         assert!((r.parity_share.unwrap() - 1.0 / 3.0).abs() < 1e-12);
         assert!(r.missing.is_empty());
         // Missing counters are unknown, never zero, and the result says which.
-        let none = FecResult::of(None, None);
+        let none = FecResult::of(false, None, None);
         assert_eq!(none.parity_share, None);
         assert_eq!((none.data_sent, none.rebuilt), (None, None));
         assert_eq!(none.missing.len(), 2);
@@ -174,15 +195,15 @@ mod tests {
 
     #[test]
     fn sums_add_every_connection() {
-        let a = FecResult::of(Some(counters(200, 100, 0)), Some(counters(1, 0, 3)));
-        let b = FecResult::of(Some(counters(100, 50, 0)), Some(counters(1, 0, 4)));
+        let a = FecResult::of(false, Some(counters(200, 100, 0)), Some(counters(1, 0, 3)));
+        let b = FecResult::of(false, Some(counters(100, 50, 0)), Some(counters(1, 0, 4)));
         let s = FecResult::sum([&a, &b]).unwrap();
         assert_eq!(
             (s.group, s.data_sent, s.parity_sent, s.rebuilt),
             (2, Some(300), Some(150), Some(7))
         );
         assert!(FecResult::sum([]).is_none());
-        let c = FecResult::of(None, Some(counters(1, 0, 1)));
+        let c = FecResult::of(false, None, Some(counters(1, 0, 1)));
         let s = FecResult::sum([&a, &c]).unwrap();
         assert_eq!((s.data_sent, s.rebuilt), (None, Some(4)));
     }

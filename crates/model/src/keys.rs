@@ -381,6 +381,16 @@ pub const TCP_SLOW_START_AFTER_IDLE: Key = Key {
         "false",
     )
 };
+pub const TCP_RACK: Key = Key {
+    toml: BOOL,
+    default: "true",
+    ..link(
+        "tcp-rack",
+        "true|false",
+        "The lab's kernels detect TCP losses with RACK (net.ipv4.tcp_recovery = 1 in both namespaces, Linux's default since 4.4); false: by duplicate ACKs and the tail-loss probe, as 2015's kernels did",
+        "false",
+    )
+};
 pub const TCP_RMEM: Key = link(
     "tcp-rmem",
     "MIN DEFAULT MAX",
@@ -393,6 +403,28 @@ pub const TCP_WMEM: Key = link(
     "The lab's kernels' TCP send buffer (net.ipv4.tcp_wmem in both namespaces, bytes); default: the kernel's own",
     "4096 16384 1048576",
 );
+pub const CLIENT_CPU: Key = Key {
+    toml: NUMBER,
+    range: "1–100 %",
+    default: "unlimited",
+    ..link(
+        "client-cpu",
+        "PERCENT|unlimited",
+        "The client's processes (a browser's included) together get at most this share of one core's time (a cgroup CPU quota per 10 ms; docs/link.md): a slow client such as the seeds' Raspberry Pis",
+        "25%",
+    )
+};
+pub const SERVER_CPU: Key = Key {
+    toml: NUMBER,
+    range: "1–100 %",
+    default: "unlimited",
+    ..link(
+        "server-cpu",
+        "PERCENT|unlimited",
+        "The server's processes together get at most this share of one core's time (a cgroup CPU quota per 10 ms)",
+        "50%",
+    )
+};
 pub const SWITCH: Key = link(
     "switch",
     "SCHEDULE",
@@ -570,6 +602,15 @@ pub const FEC: Key = Key {
     doc: "XOR FEC under QUIC on both ends for h3, one parity datagram after every N data datagrams (seed 000's F_G ≈ 3 is N = 2); partial groups flushed after max(RTT/2, 5 ms) (docs/fec.md)",
     example: "2",
     ..value("fec", Side::Protocol, params::fec)
+};
+pub const FEC_IN_CWND: Key = Key {
+    mix_wide: true,
+    toml: BOOL,
+    switch: Some("true"),
+    default: "false",
+    doc: "With fec: parity shares the congestion window with data, as gQUIC counted its FEC packets (data gets N/(N+1) of the window; docs/fec.md); false: parity travels outside it; without fec it changes nothing",
+    example: "true",
+    ..value("fec_in_cwnd", Side::Protocol, params::boolean)
 };
 pub const IP: Key = Key {
     mix_wide: true,

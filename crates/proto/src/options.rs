@@ -397,6 +397,10 @@ impl QuicMtu {
 pub struct FecSettings {
     pub group: u8,
     pub flush_after_us: u64,
+    /// Parity shares the congestion window with data, as gQUIC counted its FEC packets
+    /// (`fec_in_cwnd`; quiclab-cc's ParityShare); false: parity travels outside the window.
+    #[serde(default)]
+    pub in_cwnd: bool,
 }
 
 impl FecSettings {
@@ -405,6 +409,7 @@ impl FecSettings {
         FecSettings {
             group,
             flush_after_us: (rtt_ns / 2 / 1000).max(5_000),
+            in_cwnd: false,
         }
     }
 }

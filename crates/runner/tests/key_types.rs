@@ -20,6 +20,10 @@ fn literal(key: &str, example: &str, t: Toml) -> (String, bool) {
         ("reorder", Toml::Float) => return ("0.02".into(), true),
         ("quic_stream_window", Toml::Integer) => return ("64000".into(), true),
         ("quic_window", Toml::Integer) => return ("1000000".into(), true),
+        // A bare CPU share is a fraction of one core: 1 is the whole core.
+        ("client-cpu" | "server-cpu", Toml::Integer) => return ("1".into(), false),
+        ("client-cpu", Toml::Float) => return ("0.25".into(), true),
+        ("server-cpu", Toml::Float) => return ("0.5".into(), true),
         _ => {}
     }
     let leading: String = example
@@ -73,6 +77,7 @@ fn companions(kind: WorkloadKind, key: &str) -> Vec<(Side, &'static str, &'stati
             &[(Side::Link, "switch", "\"wifi@0s,lte@10s\"")]
         }
         "reorder-delay" => &[(Side::Link, "reorder", "\"2%\"")],
+        "fec_in_cwnd" => &[(Side::Protocol, "fec", "2")],
         _ => &[],
     };
     // A link with a delay (its queues default to a bandwidth-delay product), or, for the delay

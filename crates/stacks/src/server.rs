@@ -186,7 +186,15 @@ pub fn transport_config(
     qlog: Option<&Path>,
 ) -> Result<quinn::TransportConfig> {
     let (cc, iw_packets) = (stack.quic_cc, stack.initial_window_packets);
-    let mut t = transport_config_for(cc, iw_packets, stack.gquic_n, stack.quic_mtu.initial, qlog)?;
+    let parity_group = stack.fec.filter(|f| f.in_cwnd).map(|f| f.group);
+    let mut t = transport_config_for(
+        cc,
+        iw_packets,
+        stack.gquic_n,
+        stack.quic_mtu.initial,
+        parity_group,
+        qlog,
+    )?;
     // Flow control (`quic_stream_window`, `quic_window`; both at most 1 GB, checked when the
     // run was built).
     let window = |bytes: u64| {
@@ -226,6 +234,7 @@ fn transport_config_for(
     iw_packets: u64,
     gquic_n: u32,
     datagram: u16,
+    parity_group: Option<u8>,
     qlog: Option<&Path>,
 ) -> Result<quinn::TransportConfig> {
     let mut t = quinn::TransportConfig::default();
@@ -256,6 +265,15 @@ fn transport_config_for(
             Arc::new(c)
         }
         QuicCongestion::GquicCubic => crate::gquic::factory(gquic_n, iw_packets)?,
+    };
+    // gQUIC's FEC packets were counted in flight: data gets N/(N+1) of whatever window the
+    // controller grants (`fec_in_cwnd`).
+    let factory: Arc<dyn quinn::congestion::ControllerFactory + Send + Sync> = match parity_group {
+        Some(group) => Arc::new(quiclab_cc::ParityShareConfig {
+            inner: factory,
+            group,
+        }),
+        None => factory,
     };
     t.congestion_controller_factory(factory);
     t.send_window(32 << 20);

@@ -404,7 +404,7 @@ fn own_result(
     r.fec = run
         .stack
         .fec
-        .map(|_| FecResult::of(server_fec, client.report.fec));
+        .map(|f| FecResult::of(f.in_cwnd, server_fec, client.report.fec));
     Ok(r)
 }
 

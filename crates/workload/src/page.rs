@@ -343,10 +343,10 @@ impl Workload for PageRun {
             loss_ratio: fidelity
                 .as_ref()
                 .map(|f| f.downlink.model.counters.loss_ratio()),
-            fec: self
-                .stack
-                .fec
-                .map(|_| FecResult::of(harness::server_fec(&work).map(|l| l.total), report.fec)),
+            fec: self.stack.fec.map(|f| {
+                let server = harness::server_fec(&work).map(|l| l.total);
+                FecResult::of(f.in_cwnd, server, report.fec)
+            }),
             fidelity: fidelity.clone(),
             implementations: Some(Implementations {
                 server: server_record,

@@ -134,6 +134,7 @@ mod tests {
                 "parallel" => &[("players", "h3")],
                 "connections" => &[("players", "h1")],
                 "reorder-delay" => &[("reorder", "2%")],
+                "fec_in_cwnd" => &[("fec", "2")],
                 // curl speaks h1 and h2 only.
                 "client" => &[("protocol", "h2")],
                 "switch" | "profile" | "up-profile" | "down-profile" => &[],

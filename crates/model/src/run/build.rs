@@ -109,8 +109,13 @@ fn stack(p: &Params, proto: Protocol, link: &LinkSpec) -> Result<StackOptions, P
             ));
         }
         // gQUIC's flush alarm: max(RTT/2, 5 ms) of the emulated path.
-        stack.fec = Some(FecSettings::for_rtt(n, link.base_rtt()));
+        stack.fec = Some(FecSettings {
+            in_cwnd: p.bool(&k::FEC_IN_CWND),
+            ..FecSettings::for_rtt(n, link.base_rtt())
+        });
     }
+    // Without FEC there is no parity to share the window with: fec_in_cwnd changes nothing (a
+    // grid may cross it with fec = 0, as an explanation's control pairs need).
     Ok(stack)
 }
 

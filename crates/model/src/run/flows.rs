@@ -436,7 +436,12 @@ impl FlowsRun {
             };
             fr.local_port = Some(r.local_port);
             if let Some(log) = fec_log.filter(|_| spec_f.proto == Protocol::H3) {
-                fr.fec = Some(FecResult::of(log.peer_ports(&[r.local_port]), r.fec));
+                let in_cwnd = self.stack.fec.is_some_and(|f| f.in_cwnd);
+                fr.fec = Some(FecResult::of(
+                    in_cwnd,
+                    log.peer_ports(&[r.local_port]),
+                    r.fec,
+                ));
             }
             fr.bytes = r.bytes;
             fr.complete = r.complete;

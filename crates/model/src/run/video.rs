@@ -351,7 +351,12 @@ impl VideoRun {
                 let mut pr = player_result(i, p, r);
                 if let Some(log) = fec_log.filter(|_| p.proto == Protocol::H3) {
                     // The server's counters for every connection this player opened.
-                    pr.fec = Some(FecResult::of(log.peer_ports(&r.local_ports), r.fec));
+                    let in_cwnd = self.stack.fec.is_some_and(|f| f.in_cwnd);
+                    pr.fec = Some(FecResult::of(
+                        in_cwnd,
+                        log.peer_ports(&r.local_ports),
+                        r.fec,
+                    ));
                 }
                 pr
             })
