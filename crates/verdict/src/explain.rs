@@ -22,6 +22,11 @@
 //! setting = { tcp_slow_start_after_idle = true }   # the seed's condition
 //! control = { tcp_slow_start_after_idle = false }  # today's, the same keys
 //! ```
+//!
+//! Where the seed's condition is in the compared arm itself (gQUIC's CUBIC for the QUIC player a
+//! finding compares with TCP's), a setting names the compare axis with a table from the arm's
+//! value to the one the explanation runs: `setting = { players = { h3 = "h3:gquic-cubic" } }`,
+//! `control = { players = { h3 = "h3" } }`. It is kept as the key `players[h3]`.
 
 use std::collections::BTreeMap;
 
@@ -94,20 +99,30 @@ impl Explanation {
     }
 
     /// `f` judged on this explanation's scenario with `values` in its `where` (a value `where`
-    /// fixes too is replaced: e.g. a queue swept past the finding's).
+    /// fixes too is replaced: e.g. a queue swept past the finding's) and in its compared arms
+    /// (`axis[old]` keys: the arm `old` of the compare axis becomes the value).
     fn moved(&self, f: &Finding, values: &BTreeMap<String, String>) -> Option<Finding> {
         let mut out = f.clone();
         let Judged::Run {
             scenario,
             filter,
             beside,
+            claim,
             ..
         } = &mut out.judged
         else {
             return None;
         };
         scenario.clone_from(&self.scenario);
-        *filter = crate::findings::beside_filter(filter, values);
+        let (arms, plain): (BTreeMap<_, _>, BTreeMap<_, _>) = values
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .partition(|(k, _)| arm_key(k).is_some());
+        for (key, value) in &arms {
+            let (axis, old) = arm_key(key)?;
+            replace_arm(claim, axis, old, value);
+        }
+        *filter = crate::findings::beside_filter(filter, &plain);
         // The explanation judges the finding's own claim, not what is shown beside it.
         *beside = None;
         Some(out)
@@ -124,6 +139,32 @@ impl Explanation {
             && self.arms(findings).iter().any(|a| {
                 a.with_setting.judges(scenario, params) || a.control.judges(scenario, params)
             })
+    }
+}
+
+/// `players[h3]` → (`players`, `h3`): a setting of a compared arm.
+fn arm_key(key: &str) -> Option<(&str, &str)> {
+    let (axis, rest) = key.split_once('[')?;
+    Some((axis, rest.strip_suffix(']')?))
+}
+
+/// Replaces the arm `old` of a paired claim along `axis` by `new`.
+fn replace_arm(claim: &mut crate::judge::Claim, axis: &str, old: &str, new: &str) {
+    use crate::judge::Claim;
+    match claim {
+        Claim::Better { axis: x, a, b }
+        | Claim::Ratio { axis: x, a, b, .. }
+        | Claim::RatioAtLeast { axis: x, a, b, .. }
+        | Claim::RatioAtMost { axis: x, a, b, .. }
+            if x == axis =>
+        {
+            for side in [a, b] {
+                if side == old {
+                    *side = new.to_string();
+                }
+            }
+        }
+        _ => {}
     }
 }
 
@@ -170,6 +211,19 @@ pub(crate) fn parse(
         if e.explains.is_empty() {
             return Err(at("explains", "names no finding".into()));
         }
+        if let Some(f) = findings
+            .iter()
+            .find(|f| matches!(&f.judged, Judged::Run { scenario, .. } if *scenario == e.scenario))
+        {
+            return Err(at(
+                "scenario",
+                format!(
+                    "{:?} is finding {:?}'s scenario: an explanation runs a scenario of its own \
+                     (its runs would grow the finding's pack, and its evidence would be a part)",
+                    e.scenario, f.id
+                ),
+            ));
+        }
         for id in &e.explains {
             let named: Vec<&Finding> = findings
                 .iter()
@@ -188,18 +242,56 @@ pub(crate) fn parse(
                 ));
             }
         }
-        let render = |m: &BTreeMap<String, toml::Value>| -> BTreeMap<String, String> {
-            m.iter()
-                .map(|(k, v)| {
-                    let v = match v {
-                        toml::Value::String(s) => s.clone(),
-                        other => other.to_string(),
-                    };
-                    (k.clone(), v)
-                })
-                .collect()
+        let text = |v: &toml::Value| match v {
+            toml::Value::String(s) => s.clone(),
+            other => other.to_string(),
         };
-        let (setting, control) = (render(&e.setting), render(&e.control));
+        // A table is a compared arm's new value (`players = { h3 = "h3:gquic-cubic" }`): every
+        // finding explained must compare along that axis and have that arm.
+        let render = |m: &BTreeMap<String, toml::Value>,
+                      which: &str|
+         -> Result<BTreeMap<String, String>, String> {
+            let mut out = BTreeMap::new();
+            for (k, v) in m {
+                let toml::Value::Table(arms) = v else {
+                    out.insert(k.clone(), text(v));
+                    continue;
+                };
+                if arms.is_empty() {
+                    return Err(at(which, format!("{k}: names no arm")));
+                }
+                for (old, new) in arms {
+                    for id in &e.explains {
+                        let compares = findings
+                            .iter()
+                            .filter(|f| &f.id == id || f.per.as_ref().is_some_and(|p| &p.of == id))
+                            .all(|f| match &f.judged {
+                                Judged::Run { claim, .. } => {
+                                    claim.sides().is_some_and(|(axis, a, b)| {
+                                        axis == k && (a == old || b == old)
+                                    })
+                                }
+                                Judged::NotRunnable { .. } => false,
+                            });
+                        if !compares {
+                            return Err(at(
+                                which,
+                                format!(
+                                    "{k} = {{ {old} = … }} replaces a compared arm, but finding \
+                                     {id:?} does not compare {old:?} along {k}"
+                                ),
+                            ));
+                        }
+                    }
+                    out.insert(format!("{k}[{old}]"), text(new));
+                }
+            }
+            Ok(out)
+        };
+        let (setting, control) = (
+            render(&e.setting, "setting")?,
+            render(&e.control, "control")?,
+        );
         if setting.is_empty() {
             return Err(at(
                 "setting",
@@ -416,6 +508,55 @@ mod tests {
     }
 
     #[test]
+    fn a_setting_of_a_compared_arm_replaces_that_arm_and_nothing_else() {
+        let arm = GOOD
+            .replace(
+                "setting = { ssai = true, loss = \"2%\" }",
+                "setting = { protocol = { h3 = \"h3:gquic-cubic\" } }",
+            )
+            .replace(
+                "control = { ssai = false, loss = \"2%\" }",
+                "control = { protocol = { h3 = \"h3\" } }",
+            );
+        let s = study(&arm).unwrap();
+        let e = &s.explanations[0];
+        assert_eq!(
+            e.setting,
+            BTreeMap::from([("protocol[h3]".to_string(), "h3:gquic-cubic".to_string())])
+        );
+        let arms = e.arms(&s.findings);
+        let Judged::Run { claim, filter, .. } = &arms[0].with_setting.judged else {
+            panic!("runs")
+        };
+        assert_eq!(claim.sides(), Some(("protocol", "h3:gquic-cubic", "h1")));
+        assert_eq!(
+            filter,
+            &BTreeMap::from([("loss".to_string(), "1%".to_string())]),
+            "the arm is no filter"
+        );
+        let Judged::Run { claim, .. } = &arms[0].control.judged else {
+            panic!("runs")
+        };
+        assert_eq!(claim.sides(), Some(("protocol", "h3", "h1")));
+        let p = |proto: &str| {
+            BTreeMap::from([
+                ("protocol".to_string(), proto.to_string()),
+                ("loss".to_string(), "1%".to_string()),
+            ])
+        };
+        assert!(e.judges(&s.findings, "s2", &p("h3:gquic-cubic")));
+        assert!(e.judges(&s.findings, "s2", &p("h1")));
+        // An arm the finding does not compare is refused, naming it.
+        let e = study(&arm.replace("{ h3 = ", "{ h2 = ")).unwrap_err();
+        assert!(
+            e.starts_with("t.toml:16: explanation") && e.contains("does not compare \"h2\""),
+            "{e}"
+        );
+        let e = study(&arm.replace("protocol = { h3", "page = { h3")).unwrap_err();
+        assert!(e.contains("along page"), "{e}");
+    }
+
+    #[test]
     fn a_broken_explanation_names_its_line_and_key() {
         for (bad, key, says) in [
             (
@@ -434,6 +575,11 @@ mod tests {
                 "names no finding",
             ),
             (GOOD.replace("\"x-old\"", "\"x\""), "id", "has this id"),
+            (
+                GOOD.replace("scenario = \"s2\"", "scenario = \"s\""),
+                "scenario",
+                "a scenario of its own",
+            ),
             (
                 GOOD.replace(
                     "control = { ssai = false, loss = \"2%\" }",

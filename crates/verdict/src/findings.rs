@@ -909,11 +909,12 @@ pub fn validate(
                     )
                 };
                 let one = std::slice::from_ref(&f);
+                // A short plan is listed by ids alone (docs/reproductions.md; no path in it).
                 short.extend(
                     validate_findings(one, file, &scenario_text, &metric_def)
                         .map_err(named)?
                         .into_iter()
-                        .map(named),
+                        .map(|plan| format!("explanation {:?}, the {arm}'s runs of {plan}", e.id)),
                 );
             }
         }
