@@ -56,6 +56,8 @@ pub struct BrowserOptions {
     /// `chrome.benchmarking.closeConnections()` lets the measured navigation open new
     /// connections that resume the warm-up's sessions.
     pub warm: bool,
+    /// Further origins forced onto QUIC with `origin` for h3 (a sharded page's host names).
+    pub also_quic_on: Vec<String>,
 }
 
 impl BrowserOptions {
@@ -70,6 +72,7 @@ impl BrowserOptions {
             extra_args: Vec::new(),
             discover: false,
             warm: false,
+            also_quic_on: Vec::new(),
         }
     }
 
@@ -153,7 +156,11 @@ pub fn command_line(opts: &BrowserOptions, profile_dir: &Path) -> Result<Vec<Str
         Protocol::H3 if opts.discover => argv.push("--enable-quic".into()),
         Protocol::H3 => {
             argv.push("--enable-quic".into());
-            argv.push(format!("--origin-to-force-quic-on={host_port}"));
+            let mut origins = vec![host_port];
+            for o in &opts.also_quic_on {
+                origins.push(origin_host_port(o)?);
+            }
+            argv.push(format!("--origin-to-force-quic-on={}", origins.join(",")));
         }
     }
     if opts.warm {
@@ -834,6 +841,20 @@ mod tests {
         assert!(has(&argv, "--origin-to-force-quic-on=100.64.0.2:443"));
         assert!(!has(&argv, "--disable-quic"));
         assert!(!has(&argv, "--disable-http2"));
+    }
+
+    #[test]
+    fn h3_forces_quic_on_every_shard_too() {
+        let mut o = opts(Protocol::H3);
+        o.also_quic_on = vec![
+            "https://s1.quiclab.test".into(),
+            "https://s2.quiclab.test:443".into(),
+        ];
+        let argv = command_line(&o, Path::new("/p")).unwrap();
+        assert!(has(
+            &argv,
+            "--origin-to-force-quic-on=100.64.0.2:443,s1.quiclab.test:443,s2.quiclab.test:443"
+        ));
     }
 
     #[test]

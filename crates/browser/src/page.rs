@@ -26,10 +26,29 @@ pub fn origin_for(server: SocketAddr, by_name: bool) -> (String, Vec<String>) {
         std::net::IpAddr::V6(a) => format!("[{a}]"),
         std::net::IpAddr::V4(a) => a.to_string(),
     };
+    // Its sub-domains too: a sharded page's host names reach the same server.
     (
         format!("https://{SERVER_NAME}:{}", server.port()),
-        vec![format!("--host-resolver-rules=MAP {SERVER_NAME} {address}")],
+        vec![format!(
+            "--host-resolver-rules=MAP {SERVER_NAME} {address},MAP *.{SERVER_NAME} {address}"
+        )],
     )
+}
+
+/// The origins of a sharded page's host names (`https://s1.quiclab.test` …; none for one
+/// shard): its objects' URLs name no port, so 443.
+pub fn shard_origins(shards: u32) -> Vec<String> {
+    if shards <= 1 {
+        return Vec::new();
+    }
+    (1..=shards)
+        .map(|k| {
+            format!(
+                "https://{}",
+                quiclab_model::page::shard_host(k, SERVER_NAME)
+            )
+        })
+        .collect()
 }
 
 /// Loads the run's page from `server` (a warm load, a discovery run's navigations or one cold
@@ -47,8 +66,13 @@ pub fn load_page(
     // IPv6 literal against --origin-to-force-quic-on (it loaded h2 instead). Discovery runs use
     // the name too (an origin learns its Alt-Svc under its name), and so does a load from
     // another server (Caddy picks its certificate by the name a client sends).
-    let (origin, extra_args) = origin_for(server, run.discover || run.server != Server::Quiclab);
+    // A sharded page's host names are names: the page is loaded by name too.
+    let (origin, extra_args) = origin_for(
+        server,
+        run.discover || run.server != Server::Quiclab || run.shards > 1,
+    );
     let mut opts = BrowserOptions::new(run.proto, &origin, spki);
+    opts.also_quic_on = shard_origins(run.shards);
     opts.timeout = timeout;
     opts.extra_args = extra_args;
     opts.discover = run.discover;

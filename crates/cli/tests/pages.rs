@@ -128,6 +128,82 @@ fn chromium_loads_over_each_protocol_with_the_asked_next_hop_protocol() {
     }
 }
 
+/// A sharded page (`--shards 4`, 2015's HTTP/1.1 sites): Chromium reaches every shard's name at
+/// the one server, opens its six HTTP/1.1 connections per name (more than six in all), sees the
+/// shards' timings and sizes (the server's Timing-Allow-Origin), and over h3 every shard is
+/// forced onto QUIC.
+#[test]
+fn chromium_loads_a_sharded_page_over_more_connections() {
+    if !root_or_skip("chromium_loads_a_sharded_page_over_more_connections") {
+        return;
+    }
+    if !std::path::Path::new(quiclab_browser::DEFAULT_CHROMIUM).exists() {
+        quiclab_testkit::skip(
+            "chromium_loads_a_sharded_page_over_more_connections",
+            "no Chromium (apt-get install chromium; scripts/test installs it)",
+        );
+        return;
+    }
+    let spec = quiclab_page::corpus::lookup("megyesi-50-small").unwrap();
+    let load = |proto: &str, shards: &str| {
+        page_json(&[
+            "--proto",
+            proto,
+            "--page",
+            "megyesi-50-small",
+            "--browser",
+            "chromium",
+            "--shards",
+            shards,
+            "--rate",
+            "20mbit",
+            "--rtt",
+            "40ms",
+        ])
+    };
+    let one = load("h1", "1");
+    let four = load("h1", "4");
+    for d in [&one, &four] {
+        assert_eq!(d["objects"], 51, "{d}");
+        assert_eq!(
+            d["negotiated_protocols"],
+            serde_json::json!(["http/1.1"]),
+            "{d}"
+        );
+        // Every object's size is seen: a shard's too.
+        assert!(d["bytes"].as_u64().unwrap() >= spec.embedded_bytes(), "{d}");
+    }
+    let (c1, c4) = (
+        one["connections"].as_u64().unwrap(),
+        four["connections"].as_u64().unwrap(),
+    );
+    assert!(c1 <= 6, "one name: at most six connections, got {c1}");
+    assert!(c4 > 6, "four names: more than six connections, got {c4}");
+    let h3 = load("h3", "4");
+    assert_eq!(
+        h3["negotiated_protocols"],
+        serde_json::json!(["h3"]),
+        "{h3}"
+    );
+    assert_eq!(h3["objects"], 51, "{h3}");
+    // The built-in loader models one origin: refused before any lab, naming the key.
+    let out = quiclab()
+        .args([
+            "page",
+            "--proto",
+            "h1",
+            "--page",
+            "megyesi-5-small",
+            "--shards",
+            "2",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("shards") && err.contains("chromium"), "{err}");
+}
+
 #[test]
 fn bad_pages_are_clear_errors() {
     let dir = temp_dir("bad");

@@ -151,6 +151,46 @@ fn video_players_migrate_over_quic_and_reopen_every_tcp_connection_after_the_tim
     assert_ne!(log[0]["connections"], log[9]["connections"], "{r}");
 }
 
+/// AStream's curl limit (`--transfer-timeout`): a TCP player's segment on the dead connection
+/// is given up when the whole-transfer limit (3 s) passes, before the 5 s stall timeout.
+#[test]
+fn a_tcp_players_whole_transfer_timeout_ends_a_segment_before_the_stall_timeout() {
+    if !root_or_skip("a_tcp_players_whole_transfer_timeout_ends_a_segment_before_the_stall_timeout")
+    {
+        return;
+    }
+    let r = video_across_a_switch(&["--proto", "h1", "--transfer-timeout", "3s"]);
+    assert!(r["players"][0]["error"].is_null(), "{r}");
+    assert_eq!(r["segments"].as_u64(), Some(10), "{r}");
+    let sw = only_switch(&r);
+    assert_eq!(sw["connections_opened"].as_u64(), Some(1), "{sw}");
+    let i = sw["interruption_s"].as_f64().unwrap();
+    assert!(
+        i < 4.9,
+        "interruption {i} s: the stall timeout (5 s) ended it, not the 3 s limit"
+    );
+    let conns = r["players"][0]["connections"].as_array().unwrap();
+    assert!(
+        conns[1..].iter().any(|c| c["why"]
+            .as_str()
+            .unwrap_or("")
+            .contains("whole-transfer timeout")),
+        "{r}"
+    );
+    // QUIC players have no such limit: refused where no TCP player would use it.
+    let out = quiclab()
+        .args(["video", "--proto", "h3", "--live", "--duration", "20s"])
+        .args(["--switch", "wifi@0s,lte@8s", "--transfer-timeout", "3s"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("transfer_timeout") || err.contains("--transfer-timeout"),
+        "{err}"
+    );
+}
+
 #[test]
 fn a_video_player_that_never_recovers_fails_naming_the_switch() {
     if !root_or_skip("a_video_player_that_never_recovers_fails_naming_the_switch") {

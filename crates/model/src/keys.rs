@@ -713,6 +713,15 @@ pub const SWITCH_TIMEOUT: Key = Key {
     example: "3s",
     ..value("switch_timeout", Side::Workload, params::positive_duration)
 };
+pub const TRANSFER_TIMEOUT: Key = Key {
+    client_axis: true,
+    kinds: &[Video],
+    syntax: "DURATION",
+    default: "none",
+    doc: "With switches, TCP players (h1, h2): a segment not finished this long after it was asked for is given up even while bytes flow and asked again on new connections (the seed's AStream: curl's CURLOPT_TIMEOUT of 5 s); the stall timeout still applies",
+    example: "5s",
+    ..value("transfer_timeout", Side::Workload, params::positive_duration)
+};
 pub const MIGRATE_DELAY: Key = Key {
     client_axis: true,
     kinds: &[Bulk, Video],
@@ -762,6 +771,16 @@ pub const DISCOVER: Key = Key {
     doc: "Chromium and h3 only: QUIC enabled but not forced; three loads in one browser record what each object came over and when Chromium moved to HTTP/3",
     example: "true",
     ..value("discover", Side::Workload, params::boolean)
+};
+pub const SHARDS: Key = Key {
+    kinds: &[Page],
+    toml: INT,
+    syntax: "N",
+    range: "1–64",
+    default: "1",
+    doc: "Chromium, built-in pages: the page's objects spread round-robin over N host names (s1.quiclab.test …; index.html stays on quiclab.test), as 2015 sites sharded them so that HTTP/1.1 opened six connections per name; all names reach the one server",
+    example: "4",
+    ..value("shards", Side::Workload, params::parts)
 };
 pub const FLOWS: Key = Key {
     flag_name: Some("flow"),
@@ -817,8 +836,8 @@ pub const PLAYERS: Key = Key {
     flag_name: Some("proto"),
     kinds: &[Video],
     list: Some(" + "),
-    syntax: "PROTO[/K]",
-    doc: "The players sharing the link, each h1 (persistent TLS/TCP connections), h2 (one connection) or h3 (one QUIC connection), e.g. \"h1 + h3\" (the flag repeats)",
+    syntax: "PROTO[/K][:CC]",
+    doc: "The players sharing the link, each h1 (persistent TLS/TCP connections), h2 (one connection) or h3 (one QUIC connection), with the congestion controller the server sends it under if given (players of one transport share one), e.g. \"h1 + h3:gquic-cubic\" (the flag repeats)",
     example: "h1 + h3",
     ..value("players", Side::Workload, params::player_mix)
 };

@@ -9,6 +9,12 @@ use crate::records::PageConnection;
 use crate::{Metric, MetricDef, WorkloadResult};
 use quiclab_link::spec::LinkDescription;
 
+/// The host name of shard `k` (1-based) of `host` (`s1.quiclab.test`): where a sharded page
+/// (`shards = N`) references its objects, and what the browser maps to the server.
+pub fn shard_host(k: u32, host: &str) -> String {
+    format!("s{k}.{host}")
+}
+
 /// The built-in pages, by name (`page = "carlucci-small"`). quiclab-page's corpus builds each
 /// (its test `every_builtin_name_builds` fails for a name it does not know); the name list is
 /// here so that a key's parser can check a name without the corpus.

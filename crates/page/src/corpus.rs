@@ -270,7 +270,8 @@ fn gcd(a: usize, b: usize) -> usize {
 
 impl PageSpec {
     fn from_images(name: &str, reference: &str, images: Vec<Image>) -> PageSpec {
-        let index_html = render_index(name, reference, &images);
+        let srcs: Vec<String> = images.iter().map(|i| format!("img/{}", i.file)).collect();
+        let index_html = render_index(name, reference, &srcs);
         let mut objects = Vec::with_capacity(images.len() + 1);
         objects.push(ObjectSpec {
             path: INDEX_PATH.to_string(),
@@ -291,6 +292,36 @@ impl PageSpec {
         PageSpec {
             name: name.to_string(),
             reference: reference.to_string(),
+            objects,
+            index_html,
+        }
+    }
+
+    /// The page as a 2015 site served it with its objects sharded over `shards` host names:
+    /// the root document stays on `host`, embedded object `j` (0-based, document order) is
+    /// referenced as `https://s{k}.{host}{path}` with `k = j mod shards + 1` (port 443), so a
+    /// browser opens its per-host connections to each shard. The files are the same (a server
+    /// that ignores the host name serves every shard); only index.html changes, and its size
+    /// with it. One shard is the page itself.
+    pub fn sharded(&self, shards: u32, host: &str) -> PageSpec {
+        if shards <= 1 {
+            return self.clone();
+        }
+        let srcs: Vec<String> = self
+            .embedded()
+            .iter()
+            .enumerate()
+            .map(|(j, o)| {
+                let k = j as u32 % shards + 1;
+                format!("https://{}{}", shard_host(k, host), o.path)
+            })
+            .collect();
+        let index_html = render_index(&self.name, &self.reference, &srcs);
+        let mut objects = self.objects.clone();
+        objects[0].size = index_html.len() as u64;
+        PageSpec {
+            name: self.name.clone(),
+            reference: self.reference.clone(),
             objects,
             index_html,
         }
@@ -385,9 +416,12 @@ impl PageSpec {
     }
 }
 
-/// The root document: a title, one line naming the source, and one `<img>` per image, with paths
-/// relative to the document so the page also works when served from a sub-directory.
-fn render_index(name: &str, reference: &str, images: &[Image]) -> String {
+pub use quiclab_model::page::shard_host;
+
+/// The root document: a title, one line naming the source, and one `<img>` per image (`srcs`:
+/// paths relative to the document so the page also works when served from a sub-directory, or
+/// a sharded page's absolute URLs).
+fn render_index(name: &str, reference: &str, srcs: &[String]) -> String {
     let mut html = String::new();
     // `write!` to a String cannot fail; the results are ignored for that reason.
     let _ = writeln!(html, "<!DOCTYPE html>");
@@ -399,8 +433,8 @@ fn render_index(name: &str, reference: &str, images: &[Image]) -> String {
     let _ = writeln!(html, "<body>");
     let _ = writeln!(html, "<h1>{name}</h1>");
     let _ = writeln!(html, "<p>{}</p>", escape_text(reference));
-    for image in images {
-        let _ = writeln!(html, "<img src=\"img/{}\" alt=\"\">", image.file);
+    for src in srcs {
+        let _ = writeln!(html, "<img src=\"{src}\" alt=\"\">");
     }
     let _ = writeln!(html, "</body>");
     let _ = writeln!(html, "</html>");
@@ -472,5 +506,35 @@ mod tests {
             assert!(super::builtin(name).is_some(), "{name} has no page");
         }
         assert!(super::builtin("no-such-page").is_none());
+    }
+
+    #[test]
+    fn a_sharded_page_spreads_its_objects_round_robin_and_keeps_their_bytes() {
+        let page = super::builtin("megyesi-50-small").unwrap();
+        assert_eq!(page.sharded(1, "quiclab.test"), page);
+        let sharded = page.sharded(4, "quiclab.test");
+        let html = String::from_utf8(sharded.generate().remove(0).1).unwrap();
+        assert_eq!(sharded.index().size, html.len() as u64);
+        // Every object once, on shard j mod 4 + 1, in document order.
+        let srcs: Vec<&str> = html
+            .lines()
+            .filter_map(|l| l.strip_prefix("<img src=\""))
+            .map(|l| l.split('"').next().unwrap())
+            .collect();
+        assert_eq!(srcs.len(), 50);
+        for (j, (src, o)) in srcs.iter().zip(page.embedded()).enumerate() {
+            assert_eq!(
+                *src,
+                format!("https://s{}.quiclab.test{}", j % 4 + 1, o.path)
+            );
+        }
+        // The objects and their bytes are the page's; only index.html differs.
+        assert_eq!(sharded.embedded(), page.embedded());
+        assert_eq!(
+            sharded.generate()[1..],
+            page.generate()[1..],
+            "the embedded files are the same"
+        );
+        assert_eq!(super::shard_host(3, "quiclab.test"), "s3.quiclab.test");
     }
 }

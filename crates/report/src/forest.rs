@@ -304,6 +304,7 @@ pub(crate) mod tests {
             per: None,
             scope: None,
             explanations: Vec::new(),
+            no_explanation: None,
         }
     }
 

@@ -588,6 +588,13 @@ fn finding_row(h: &mut String, v: &FindingVerdict, packs: &[PackScenario], diffe
             brief(&e.control_judgement),
         );
     }
+    if let Some(n) = &v.no_explanation {
+        let _ = write!(
+            why,
+            "<br><span class=\"why\">explanation: {}</span>",
+            esc(&n.text())
+        );
+    }
     // The testbed's differences that touch this finding, beside its verdict.
     for d in differences.iter().filter(|d| names_finding(d, &v.id)) {
         let _ = write!(why, "<br><span class=\"why\">differs: {}</span>", esc(d));

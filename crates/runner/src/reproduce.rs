@@ -464,6 +464,9 @@ pub struct StudyListing {
     /// The study's explanations (issue 59).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub explanations: Vec<quiclab_verdict::explain::Explanation>,
+    /// Why findings have none (`[[no_explanation]]`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub no_explanations: Vec<quiclab_verdict::explain::NoExplanation>,
 }
 
 /// One finding as `reproduce --list --json` gives it.
@@ -539,6 +542,7 @@ pub fn listing(
                 whole_grid,
                 full_explained,
                 explanations: s.explanations.clone(),
+                no_explanations: s.no_explanations.clone(),
             })
         })
         .collect()
@@ -586,6 +590,14 @@ impl std::fmt::Display for StudyListing {
                 quiclab_verdict::explain::values_text(&e.control),
                 e.scenario,
                 e.hypothesis
+            )?;
+        }
+        for n in &self.no_explanations {
+            write!(
+                f,
+                "\n  explanation of {}: {}",
+                n.explains.join(", "),
+                n.text()
             )?;
         }
         Ok(())

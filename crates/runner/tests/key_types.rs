@@ -68,7 +68,7 @@ fn companions(kind: WorkloadKind, key: &str) -> Vec<(Side, &'static str, &'stati
     let needs: &[(Side, &str, &str)] = match key {
         "zero_rtt" => &[(Side::Protocol, "resume", "true")],
         "gquic_n" => &[(Side::Protocol, "cc", "\"gquic-cubic\"")],
-        "discover" => &[(Side::Workload, "browser", "\"chromium\"")],
+        "discover" | "shards" => &[(Side::Workload, "browser", "\"chromium\"")],
         "parallel" => &[(Side::Workload, "players", "\"h3\"")],
         "connections" => &[(Side::Workload, "players", "\"h1\"")],
         // curl speaks h1 and h2 only.
@@ -76,6 +76,10 @@ fn companions(kind: WorkloadKind, key: &str) -> Vec<(Side, &'static str, &'stati
         "switch-gap" | "on_switch" | "switch_timeout" | "migrate_delay" => {
             &[(Side::Link, "switch", "\"wifi@0s,lte@10s\"")]
         }
+        "transfer_timeout" => &[
+            (Side::Link, "switch", "\"wifi@0s,lte@10s\""),
+            (Side::Workload, "players", "\"h1\""),
+        ],
         "reorder-delay" => &[(Side::Link, "reorder", "\"2%\"")],
         "fec_in_cwnd" => &[(Side::Protocol, "fec", "2")],
         _ => &[],
@@ -84,7 +88,8 @@ fn companions(kind: WorkloadKind, key: &str) -> Vec<(Side, &'static str, &'stati
     // keys themselves, queues in packets.
     match key {
         // A switch schedule sets each network's rate and delay.
-        "switch" | "switch-gap" | "on_switch" | "switch_timeout" | "migrate_delay" => {}
+        "switch" | "switch-gap" | "on_switch" | "switch_timeout" | "migrate_delay"
+        | "transfer_timeout" => {}
         // A profile's steps set the rate and the delay.
         "profile" | "up-profile" | "down-profile" => {}
         "rtt" | "delay" | "up-delay" | "down-delay" => {
@@ -159,8 +164,11 @@ fn every_key_example_in_every_declared_toml_type_passes_the_checker_and_builds()
             continue;
         }
         // Discovery needs Chromium to build (the run checks the browser is there).
-        if key.name == "discover" && !chromium {
-            failures.push("discover: /usr/lib/chromium/chromium is missing".to_string());
+        if matches!(key.name, "discover" | "shards") && !chromium {
+            failures.push(format!(
+                "{}: /usr/lib/chromium/chromium is missing",
+                key.name
+            ));
             continue;
         }
         let kind = WorkloadKind::ALL

@@ -43,6 +43,10 @@ pub struct SwitchPlan {
     pub stall_timeout: Duration,
     /// `migrate`: how long after a switch the client rebinds (the time it takes to notice).
     pub migrate_delay: Duration,
+    /// TCP video players: a segment not finished this long after its request is given up even
+    /// while bytes flow (AStream's curl `CURLOPT_TIMEOUT`; None: the stall timeout alone).
+    #[serde(default)]
+    pub transfer_timeout: Option<Duration>,
     /// CLOCK_MONOTONIC of the emulator's 0: switch instants and reports count from here.
     pub epoch_ns: u64,
     /// The switch instants (ns on the emulator's clock), in order.

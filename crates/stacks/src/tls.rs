@@ -31,9 +31,14 @@ pub struct LabCertificate {
 }
 
 impl LabCertificate {
-    /// A fresh self-signed certificate for `SERVER_NAME`, `localhost` and the given addresses.
+    /// A fresh self-signed certificate for `SERVER_NAME`, its sub-domains (a sharded page's
+    /// host names, `s1.quiclab.test` …), `localhost` and the given addresses.
     pub fn generate(addresses: &[IpAddr]) -> Result<LabCertificate> {
-        let mut names = vec![SERVER_NAME.to_string(), "localhost".to_string()];
+        let mut names = vec![
+            SERVER_NAME.to_string(),
+            format!("*.{SERVER_NAME}"),
+            "localhost".to_string(),
+        ];
         names.extend(addresses.iter().map(|a| a.to_string()));
         let key = rcgen::KeyPair::generate().context("generating the lab key")?;
         let params = rcgen::CertificateParams::new(names).context("certificate names")?;

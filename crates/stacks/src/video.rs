@@ -322,6 +322,11 @@ impl Session<'_> {
         loop {
             let start = plan.now_s();
             let before = meter.bytes();
+            // AStream's curl gave a TCP segment a whole-transfer limit; QUIC players have none.
+            let transfer_limit = plan
+                .transfer_timeout
+                .filter(|_| self.opts.spec.proto != Protocol::H3)
+                .map(|t| t.as_secs_f64());
             let watchdog = async {
                 loop {
                     tokio::time::sleep(Duration::from_millis(20)).await;
@@ -330,6 +335,13 @@ impl Session<'_> {
                         return format!(
                             "no byte for {:.1} s (the stall timeout)",
                             plan.stall_timeout.as_secs_f64()
+                        );
+                    }
+                    if let Some(limit) = transfer_limit
+                        && plan.now_s() - start >= limit
+                    {
+                        return format!(
+                            "the segment took longer than {limit:.1} s (the whole-transfer timeout)"
                         );
                     }
                 }

@@ -332,6 +332,141 @@ pub(crate) fn parse(
     Ok(out)
 }
 
+/// Why a failing finding has no explanation (`[[no_explanation]]`): none can be built (what the
+/// seed's result would need is no setting its time documents: testing one anyway would be tuning
+/// to the result), or none is built yet (what quiclab lacks to run one). Either way the docs say
+/// it under the finding instead of "none tested yet".
+///
+/// ```toml
+/// [[no_explanation]]
+/// explains = ["000-1b-quic"]
+/// status = "cannot be built"      # or "not built yet"
+/// why = "gQUIC v21 emulated two connections, as quiclab's gquic-cubic does; …"
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NoExplanation {
+    /// The findings it speaks for (a `per` finding by the id it was made from).
+    pub explains: Vec<String>,
+    pub status: Unbuilt,
+    pub why: String,
+    /// The line of `[[no_explanation]]` in the study file.
+    #[serde(skip)]
+    pub line: usize,
+}
+
+/// Whether an explanation cannot be built or is not built yet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Unbuilt {
+    #[serde(rename = "cannot be built")]
+    CannotBeBuilt,
+    #[serde(rename = "not built yet")]
+    NotBuiltYet,
+}
+
+impl NoExplanation {
+    /// Whether it speaks for `f` (by its id, or a `per` finding by the id it was made from).
+    pub fn covers(&self, f: &Finding) -> bool {
+        self.explains.contains(&f.id)
+            || f.per
+                .as_ref()
+                .is_some_and(|p| self.explains.contains(&p.of))
+    }
+
+    /// `none can be built: why` as the docs' explanation column says it.
+    pub fn text(&self) -> String {
+        let head = match self.status {
+            Unbuilt::CannotBeBuilt => "none can be built",
+            Unbuilt::NotBuiltYet => "none built yet",
+        };
+        format!("{head}: {}", self.why)
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct NoExplanationDe {
+    explains: Vec<String>,
+    status: Unbuilt,
+    why: String,
+}
+
+/// Parses a study's `[[no_explanation]]` tables: each names findings of the study that no
+/// `[[explanation]]` and no other statement names, and says why in words. Errors name the file,
+/// the table's line and the key.
+pub(crate) fn parse_none(
+    des: Vec<toml::Spanned<NoExplanationDe>>,
+    text: &str,
+    file: &str,
+    findings: &[Finding],
+    explanations: &[Explanation],
+) -> Result<Vec<NoExplanation>, String> {
+    let line_of = |offset: usize| text[..offset.min(text.len())].matches('\n').count() + 1;
+    let mut out: Vec<NoExplanation> = Vec::new();
+    for spanned in des {
+        let line = line_of(spanned.span().start);
+        let e = spanned.into_inner();
+        let at =
+            |key: &str, msg: String| format!("{file}:{line}: no_explanation: key \"{key}\": {msg}");
+        if e.explains.is_empty() {
+            return Err(at("explains", "names no finding".into()));
+        }
+        if e.why.trim().is_empty() {
+            return Err(at(
+                "why",
+                "must not be empty: say what an explanation would need and why it is not run"
+                    .into(),
+            ));
+        }
+        for id in &e.explains {
+            let named: Vec<&Finding> = findings
+                .iter()
+                .filter(|f| &f.id == id || f.per.as_ref().is_some_and(|p| &p.of == id))
+                .collect();
+            if named.is_empty() {
+                return Err(at("explains", format!("no finding {id:?} in this study")));
+            }
+            if named
+                .iter()
+                .any(|f| matches!(f.judged, Judged::NotRunnable { .. }))
+            {
+                return Err(at(
+                    "explains",
+                    format!("finding {id:?} is not runnable: its verdict says why already"),
+                ));
+            }
+            if let Some(x) = explanations
+                .iter()
+                .find(|x| named.iter().any(|f| x.covers(f)))
+            {
+                return Err(at(
+                    "explains",
+                    format!(
+                        "finding {id:?} has an explanation ({:?}, line {}): a statement that it \
+                         has none would contradict it",
+                        x.id, x.line
+                    ),
+                ));
+            }
+            if let Some(o) = out.iter().find(|o| named.iter().any(|f| o.covers(f))) {
+                return Err(at(
+                    "explains",
+                    format!(
+                        "finding {id:?} is named by the no_explanation of line {} too",
+                        o.line
+                    ),
+                ));
+            }
+        }
+        out.push(NoExplanation {
+            explains: e.explains,
+            status: e.status,
+            why: e.why,
+            line,
+        });
+    }
+    Ok(out)
+}
+
 /// What an explanation's two judgements say.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "verdict", rename_all = "snake_case")]
@@ -614,6 +749,68 @@ mod tests {
         }
         let e = study(&GOOD.replace("hypothesis", "because")).unwrap_err();
         assert!(e.contains("because"), "{e}");
+    }
+
+    const NONE: &str = "[[no_explanation]]\nexplains = [\"x\"]\nstatus = \"cannot be built\"\n\
+                        why = \"the seed names no mechanism\"\n";
+
+    #[test]
+    fn a_statement_of_no_explanation_is_kept_and_says_which_kind() {
+        let s = study(NONE).unwrap();
+        assert_eq!(s.no_explanations.len(), 1);
+        let n = &s.no_explanations[0];
+        assert_eq!((n.status, n.line), (Unbuilt::CannotBeBuilt, 16));
+        assert!(n.covers(&s.findings[0]) && !n.covers(&s.findings[1]));
+        assert_eq!(n.text(), "none can be built: the seed names no mechanism");
+        let s = study(&NONE.replace("cannot be built", "not built yet")).unwrap();
+        assert_eq!(
+            s.no_explanations[0].text(),
+            "none built yet: the seed names no mechanism"
+        );
+    }
+
+    #[test]
+    fn a_broken_statement_of_no_explanation_names_its_line_and_key() {
+        let twice = format!("{NONE}{NONE}");
+        let both = format!("{GOOD}{NONE}");
+        for (bad, key, says) in [
+            (
+                NONE.replace("[\"x\"]", "[\"z\"]"),
+                "explains",
+                "no finding \"z\"",
+            ),
+            (
+                NONE.replace("[\"x\"]", "[\"y\"]"),
+                "explains",
+                "not runnable",
+            ),
+            (
+                NONE.replace("[\"x\"]", "[]"),
+                "explains",
+                "names no finding",
+            ),
+            (
+                NONE.replace("the seed names no mechanism", " "),
+                "why",
+                "must not be empty",
+            ),
+            (twice, "explains", "line 16 too"),
+            (both, "explains", "has an explanation (\"x-old\", line 16)"),
+        ] {
+            let e = study(&bad).unwrap_err();
+            assert!(
+                e.contains(": no_explanation: ")
+                    && e.contains(&format!("key \"{key}\""))
+                    && e.contains(says),
+                "{bad}\n→ {e}"
+            );
+        }
+        // A status other than the two is refused by name.
+        let e = study(&NONE.replace("cannot be built", "unknown")).unwrap_err();
+        assert!(
+            e.contains("cannot be built") && e.contains("not built yet"),
+            "{e}"
+        );
     }
 
     fn judged(verdict: Verdict) -> Judgement {

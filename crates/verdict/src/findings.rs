@@ -89,6 +89,8 @@ pub struct Study {
     pub findings: Vec<Finding>,
     /// Tested reasons why findings do not reproduce (`[[explanation]]`, [`crate::explain`]).
     pub explanations: Vec<crate::explain::Explanation>,
+    /// Why failing findings have no explanation (`[[no_explanation]]`).
+    pub no_explanations: Vec<crate::explain::NoExplanation>,
 }
 
 impl Study {
@@ -239,6 +241,8 @@ struct FileDe {
     finding: Vec<toml::Spanned<FindingDe>>,
     #[serde(default)]
     explanation: Vec<toml::Spanned<crate::explain::ExplanationDe>>,
+    #[serde(default)]
+    no_explanation: Vec<toml::Spanned<crate::explain::NoExplanationDe>>,
 }
 
 #[derive(Deserialize)]
@@ -861,6 +865,8 @@ pub fn parse(text: &str, file: &str) -> Result<Study, String> {
         return Err(format!("{file}: no [[finding]]"));
     }
     let explanations = crate::explain::parse(de.explanation, text, file, &findings)?;
+    let no_explanations =
+        crate::explain::parse_none(de.no_explanation, text, file, &findings, &explanations)?;
     Ok(Study {
         name: de.study,
         title: de.title,
@@ -868,6 +874,7 @@ pub fn parse(text: &str, file: &str) -> Result<Study, String> {
         differences: de.differences,
         findings,
         explanations,
+        no_explanations,
     })
 }
 

@@ -50,6 +50,9 @@ pub struct FindingVerdict {
     /// The study's explanations of this finding, each judged ([`crate::explain`]).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub explanations: Vec<crate::explain::ExplanationVerdict>,
+    /// Why it has no explanation, where its study says so (`[[no_explanation]]`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub no_explanation: Option<crate::explain::NoExplanation>,
 }
 
 /// What a finding's estimate is read against: the claim's reference value in the estimate's
@@ -240,6 +243,9 @@ impl std::fmt::Display for FindingVerdict {
         write!(f, "  {}", self.claim)?;
         if let Verdict::Inconclusive { why } | Verdict::NotRunnable { why } = &j.verdict {
             write!(f, " [{why}]")?;
+        }
+        if let Some(n) = &self.no_explanation {
+            write!(f, "\n    explanation: {}", n.text())?;
         }
         for e in &self.explanations {
             write!(
@@ -492,7 +498,8 @@ pub fn wants_explanation(v: &FindingVerdict) -> bool {
 
 /// A study's explanations (issue 59): every reproduction that does not hold, is reversed or
 /// mixed, and every finding with an explanation, each with the explanations tested and their
-/// outcomes (a failing finding without one says so). Empty when there is none of either.
+/// outcomes (a failing finding without one says so, and why where its study's
+/// `[[no_explanation]]` does). Empty when there is none of either.
 pub fn explanations_markdown(verdicts: &[&FindingVerdict]) -> String {
     let rows: Vec<&&FindingVerdict> = verdicts
         .iter()
@@ -514,8 +521,11 @@ pub fn explanations_markdown(verdicts: &[&FindingVerdict]) -> String {
         let today = verdict_word(&v.judgement.verdict);
         if v.explanations.is_empty() {
             out.push_str(&format!(
-                "| {} | {today} | none tested yet | | | | | |\n",
-                cell(&v.id)
+                "| {} | {today} | {} | | | | | |\n",
+                cell(&v.id),
+                v.no_explanation
+                    .as_ref()
+                    .map_or_else(|| "none tested yet".to_string(), |n| cell(&n.text()))
             ));
         }
         for e in &v.explanations {
@@ -656,6 +666,7 @@ mod tests {
             per: None,
             scope: None,
             explanations: Vec::new(),
+            no_explanation: None,
         }
     }
 

@@ -124,6 +124,9 @@ pub fn sentence(v: &FindingVerdict) -> String {
             e.outcome.word()
         ));
     }
+    if let Some(n) = &v.no_explanation {
+        s.push_str(&format!("; explanation: {}", n.text()));
+    }
     s.push_str(".\n");
     s
 }

@@ -96,6 +96,14 @@ pub fn judge_study(
         });
     }
     judge_explanations(study, &mut out, scenarios, registry)?;
+    for v in &mut out {
+        v.no_explanation = study
+            .findings
+            .iter()
+            .find(|f| f.id == v.id)
+            .and_then(|f| study.no_explanations.iter().find(|n| n.covers(f)))
+            .cloned();
+    }
     // The study's multiplicity correction: a q beside every p (the explanations' apart).
     crate::cells::adjust_study(&mut out);
     crate::explain::adjust(&mut out);
@@ -169,6 +177,7 @@ fn verdict_row(study: &Study, f: &findings::Finding, judgement: Judgement) -> Fi
         per: f.per.clone(),
         scope: None,
         explanations: Vec::new(),
+        no_explanation: None,
     }
 }
 
@@ -503,5 +512,53 @@ mod tests {
             judged(&scenarios).explanations[0].outcome,
             crate::explain::Outcome::NotExplained
         );
+    }
+
+    #[test]
+    fn a_finding_without_explanation_says_why_in_every_rendering() {
+        let text = "study = \"t\"\ntitle = \"t\"\n[[finding]]\nid = \"x\"\nclaim = \"h3 faster\"\n\
+                    class = \"reproduction\"\nscenario = \"s\"\nmetric = \"plt_ms\"\n\
+                    compare = { axis = \"protocol\", a = \"h3\", b = \"h1\" }\nmin_n = 6\n\
+                    [[no_explanation]]\nexplains = [\"x\"]\nstatus = \"not built yet\"\n\
+                    why = \"players take no controller\"\n";
+        let study = findings::parse(text, "t.toml").unwrap();
+        let ok = RunStatus::Ok { flagged: false };
+        // h3 slower in every pair: the claim does not hold, so the finding asks for one.
+        let runs = (1..=8u32)
+            .flat_map(|rep| {
+                [
+                    run("h3", rep, ok.clone(), 1_000.0 + f64::from(rep)),
+                    run("h1", rep, ok.clone(), 800.0),
+                ]
+            })
+            .collect();
+        let scenarios = BTreeMap::from([(
+            "s".to_string(),
+            Some(ScenarioRuns {
+                runs,
+                quick: false,
+                form: "full".into(),
+                part: None,
+            }),
+        )]);
+        let v = judge_study(&study, &scenarios, &[PLT]).unwrap();
+        assert!(
+            crate::outcome::wants_explanation(&v[0]),
+            "{:?}",
+            v[0].judgement
+        );
+        let said = "none built yet: players take no controller";
+        assert_eq!(
+            v[0].no_explanation.as_ref().map(|n| n.text()),
+            Some(said.into())
+        );
+        let md = crate::outcome::explanations_markdown(&[&v[0]]);
+        assert!(
+            md.contains(&format!(" | {said} |")) && md.contains("| x | "),
+            "{md}"
+        );
+        assert!(!md.contains("none tested yet"), "{md}");
+        assert!(crate::prose::sentence(&v[0]).contains(said));
+        assert!(v[0].to_string().contains(said));
     }
 }

@@ -33,6 +33,7 @@ pub fn switch_plan(
         on_switch: behaviour.on_switch,
         stall_timeout: behaviour.stall_timeout,
         migrate_delay: behaviour.migrate_delay,
+        transfer_timeout: behaviour.transfer_timeout,
         epoch_ns: quiclab_stacks::cwnd::monotonic_ns().saturating_sub(running.clock()),
         switch_at_ns: switches.iter().map(|s| s.at).collect(),
         addresses: (0..=switches.len())

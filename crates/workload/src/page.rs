@@ -290,7 +290,8 @@ impl Workload for PageRun {
         let page_dir = match &self.page {
             PageSource::Builtin(name) => {
                 let page = quiclab_page::corpus::lookup(name)
-                    .map_err(|e| RunError::Failed(e.to_string()))?;
+                    .map_err(|e| RunError::Failed(e.to_string()))?
+                    .sharded(self.shards, quiclab_proto::SERVER_NAME);
                 write_page(&page, &work.join("page"))
                     .map_err(|e| RunError::Failed(e.to_string()))?
             }

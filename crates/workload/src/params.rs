@@ -90,7 +90,12 @@ mod tests {
         // The link: one that the key under test can change or replace.
         let switching = matches!(
             leave_out,
-            "switch" | "switch-gap" | "on_switch" | "switch_timeout" | "migrate_delay"
+            "switch"
+                | "switch-gap"
+                | "on_switch"
+                | "switch_timeout"
+                | "migrate_delay"
+                | "transfer_timeout"
         );
         if !switching && leave_out != "profile" {
             p.set("rate", "12mbit").unwrap();
@@ -130,9 +135,9 @@ mod tests {
             let companions: &[(&str, &str)] = match key.name {
                 "zero_rtt" => &[("resume", "true")],
                 "gquic_n" => &[("cc", "gquic-cubic")],
-                "discover" => &[("browser", "chromium")],
+                "discover" | "shards" => &[("browser", "chromium")],
                 "parallel" => &[("players", "h3")],
-                "connections" => &[("players", "h1")],
+                "connections" | "transfer_timeout" => &[("players", "h1")],
                 "reorder-delay" => &[("reorder", "2%")],
                 "fec_in_cwnd" => &[("fec", "2")],
                 // curl speaks h1 and h2 only.
@@ -154,7 +159,9 @@ mod tests {
                 with.set("rate", "12mbit").unwrap();
                 with.set("rtt", "60ms").unwrap();
             }
-            if key.name == "discover" && !Path::new(quiclab_browser::DEFAULT_CHROMIUM).exists() {
+            if matches!(key.name, "discover" | "shards")
+                && !Path::new(quiclab_browser::DEFAULT_CHROMIUM).exists()
+            {
                 continue;
             }
             with.set(key.name, key.example)
@@ -210,6 +217,40 @@ mod tests {
             assert_eq!(e.key, "client");
             assert!(e.message.contains("QUICLAB_ASTREAM"), "{e}");
         }
+    }
+
+    /// A player's `:CC` is the server's controller for its transport: it reaches the run's
+    /// stack, players of one transport must agree, and a server of another implementation (which
+    /// sends under its own) is refused.
+    #[test]
+    fn a_players_controller_reaches_the_servers_stack() {
+        use quiclab_proto::options::Protocol;
+        let video = |players: &str, extra: &[(&str, &str)]| {
+            let mut p = base(WorkloadKind::Video, "players");
+            p.set("players", players).unwrap();
+            for (k, v) in extra {
+                p.set(k, v).unwrap();
+            }
+            let spec = p.link.to_spec(&quiclab_outputs::input::read_input).unwrap();
+            build(&p, &spec)
+        };
+        let Ok(WorkloadSpec::Video(run)) = video("h1 + h3:gquic-cubic", &[]) else {
+            panic!("builds")
+        };
+        assert_eq!(run.stack.cc_name(Protocol::H3), "gquic-cubic");
+        assert_eq!(run.stack.cc_name(Protocol::H1), "cubic");
+        assert_eq!(run.contender(), "h1+h3:gquic-cubic");
+        let Ok(WorkloadSpec::Video(run)) = video("h1:bbr + h3", &[]) else {
+            panic!("builds")
+        };
+        assert_eq!(run.stack.cc_name(Protocol::H1), "bbr");
+        assert_eq!(run.stack.cc_name(Protocol::H3), "cubic");
+        let e = video("h3 + h3:bbr", &[]).unwrap_err();
+        assert_eq!(e.key, "players");
+        assert!(e.message.contains("one congestion controller"), "{e}");
+        let e = video("h3:bbr", &[("server", "quic-go")]).unwrap_err();
+        assert_eq!(e.key, "players");
+        assert!(e.message.contains("quiclab's own server"), "{e}");
     }
 
     #[test]

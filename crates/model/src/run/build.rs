@@ -41,6 +41,7 @@ fn switching(p: &Params) -> SwitchBehaviour {
         on_switch: p.on_switch().unwrap_or(d.on_switch),
         stall_timeout: p.duration(&k::SWITCH_TIMEOUT).unwrap_or(d.stall_timeout),
         migrate_delay: p.duration(&k::MIGRATE_DELAY).unwrap_or(d.migrate_delay),
+        transfer_timeout: p.duration(&k::TRANSFER_TIMEOUT),
     }
 }
 
@@ -161,9 +162,14 @@ pub fn build(p: &Params, link: &LinkSpec, read: ReadText) -> Result<Run, ParamEr
     }
     // Only the bulk and video clients answer network switches.
     if link.switch.is_none() {
-        if let Some(key) = [&k::ON_SWITCH, &k::SWITCH_TIMEOUT, &k::MIGRATE_DELAY]
-            .into_iter()
-            .find(|key| p.given(key))
+        if let Some(key) = [
+            &k::ON_SWITCH,
+            &k::SWITCH_TIMEOUT,
+            &k::MIGRATE_DELAY,
+            &k::TRANSFER_TIMEOUT,
+        ]
+        .into_iter()
+        .find(|key| p.given(key))
         {
             return Err(refuse(
                 key.name,
@@ -278,6 +284,7 @@ pub fn build(p: &Params, link: &LinkSpec, read: ReadText) -> Result<Run, ParamEr
                 ipv6,
                 warm: p.bool(&k::WARM),
                 discover: p.bool(&k::DISCOVER),
+                shards: p.count(&k::SHARDS).map_or(1, |n| n as u32),
             };
             run.validate().map_err(|(k, e)| refuse(k, e))?;
             Run::Page(run)
@@ -285,7 +292,11 @@ pub fn build(p: &Params, link: &LinkSpec, read: ReadText) -> Result<Run, ParamEr
         WorkloadKind::Flows => Run::Flows(super::flows::build(p, stack)?),
         WorkloadKind::Video => {
             let mut run = VideoRun::build(p, read).map_err(|(k, e)| refuse(k, e))?;
-            run.stack = stack;
+            // A player's `:CC` is the server's controller for its transport.
+            run.stack = run
+                .mix
+                .stack_with_controllers(stack)
+                .map_err(|e| refuse("players", e))?;
             run.ipv6 = ipv6;
             run.timeout = timeout;
             run.switching = switching(p);
@@ -322,6 +333,17 @@ pub fn build(p: &Params, link: &LinkSpec, read: ReadText) -> Result<Run, ParamEr
                     return Err(refuse(
                         "server",
                         "network switches are answered by quiclab's own client and server",
+                    ));
+                }
+                if run.mix.names_controllers() {
+                    return Err(refuse(
+                        "players",
+                        format!(
+                            "{}: a player's :CC is set by quiclab's own server; {} sends under \
+                             its own controllers (drop the :CC or the server)",
+                            run.mix.label(),
+                            run.server.name()
+                        ),
                     ));
                 }
                 // Each player's protocol against the server's table (and the cc it can set).

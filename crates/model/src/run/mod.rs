@@ -83,6 +83,10 @@ pub struct SwitchBehaviour {
     pub stall_timeout: Duration,
     /// `migrate`: how long after the switch the client rebinds to its new address.
     pub migrate_delay: Duration,
+    /// TCP video players: a segment not finished this long after its request is given up even
+    /// while bytes flow (AStream's curl `CURLOPT_TIMEOUT`; None: only the stall timeout).
+    #[serde(default)]
+    pub transfer_timeout: Option<Duration>,
 }
 
 impl Default for SwitchBehaviour {
@@ -91,6 +95,7 @@ impl Default for SwitchBehaviour {
             on_switch: crate::records::OnSwitch::Reconnect,
             stall_timeout: Duration::from_secs(5),
             migrate_delay: Duration::ZERO,
+            transfer_timeout: None,
         }
     }
 }

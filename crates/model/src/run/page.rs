@@ -65,6 +65,13 @@ pub struct PageRun {
     pub warm: bool,
     /// `discover = true` (Chromium, h3): QUIC not forced; Chromium may find it through Alt-Svc.
     pub discover: bool,
+    /// `shards = N`: a built-in page's objects spread over N host names (1: none).
+    #[serde(default = "one_shard")]
+    pub shards: u32,
+}
+
+fn one_shard() -> u32 {
+    1
 }
 
 impl PageRun {
@@ -117,6 +124,28 @@ impl PageRun {
                     self.server.name()
                 ),
             ));
+        }
+        if self.shards > 1 {
+            let why = if self.browser != Browser::Chromium {
+                Some(
+                    "the built-in loader models one origin; sharding needs browser = \"chromium\""
+                        .to_string(),
+                )
+            } else if !matches!(self.page, PageSource::Builtin(_)) {
+                Some("a page directory's documents are served as they are; sharding rewrites a built-in page's index.html".to_string())
+            } else if self.server != Server::Quiclab {
+                Some(format!(
+                    "the shards' names reach quiclab's own server (its certificate names them); this load's server is {}",
+                    self.server.name()
+                ))
+            } else if self.discover {
+                Some("a discovery run learns Alt-Svc per origin: with shards each name would learn it apart; drop one of them".to_string())
+            } else {
+                None
+            };
+            if let Some(why) = why {
+                return Err(("shards", format!("{}: {why}", self.shards)));
+            }
         }
         if self.warm {
             if self.discover {

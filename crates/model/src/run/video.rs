@@ -191,6 +191,19 @@ impl VideoRun {
                 .check(p.proto)
                 .map_err(|e| ("on_switch", format!("player {} {}: {e}", i + 1, p.label())))?;
         }
+        // A whole-transfer limit of TCP segment fetches; without a TCP player it would do nothing.
+        if let Some(t) = self.switching.transfer_timeout
+            && self.mix.players.iter().all(|p| p.proto == Protocol::H3)
+        {
+            return Err((
+                "transfer_timeout",
+                format!(
+                    "{} s: the whole-transfer timeout applies to TCP players (h1, h2), and {} has none",
+                    t.as_secs_f64(),
+                    self.mix.label()
+                ),
+            ));
+        }
         if self.server != Server::Quiclab {
             let def = self.server.def();
             if let Some(p) = self
@@ -430,7 +443,10 @@ fn set_parts(mix: &mut PlayerMix, k: u32) -> Result<(), String> {
                 p.parts
             ));
         }
-        *p = quiclab_video::PlayerSpec::new(p.proto, k)?;
+        *p = quiclab_video::PlayerSpec {
+            cc: p.cc,
+            ..quiclab_video::PlayerSpec::new(p.proto, k)?
+        };
     }
     Ok(())
 }
