@@ -168,6 +168,30 @@ fn replace_arm(claim: &mut crate::judge::Claim, axis: &str, old: &str, new: &str
     }
 }
 
+/// The findings `id` names (a `per` finding's values by the id they were made from), which must
+/// exist and be runnable; the error says which (`unrunnable`: why a finding that cannot run is
+/// refused here).
+fn runnable_findings<'a>(
+    findings: &'a [Finding],
+    id: &str,
+    unrunnable: &str,
+) -> Result<Vec<&'a Finding>, String> {
+    let named: Vec<&Finding> = findings
+        .iter()
+        .filter(|f| f.id == id || f.per.as_ref().is_some_and(|p| p.of == id))
+        .collect();
+    if named.is_empty() {
+        return Err(format!("no finding {id:?} in this study"));
+    }
+    if named
+        .iter()
+        .any(|f| matches!(f.judged, Judged::NotRunnable { .. }))
+    {
+        return Err(format!("finding {id:?} is not runnable: {unrunnable}"));
+    }
+    Ok(named)
+}
+
 /// Parses a study's `[[explanation]]` tables against its findings (`per` values included).
 /// Errors name the file, the explanation's line and the key.
 pub(crate) fn parse(
@@ -225,22 +249,8 @@ pub(crate) fn parse(
             ));
         }
         for id in &e.explains {
-            let named: Vec<&Finding> = findings
-                .iter()
-                .filter(|f| &f.id == id || f.per.as_ref().is_some_and(|p| &p.of == id))
-                .collect();
-            if named.is_empty() {
-                return Err(at("explains", format!("no finding {id:?} in this study")));
-            }
-            if named
-                .iter()
-                .any(|f| matches!(f.judged, Judged::NotRunnable { .. }))
-            {
-                return Err(at(
-                    "explains",
-                    format!("finding {id:?} is not runnable: there is no claim to judge again"),
-                ));
-            }
+            runnable_findings(findings, id, "there is no claim to judge again")
+                .map_err(|m| at("explains", m))?;
         }
         let text = |v: &toml::Value| match v {
             toml::Value::String(s) => s.clone(),
@@ -418,22 +428,8 @@ pub(crate) fn parse_none(
             ));
         }
         for id in &e.explains {
-            let named: Vec<&Finding> = findings
-                .iter()
-                .filter(|f| &f.id == id || f.per.as_ref().is_some_and(|p| &p.of == id))
-                .collect();
-            if named.is_empty() {
-                return Err(at("explains", format!("no finding {id:?} in this study")));
-            }
-            if named
-                .iter()
-                .any(|f| matches!(f.judged, Judged::NotRunnable { .. }))
-            {
-                return Err(at(
-                    "explains",
-                    format!("finding {id:?} is not runnable: its verdict says why already"),
-                ));
-            }
+            let named = runnable_findings(findings, id, "its verdict says why already")
+                .map_err(|m| at("explains", m))?;
             if let Some(x) = explanations
                 .iter()
                 .find(|x| named.iter().any(|f| x.covers(f)))
