@@ -5,6 +5,7 @@
 use anyhow::Result;
 use clap::{Args, Subcommand};
 use quiclab_lab::bench::LinkBench;
+use quiclab_runner::link_bench;
 
 #[derive(Subcommand, Debug)]
 pub enum BenchCommand {
@@ -105,7 +106,10 @@ pub struct BenchLinkArgs {
     /// Repetitions of the `mix` part per link (default 5; --quick 2)
     #[arg(long)]
     pub mix_runs: Option<usize>,
-    /// Only these parts (comma-separated): rtt,rate,loss,mix,flood,gbit,max,unshaped,idle
+    /// Rates (Gbit/s) tried by the `quic` part (h3 by quinn), in order, stopping at the first that misses a target
+    #[arg(long, value_delimiter = ',', default_values_t = [0.1, 0.2, 0.3, 0.5, 0.7, 1.0, 1.5, 2.0])]
+    pub quic_rates: Vec<f64>,
+    /// Only these parts (comma-separated): rtt,rate,loss,mix,flood,gbit,max,unshaped,idle,quic
     #[arg(long, value_delimiter = ',')]
     pub only: Vec<String>,
 }
@@ -117,11 +121,13 @@ pub fn run(cmd: BenchCommand) -> Result<i32> {
             let link =
                 crate::link_args::params(quiclab_model::WorkloadKind::Bulk, &[&args.host])?.link;
             let bench = LinkBench::for_link(&link, args.queue_discipline, args.quick);
-            let doc = bench.run(&args.only, &args.max_rates, args.mix_runs)?;
-            print_json(args.json, &doc).map(|_| 0)
+            let a = &args;
+            let doc = link_bench::link(&bench, &a.only, &a.max_rates, a.mix_runs, &a.quic_rates)?;
+            link_bench::print_json(args.json, &doc).map(|_| 0)
         }
         BenchCommand::Stacks(args) => {
-            print_json(args.json, &quiclab_workload::bench::stacks(args.size)?).map(|_| 0)
+            let rows = quiclab_workload::bench::stacks(args.size)?;
+            link_bench::print_json(args.json, &rows).map(|_| 0)
         }
         BenchCommand::Runner(a) => {
             quiclab_runner::bench::run(a.runs, a.out.as_deref())?.print(a.json)
@@ -142,14 +148,6 @@ pub fn run(cmd: BenchCommand) -> Result<i32> {
         }
         BenchCommand::InjectNoise { noise } => quiclab_lab::noise::inject_json(&noise).map(|_| 0),
     }
-}
-
-/// `--json`: the document, pretty.
-fn print_json(on: bool, doc: &impl serde::Serialize) -> Result<()> {
-    if on {
-        println!("{}", serde_json::to_string_pretty(doc)?);
-    }
-    Ok(())
 }
 
 #[derive(clap::Args, Debug)]

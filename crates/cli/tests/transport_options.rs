@@ -402,6 +402,18 @@ fn a_syscall_profile_counts_each_process_s_calls() {
 #[test]
 fn bad_transport_options_are_refused_naming_the_flag() {
     refused(
+        "bulk",
+        &[
+            "--proto",
+            "h3",
+            "--size",
+            "1kB",
+            "--quic-ack-frequency",
+            "1",
+        ],
+        &["--quic-ack-frequency", "at least 2", "0 / off"],
+    );
+    refused(
         "page",
         &["--proto", "h3", "--page", "carlucci-small", "--discover"],
         &["--discover", "chromium"],
@@ -459,5 +471,72 @@ fn bad_transport_options_are_refused_naming_the_flag() {
             "/no/such/dir/x.pcapng",
         ],
         &["--pcap", "directory does not exist"],
+    );
+}
+
+/// The result's `endpoints` (issue 60): what each end's namespace counted per MB, the CPU split,
+/// and the two keys that change what a QUIC receiver does — fewer ACK frames with
+/// `--quic-ack-frequency`, every datagram read alone with `--no-quic-gro`.
+#[test]
+fn each_ends_receive_cost_is_counted_per_mb_and_the_quic_keys_change_it() {
+    if !root_or_skip("each_ends_receive_cost_is_counted_per_mb_and_the_quic_keys_change_it") {
+        return;
+    }
+    let bulk = |proto: &str, extra: &[&str]| {
+        let mut args = vec![
+            "--proto", proto, "--size", "10MB", "--rate", "50mbit", "--rtt", "10ms",
+        ];
+        args.extend(extra);
+        let d = run_json("bulk", &args);
+        assert_eq!(d["verified"], true, "{d}");
+        d["endpoints"].clone()
+    };
+    let num = |v: &Value, k: &str| v[k].as_f64().unwrap_or_else(|| panic!("{k} in {v}"));
+    // TCP: about 690 full-size segments per MB off the wire (1448 payload bytes each), headers,
+    // handshake and retransmissions on top; the client's ACKs go the other way.
+    let tcp = bulk("h2", &[]);
+    let (c, s) = (&tcp["client"], &tcp["server"]);
+    let wire = num(c, "wire_packets_in_per_mb");
+    assert!(
+        (600.0..1000.0).contains(&wire),
+        "h2 wire packets per MB {wire}: {tcp}"
+    );
+    assert!(num(c, "sent_per_mb") > 50.0, "{tcp}");
+    assert!(
+        num(s, "stack_packets_in_per_mb") > 50.0,
+        "the server's ACKs in: {tcp}"
+    );
+    assert!(num(c, "cpu_user_s") + num(c, "cpu_system_s") > 0.0, "{tcp}");
+    assert!(
+        c["cpu_bound"].is_boolean(),
+        "a 1.6 s transfer is judged: {tcp}"
+    );
+    assert!(
+        c["ack_frames_out_per_mb"].is_null(),
+        "TCP has no ACK frames: {tcp}"
+    );
+    // QUIC: quinn's ACK frames; the receiver's reads; asking for fewer ACKs gives fewer.
+    let quic = bulk("h3", &[]);
+    let acks = num(&quic["client"], "ack_frames_out_per_mb");
+    assert!(acks > 50.0, "{quic}");
+    assert!(num(&quic["client"], "udp_reads_per_mb") > 50.0, "{quic}");
+    assert!(
+        quic["server"]["unmeasured"]["ack_frames_out_per_mb"].is_string(),
+        "{quic}"
+    );
+    let fewer = bulk("h3", &["--quic-ack-frequency", "10"]);
+    let fewer_acks = num(&fewer["client"], "ack_frames_out_per_mb");
+    assert!(
+        fewer_acks < 0.7 * acks,
+        "ACK frames per MB {fewer_acks} at 10 against {acks}"
+    );
+    // Without GRO every datagram that came is read by itself.
+    let alone = bulk("h3", &["--no-quic-gro"]);
+    let c = &alone["client"];
+    assert_eq!(c["gro"], false, "{alone}");
+    let (reads, came) = (num(c, "udp_reads_per_mb"), num(c, "wire_packets_in_per_mb"));
+    assert!(
+        reads >= 0.9 * came,
+        "{reads} reads per MB of {came} datagrams: {alone}"
     );
 }

@@ -55,6 +55,13 @@ fn with_steal(b: &LinkBench, name: &str, part: impl FnOnce() -> Result<Value>) -
     Ok(v)
 }
 
+/// The emulator's CPU seconds per Gbit it carried, both directions (None when it carried
+/// nothing): the cost that bounds the rates it can shape, UDP's and TCP's alike.
+pub fn cpu_s_per_gbit(f: &crate::FidelityReport) -> Option<f64> {
+    let gbit = (f.downlink.delivered_bytes + f.uplink.delivered_bytes) as f64 * 8.0 / 1e9;
+    (gbit > 0.0).then(|| f.cpu_core_fraction * f.wall_seconds / gbit)
+}
+
 /// What `quiclab bench link` runs with.
 pub struct LinkBench {
     /// Scheduler settings of every lab.
@@ -87,7 +94,8 @@ impl LinkBench {
         }
     }
 
-    fn start(&self, spec: &LinkSpec) -> Result<RunningLab> {
+    /// A lab set up as this benchmark asks (scheduler, steering, offload), running `spec`.
+    pub fn start_lab(&self, spec: &LinkSpec) -> Result<RunningLab> {
         let options = crate::LabOptions {
             steer_receive: self.steering.resolve(spec.wants_receive_steering()),
             offload: self.offload.resolve(spec.wants_offload()),
@@ -96,7 +104,8 @@ impl LinkBench {
         RunningLab::start(spec, &options, self.scheduler.clone(), None, None)
     }
 
-    fn say(&self, s: String) {
+    /// Says a figure on stderr (when logging).
+    pub fn say(&self, s: String) {
         if self.log {
             eprintln!("{s}");
         }
@@ -107,7 +116,7 @@ impl LinkBench {
         if let Some(c) = compensation_ns {
             spec.tun_compensation = c;
         }
-        let mut running = self.start(&spec)?;
+        let mut running = self.start_lab(&spec)?;
         let n = if self.quick { 300 } else { 2000 };
         let samples = probe::udp_echo(&running.lab, false, n, Duration::from_millis(5), 64)?;
         let f = running.stop_emulator()?;
@@ -134,7 +143,7 @@ impl LinkBench {
     /// TCP through an unshaped link (no rate, only delay): what the emulator itself can carry.
     fn unshaped(&self, rtt_ms: f64) -> Result<Value> {
         let spec = link(None, rtt_ms, 0.0);
-        let mut running = self.start(&spec)?;
+        let mut running = self.start_lab(&spec)?;
         let secs = if self.quick { 4 } else { 10 };
         let bulk =
             probe::tcp_bulk_download(&running.lab, false, Duration::from_secs(secs), "cubic")?;
@@ -161,6 +170,7 @@ impl LinkBench {
             "rtt_ms": rtt_ms, "tcp_goodput_mbps": bulk.goodput_bps / 1e6,
             "packets": packets, "emulator_cpu_core_fraction": f.cpu_core_fraction,
             "emulator_cpu_us_per_packet": cpu * 1e6 / packets.max(1) as f64,
+            "emulator_cpu_s_per_gbit": cpu_s_per_gbit(&f),
             "lateness_us": f.lateness_us,
         });
         self.say(format!(
@@ -178,7 +188,7 @@ impl LinkBench {
         for d in [&mut spec.uplink, &mut spec.downlink] {
             d.discipline = self.discipline;
         }
-        let mut running = self.start(&spec)?;
+        let mut running = self.start_lab(&spec)?;
         let secs = if self.quick { 4 } else { 10 };
         let bulk =
             probe::tcp_bulk_download(&running.lab, false, Duration::from_secs(secs), "cubic")?;
@@ -198,6 +208,7 @@ impl LinkBench {
             "lateness_us": f.lateness_us, "early_us": f.downlink.early_us,
             "emulator_cpu_core_fraction": f.cpu_core_fraction,
             "emulator_cpu_us_per_packet": cpu_us_per_packet,
+            "emulator_cpu_s_per_gbit": cpu_s_per_gbit(&f),
 
             "queue_drops": f.downlink.model.counters.dropped_queue_packets,
             "discipline": f.downlink.model.discipline,
@@ -225,7 +236,7 @@ impl LinkBench {
     fn loss(&self) -> Result<Value> {
         let p = 0.02;
         let spec = link(Some(100_000_000), 10.0, p);
-        let mut running = self.start(&spec)?;
+        let mut running = self.start_lab(&spec)?;
         let n = if self.quick { 20_000 } else { 50_000 };
         let r = probe::paced_udp(&running.lab, Side::Client, false, n, 100, 20e6)?;
         let f = running.stop_emulator()?;
@@ -356,7 +367,7 @@ impl LinkBench {
 
     fn idle(&self) -> Result<Value> {
         let spec = link(Some(100_000_000), 50.0, 0.0);
-        let mut running = self.start(&spec)?;
+        let mut running = self.start_lab(&spec)?;
         std::thread::sleep(Duration::from_secs(if self.quick { 3 } else { 10 }));
         let f = running.stop_emulator()?;
         self.say(format!(
@@ -366,6 +377,11 @@ impl LinkBench {
         Ok(json!({ "emulator_cpu_core_fraction": f.cpu_core_fraction, "seconds": f.wall_seconds }))
     }
 }
+
+/// The parts of [`LinkBench::run`], in the order they run.
+pub const PARTS: &[&str] = &[
+    "rtt", "rate", "loss", "mix", "flood", "gbit", "max", "unshaped", "idle",
+];
 
 impl LinkBench {
     /// The parts named in `only` (all when empty): rtt, rate, loss, mix, flood, gbit, max,

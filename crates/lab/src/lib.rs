@@ -10,6 +10,7 @@
 pub mod bench;
 pub mod calibrate;
 pub mod capture;
+pub mod counters;
 pub mod cpu_limit;
 pub mod emulator;
 pub mod guard;

@@ -106,12 +106,18 @@ pub fn own_cpu_seconds() -> (f64, f64) {
 
 /// User + system CPU seconds of the children this process has waited for (and of theirs).
 pub fn children_cpu_seconds() -> f64 {
+    let (user, system) = children_cpu_user_system();
+    user + system
+}
+
+/// User and system CPU seconds of the children this process has waited for (and of theirs).
+pub fn children_cpu_user_system() -> (f64, f64) {
     match nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN) {
         Ok(u) => {
             let tv = |t: nix::sys::time::TimeVal| t.tv_sec() as f64 + t.tv_usec() as f64 / 1e6;
-            tv(u.user_time()) + tv(u.system_time())
+            (tv(u.user_time()), tv(u.system_time()))
         }
-        Err(_) => 0.0,
+        Err(_) => (0.0, 0.0),
     }
 }
 
@@ -129,16 +135,35 @@ pub fn process_cpu_seconds(pid: i32) -> Option<f64> {
         .or_else(|| stat_cpu_seconds(&format!("/proc/{pid}/stat")))
 }
 
+/// A running process's CPU seconds split into user and system time: /proc's clock-tick counts
+/// (utime, stime) share out the precise total of [`process_cpu_seconds`]. None when it used less
+/// than one tick of either, or has ended.
+pub fn process_cpu_user_system(pid: i32) -> Option<(f64, f64)> {
+    let (utime, stime) = stat_ticks(&format!("/proc/{pid}/stat"))?;
+    if utime + stime == 0.0 {
+        return None;
+    }
+    let total = process_cpu_seconds(pid)?;
+    Some((
+        total * utime / (utime + stime),
+        total * stime / (utime + stime),
+    ))
+}
+
 /// utime + stime (fields 14 and 15) of a /proc stat file, in seconds.
 fn stat_cpu_seconds(path: &str) -> Option<f64> {
+    let (utime, stime) = stat_ticks(path)?;
+    let hz = crate::os::clock_ticks_per_second();
+    Some((utime + stime) / hz)
+}
+
+/// utime and stime (fields 14 and 15) of a /proc stat file, in clock ticks.
+fn stat_ticks(path: &str) -> Option<(f64, f64)> {
     let stat = std::fs::read_to_string(path).ok()?;
     // The command name (field 2) may contain spaces and parentheses: fields after the last ')'.
     let rest = &stat[stat.rfind(')')? + 2..];
     let f: Vec<&str> = rest.split_whitespace().collect();
-    let utime: f64 = f.get(11)?.parse().ok()?;
-    let stime: f64 = f.get(12)?.parse().ok()?;
-    let hz = crate::os::clock_ticks_per_second();
-    Some((utime + stime) / hz)
+    Some((f.get(11)?.parse().ok()?, f.get(12)?.parse().ok()?))
 }
 
 /// The calling thread's kernel thread id.
@@ -163,5 +188,28 @@ mod tests {
         std::hint::black_box(x);
         let spent = process_cpu_seconds(pid).unwrap() - before;
         assert!(spent > 0.0 && spent < 1.0, "{spent}");
+    }
+
+    #[test]
+    fn a_process_cpu_time_splits_into_user_and_system() {
+        let pid = std::process::id() as i32;
+        // Two clock ticks of user work at least, so /proc has a split to give.
+        let t0 = std::time::Instant::now();
+        let mut x = 0u64;
+        while process_cpu_seconds(pid).unwrap() < 0.05 || t0.elapsed() < Duration::from_millis(30) {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+        }
+        std::hint::black_box(x);
+        let (user, system) = process_cpu_user_system(pid).expect("more than a tick");
+        let total = process_cpu_seconds(pid).unwrap();
+        assert!(user > 0.0 && system >= 0.0, "{user} {system}");
+        assert!(
+            (user + system) <= total + 1e-9,
+            "{user} + {system} > {total}"
+        );
+        assert!(
+            user + system > 0.5 * total,
+            "{user} + {system} against {total}"
+        );
     }
 }

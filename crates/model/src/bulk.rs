@@ -80,6 +80,10 @@ pub struct BulkResult {
     /// it, say).
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub unmeasured: std::collections::BTreeMap<String, String>,
+    /// What moving the bytes cost each end: CPU (user, system, CPU-bound), packets and ACKs per
+    /// MB (None in runs stored before issue 60).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoints: Option<crate::endpoint::EndpointCosts>,
     pub fidelity: Option<FidelityReport>,
 }
 
@@ -107,6 +111,12 @@ impl WithSwitches for BulkResult {
             self.network_switches.as_deref(),
             self.connections.as_ref().map(Vec::len),
         )
+    }
+}
+
+impl crate::endpoint::WithEndpoints for BulkResult {
+    fn endpoint_costs(&self) -> Option<&crate::endpoint::EndpointCosts> {
+        self.endpoints.as_ref()
     }
 }
 
@@ -155,6 +165,16 @@ impl WorkloadResult for BulkResult {
         crate::fec::metrics::<Self>()[0],
         crate::fec::metrics::<Self>()[1],
         crate::fec::metrics::<Self>()[2],
+        crate::endpoint::metrics::<Self>()[0],
+        crate::endpoint::metrics::<Self>()[1],
+        crate::endpoint::metrics::<Self>()[2],
+        crate::endpoint::metrics::<Self>()[3],
+        crate::endpoint::metrics::<Self>()[4],
+        crate::endpoint::metrics::<Self>()[5],
+        crate::endpoint::metrics::<Self>()[6],
+        crate::endpoint::metrics::<Self>()[7],
+        crate::endpoint::metrics::<Self>()[8],
+        crate::endpoint::metrics::<Self>()[9],
     ];
 
     fn failure(&self) -> Option<RunError> {

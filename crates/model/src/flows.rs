@@ -102,6 +102,9 @@ pub struct FlowsResult {
     #[serde(deserialize_with = "quiclab_link::stats::f64_or_nan")]
     pub cpu_server_s: f64,
     pub link: LinkDescription,
+    /// What moving the flows' bytes cost each end (None in runs stored before issue 60).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoints: Option<crate::endpoint::EndpointCosts>,
     pub fidelity: Option<FidelityReport>,
     /// Series of this run on the emulator's clock (s since it started): not serialised.
     #[serde(skip)]
@@ -143,6 +146,29 @@ pub const RATIO_FIRST_REST: MetricDef = MetricDef::higher(
     "",
 )
 .no_effect_at(1.0);
+
+impl FlowsResult {
+    /// Sets what moving the flows' bytes cost each end: every flow's bytes over the span from
+    /// the first flow's start to the last one's end.
+    pub fn set_endpoints(&mut self, readings: &crate::endpoint::EndpointReadings) {
+        let bytes = self.flows.iter().map(|f| f.bytes).sum();
+        let start = self.flows.iter().filter_map(|f| f.start_s).reduce(f64::min);
+        let end = self.flows.iter().filter_map(|f| f.end_s).reduce(f64::max);
+        let span_s = match (start, end) {
+            (Some(a), Some(b)) if b > a => b - a,
+            _ => self.duration_s.unwrap_or(0.0),
+        };
+        let transport =
+            crate::endpoint::Transport::of_names(self.flows.iter().map(|f| f.proto.as_str()));
+        self.endpoints = Some(readings.cost(bytes, span_s, transport));
+    }
+}
+
+impl crate::endpoint::WithEndpoints for FlowsResult {
+    fn endpoint_costs(&self) -> Option<&crate::endpoint::EndpointCosts> {
+        self.endpoints.as_ref()
+    }
+}
 
 impl WorkloadResult for FlowsResult {
     const REPORT_METRICS: &'static [MetricDef] = &[
@@ -208,6 +234,16 @@ impl WorkloadResult for FlowsResult {
         crate::fec::metrics::<Self>()[0],
         crate::fec::metrics::<Self>()[1],
         crate::fec::metrics::<Self>()[2],
+        crate::endpoint::metrics::<Self>()[0],
+        crate::endpoint::metrics::<Self>()[1],
+        crate::endpoint::metrics::<Self>()[2],
+        crate::endpoint::metrics::<Self>()[3],
+        crate::endpoint::metrics::<Self>()[4],
+        crate::endpoint::metrics::<Self>()[5],
+        crate::endpoint::metrics::<Self>()[6],
+        crate::endpoint::metrics::<Self>()[7],
+        crate::endpoint::metrics::<Self>()[8],
+        crate::endpoint::metrics::<Self>()[9],
     ];
 
     fn failure(&self) -> Option<RunError> {

@@ -654,6 +654,26 @@ pub const QUIC_WINDOW: Key = Key {
     example: "1MB",
     ..value("quic_window", Side::Protocol, params::window_setting)
 };
+pub const QUIC_ACK_FREQUENCY: Key = Key {
+    mix_wide: true,
+    toml: INT,
+    syntax: "N",
+    range: "2–1000, or 0 / off",
+    default: "off",
+    doc: "h3: each of quiclab's ends asks its peer (ACK frequency extension, draft-ietf-quic-ack-frequency) to acknowledge only every N-th ack-eliciting packet instead of every second one: fewer ACKs for the receiver to build and send (Zhang et al., WWW 2024, sent fewer ACKs as a fix)",
+    example: "10",
+    ..value("quic_ack_frequency", Side::Protocol, params::ack_frequency)
+};
+pub const QUIC_GRO: Key = Key {
+    mix_wide: true,
+    toml: BOOL,
+    switch: Some("false"),
+    flag_name: Some("no-quic-gro"),
+    default: "true",
+    doc: "h3: UDP receive offload (GRO) on quiclab's QUIC sockets, which quinn turns on where the kernel has it; false reads every datagram by itself (the flag --no-quic-gro)",
+    example: "false",
+    ..value("quic_gro", Side::Protocol, params::boolean)
+};
 pub const QUIC_PMTUD: Key = Key {
     mix_wide: true,
     toml: BOOL,
@@ -1045,6 +1065,7 @@ mod tests {
                 ("players", "proto"),
                 ("alt_svc", "no-alt-svc"),
                 ("realtime", "no-realtime"),
+                ("quic_gro", "no-quic-gro"),
             ];
             if let Some(f) = k.flag_name {
                 assert!(renamed.contains(&(k.name, f)), "{}: flag --{f}", k.name);

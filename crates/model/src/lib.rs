@@ -16,6 +16,7 @@
 pub mod bulk;
 pub mod cwnd;
 pub mod document;
+pub mod endpoint;
 pub mod error;
 pub mod fec;
 pub mod fidelity;
@@ -198,6 +199,7 @@ impl WorkloadOutput {
             fec: None,
             implementations: None,
             unmeasured: Default::default(),
+            endpoints: None,
             fidelity: None,
         })
     }
@@ -423,6 +425,7 @@ mod tests {
             cpu_client_s: 0.5,
             cpu_server_s: 0.5,
             link: link(),
+            endpoints: None,
             fidelity: None,
             series: Vec::new(),
         };

@@ -398,6 +398,17 @@ pub(crate) fn fec(v: &str, _: &Params) -> Result<Setting, String> {
     }))
 }
 
+/// QUIC's ACK frequency: acknowledge every N-th ack-eliciting packet (2–1000), or 0 / off for
+/// RFC 9000's default (stored as 0).
+pub(crate) fn ack_frequency(v: &str, _: &Params) -> Result<Setting, String> {
+    match v {
+        "0" | "off" => Ok(Setting::Count(0)),
+        _ => whole(v, 2, 1000)
+            .map(Setting::Count)
+            .map_err(|e| format!("{e} (packets per ACK), or 0 / off")),
+    }
+}
+
 pub(crate) fn protocol(v: &str, _: &Params) -> Result<Setting, String> {
     v.parse()
         .map(Setting::Protocol)

@@ -4,6 +4,7 @@
 use std::fmt::{self, Display, Formatter};
 
 use crate::bulk::BulkResult;
+use crate::endpoint::{Endpoint, EndpointCost, EndpointCosts};
 use crate::fec::FecResult;
 use crate::flows::FlowsResult;
 use crate::page::PageResult;
@@ -105,7 +106,62 @@ impl Display for BulkResult {
             Some(e) => write!(f, "\n  failed: {e}")?,
             None => {}
         }
-        lines(f, self.fec.as_slice())
+        lines(f, self.fec.as_slice())?;
+        lines(f, self.endpoints.as_slice())
+    }
+}
+
+impl Display for EndpointCost {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        let split = match (self.cpu_user_s, self.cpu_system_s) {
+            (Some(u), Some(s)) => format!(" (user {u:.2} s, system {s:.2} s)"),
+            _ => String::new(),
+        };
+        let yes_no = |v: Option<bool>| match v {
+            Some(true) => "on",
+            Some(false) => "off",
+            None => "?",
+        };
+        write!(
+            f,
+            "CPU {} cores{split}{}; per MB: {} packets off the wire, {} into IP, {} UDP reads, {} sent, {} ACK frames; GRO {}, GSO {}",
+            opt(self.cpu_cores, 2),
+            if self.cpu_bound == Some(true) {
+                " — CPU-BOUND"
+            } else {
+                ""
+            },
+            opt(self.wire_packets_in_per_mb, 0),
+            opt(self.stack_packets_in_per_mb, 0),
+            opt(self.udp_reads_per_mb, 0),
+            opt(self.sent_per_mb, 0),
+            opt(self.ack_frames_out_per_mb, 0),
+            yes_no(self.gro),
+            yes_no(self.gso),
+        )
+    }
+}
+
+impl Display for EndpointCosts {
+    /// Both ends on two lines; a CPU-bound end is named first, since its rate may be its own
+    /// limit rather than the protocol's.
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        let bound = self.cpu_bound();
+        if !bound.is_empty() {
+            let names: Vec<&str> = bound
+                .iter()
+                .map(|e| match e {
+                    Endpoint::Client => "client",
+                    Endpoint::Server => "server",
+                })
+                .collect();
+            writeln!(
+                f,
+                "  note: the {} was CPU-bound: the rate may be its limit, not the protocol's",
+                names.join(" and the ")
+            )?;
+        }
+        write!(f, "  client: {}\n  server: {}", self.client, self.server)
     }
 }
 
@@ -175,7 +231,7 @@ impl Display for FlowsResult {
             }
             lines(f, fl.fec.as_slice())?;
         }
-        Ok(())
+        lines(f, self.endpoints.as_slice())
     }
 }
 
@@ -219,7 +275,7 @@ impl Display for VideoResult {
             }
             lines(f, p.fec.as_slice())?;
         }
-        Ok(())
+        lines(f, self.endpoints.as_slice())
     }
 }
 

@@ -107,6 +107,9 @@ pub struct VideoResult {
     /// local changes and configuration.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client: Option<crate::implementation::ImplementationRecord>,
+    /// What moving the segments cost each end (None in runs stored before issue 60).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoints: Option<crate::endpoint::EndpointCosts>,
     #[serde(skip)]
     pub series: Vec<TimeSeries>,
 }
@@ -130,6 +133,33 @@ impl WithSwitches for VideoResult {
                 .and_then(|p| p.connections.as_ref())
                 .map(Vec::len),
         )
+    }
+}
+
+impl VideoResult {
+    /// Sets what moving the segments cost each end: every player's segment bytes over the span
+    /// from the first request to the last download's end (the players' waits included: a video
+    /// client is seldom busy, and the span says so).
+    pub fn set_endpoints(&mut self, readings: &crate::endpoint::EndpointReadings) {
+        let segments = self.players.iter().flat_map(|p| &p.segment_log);
+        let bytes = segments.clone().map(|s| s.bytes).sum();
+        let start = segments.clone().map(|s| s.request_s).reduce(f64::min);
+        let end = segments
+            .map(|s| s.request_s + s.download_s)
+            .reduce(f64::max);
+        let span_s = match (start, end) {
+            (Some(a), Some(b)) if b > a => b - a,
+            _ => 0.0,
+        };
+        let transport =
+            crate::endpoint::Transport::of_names(self.players.iter().map(|p| p.proto.as_str()));
+        self.endpoints = Some(readings.cost(bytes, span_s, transport));
+    }
+}
+
+impl crate::endpoint::WithEndpoints for VideoResult {
+    fn endpoint_costs(&self) -> Option<&crate::endpoint::EndpointCosts> {
+        self.endpoints.as_ref()
     }
 }
 
@@ -212,6 +242,16 @@ impl WorkloadResult for VideoResult {
         crate::fec::metrics::<Self>()[0],
         crate::fec::metrics::<Self>()[1],
         crate::fec::metrics::<Self>()[2],
+        crate::endpoint::metrics::<Self>()[0],
+        crate::endpoint::metrics::<Self>()[1],
+        crate::endpoint::metrics::<Self>()[2],
+        crate::endpoint::metrics::<Self>()[3],
+        crate::endpoint::metrics::<Self>()[4],
+        crate::endpoint::metrics::<Self>()[5],
+        crate::endpoint::metrics::<Self>()[6],
+        crate::endpoint::metrics::<Self>()[7],
+        crate::endpoint::metrics::<Self>()[8],
+        crate::endpoint::metrics::<Self>()[9],
     ];
 
     fn failure(&self) -> Option<RunError> {

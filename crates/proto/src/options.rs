@@ -310,6 +310,15 @@ pub struct StackOptions {
     /// large by default, so that congestion control and not flow control limits a transfer.
     #[serde(default)]
     pub quic_windows: QuicWindows,
+    /// QUIC's ACK frequency (`quic_ack_frequency`): each end asks its peer, by the ACK frequency
+    /// extension (draft-ietf-quic-ack-frequency), to acknowledge only every N-th ack-eliciting
+    /// packet. None: no request, RFC 9000's every second packet.
+    #[serde(default)]
+    pub quic_ack_frequency: Option<u32>,
+    /// UDP receive offload on quiclab's QUIC sockets (`quic_gro`): quinn asks the kernel for
+    /// merged datagrams where it has UDP GRO; false reads them one by one.
+    #[serde(default = "advertise_h3")]
+    pub quic_gro: bool,
 }
 
 /// QUIC's receive windows (bytes): what one stream, and the whole connection, may have in
@@ -427,6 +436,8 @@ impl Default for StackOptions {
             quic_mtu: QuicMtu::default(),
             alt_svc: true,
             quic_windows: QuicWindows::default(),
+            quic_ack_frequency: None,
+            quic_gro: true,
         }
     }
 }

@@ -272,6 +272,35 @@ fn pairs(base: &Cell, x: &Cell) -> Vec<(f64, f64)> {
 }
 
 /// Groups, filters and summarises `input.runs` as `options` asks.
+/// Ok runs in which an endpoint was CPU-bound (the `client_cpu_bound` / `server_cpu_bound`
+/// metrics, issue 60), per setting and protocol: their rate may be the endpoint's limit, not the
+/// protocol's, so a reader must know before comparing them. None when no run was.
+fn cpu_bound_note(runs: &[RunRecord]) -> Option<String> {
+    let mut cells: BTreeMap<(usize, String), (String, usize, usize)> = BTreeMap::new();
+    for r in runs.iter().filter(|r| r.status == RunStatus::Ok) {
+        let bound = |m: &str| r.metrics.get(m).is_some_and(|v| *v >= 1.0);
+        let (client, server) = (bound("client_cpu_bound"), bound("server_cpu_bound"));
+        if client || server {
+            let cell = cells
+                .entry((r.setting, r.protocol.clone()))
+                .or_insert_with(|| (r.setting_label.clone(), 0, 0));
+            cell.1 += usize::from(client);
+            cell.2 += usize::from(server);
+        }
+    }
+    if cells.is_empty() {
+        return None;
+    }
+    let list: Vec<String> = cells
+        .iter()
+        .map(|((_, proto), (label, c, s))| format!("{label} {proto}: client {c}, server {s}"))
+        .collect();
+    Some(format!(
+        "Runs with a CPU-bound endpoint (busy ≥ 90 % of a core, or of its CPU limit, over the transfer; docs/stacks.md): {}. Their rates may be the endpoint's limit rather than the protocol's.",
+        list.join("; ")
+    ))
+}
+
 pub fn aggregate(input: &ReportInput, options: &ReportOptions) -> Aggregate {
     let runs = &input.runs;
     let mut notes = Vec::new();
@@ -329,6 +358,8 @@ pub fn aggregate(input: &ReportInput, options: &ReportOptions) -> Aggregate {
             options.baseline
         ));
     }
+
+    notes.extend(cpu_bound_note(runs));
 
     // Execution order, so samples and the problem list read chronologically.
     let mut order: Vec<usize> = (0..runs.len()).collect();
@@ -697,6 +728,28 @@ mod tests {
         assert_eq!(agg.wins[0].verdict, Winners::Best(vec!["h3".into()]));
         assert_eq!(agg.wins[0].label(), "h3");
         assert!(agg.notes.is_empty(), "{:?}", agg.notes);
+    }
+
+    #[test]
+    fn runs_with_a_cpu_bound_endpoint_are_named_per_setting_and_protocol() {
+        let mut input = fixture();
+        assert_eq!(cpu_bound_note(&input.runs), None);
+        input.runs[0].metrics.insert("client_cpu_bound".into(), 1.0);
+        input.runs[0].metrics.insert("server_cpu_bound".into(), 0.0);
+        input.runs[3].metrics.insert("client_cpu_bound".into(), 1.0);
+        // A failed run's flag says nothing about a result the statistics use.
+        let mut failed = run(1, "h2", 1, 10.0);
+        failed.status = RunStatus::Failed;
+        failed.metrics.insert("server_cpu_bound".into(), 1.0);
+        input.runs.push(failed);
+        let agg = aggregate(&input, &ReportOptions::default());
+        let note = agg
+            .notes
+            .iter()
+            .find(|n| n.contains("CPU-bound"))
+            .expect("a note");
+        assert!(note.contains("setting 0 h3: client 2, server 0"), "{note}");
+        assert!(!note.contains("setting 1"), "{note}");
     }
 
     #[test]

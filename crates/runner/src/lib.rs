@@ -15,6 +15,7 @@ pub mod environment;
 pub mod equivalence;
 pub mod fidelity;
 pub mod grid;
+pub mod link_bench;
 pub mod noise_bench;
 pub mod players_bench;
 pub mod prepare;

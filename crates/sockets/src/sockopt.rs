@@ -34,6 +34,49 @@ pub fn set_tcp_congestion(socket: &impl AsRawFd, name: &str) -> Result<(), Proto
     Ok(())
 }
 
+/// `UDP_GRO` of include/uapi/linux/udp.h (not in every libc build's constants).
+const UDP_GRO: libc::c_int = 104;
+
+/// Turns UDP receive offload (GRO: the kernel hands over several datagrams of one flow merged)
+/// on or off for a UDP socket.
+pub fn set_udp_gro(socket: &impl AsRawFd, on: bool) -> Result<(), ProtoError> {
+    let value: libc::c_int = on.into();
+    // SAFETY: setsockopt with an int of its size.
+    let rc = unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_UDP,
+            UDP_GRO,
+            &value as *const libc::c_int as *const libc::c_void,
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        return Err(os_error("setting UDP GRO", if on { "on" } else { "off" }));
+    }
+    Ok(())
+}
+
+/// Whether UDP receive offload is on for a UDP socket.
+pub fn udp_gro(socket: &impl AsRawFd) -> Result<bool, ProtoError> {
+    let mut value: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: getsockopt into an int of its size.
+    let rc = unsafe {
+        libc::getsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_UDP,
+            UDP_GRO,
+            &mut value as *mut libc::c_int as *mut libc::c_void,
+            &mut len,
+        )
+    };
+    if rc != 0 {
+        return Err(os_error("reading UDP GRO", ""));
+    }
+    Ok(value != 0)
+}
+
 /// Reads back the congestion control of a TCP socket.
 pub fn tcp_congestion(socket: &impl AsRawFd) -> Result<String, ProtoError> {
     let mut buf = [0u8; 16];
@@ -91,5 +134,14 @@ mod tests {
             .to_string();
         assert!(e.contains("no-such-cc"), "{e}");
         assert!(tcp_info(std::os::fd::AsRawFd::as_raw_fd(&c)).is_some());
+    }
+
+    #[test]
+    fn udp_receive_offload_is_turned_on_and_off_per_socket() {
+        let u = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        set_udp_gro(&u, true).unwrap();
+        assert!(udp_gro(&u).unwrap());
+        set_udp_gro(&u, false).unwrap();
+        assert!(!udp_gro(&u).unwrap());
     }
 }

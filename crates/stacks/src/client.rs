@@ -13,6 +13,7 @@ use bytes::{Buf, Bytes};
 use http::Request;
 use http_body_util::{BodyExt, Empty};
 use hyper_util::rt::{TokioExecutor, TokioIo};
+use quiclab_model::endpoint::QuicCounters;
 use quiclab_proto::options::{Protocol, StackOptions, TcpCongestion};
 use serde::{Deserialize, Serialize};
 
@@ -76,6 +77,9 @@ pub struct FetchReport {
     /// The client's FEC counters (what it received and rebuilt), with FEC.
     #[serde(default)]
     pub fec: Option<crate::fec_socket::FecCounters>,
+    /// quinn's counts of the client's QUIC connections, the warm-up's included (h3 only).
+    #[serde(default)]
+    pub quic: Option<QuicCounters>,
 }
 
 impl FetchReport {
@@ -413,6 +417,20 @@ fn finish(connection: ConnectionTiming, requests: Vec<RequestTiming>, t0: Instan
         connection,
         requests,
         fec: None,
+        quic: None,
+    }
+}
+
+/// quinn's counts of one connection's traffic so far.
+pub fn quic_counters(conn: &quinn::Connection) -> QuicCounters {
+    let s = conn.stats();
+    QuicCounters {
+        datagrams_in: s.udp_rx.datagrams,
+        packets_in: s.udp_rx.ios,
+        datagrams_out: s.udp_tx.datagrams,
+        send_calls: s.udp_tx.ios,
+        ack_frames_out: s.frame_tx.acks,
+        ack_frames_in: s.frame_rx.acks,
     }
 }
 
@@ -425,13 +443,19 @@ async fn fetch_quic(opts: &FetchOptions) -> Result<FetchReport> {
         let qlog = opts.qlog_dir.as_ref().map(|d| d.join(name));
         quic_client_config(crypto.clone(), &opts.stack, qlog.as_deref())
     };
+    let mut warm_up = None;
     if opts.resume || opts.zero_rtt {
-        let _ = quic_once(opts, &endpoint, config("client-warmup.sqlog")?, false).await?;
+        warm_up = quic_once(opts, &endpoint, config("client-warmup.sqlog")?, false)
+            .await?
+            .quic;
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let held = store.tickets_received() - store.tickets_used();
     let mut report = quic_once(opts, &endpoint, config("client.sqlog")?, true).await?;
     report.connection.tickets_held = held;
+    if let (Some(total), Some(w)) = (report.quic.as_mut(), warm_up) {
+        total.add(&w);
+    }
     endpoint.wait_idle().await;
     report.fec = fec.map(|f| f.final_counters());
     Ok(report)
@@ -460,6 +484,7 @@ async fn quic_once(
                     let mut report = report;
                     report.connection.resumed = resumed;
                     report.connection.zero_rtt_accepted = zero_rtt_accepted;
+                    report.quic = Some(quic_counters(&conn));
                     conn.close(H3_NO_ERROR, b"done");
                     return Ok(report);
                 }
@@ -483,6 +508,7 @@ async fn quic_once(
         // closing the warm-up connection.
         tokio::time::sleep(conn.rtt() * 2).await;
     }
+    report.quic = Some(quic_counters(&conn));
     conn.close(H3_NO_ERROR, b"done");
     Ok(report)
 }

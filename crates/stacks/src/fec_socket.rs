@@ -381,15 +381,24 @@ pub fn quic_endpoint(
     server_config: Option<quinn::ServerConfig>,
     stack: &quiclab_proto::options::StackOptions,
 ) -> io::Result<(quinn::Endpoint, Option<Arc<FecSocket>>)> {
+    let udp = std::net::UdpSocket::bind(bind)?;
+    // quinn asks for UDP GRO where the kernel has it; `quic_gro = false` turns it off on the
+    // same socket afterwards (a clone of the descriptor), so datagrams are read one by one.
+    let gro_switch = (!stack.quic_gro).then(|| udp.try_clone()).transpose()?;
     let Some(fec) = stack.fec else {
-        let e = match server_config {
-            Some(c) => quinn::Endpoint::server(c, bind)?,
-            None => quinn::Endpoint::client(bind)?,
-        };
+        let e = quinn::Endpoint::new(
+            quinn::EndpointConfig::default(),
+            server_config,
+            udp,
+            Arc::new(quinn::TokioRuntime),
+        )?;
+        if let Some(s) = gro_switch {
+            quiclab_sockets::sockopt::set_udp_gro(&s, false).map_err(io::Error::other)?;
+        }
         return Ok((e, None));
     };
     let socket = FecSocket::wrap(
-        std::net::UdpSocket::bind(bind)?,
+        udp,
         fec.group as usize,
         Duration::from_micros(fec.flush_after_us),
     )?;
@@ -399,6 +408,9 @@ pub fn quic_endpoint(
         socket.clone(),
         Arc::new(quinn::TokioRuntime),
     )?;
+    if let Some(s) = gro_switch {
+        quiclab_sockets::sockopt::set_udp_gro(&s, false).map_err(io::Error::other)?;
+    }
     Ok((e, Some(socket)))
 }
 

@@ -203,6 +203,13 @@ pub fn transport_config(
     };
     t.stream_receive_window(window(stack.quic_windows.stream)?);
     t.receive_window(window(stack.quic_windows.connection)?);
+    // `quic_ack_frequency`: ask the peer to acknowledge every N-th ack-eliciting packet (its
+    // threshold is the packets it may receive *without* acknowledging: N − 1).
+    if let Some(n) = stack.quic_ack_frequency {
+        let mut a = quinn::AckFrequencyConfig::default();
+        a.ack_eliciting_threshold(quinn::VarInt::from_u32(n.saturating_sub(1)));
+        t.ack_frequency_config(Some(a));
+    }
     // With FEC, the FEC header (at most quiclab_fec::MAX_HEADER bytes) rides inside the same
     // UDP payload budget: quinn's packets shrink so that no datagram exceeds `quic_mtu`.
     let header = if stack.fec.is_some() {

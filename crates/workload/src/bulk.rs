@@ -15,6 +15,7 @@ use crate::child::{
 use crate::fec::FecResult;
 use crate::harness::{self, RunError, WorkDir};
 use crate::{Outcome, Workload};
+use quiclab_model::endpoint::EndpointReadings;
 use quiclab_model::implementation::{Client, Implementations, Server};
 use quiclab_stacks::switching::SwitchPlan;
 
@@ -136,8 +137,12 @@ impl Workload for BulkRun {
             timeout,
             server_pid,
         )?;
-        let (server_cpu, fidelity) = (end.server_cpu_s, end.fidelity);
+        let fidelity = end.fidelity;
         let client = end.client?;
+        let mut endpoints = end
+            .endpoints
+            .with_client_cpu(client.cpu_s, client.cpu_split);
+        endpoints.client.quic = client.report.quic;
         // The server's FEC counters, which it writes beside the run (with FEC only).
         let server_fec = self
             .stack
@@ -146,8 +151,7 @@ impl Workload for BulkRun {
         let measured = Measured {
             spec: &spec,
             fidelity: fidelity.clone(),
-            client_cpu: client.cpu_s,
-            server_cpu,
+            endpoints,
             implementations: own_implementations(self),
         };
         let result = own_result(self, &client, server_fec, &measured)?;
@@ -306,7 +310,7 @@ fn run_with_others(
     let tcp_sampler = crate::peer_tcp::sample_other_server(lab, &work, run.server, run.proto)?;
     let timeout = run.time_limit(&spec);
     let server = SocketAddr::new(server_ip, 443);
-    let (fetch, client_record, client_cpu, server_cpu, fidelity) =
+    let (fetch, client_record, endpoints, fidelity) =
         fetch_with_any_client(run, running, &work, (server, &path), timeout, server_pid)?;
     if let Some(sampler) = tcp_sampler {
         sampler.finish().check(run.server, cc)?;
@@ -316,8 +320,7 @@ fn run_with_others(
         &Measured {
             spec: &spec,
             fidelity: fidelity.clone(),
-            client_cpu,
-            server_cpu,
+            endpoints,
             implementations: Implementations {
                 server: server_record,
                 client: client_record,
@@ -361,16 +364,18 @@ fn run_across_switches(
         server_pid,
     )?;
     let applied = running.stop_switches();
-    let (server_cpu, fidelity) = (end.server_cpu_s, end.fidelity);
+    let fidelity = end.fidelity;
     let client = end.client?;
+    let endpoints = end
+        .endpoints
+        .with_client_cpu(client.cpu_s, client.cpu_split);
     let result = run.result_across_switches(
         &client.report,
         (&schedule, &applied),
         &Measured {
             spec: &spec,
             fidelity: fidelity.clone(),
-            client_cpu: client.cpu_s,
-            server_cpu,
+            endpoints,
             implementations: own_implementations(run),
         },
     );
@@ -432,13 +437,12 @@ fn own_fetch_record(
     })
 }
 
-/// A download in quiclab's terms, with the client's record, the client's and the server's CPU
-/// time (s) and the emulator's report.
+/// A download in quiclab's terms, with the client's record, both endpoints' readings (CPU time,
+/// counters) and the emulator's report.
 type Fetched = (
     quiclab_model::records::ExternalFetch,
     quiclab_model::implementation::ImplementationRecord,
-    f64,
-    f64,
+    EndpointReadings,
     Option<quiclab_lab::FidelityReport>,
 );
 
@@ -466,11 +470,14 @@ fn fetch_with_any_client(
             server_pid,
         )?;
         let client = end.client?;
+        let mut endpoints = end
+            .endpoints
+            .with_client_cpu(client.cpu_s, client.cpu_split);
+        endpoints.client.quic = client.report.quic;
         (
             own_fetch_record(&client.report)?,
             crate::peer::quiclab_record(cc),
-            client.cpu_s,
-            end.server_cpu_s,
+            endpoints,
             end.fidelity,
         )
     } else if run.client == Client::Chromium {
@@ -489,13 +496,7 @@ fn fetch_with_any_client(
             timeout,
         };
         let other = crate::peer::run_client(running, work, run.client, &setup, server_pid)?;
-        (
-            other.fetch?,
-            other.record,
-            other.exec.cpu_s,
-            other.server_cpu_s,
-            other.fidelity,
-        )
+        (other.fetch?, other.record, other.endpoints, other.fidelity)
     })
 }
 
@@ -527,6 +528,9 @@ fn fetch_with_chromium(
         server_pid,
     )?;
     let report = end.client?;
+    let endpoints = end
+        .endpoints
+        .with_client_cpu(report.cpu_s, report.cpu_split);
     Ok((
         crate::peer::chromium_fetch_result(&report.fetch, run.proto)?,
         crate::peer::chromium_record(
@@ -534,8 +538,7 @@ fn fetch_with_chromium(
             run.proto,
             &namespace_cc,
         ),
-        report.cpu_s,
-        end.server_cpu_s,
+        endpoints,
         end.fidelity,
     ))
 }
@@ -544,6 +547,7 @@ fn fetch_with_chromium(
 mod tests {
     use super::*;
     use quiclab_model::WorkloadResult;
+    use quiclab_model::endpoint::EndpointReading;
 
     /// quiclab's own client's report as `quiclab bulk --proto h3 --size 2MB --rate 20mbit --rtt
     /// 40ms --keep DIR` recorded it (DIR/fetch.json), assembled without a lab: the figures that
@@ -557,8 +561,10 @@ mod tests {
         let measured = Measured {
             spec: &spec,
             fidelity: None,
-            client_cpu: client.cpu_s,
-            server_cpu: 0.2,
+            endpoints: EndpointReadings {
+                client: EndpointReading::new(client.cpu_s, client.cpu_split, Err("no lab".into())),
+                server: EndpointReading::new(0.2, None, Err("no lab".into())),
+            },
             implementations: own_implementations(&run),
         };
         let r = own_result(&run, &client, None, &measured).unwrap();

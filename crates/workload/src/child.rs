@@ -6,7 +6,8 @@
 //! that fails once its time limit has passed exits with [`crate::harness::EXIT_TIMED_OUT`]: the
 //! parent learns "timeout" from the exit code, not from the wording of an error.
 
-use quiclab_lab::process::children_cpu_seconds;
+use quiclab_lab::process::{children_cpu_seconds, children_cpu_user_system};
+use quiclab_model::endpoint::CpuSplit;
 pub use quiclab_model::page::{DISCOVERY_NAVIGATIONS, DiscoveredLoad, Discovery, PageSummary};
 use quiclab_model::run::{bulk::BulkRun, page::PageRun, video::VideoRun};
 use quiclab_stacks::page_load::PageLoadOptions;
@@ -58,6 +59,8 @@ pub struct ChromiumFetchConfig {
 pub struct ChromiumFetchReport {
     pub fetch: quiclab_browser::fetch::BrowserFetch,
     pub cpu_s: f64,
+    #[serde(default)]
+    pub cpu_split: Option<CpuSplit>,
 }
 
 /// Another implementation's client (curl, quic-go, ngtcp2; quiclab-peers says how to run it),
@@ -89,6 +92,8 @@ pub struct ExecReport {
     pub wall_ms: f64,
     /// Its user + system CPU seconds (getrusage of the reaped child).
     pub cpu_s: f64,
+    #[serde(default)]
+    pub cpu_split: Option<CpuSplit>,
 }
 
 /// The run's download across network switches (see `quiclab_stacks::switching`).
@@ -107,6 +112,8 @@ pub struct SwitchFetchReport {
     #[serde(flatten)]
     pub report: quiclab_stacks::switching::SwitchDownloadReport,
     pub cpu_s: f64,
+    #[serde(default)]
+    pub cpu_split: Option<CpuSplit>,
 }
 
 /// `quiclab serve`: h1/h2 over TLS/TCP and h3 over QUIC.
@@ -206,6 +213,8 @@ pub struct FetchChildReport {
     pub report: FetchReport,
     /// User + system CPU seconds of the client process.
     pub cpu_s: f64,
+    #[serde(default)]
+    pub cpu_split: Option<CpuSplit>,
 }
 
 impl FetchChildReport {
@@ -288,16 +297,19 @@ pub fn chromium_fetch(c: &ChromiumFetchConfig) -> Result<ChromiumFetchReport> {
         quiclab_browser::BrowserOptions::new(c.run.proto, &origin, &cert.spki_sha256_base64);
     opts.timeout = Duration::from_millis(c.timeout_ms);
     opts.extra_args = extra_args;
-    let before = children_cpu_seconds();
+    let before = children_cpu_user_system();
     let fetch = quiclab_browser::fetch::fetch_with(
         &opts,
         &format!("{origin}{}", c.path),
         c.run.size,
         quiclab_browser::prefixed(Vec::new()),
     )?;
+    let after = children_cpu_user_system();
+    let split = CpuSplit::from((after.0 - before.0, after.1 - before.1));
     Ok(ChromiumFetchReport {
         fetch,
-        cpu_s: children_cpu_seconds() - before,
+        cpu_s: split.user_s + split.system_s,
+        cpu_split: Some(split),
     })
 }
 
@@ -341,6 +353,7 @@ pub fn exec(c: &ExecConfig) -> Result<ExecReport> {
         wall_ms,
         // The only child this process had.
         cpu_s: children_cpu_seconds(),
+        cpu_split: Some(children_cpu_user_system().into()),
     })
 }
 
@@ -424,6 +437,7 @@ pub fn fetch(c: &FetchConfig) -> Result<FetchChildReport> {
     Ok(FetchChildReport {
         report,
         cpu_s: own_cpu_s(),
+        cpu_split: Some(quiclab_lab::process::own_cpu_seconds().into()),
     })
 }
 
@@ -442,6 +456,7 @@ pub fn switch_fetch(c: &SwitchFetchConfig) -> Result<SwitchFetchReport> {
     Ok(SwitchFetchReport {
         report,
         cpu_s: own_cpu_s(),
+        cpu_split: Some(quiclab_lab::process::own_cpu_seconds().into()),
     })
 }
 
@@ -462,6 +477,7 @@ pub fn video_client(c: &VideoClientConfig) -> Result<VideoClientReport> {
         origin_ns,
         players,
         cpu_s: own_cpu_s(),
+        cpu_split: Some(quiclab_lab::process::own_cpu_seconds().into()),
     })
 }
 
@@ -477,6 +493,7 @@ pub fn flows_client(c: &FlowsClientConfig) -> Result<FlowsClientReport> {
         origin_ns,
         flows,
         cpu_s: own_cpu_s(),
+        cpu_split: Some(quiclab_lab::process::own_cpu_seconds().into()),
     })
 }
 

@@ -80,14 +80,17 @@ impl Workload for FlowsRun {
             Duration::from_secs(10),
             server_pid,
         )?;
-        let (server_cpu, fidelity) = (end.server_cpu_s, end.fidelity);
+        let (server_cpu, fidelity) = (end.endpoints.server_cpu_s(), end.fidelity);
         let client = end.client?;
+        let endpoints = end
+            .endpoints
+            .with_client_cpu(client.cpu_s, client.cpu_split);
         let cwnd_csv = std::fs::read_to_string(work.join("cwnd.csv")).ok();
         let fec_log = self
             .stack
             .fec
             .map(|_| harness::server_fec(&work).unwrap_or_default());
-        let result = self.assemble(
+        let mut result = self.assemble(
             &client,
             fec_log.as_ref(),
             fidelity.clone(),
@@ -97,6 +100,7 @@ impl Workload for FlowsRun {
             epoch_ns,
             cwnd_csv.as_deref(),
         );
+        result.set_endpoints(&endpoints);
         Ok(Outcome { result, fidelity })
     }
 

@@ -8,6 +8,7 @@
 //! reason is its stderr. Nothing is decided by matching error text.
 
 pub use quiclab_model::RunError;
+use quiclab_model::endpoint::EndpointReadings;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -221,10 +222,13 @@ pub fn start_server(lab: &Lab, work: &WorkDir, config: ServeConfig) -> Result<u3
 }
 
 /// What a measured exchange leaves once its client child has ended: the client's report (or why
-/// it failed), the server's CPU time and the emulator's fidelity report (None without one).
+/// it failed), what the lab read of both ends and the emulator's fidelity report (None without
+/// one).
 pub struct ClientEnd<R> {
     pub client: Result<R, RunError>,
-    pub server_cpu_s: f64,
+    /// Both endpoints' namespace counters and the server's CPU time when the client had ended
+    /// (the client's CPU comes with its report: [`EndpointReadings::with_client_cpu`]).
+    pub endpoints: EndpointReadings,
     pub fidelity: Option<FidelityReport>,
 }
 
@@ -241,8 +245,7 @@ pub fn run_client_to_end<R: DeserializeOwned>(
     server_pid: u32,
 ) -> Result<ClientEnd<R>, RunError> {
     let client = run_client::<R>(&running.lab, work, name, config, limit, grace);
-    let server_cpu_s =
-        quiclab_lab::process::process_cpu_seconds(server_pid as i32).unwrap_or(f64::NAN);
+    let endpoints = quiclab_lab::counters::endpoints(&running.lab, server_pid as i32);
     let fidelity = if running.emulated() {
         Some(running.stop_emulator()?)
     } else {
@@ -250,7 +253,7 @@ pub fn run_client_to_end<R: DeserializeOwned>(
     };
     Ok(ClientEnd {
         client,
-        server_cpu_s,
+        endpoints,
         fidelity,
     })
 }

@@ -258,7 +258,8 @@ pub struct OtherFetch {
     pub exec: ExecReport,
     pub fetch: Result<ExternalFetch, RunError>,
     pub record: ImplementationRecord,
-    pub server_cpu_s: f64,
+    /// Both endpoints' CPU and namespace counters.
+    pub endpoints: quiclab_model::endpoint::EndpointReadings,
     pub fidelity: Option<quiclab_lab::FidelityReport>,
 }
 
@@ -295,6 +296,7 @@ pub fn run_client(
         server_pid,
     )?;
     let exec = end.client?;
+    let endpoints = end.endpoints.with_client_cpu(exec.cpu_s, exec.cpu_split);
     let printed = std::fs::read_to_string(&stdout).unwrap_or_default();
     let stderr = std::fs::read_to_string(work.join("client.stderr")).unwrap_or_default();
     let fetch = if exec.timed_out {
@@ -318,7 +320,7 @@ pub fn run_client(
         exec,
         fetch,
         record: launch.record,
-        server_cpu_s: end.server_cpu_s,
+        endpoints,
         fidelity: end.fidelity,
     })
 }

@@ -86,8 +86,11 @@ impl Workload for VideoRun {
         } else {
             Vec::new()
         };
-        let (server_cpu, fidelity) = (end.server_cpu_s, end.fidelity);
+        let (server_cpu, fidelity) = (end.endpoints.server_cpu_s(), end.fidelity);
         let client = end.client?;
+        let endpoints = end
+            .endpoints
+            .with_client_cpu(client.cpu_s, client.cpu_split);
         if let (Some(sampler), Some(p)) = (tcp_sampler, tcp_player) {
             sampler
                 .finish()
@@ -109,6 +112,7 @@ impl Workload for VideoRun {
             epoch_ns,
         );
         result.server = Some(server_record);
+        result.set_endpoints(&endpoints);
         if let Some(schedule) = &schedule {
             self.add_switch_outcomes(&mut result, &client, schedule, &applied, epoch_ns);
         }
@@ -179,6 +183,7 @@ fn run_astream(
         server_pid,
     )?;
     let exec = end.client?;
+    let endpoints = end.endpoints.with_client_cpu(exec.cpu_s, exec.cpu_split);
     let stderr = std::fs::read_to_string(work.join("client.stderr")).unwrap_or_default();
     let tail = |t: &str| {
         let t = t.trim();
@@ -234,17 +239,20 @@ fn run_astream(
             fec: None,
         }],
         cpu_s: exec.cpu_s,
+        cpu_split: exec.cpu_split,
     };
     let mut result = run.assemble(
         &report,
         None,
         end.fidelity.clone(),
         &spec,
-        end.server_cpu_s,
+        endpoints.server_cpu_s(),
         epoch_ns,
     );
     result.server = Some(crate::peer::quiclab_record(tcp_cc));
     result.client = Some(quiclab_peers::astream::record(&astream, tcp_cc));
+    // AStream fetches over HTTP/1.1 (TCP).
+    result.set_endpoints(&endpoints);
     Ok(Outcome {
         result,
         fidelity: end.fidelity,

@@ -54,6 +54,8 @@ fn quic_stack_key(p: &Params) -> Option<&'static str> {
         &k::GQUIC_N,
         &k::QUIC_STREAM_WINDOW,
         &k::QUIC_WINDOW,
+        &k::QUIC_ACK_FREQUENCY,
+        &k::QUIC_GRO,
     ]
     .into_iter()
     .find(|key| p.given(key))
@@ -73,6 +75,11 @@ fn stack(p: &Params, proto: Protocol, link: &LinkSpec) -> Result<StackOptions, P
         stack = stack.with_cc(proto, cc).map_err(|e| refuse("cc", e))?;
     }
     stack.alt_svc = p.bool_or(&k::ALT_SVC, true);
+    stack.quic_ack_frequency = p
+        .count(&k::QUIC_ACK_FREQUENCY)
+        .filter(|&n| n > 0)
+        .map(|n| n as u32);
+    stack.quic_gro = p.bool_or(&k::QUIC_GRO, true);
     let windows = QuicWindows::default();
     stack.quic_windows = QuicWindows {
         stream: p.count(&k::QUIC_STREAM_WINDOW).unwrap_or(windows.stream),

@@ -7,6 +7,7 @@ use quiclab_link::spec::LinkSpec;
 use quiclab_proto::options::{Protocol, StackOptions};
 
 use crate::bulk::BulkResult;
+use crate::endpoint::{EndpointReadings, Transport};
 use crate::fidelity::AppliedSwitch;
 use crate::fidelity::FidelityReport;
 use crate::implementation::{Client, Implementations, Server};
@@ -96,12 +97,21 @@ pub fn utilization(
 pub struct Measured<'a> {
     pub spec: &'a LinkSpec,
     pub fidelity: Option<FidelityReport>,
-    pub client_cpu: f64,
-    pub server_cpu: f64,
+    /// Both endpoints' CPU time and namespace counters (their costs per MB).
+    pub endpoints: EndpointReadings,
     pub implementations: Implementations,
 }
 
 impl Measured<'_> {
+    /// The client's and the server's CPU seconds (NaN: not measured).
+    pub fn cpu(&self) -> (f64, f64) {
+        let nan = |v: Option<f64>| v.unwrap_or(f64::NAN);
+        (
+            nan(self.endpoints.client.cpu_s),
+            nan(self.endpoints.server.cpu_s),
+        )
+    }
+
     /// The downlink's loss ratio at the bottleneck (None without the emulator).
     pub fn loss_ratio(&self) -> Option<f64> {
         let f = self.fidelity.as_ref()?;
@@ -152,10 +162,10 @@ impl BulkRun {
             utilization: utilization(m.spec, m.fidelity.as_ref(), fetch.total_ms),
             goodput_utilization: m.spec.downlink.mean_rate_bps().map(|r| goodput / r),
             loss_ratio: m.loss_ratio(),
-            cpu_client_s: m.client_cpu,
-            cpu_server_s: m.server_cpu,
-            cpu_client_s_per_gb: m.client_cpu / gb,
-            cpu_server_s_per_gb: m.server_cpu / gb,
+            cpu_client_s: m.cpu().0,
+            cpu_server_s: m.cpu().1,
+            cpu_client_s_per_gb: m.cpu().0 / gb,
+            cpu_server_s_per_gb: m.cpu().1 / gb,
             cpu_emulator_s: m.cpu_emulator_s(),
             congestion_control: self.stack.cc_name(self.proto).to_string(),
             path: "emulator".into(),
@@ -168,6 +178,11 @@ impl BulkRun {
             fec: None,
             implementations: Some(m.implementations.clone()),
             unmeasured,
+            endpoints: Some(m.endpoints.cost(
+                fetch.bytes,
+                fetch.total_ms / 1e3,
+                Transport::of([self.proto]),
+            )),
             fidelity: m.fidelity.clone(),
         }
     }
@@ -210,10 +225,10 @@ impl BulkRun {
             utilization: None,
             goodput_utilization: m.spec.downlink.mean_rate_bps().map(|m| goodput / m),
             loss_ratio: m.loss_ratio(),
-            cpu_client_s: m.client_cpu,
-            cpu_server_s: m.server_cpu,
-            cpu_client_s_per_gb: m.client_cpu / gb,
-            cpu_server_s_per_gb: m.server_cpu / gb,
+            cpu_client_s: m.cpu().0,
+            cpu_server_s: m.cpu().1,
+            cpu_client_s_per_gb: m.cpu().0 / gb,
+            cpu_server_s_per_gb: m.cpu().1 / gb,
             cpu_emulator_s: m.cpu_emulator_s(),
             congestion_control: self.stack.cc_name(self.proto).to_string(),
             path: "emulator".into(),
@@ -225,6 +240,10 @@ impl BulkRun {
             fec: None,
             implementations: Some(m.implementations.clone()),
             unmeasured: Default::default(),
+            endpoints: Some(
+                m.endpoints
+                    .cost(r.bytes, total_s, Transport::of([self.proto])),
+            ),
             error: match (&r.error, r.complete) {
                 (None, true) => None,
                 (e, _) => {

@@ -51,6 +51,9 @@ pub struct FlowsClientReport {
     pub origin_ns: u64,
     pub flows: Vec<FlowOutcome>,
     pub cpu_s: f64,
+    /// The same split into user and system time.
+    #[serde(default)]
+    pub cpu_split: Option<crate::endpoint::CpuSplit>,
 }
 
 /// The flows run `p` asks for, with the stacks' shared options `stack`; a refused combination
@@ -578,6 +581,8 @@ impl FlowsRun {
             cpu_client_s: client.cpu_s,
             cpu_server_s: server_cpu,
             link: spec.describe(),
+            // Set by the caller, who read the endpoints.
+            endpoints: None,
             fidelity,
             series,
         }
@@ -863,6 +868,7 @@ mod run_tests {
                 },
             ],
             cpu_s: 0.5,
+            cpu_split: None,
         };
         let spec = LinkSpec::default();
         let ip: IpAddr = "10.0.0.2".parse().unwrap();

@@ -30,6 +30,9 @@ pub struct VideoClientReport {
     pub origin_ns: u64,
     pub players: Vec<VideoReport>,
     pub cpu_s: f64,
+    /// The same split into user and system time.
+    #[serde(default)]
+    pub cpu_split: Option<crate::endpoint::CpuSplit>,
 }
 
 /// One video run (the video client receives it as it is).
@@ -428,6 +431,7 @@ impl VideoRun {
             // Set by the caller, who started the server.
             server: None,
             client: None,
+            endpoints: None,
             series,
         }
     }
