@@ -107,7 +107,7 @@ pub struct BenchLinkArgs {
     #[arg(long)]
     pub mix_runs: Option<usize>,
     /// Rates (Gbit/s) tried by the `quic` part (h3 by quinn), in order, stopping at the first that misses a target
-    #[arg(long, value_delimiter = ',', default_values_t = [0.1, 0.2, 0.3, 0.5, 0.7, 1.0, 1.5, 2.0])]
+    #[arg(long, value_delimiter = ',', default_values_t = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0, 1.5])]
     pub quic_rates: Vec<f64>,
     /// Only these parts (comma-separated): rtt,rate,loss,mix,flood,gbit,max,unshaped,idle,quic
     #[arg(long, value_delimiter = ',')]

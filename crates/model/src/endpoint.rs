@@ -41,6 +41,10 @@ pub struct NamespaceCounters {
     /// merged datagram once) and sent (`OutDatagrams`: one per send, a segmented one once).
     pub udp_datagrams_in: u64,
     pub udp_datagrams_out: u64,
+    /// UDP datagrams the kernel dropped because a socket's receive buffer was full
+    /// (`Udp: RcvbufErrors`, `Udp6RcvbufErrors`): a receiver that did not read fast enough.
+    #[serde(default)]
+    pub udp_receive_buffer_drops: u64,
 }
 
 /// The value of `name` in a `/proc/net/snmp`-style table: lines `Prefix: name name …` followed by
@@ -94,30 +98,9 @@ impl NamespaceCounters {
                 + v6("Udp6InDatagrams"),
             udp_datagrams_out: v4(snmp, "/proc/net/snmp", "Udp:", "OutDatagrams")?
                 + v6("Udp6OutDatagrams"),
+            udp_receive_buffer_drops: v4(snmp, "/proc/net/snmp", "Udp:", "RcvbufErrors")?
+                + v6("Udp6RcvbufErrors"),
         })
-    }
-
-    /// What was counted between `earlier` and these.
-    pub fn since(&self, earlier: &NamespaceCounters) -> NamespaceCounters {
-        NamespaceCounters {
-            wire_packets_in: self.wire_packets_in.saturating_sub(earlier.wire_packets_in),
-            stack_packets_in: self
-                .stack_packets_in
-                .saturating_sub(earlier.stack_packets_in),
-            stack_packets_out: self
-                .stack_packets_out
-                .saturating_sub(earlier.stack_packets_out),
-            tcp_segments_in: self.tcp_segments_in.saturating_sub(earlier.tcp_segments_in),
-            tcp_segments_out: self
-                .tcp_segments_out
-                .saturating_sub(earlier.tcp_segments_out),
-            udp_datagrams_in: self
-                .udp_datagrams_in
-                .saturating_sub(earlier.udp_datagrams_in),
-            udp_datagrams_out: self
-                .udp_datagrams_out
-                .saturating_sub(earlier.udp_datagrams_out),
-        }
     }
 }
 
@@ -226,6 +209,10 @@ pub struct EndpointReading {
     pub quic: Option<QuicCounters>,
     /// Its CPU limit in cores (`client-cpu`, `server-cpu`; None: unlimited).
     pub cpu_limit_cores: Option<f64>,
+    /// Packets the emulator delivered to this end: the wire's own count. The kernel's ECN
+    /// counters count a merged packet once when the emulator writes it whole (TUN offload), so
+    /// they stand in only without the emulator.
+    pub delivered_packets: Option<u64>,
 }
 
 impl EndpointReading {
@@ -243,7 +230,14 @@ impl EndpointReading {
             counters,
             quic: None,
             cpu_limit_cores: None,
+            delivered_packets: None,
         }
+    }
+
+    /// Packets off the wire: the emulator's count, else the kernel's.
+    fn wire_packets_in(&self) -> Option<u64> {
+        self.delivered_packets
+            .or_else(|| self.counters.as_ref().ok().map(|c| c.wire_packets_in))
     }
 }
 
@@ -270,6 +264,16 @@ impl EndpointReadings {
         self.server.cpu_s.unwrap_or(f64::NAN)
     }
 
+    /// With the packets the emulator delivered to each end (`fidelity`: its report; None
+    /// without the emulator), the wire's count.
+    pub fn with_emulator(mut self, fidelity: Option<&crate::fidelity::FidelityReport>) -> Self {
+        if let Some(f) = fidelity {
+            self.client.delivered_packets = Some(f.downlink.delivered_packets);
+            self.server.delivered_packets = Some(f.uplink.delivered_packets);
+        }
+        self
+    }
+
     /// With the client's CPU time (`cpu_s`, NaN when unknown) and its split, which come with its
     /// report after the lab read the rest.
     pub fn with_client_cpu(mut self, cpu_s: f64, split: Option<CpuSplit>) -> EndpointReadings {
@@ -294,11 +298,10 @@ impl EndpointReadings {
                 if cost.gso.is_some() {
                     continue;
                 }
-                if let (Ok(c), Ok(p)) = (&this.counters, &peer.counters)
-                    && p.wire_packets_in > 0
+                if let (Ok(c), Some(came)) = (&this.counters, peer.wire_packets_in())
+                    && came > 0
                 {
-                    cost.gso =
-                        Some((c.udp_datagrams_out as f64) < MERGED * p.wire_packets_in as f64);
+                    cost.gso = Some((c.udp_datagrams_out as f64) < MERGED * came as f64);
                     cost.unmeasured.remove("gso");
                 }
             }
@@ -329,6 +332,10 @@ pub struct EndpointCost {
     pub sent_per_mb: Option<f64>,
     /// QUIC ACK frames sent, per MB (quinn's count).
     pub ack_frames_out_per_mb: Option<f64>,
+    /// UDP datagrams the kernel dropped at this end because its socket's receive buffer was full
+    /// (the receiver fell behind; QUIC then sees them as lost), in all.
+    #[serde(default)]
+    pub udp_receive_buffer_drops: Option<u64>,
     /// Receive offload merged packets (the kernel's counters): over TCP the IP layer took in
     /// fewer packets than came off the wire; over UDP user space read fewer datagrams than came
     /// (UDP GRO, which a socket must ask for).
@@ -392,19 +399,21 @@ impl EndpointCost {
         };
         match &reading.counters {
             Ok(c) => {
-                cost.wire_packets_in_per_mb = per_mb(c.wire_packets_in);
+                let wire = reading.wire_packets_in().unwrap_or(c.wire_packets_in);
+                cost.wire_packets_in_per_mb = per_mb(wire);
+                cost.udp_receive_buffer_drops = Some(c.udp_receive_buffer_drops);
                 cost.stack_packets_in_per_mb = per_mb(c.stack_packets_in);
-                let fewer = |n: u64| (n as f64) < MERGED * c.wire_packets_in as f64;
+                let fewer = |n: u64| (n as f64) < MERGED * wire as f64;
                 match transport {
                     Transport::Tcp => {
-                        cost.gro = (c.wire_packets_in > 0).then(|| fewer(c.stack_packets_in));
+                        cost.gro = (wire > 0).then(|| fewer(c.stack_packets_in));
                         cost.sent_per_mb = per_mb(c.tcp_segments_out);
                         cost.gso = (c.tcp_segments_out > 0).then_some(
                             (c.stack_packets_out as f64) < MERGED * c.tcp_segments_out as f64,
                         );
                     }
                     Transport::Quic => {
-                        cost.gro = (c.wire_packets_in > 0).then(|| fewer(c.udp_datagrams_in));
+                        cost.gro = (wire > 0).then(|| fewer(c.udp_datagrams_in));
                         cost.udp_reads_per_mb = per_mb(c.udp_datagrams_in);
                         cost.sent_per_mb = per_mb(c.udp_datagrams_out);
                     }
@@ -565,7 +574,7 @@ Ip: 2 64 1000 0 0 0 0 0 1000 700 0 0 0 0 0 0 0 0 0 700
 Tcp: RtoAlgorithm RtoMin RtoMax MaxConn ActiveOpens PassiveOpens AttemptFails EstabResets CurrEstab InSegs OutSegs RetransSegs InErrs OutRsts InCsumErrors
 Tcp: 1 200 120000 -1 1 0 0 0 0 990 1400 0 0 0 0
 Udp: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors SndbufErrors InCsumErrors IgnoredMulti MemErrors
-Udp: 10 0 0 9 0 0 0 0 0
+Udp: 10 0 0 9 3 0 0 0 0
 ";
     const NETSTAT: &str = "\
 TcpExt: SyncookiesSent DelayedACKs
@@ -587,14 +596,9 @@ IpExt: 0 0 3000 0 10 0
         assert_eq!(c.stack_packets_out, 700);
         assert_eq!((c.tcp_segments_in, c.tcp_segments_out), (990, 1400));
         assert_eq!((c.udp_datagrams_in, c.udp_datagrams_out), (12, 9));
+        assert_eq!(c.udp_receive_buffer_drops, 3);
         let e = NamespaceCounters::parse("Ip: X\nIp: 1\n", NETSTAT, None).unwrap_err();
         assert!(e.contains("/proc/net/snmp has no Ip: InReceives"), "{e}");
-        let later = NamespaceCounters {
-            tcp_segments_in: 1000,
-            ..c
-        };
-        assert_eq!(later.since(&c).tcp_segments_in, 10);
-        assert_eq!(c.since(&later).tcp_segments_in, 0, "never below zero");
     }
 
     fn reading(counters: NamespaceCounters, quic: Option<QuicCounters>) -> EndpointReading {
@@ -605,6 +609,7 @@ IpExt: 0 0 3000 0 10 0
             counters: Ok(counters),
             quic,
             cpu_limit_cores: None,
+            delivered_packets: None,
         }
     }
 
@@ -707,6 +712,13 @@ IpExt: 0 0 3000 0 10 0
             Some(true),
             "350 sends put 700 datagrams on the wire"
         );
+        // The emulator's count of what it delivered stands for the wire: the kernel counts a
+        // packet the emulator wrote merged once.
+        let mut merged = readings.clone();
+        merged.client.delivered_packets = Some(1400);
+        let costs = merged.cost(1_000_000, 2.0, Transport::Quic);
+        assert_eq!(costs.client.wire_packets_in_per_mb, Some(1400.0));
+        assert_eq!(costs.client.gro, Some(true), "700 reads of 1400 datagrams");
         assert!(!costs.server.unmeasured.contains_key("gso"));
         assert_eq!(costs.client.gso, Some(false), "350 sends, 350 arrived");
     }

@@ -124,7 +124,7 @@ impl Display for EndpointCost {
         };
         write!(
             f,
-            "CPU {} cores{split}{}; per MB: {} packets off the wire, {} into IP, {} UDP reads, {} sent, {} ACK frames; GRO {}, GSO {}",
+            "CPU {} cores{split}{}; per MB: {} packets off the wire, {} into IP, {} UDP reads, {} sent, {} ACK frames; GRO {}, GSO {}; {} UDP datagrams dropped at a full receive buffer",
             opt(self.cpu_cores, 2),
             if self.cpu_bound == Some(true) {
                 " — CPU-BOUND"
@@ -138,6 +138,8 @@ impl Display for EndpointCost {
             opt(self.ack_frames_out_per_mb, 0),
             yes_no(self.gro),
             yes_no(self.gso),
+            self.udp_receive_buffer_drops
+                .map_or("-".to_string(), |n| n.to_string()),
         )
     }
 }

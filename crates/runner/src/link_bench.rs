@@ -9,9 +9,9 @@ use quiclab_workload::Workload;
 use quiclab_workload::bulk::BulkRun;
 use serde_json::{Value, json};
 
-/// The criteria of `bench link`'s rate sweep, for one download: the downlink delivered within
-/// 2 % of `rate_bps` while backlogged and carried at least 95 % of it over the transfer; and, on
-/// top, release lateness p99 ≤ 100 µs.
+/// The link's fidelity targets for one download at `rate_bps`: the downlink delivered within 2 %
+/// of the rate while backlogged, and release lateness p99 ≤ 100 µs; with the share of the rate
+/// carried over the transfer, which for QUIC is the sender's doing (reported, not a target).
 fn rate_criteria(
     f: &quiclab_lab::FidelityReport,
     rate_bps: f64,
@@ -20,8 +20,12 @@ fn rate_criteria(
     let measured = f.downlink.backlogged_rate_bps.unwrap_or(0.0);
     let error = (measured - rate_bps) / rate_bps;
     let carried = f.downlink.delivered_bytes as f64 * 8.0 / transfer_s.max(1e-9) / rate_bps;
-    let rate_ok = error.abs() <= 0.02 && carried >= 0.95;
-    (error, carried, rate_ok, f.lateness_us.p99 <= 100.0)
+    (
+        error,
+        carried,
+        error.abs() <= 0.02,
+        f.lateness_us.p99 <= 100.0,
+    )
 }
 
 /// One h3 download (quiclab's quinn on both ends) on `spec` in a fresh lab set up as `bench`
@@ -72,9 +76,9 @@ fn quic_figures(
 
 /// `quiclab bench link`'s QUIC part (issue 60): h3 downloads by quinn through the emulator,
 /// unshaped at 10 ms RTT (what the emulator and the endpoints carry, and what it costs each of
-/// them per packet and per Gbit), then shaped at each of `rates_gbit` at 10 ms RTT with the
-/// TCP sweep's criteria, up to the first rate that misses them: the top shaped rate at which an
-/// h3 result is the link's and not the machine's.
+/// them per packet and per Gbit), then shaped at each of `rates_gbit` at 10 ms RTT up to the
+/// first rate where the link misses its targets or an end is CPU-bound: the top shaped rate at
+/// which an h3 result is the link's and not the machine's.
 pub fn quic_link(bench: &quiclab_lab::bench::LinkBench, rates_gbit: &[f64]) -> Result<Value> {
     let secs = if bench.quick { 3.0 } else { 8.0 };
     let mut out = serde_json::Map::new();
@@ -102,7 +106,7 @@ pub fn quic_link(bench: &quiclab_lab::bench::LinkBench, rates_gbit: &[f64]) -> R
             &quiclab_lab::bench::link(Some(rate as u64), 10.0, 0.0),
             size,
         )?;
-        let (error, carried, rate_ok, late_ok) = rate_criteria(&f, rate, r.total_ms / 1e3);
+        let (error, carried, within, late_ok) = rate_criteria(&f, rate, r.total_ms / 1e3);
         let mut row = quic_figures(&r, &f);
         row.insert("configured_mbps".into(), json!(rate / 1e6));
         row.insert("error_frac".into(), json!(error));
@@ -113,6 +117,8 @@ pub fn quic_link(bench: &quiclab_lab::bench::LinkBench, rates_gbit: &[f64]) -> R
             .map(|e| e.cpu_bound())
             .unwrap_or_default();
         row.insert("cpu_bound".into(), json!(bound));
+        // A CPU-bound end makes the result the machine's, whatever the link did.
+        let rate_ok = within && bound.is_empty();
         bench.say(format!(
             "quic {gbit} Gbit/s: goodput {:.1} Mbit/s, delivered {:+.2}% while backlogged, carried {:.1}%, lateness p99 {:.1} us{}",
             r.goodput_mbps,
@@ -136,15 +142,15 @@ pub fn quic_link(bench: &quiclab_lab::bench::LinkBench, rates_gbit: &[f64]) -> R
     }
     out.insert("quic_max_rate_sweep".into(), Value::Array(sweep));
     out.insert(
-        "quic_max_rate_carried_within_2pct_gbit".into(),
+        "quic_max_rate_within_2pct_no_cpu_bound_gbit".into(),
         best_rate.clone(),
     );
     out.insert(
-        "quic_max_rate_within_2pct_and_p99_lateness_100us_gbit".into(),
+        "quic_max_rate_within_2pct_no_cpu_bound_and_p99_lateness_100us_gbit".into(),
         best_both.clone(),
     );
     bench.say(format!(
-        "h3 (quinn): highest rate carried (>= 95%) and delivered within 2%: {best_rate} Gbit/s; also with p99 lateness <= 100 us: {best_both} Gbit/s"
+        "h3 (quinn): highest rate delivered within 2% with no CPU-bound end: {best_rate} Gbit/s; also with p99 lateness <= 100 us: {best_both} Gbit/s"
     ));
     Ok(Value::Object(out))
 }

@@ -253,7 +253,7 @@ pub fn run_client_to_end<R: DeserializeOwned>(
     };
     Ok(ClientEnd {
         client,
-        endpoints,
+        endpoints: endpoints.with_emulator(fidelity.as_ref()),
         fidelity,
     })
 }
