@@ -34,6 +34,7 @@ const PINNED_BULK_METRICS: &[&str] = &[
     // Each end's cost per MB (issue 60); the CPU-bound flags need a transfer of 1 s or more.
     "client_ack_frames_per_mb",
     "client_cpu_cores",
+    "client_deliveries_per_mb",
     "client_sent_per_mb",
     "client_stack_packets_per_mb",
     "client_udp_reads_per_mb",

@@ -175,6 +175,7 @@ impl WorkloadResult for BulkResult {
         crate::endpoint::metrics::<Self>()[7],
         crate::endpoint::metrics::<Self>()[8],
         crate::endpoint::metrics::<Self>()[9],
+        crate::endpoint::metrics::<Self>()[10],
     ];
 
     fn failure(&self) -> Option<RunError> {

@@ -327,6 +327,11 @@ pub struct EndpointCost {
     pub stack_packets_in_per_mb: Option<f64>,
     /// UDP datagrams user space read (QUIC), per MB.
     pub udp_reads_per_mb: Option<f64>,
+    /// What the end's receiving transport handed up per MB, one count for both: TCP's packets
+    /// into IP after GRO (the kernel's TCP takes them from there), QUIC's datagrams read by user
+    /// space (where QUIC runs) — Zhang et al.'s "packets delivered" (None for a mix).
+    #[serde(default)]
+    pub deliveries_per_mb: Option<f64>,
     /// TCP segments or UDP datagrams sent, per MB: for the receiving end of a download, its ACKs
     /// (TCP's kernel sends them; QUIC's user space does).
     pub sent_per_mb: Option<f64>,
@@ -407,6 +412,7 @@ impl EndpointCost {
                 match transport {
                     Transport::Tcp => {
                         cost.gro = (wire > 0).then(|| fewer(c.stack_packets_in));
+                        cost.deliveries_per_mb = per_mb(c.stack_packets_in);
                         cost.sent_per_mb = per_mb(c.tcp_segments_out);
                         cost.gso = (c.tcp_segments_out > 0).then_some(
                             (c.stack_packets_out as f64) < MERGED * c.tcp_segments_out as f64,
@@ -415,6 +421,7 @@ impl EndpointCost {
                     Transport::Quic => {
                         cost.gro = (wire > 0).then(|| fewer(c.udp_datagrams_in));
                         cost.udp_reads_per_mb = per_mb(c.udp_datagrams_in);
+                        cost.deliveries_per_mb = cost.udp_reads_per_mb;
                         cost.sent_per_mb = per_mb(c.udp_datagrams_out);
                     }
                     Transport::Mixed => {
@@ -499,7 +506,7 @@ fn flag(b: Option<bool>) -> Option<f64> {
 
 /// The endpoint metric rows bulk, flows and video runs declare (None in runs stored before
 /// they were measured, and where the cost says a value is unmeasured).
-pub const fn metrics<R: WithEndpoints>() -> [Metric<R>; 10] {
+pub const fn metrics<R: WithEndpoints>() -> [Metric<R>; 11] {
     [
         Metric::of(
             MetricDef::lower("client_cpu_cores", "Client CPU (cores busy)", "cores"),
@@ -508,6 +515,14 @@ pub const fn metrics<R: WithEndpoints>() -> [Metric<R>; 10] {
         Metric::of(
             MetricDef::lower("server_cpu_cores", "Server CPU (cores busy)", "cores"),
             |r| server(r)?.cpu_cores,
+        ),
+        Metric::of(
+            MetricDef::lower(
+                "client_deliveries_per_mb",
+                "Client packets handed up per MB (TCP: into IP after GRO; QUIC: UDP reads)",
+                "1/MB",
+            ),
+            |r| client(r)?.deliveries_per_mb,
         ),
         Metric::of(
             MetricDef::lower("client_cpu_bound", "Client CPU-bound (1 = yes)", ""),
@@ -619,6 +634,11 @@ IpExt: 0 0 3000 0 10 0
         let cost = EndpointCost::of(&reading(c, None), 2_000_000, 1.0, Transport::Tcp);
         assert_eq!(cost.wire_packets_in_per_mb, Some(1505.0));
         assert_eq!(cost.stack_packets_in_per_mb, Some(500.0));
+        assert_eq!(
+            cost.deliveries_per_mb,
+            Some(500.0),
+            "TCP hands up what IP took in"
+        );
         assert_eq!(cost.sent_per_mb, Some(700.0));
         assert_eq!(cost.gro, Some(true));
         assert_eq!(cost.gso, Some(true), "700 sends for 1400 segments");
@@ -638,6 +658,11 @@ IpExt: 0 0 3000 0 10 0
         };
         let cost = EndpointCost::of(&reading(c, None), 1_000_000, 3.0, Transport::Quic);
         assert_eq!(cost.udp_reads_per_mb, Some(1000.0));
+        assert_eq!(
+            cost.deliveries_per_mb,
+            Some(1000.0),
+            "QUIC hands up what it read"
+        );
         assert_eq!(cost.sent_per_mb, Some(250.0));
         assert_eq!(cost.gro, Some(false));
         assert_eq!(cost.gso, None);
