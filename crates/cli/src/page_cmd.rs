@@ -15,10 +15,10 @@ pub struct PageArgs {
     #[command(flatten)]
     pub workload: WorkloadArgs<Page>,
     /// Write the load as a HAR 1.2 file
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
     pub har: Option<PathBuf>,
     /// Write a waterfall figure (FILE.svg, or FILE.png with an SVG beside it)
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
     pub waterfall: Option<PathBuf>,
 }
 

@@ -33,7 +33,8 @@ pub struct ExportArgs {
     /// Results directory (holding results.sqlite)
     pub dir: PathBuf,
     /// Write DIR/runs.csv (a row per run, a column per parameter and metric) and DIR/series.csv
-    #[arg(long, required = true)]
+    /// (CSV is the only format: the flag may be left out)
+    #[arg(long)]
     pub csv: bool,
     /// Write the CSV files here instead of DIR
     #[arg(long, value_name = "DIR")]

@@ -38,6 +38,28 @@ fn bad_values_name_the_flag_and_the_accepted_forms() {
     }
 }
 
+/// A page load's files are listed with the other outputs in `page --help`, not among the
+/// emulator's host flags (issue 61, the newcomer's walk-through).
+#[test]
+fn page_help_lists_the_har_and_waterfall_under_output() {
+    let out = quiclab().args(["page", "--help"]).output().unwrap();
+    let help = String::from_utf8_lossy(&out.stdout);
+    let heading_of = |flag: &str| {
+        help.lines()
+            .take_while(|l| !l.trim_start().starts_with(flag))
+            .filter(|l| !l.starts_with(' ') && l.ends_with(':'))
+            .last()
+            .map(str::to_string)
+    };
+    for flag in ["--har", "--waterfall"] {
+        assert_eq!(
+            heading_of(flag).as_deref(),
+            Some("Output:"),
+            "{flag}: {help}"
+        );
+    }
+}
+
 #[test]
 fn a_malformed_trace_names_the_file_and_line() {
     let dir = std::env::temp_dir().join(format!("quiclab-test-{}", std::process::id()));

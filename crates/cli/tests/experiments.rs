@@ -364,12 +364,14 @@ fn a_tiny_scenario_runs_end_to_end_into_sqlite_csv_and_a_report() {
             .any(|f| f.file_name().to_string_lossy().starts_with("timeseries_"))
     );
 
-    let out = quiclab()
-        .args(["export", "--csv"])
-        .arg(&out_dir)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0));
+    // CSV is export's only format: `--csv` may be left out (a newcomer's first try, issue 61).
+    let out = quiclab().arg("export").arg(&out_dir).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let csv = std::fs::read_to_string(out_dir.join("runs.csv")).unwrap();
     assert_eq!(csv.lines().count(), 13);
     assert!(csv.lines().next().unwrap().contains("goodput_mbps"));
