@@ -908,6 +908,16 @@ pub const SEEK_POLICY: Key = Key {
     example: "abr",
     ..value("seek_policy", Side::Workload, params::seek_policy)
 };
+pub const SEEK_CHECK: Key = Key {
+    kinds: &[Video],
+    client_axis: true,
+    syntax: "WHEN",
+    range: "at-point or after-download",
+    default: "at-point",
+    doc: "When the player sees a seek point: at-point (when playback reaches it; a download in flight is finished and thrown away) or after-download (the seed's AStream fork: playback runs on until the next download ends, which is thrown away, and the wait starts then)",
+    example: "after-download",
+    ..value("seek_check", Side::Workload, params::seek_check)
+};
 pub const BUFFER: Key = Key {
     kinds: &[Video],
     syntax: "DURATION",

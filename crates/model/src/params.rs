@@ -13,7 +13,7 @@ use std::time::Duration;
 use quiclab_flows::FlowMix;
 use quiclab_link::LinkOptions;
 use quiclab_proto::options::{Protocol, TlsVersion};
-use quiclab_video::{AbrKind, PlayerMix, Seek, SeekPolicy};
+use quiclab_video::{AbrKind, PlayerMix, Seek, SeekCheck, SeekPolicy};
 
 use crate::WorkloadKind;
 use crate::implementation::{Client, Server};
@@ -35,6 +35,7 @@ pub enum Setting {
     Abr(AbrKind),
     Seeks(Vec<Seek>),
     SeekPolicy(SeekPolicy),
+    SeekCheck(SeekCheck),
     OnSwitch(OnSwitch),
     /// An FEC group size; None: off.
     Fec(Option<u8>),
@@ -264,6 +265,13 @@ impl Params {
         match self.get(&keys::SEEK_POLICY)? {
             Setting::SeekPolicy(p) => Some(*p),
             other => mistyped(&keys::SEEK_POLICY, other),
+        }
+    }
+
+    pub fn seek_check(&self) -> Option<SeekCheck> {
+        match self.get(&keys::SEEK_CHECK)? {
+            Setting::SeekCheck(c) => Some(*c),
+            other => mistyped(&keys::SEEK_CHECK, other),
         }
     }
 
@@ -501,6 +509,10 @@ pub(crate) fn seeks(v: &str, _: &Params) -> Result<Setting, String> {
 
 pub(crate) fn seek_policy(v: &str, _: &Params) -> Result<Setting, String> {
     SeekPolicy::parse(v).map(Setting::SeekPolicy)
+}
+
+pub(crate) fn seek_check(v: &str, _: &Params) -> Result<Setting, String> {
+    SeekCheck::parse(v).map(Setting::SeekCheck)
 }
 
 #[cfg(test)]

@@ -82,6 +82,7 @@ fn companions(kind: WorkloadKind, key: &str) -> Vec<(Side, &'static str, &'stati
         ],
         "reorder-delay" => &[(Side::Link, "reorder", "\"2%\"")],
         "fec_in_cwnd" => &[(Side::Protocol, "fec", "2")],
+        "seek_check" => &[(Side::Workload, "seek", "\"20s:40s\"")],
         _ => &[],
     };
     // A link with a delay (its queues default to a bandwidth-delay product), or, for the delay

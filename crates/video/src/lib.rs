@@ -19,7 +19,7 @@ pub mod spec;
 pub use abr::{ABR_NAMES, Abr, AbrKind};
 pub use content::{BUILTIN_CONTENTS, Content, ContentError};
 pub use player::{
-    Action, Download, Player, PlayerConfig, PlayerEvent, PlayerMetrics, Seek, SeekPolicy,
-    SegmentRecord,
+    Action, Download, Player, PlayerConfig, PlayerEvent, PlayerMetrics, Seek, SeekCheck,
+    SeekPolicy, SegmentRecord,
 };
 pub use spec::{PlayerMix, PlayerSpec, parse_seeks, split_ranges};

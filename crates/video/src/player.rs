@@ -14,7 +14,9 @@
 //! - a seek `at → to` is requested when playback reaches media time `at`; playback stops there.
 //!   A download in flight is finished and thrown away (AStream checks for seeks after each
 //!   download), the buffer is emptied and fetching resumes at the segment holding `to`; the wait
-//!   after the seek runs from the request to the start of playback at `to`;
+//!   after the seek runs from the request to the start of playback at `to`. With
+//!   [`SeekCheck::AfterDownload`] (the seed's fork) playback runs on past `at` and the seek is
+//!   made when the next download ends: that segment is thrown away and the wait runs from then;
 //! - live: the player joins one buffer capacity behind the live edge; segment n becomes
 //!   available n·V − capacity after the start.
 
@@ -64,6 +66,40 @@ impl SeekPolicy {
     }
 }
 
+/// When the player sees that playback reached a seek point.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SeekCheck {
+    /// When playback reaches it: playback stops there and a download in flight is finished and
+    /// thrown away (a player that watches its own clock).
+    #[default]
+    AtPoint,
+    /// When the next download ends: playback runs on past the point until then, and the
+    /// segment that just arrived is thrown away. The seed's AStream fork (dash_client.py)
+    /// compared its playback timer with the jump list only after each download, so no download
+    /// was ever in flight when it jumped.
+    AfterDownload,
+}
+
+impl SeekCheck {
+    pub fn parse(s: &str) -> Result<SeekCheck, String> {
+        match s.trim() {
+            "at-point" => Ok(SeekCheck::AtPoint),
+            "after-download" => Ok(SeekCheck::AfterDownload),
+            other => Err(format!(
+                "unknown seek check {other:?}; expected at-point (quiclab's: when playback reaches the seek point) or after-download (the seed's fork: when the next download ends)"
+            )),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            SeekCheck::AtPoint => "at-point",
+            SeekCheck::AfterDownload => "after-download",
+        }
+    }
+}
+
 /// How the player runs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PlayerConfig {
@@ -73,6 +109,9 @@ pub struct PlayerConfig {
     pub live: bool,
     pub seeks: Vec<Seek>,
     pub seek_policy: SeekPolicy,
+    /// When a seek point is seen (quiclab's: when playback reaches it).
+    #[serde(default)]
+    pub seek_check: SeekCheck,
     /// The player learns of a finished download only at polls this many seconds apart from its
     /// request (0: at once). The seed's AStream fork read its downloader's pipe after sleeping
     /// 0.5 s each time ([`noticed_at`]).
@@ -105,6 +144,7 @@ impl PlayerConfig {
             live,
             seeks: Vec::new(),
             seek_policy: SeekPolicy::KeepLast,
+            seek_check: SeekCheck::AtPoint,
             poll_s: 0.0,
         }
     }
@@ -453,10 +493,14 @@ impl Player {
             bytes: d.bytes,
             download_s: d.download_s,
         });
-        let discarded = self.seek_to_apply.is_some() || self.phase == Phase::Ended;
+        let seek_now = self.seek_due_after_download();
+        let discarded =
+            self.seek_to_apply.is_some() || seek_now.is_some() || self.phase == Phase::Ended;
         let before = self.buffer_s();
         if let Some(to) = self.seek_to_apply.take() {
             self.apply_seek(now, to);
+        } else if let Some(to) = seek_now {
+            self.seek_after_download(now, to);
         } else if !discarded {
             let start = segment as f64 * self.content.segment_s();
             let end = start + self.content.segment_len_ms(segment) as f64 / 1e3;
@@ -532,6 +576,46 @@ impl Player {
         self.phase = Phase::Playing;
     }
 
+    /// With [`SeekCheck::AfterDownload`]: the target of the seek whose point playback has
+    /// passed, to be made now that a download ended.
+    fn seek_due_after_download(&self) -> Option<f64> {
+        if self.cfg.seek_check != SeekCheck::AfterDownload || self.phase == Phase::Ended {
+            return None;
+        }
+        let s = self.cfg.seeks.get(self.next_seek)?;
+        (self.pos >= s.at_s - EPS).then_some(s.to_s)
+    }
+
+    /// The seek the seed's fork made after a download: a stall going on ends here (the segment
+    /// arrived; the fork's player resumed before the jump emptied its queue), and the wait
+    /// after the seek starts.
+    fn seek_after_download(&mut self, now: f64, to: f64) {
+        if let Phase::Stalled { since } = self.phase {
+            self.rebuffer_s += now - since;
+            self.stalls += 1;
+            self.events.push(PlayerEvent {
+                t_s: now,
+                kind: "resume".into(),
+            });
+        }
+        self.next_seek += 1;
+        self.abr.on_seek();
+        self.phase = Phase::Seeking { requested: now };
+        self.events.push(PlayerEvent {
+            t_s: now,
+            kind: "seek".into(),
+        });
+        self.apply_seek(now, to);
+    }
+
+    /// The next seek point playback stops at: none when seeks are seen only after downloads.
+    fn seek_point(&self) -> Option<&Seek> {
+        match self.cfg.seek_check {
+            SeekCheck::AtPoint => self.cfg.seeks.get(self.next_seek),
+            SeekCheck::AfterDownload => None,
+        }
+    }
+
     fn apply_seek(&mut self, now: f64, to: f64) {
         let before = self.buffer_s();
         self.buffered.clear();
@@ -550,7 +634,7 @@ impl Player {
         }
         let buffered_end = self.pos + self.buffer_s();
         let mut at = buffered_end.min(self.content.duration_s());
-        if let Some(s) = self.cfg.seeks.get(self.next_seek)
+        if let Some(s) = self.seek_point()
             && s.at_s >= self.pos - EPS
             && s.at_s < at
         {
@@ -570,9 +654,7 @@ impl Player {
             let to_empty = self.buffer_s();
             let to_end = self.content.duration_s() - self.pos;
             let to_seek = self
-                .cfg
-                .seeks
-                .get(self.next_seek)
+                .seek_point()
                 .map(|s| s.at_s - self.pos)
                 .filter(|d| *d >= -EPS)
                 .unwrap_or(f64::INFINITY);
@@ -883,6 +965,80 @@ mod tests {
         let discarded: Vec<_> = p.log().iter().filter(|r| r.discarded).collect();
         assert_eq!(discarded[0].segment, 2);
         assert!(p.log().iter().any(|r| r.segment == 5 && !r.discarded));
+    }
+
+    /// `seek_check = "after-download"` (issue 59, the seed's fork): the seek is made when the
+    /// download in flight ends, not when playback reaches its point, so the wait after it is one
+    /// download, not the rest of the one in flight and another.
+    #[test]
+    fn a_seek_checked_after_downloads_plays_on_and_waits_one_download() {
+        let mut cfg = PlayerConfig::seed(false);
+        cfg.seek_check = SeekCheck::AfterDownload;
+        cfg.seeks = vec![Seek {
+            at_s: 3.0,
+            to_s: 20.0,
+        }];
+        // As in a_seek_during_a_download_discards_it (2.5 s downloads; segment 2 in flight when
+        // playback reaches media 3 s at 5.5 s): playback runs on to media 5 s, segment 2
+        // arrives at 7.5 s and is thrown away, the seek is made then and segment 5 (20 s)
+        // arrives at 10 s: a wait of 2.5 s, where the at-point player waits 4.5 s.
+        let mut p = player(cfg.clone(), AbrKind::Basic);
+        drive(&mut p, |_, _, _, _| 2.5);
+        let m = p.metrics();
+        assert_eq!(m.seek_waits_s.len(), 1);
+        assert!(
+            (m.seek_waits_s[0] - 2.5).abs() < 1e-9,
+            "{:?}",
+            m.seek_waits_s
+        );
+        assert_eq!(m.discarded_segments, 1);
+        assert!(p.log().iter().any(|r| r.segment == 2 && r.discarded));
+        assert!(p.log().iter().any(|r| r.segment == 5 && !r.discarded));
+        // Played: media 0–5 s, then 20–40 s.
+        assert!((m.played_s - 25.0).abs() < 1e-9, "{}", m.played_s);
+        let seek = p.events().iter().find(|e| e.kind == "seek").unwrap();
+        assert!((seek.t_s - 7.5).abs() < 1e-9, "{}", seek.t_s);
+        let mut at_point = cfg.clone();
+        at_point.seek_check = SeekCheck::AtPoint;
+        let mut q = player(at_point, AbrKind::Basic);
+        drive(&mut q, |_, _, _, _| 2.5);
+        assert!((q.metrics().seek_waits_s[0] - 4.5).abs() < 1e-9);
+
+        // Playback that runs dry past the point stalls until the download ends; the stall is
+        // counted, then the seek's wait begins. 6 s downloads at level 0: playback starts at
+        // 6 s, passes media 2 s at 8 s, stalls at 10 s; segment 1 arrives at 12 s (a 2 s stall,
+        // thrown away) and segment 5 at 18 s: a wait of 6 s.
+        cfg.seeks = vec![Seek {
+            at_s: 2.0,
+            to_s: 20.0,
+        }];
+        let mut p = player(cfg, AbrKind::Basic);
+        drive(&mut p, |_, _, _, _| 6.0);
+        let m = p.metrics();
+        assert_eq!(
+            m.stalls,
+            1 + 4,
+            "the stall before the seek, then one per segment after it"
+        );
+        assert!(
+            (m.seek_waits_s[0] - 6.0).abs() < 1e-9,
+            "{:?}",
+            m.seek_waits_s
+        );
+        let kinds: Vec<&str> = p.events().iter().map(|e| e.kind.as_str()).collect();
+        assert_eq!(
+            &kinds[..5],
+            ["start", "stall", "resume", "seek", "seek_done"]
+        );
+        assert!(
+            SeekCheck::parse("later")
+                .unwrap_err()
+                .contains("at-point (quiclab's")
+        );
+        assert_eq!(
+            SeekCheck::parse(SeekCheck::AfterDownload.name()),
+            Ok(SeekCheck::AfterDownload)
+        );
     }
 
     #[test]

@@ -140,6 +140,7 @@ mod tests {
                 "connections" | "transfer_timeout" => &[("players", "h1")],
                 "reorder-delay" => &[("reorder", "2%")],
                 "fec_in_cwnd" => &[("fec", "2")],
+                "seek_check" => &[("seek", "20s:40s")],
                 // curl speaks h1 and h2 only.
                 "client" => &[("protocol", "h2")],
                 "switch" | "profile" | "up-profile" | "down-profile" => &[],

@@ -8,7 +8,7 @@ use std::time::Duration;
 use quiclab_link::input::ReadText;
 use quiclab_link::spec::LinkSpec;
 use quiclab_proto::options::{Protocol, StackOptions};
-use quiclab_video::{AbrKind, Content, PlayerConfig, PlayerMix, SegmentRecord};
+use quiclab_video::{AbrKind, Content, PlayerConfig, PlayerMix, SeekCheck, SegmentRecord};
 use serde::{Deserialize, Serialize};
 
 use crate::TimeSeries;
@@ -101,11 +101,23 @@ impl VideoRun {
         if let Some(policy) = p.seek_policy() {
             player.seek_policy = policy;
         }
+        if let Some(check) = p.seek_check() {
+            player.seek_check = check;
+        }
         if let Some(poll) = p.duration(&k::POLL) {
             player.poll_s = poll.as_secs_f64();
         }
         if let Some(s) = p.seeks() {
             player.seeks = s.to_vec();
+        }
+        if player.seek_check == SeekCheck::AfterDownload && player.seeks.is_empty() {
+            // A setting that changes nothing would read as a run with it.
+            return Err((
+                "seek_check",
+                "after-download says when a seek is seen; this run has no seeks: give seek, or \
+                 leave seek_check out"
+                    .into(),
+            ));
         }
         let connections = p.count(&k::CONNECTIONS).map(|n| n as u32);
         let parallel = p.count(&k::PARALLEL).map(|n| n as u32);
