@@ -68,8 +68,12 @@ pub struct Own<K>(PhantomData<K>);
 impl<K: Kind> Rows for Own<K> {
     const HEADING: &'static str = "Workload, protocol and run";
     fn rows() -> Vec<&'static Key> {
+        // The network switches only where the client answers them (no --switch to refuse).
         keys::of_kind(K::KIND)
-            .filter(|k| matches!(k.side, Side::Protocol | Side::Run | Side::Workload))
+            .filter(|k| match k.side {
+                Side::Protocol | Side::Run | Side::Workload => true,
+                _ => is_switch_row(k) && K::KIND.answers_switches(),
+            })
             .collect()
     }
 }

@@ -83,6 +83,7 @@ pub fn run(args: RunArgs) -> Result<i32> {
             quick: args.quick,
             shard: args.shard,
             jobs: args.jobs.n.unwrap_or(quiclab_runner::cost::Jobs::ONE),
+            point_to_report: !args.report,
             ..Default::default()
         },
         &quiclab_lab::guard::set_exit_hint,

@@ -11,9 +11,7 @@ use quiclab_link::LinkOptions;
 use quiclab_model::WorkloadKind;
 use quiclab_workload::{Workload, WorkloadResult, WorkloadSpec};
 
-use crate::link_args::{
-    Given, HostFlags, Kind, KindFlags, LinkFlags, SwitchFlags, flag_of, link_spec, params,
-};
+use crate::link_args::{Given, HostFlags, Kind, KindFlags, LinkFlags, flag_of, link_spec, params};
 
 /// A run's own flags: what it keeps and prints.
 #[derive(Args, Debug, Clone, Default)]
@@ -46,8 +44,6 @@ pub struct WorkloadArgs<K: Kind + Clone + std::fmt::Debug + Send + Sync + 'stati
     #[command(flatten)]
     pub run: RunFlags,
     #[command(flatten)]
-    pub switch: SwitchFlags,
-    #[command(flatten)]
     pub link: LinkFlags,
     #[command(flatten)]
     pub host: HostFlags,
@@ -56,7 +52,7 @@ pub struct WorkloadArgs<K: Kind + Clone + std::fmt::Debug + Send + Sync + 'stati
 impl<K: Kind + Clone + std::fmt::Debug + Send + Sync + 'static> WorkloadArgs<K> {
     /// The link and the run the flags ask for, every value through its key's row.
     pub fn prepare(&self) -> Result<(LinkOptions, LinkSpec, WorkloadSpec)> {
-        run_of(K::KIND, &[&self.keys, &self.switch, &self.link, &self.host])
+        run_of(K::KIND, &[&self.keys, &self.link, &self.host])
     }
 }
 

@@ -60,6 +60,31 @@ fn page_help_lists_the_har_and_waterfall_under_output() {
     }
 }
 
+/// Only the commands whose client answers network switches list --switch (issue 61: flows and
+/// page listed it and then refused it).
+#[test]
+fn only_the_commands_that_answer_switches_list_switch() {
+    for (command, lists) in [
+        ("bulk", true),
+        ("video", true),
+        ("flows", false),
+        ("page", false),
+    ] {
+        let out = quiclab().args([command, "--help"]).output().unwrap();
+        let help = String::from_utf8_lossy(&out.stdout);
+        for flag in ["--switch ", "--switch-gap "] {
+            assert_eq!(help.contains(flag), lists, "{command} {flag}: {help}");
+        }
+    }
+    let out = quiclab()
+        .args(["flows", "--flow", "h1", "--switch", "wifi@0s,lte@2s"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("unexpected argument '--switch'"), "{err}");
+}
+
 #[test]
 fn a_malformed_trace_names_the_file_and_line() {
     let dir = std::env::temp_dir().join(format!("quiclab-test-{}", std::process::id()));

@@ -318,7 +318,8 @@ fn a_tiny_scenario_runs_end_to_end_into_sqlite_csv_and_a_report() {
     for proto in ["h1", "h2", "h3"] {
         for name in ["cwnd_bytes", "queue_bytes"] {
             assert!(
-                series.iter().any(|s| s.name == name
+                // `NAME@LABEL`: of several connections, the one drawn.
+                series.iter().any(|s| s.name.split('@').next() == Some(name)
                     && s.run_key.starts_with(&format!("proto={proto};"))
                     && s.points.len() > 3),
                 "no {name} series for {proto}"

@@ -241,6 +241,9 @@ fn bad_reproduce_input_is_refused_naming_it() {
         text.contains("tiny: 5 findings (4 runnable)") && text.contains("t-2"),
         "{text}"
     );
+    // Progress while the estimates are made (issue 61: 31 s without a line).
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("estimating tiny (1 of 1)"), "{err}");
     // --finding picks findings; an unknown id is named with the ids there are.
     let out = run(&["tiny", "--list", "--finding", "t-2"]);
     assert_success(&out);

@@ -632,19 +632,27 @@ impl Parser<'_> {
         }
     }
 
+    /// A typo gets the names it is near; a key far from every name gets the list.
     fn unknown_key(
         &self,
         key: &Spanned<DeString<'_>>,
         section: &str,
         known: &[&str],
     ) -> ScenarioError {
+        let near = near_names(key.get_ref(), known);
+        let hint = if near.is_empty() {
+            format!("known keys: {}", known.join(", "))
+        } else {
+            let quoted: Vec<String> = near.iter().map(|n| format!("\"{n}\"")).collect();
+            format!(
+                "did you mean {}? ({section} takes {} keys; docs/keys.md lists them)",
+                quoted.join(" or "),
+                known.len()
+            )
+        };
         self.at(
             key.span(),
-            format!(
-                "unknown key \"{}\" in {section}; known keys: {}",
-                key.get_ref(),
-                known.join(", ")
-            ),
+            format!("unknown key \"{}\" in {section}; {hint}", key.get_ref()),
         )
     }
 
@@ -1143,6 +1151,39 @@ impl Parser<'_> {
     }
 }
 
+/// The names of `known` within a few edits of `word` (`-` and `_` alike), nearest first: the
+/// suggestions for a typo.
+pub fn near_names<'a>(word: &str, known: &[&'a str]) -> Vec<&'a str> {
+    let norm = |s: &str| s.to_ascii_lowercase().replace('-', "_");
+    let w = norm(word);
+    let allowed = (w.chars().count() / 3).clamp(1, 3);
+    let mut near: Vec<(usize, &str)> = known
+        .iter()
+        .map(|k| (edit_distance(&w, &norm(k)), *k))
+        .filter(|(d, _)| *d <= allowed)
+        .collect();
+    near.sort();
+    near.into_iter().take(3).map(|(_, k)| k).collect()
+}
+
+/// Levenshtein distance between `a` and `b`, in characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diag = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let next = (row[j + 1] + 1)
+                .min(row[j] + 1)
+                .min(diag + usize::from(ca != *cb));
+            diag = row[j + 1];
+            row[j + 1] = next;
+        }
+    }
+    row[b.len()]
+}
+
 fn describe_de(v: &DeValue<'_>) -> String {
     match v {
         DeValue::String(s) => format!("string {s:?}"),
@@ -1367,7 +1408,20 @@ loss = ["0%", "2%"]
         let e = err(&with_line(12, "rtts = \"50ms\""));
         assert_eq!(
             e,
-            "s.toml:12: unknown key \"rtts\" in [link]; known keys: rate, up-rate, down-rate, \
+            format!(
+                "s.toml:12: unknown key \"rtts\" in [link]; did you mean \"rtt\"? ([link] takes \
+                 {} keys; docs/keys.md lists them)",
+                link_keys().len()
+            )
+        );
+        assert_eq!(near_names("ratee", &["rate", "up-rate", "rtt"]), ["rate"]);
+        assert_eq!(near_names("seek-check", &["seek_check"]), ["seek_check"]);
+        assert_eq!(near_names("qdisc", &["queue", "rate"]), Vec::<&str>::new());
+        // Far from every name: the list.
+        let e = err(&with_line(12, "bottleneck = \"50ms\""));
+        assert_eq!(
+            e,
+            "s.toml:12: unknown key \"bottleneck\" in [link]; known keys: rate, up-rate, down-rate, \
              trace, up-trace, down-trace, profile, up-profile, down-profile, delay, rtt, up-delay, \
              down-delay, loss, up-loss, down-loss, queue, up-queue, down-queue, queue-discipline, \
              up-queue-discipline, down-queue-discipline, ecn, jitter, reorder, reorder-delay, \

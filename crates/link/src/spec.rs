@@ -235,11 +235,11 @@ impl LinkSpec {
     }
 }
 
-/// "10mbit, delay 25ms, loss 2%, queue 1bdp".
+/// "10mbit, one-way delay 25ms, loss 2%, queue 1bdp" (the delay is said to be one way: `--rtt 50ms` gives 25 ms each way).
 pub fn describe_direction(d: &DirectionSpec) -> String {
     let mut s = d.rate_label.clone();
     if !matches!(d.rate, RateSpec::Profile(_)) {
-        s += &format!(", delay {}", crate::units::format_duration(d.delay));
+        s += &format!(", one-way delay {}", crate::units::format_duration(d.delay));
     }
     s += &d.variation.describe();
     match d.loss {
@@ -365,7 +365,7 @@ mod tests {
         };
         assert_eq!(
             describe_direction(&d),
-            "10mbit, delay 25ms, loss 2%, queue 30000B"
+            "10mbit, one-way delay 25ms, loss 2%, queue 30000B"
         );
         let codel = DirectionSpec {
             discipline: DisciplineSpec::parse("codel").unwrap().with_ecn(true),
@@ -373,7 +373,7 @@ mod tests {
         };
         assert_eq!(
             describe_direction(&codel),
-            "10mbit, delay 25ms, loss 2%, queue 30000B codel+ecn"
+            "10mbit, one-way delay 25ms, loss 2%, queue 30000B codel+ecn"
         );
         let varied = DirectionSpec {
             variation: crate::variation::Variation {
@@ -385,7 +385,7 @@ mod tests {
         };
         assert_eq!(
             describe_direction(&varied),
-            "10mbit, delay 25ms, jitter 5ms, reorder 2% by 10ms, loss 2%, queue 30000B"
+            "10mbit, one-way delay 25ms, jitter 5ms, reorder 2% by 10ms, loss 2%, queue 30000B"
         );
     }
 }

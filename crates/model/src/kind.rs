@@ -38,6 +38,12 @@ impl WorkloadKind {
         self.def().name
     }
 
+    /// Whether its client answers network switches (`switch`): a bulk download's and a video
+    /// player's do; a page load and a flow mix are refused with one.
+    pub const fn answers_switches(self) -> bool {
+        matches!(self, WorkloadKind::Bulk | WorkloadKind::Video)
+    }
+
     pub fn from_name(s: &str) -> Option<WorkloadKind> {
         WorkloadKind::ALL.into_iter().find(|k| k.name() == s)
     }

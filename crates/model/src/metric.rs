@@ -33,6 +33,10 @@ pub struct MetricDef {
     /// The value that means "no effect" (1 for a ratio of one side to the other): a magnitude
     /// band around another value may not contain it, or the claim could hold with no effect.
     pub no_effect: Option<f64>,
+    /// What the run was (connections opened), not how well it went: reports show it and draw
+    /// no improvement over a baseline for it.
+    #[serde(skip)]
+    pub descriptive: bool,
 }
 
 impl MetricDef {
@@ -45,6 +49,7 @@ impl MetricDef {
             completion: false,
             undefined_when: None,
             no_effect: None,
+            descriptive: false,
         }
     }
 
@@ -69,6 +74,7 @@ impl MetricDef {
             completion: false,
             undefined_when: None,
             no_effect: None,
+            descriptive: false,
         }
     }
 
@@ -76,6 +82,14 @@ impl MetricDef {
     pub const fn no_effect_at(self, v: f64) -> Self {
         MetricDef {
             no_effect: Some(v),
+            ..self
+        }
+    }
+
+    /// The same metric, as a description of the run ([`MetricDef::descriptive`]).
+    pub const fn descriptive(self) -> Self {
+        MetricDef {
+            descriptive: true,
             ..self
         }
     }

@@ -52,7 +52,7 @@ pub struct PageResult {
 
 /// The page load time (the page headline) and the connections the load opened.
 pub const PLT_MS: MetricDef = MetricDef::completion_time("plt_ms", "Page load time", "ms");
-pub const CONNECTIONS: MetricDef = MetricDef::lower("connections", "Connections", "");
+pub const CONNECTIONS: MetricDef = MetricDef::lower("connections", "Connections", "").descriptive();
 
 impl WorkloadResult for PageResult {
     const REPORT_METRICS: &'static [MetricDef] = &[PLT_MS, CONNECTIONS, LOSS_RATIO];

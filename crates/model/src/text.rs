@@ -82,12 +82,21 @@ impl Display for BulkResult {
             )?;
             lines(f, switches)?;
         } else {
+            // The protocol once (unless the connection negotiated another), and the server
+            // when it is not quiclab's own.
+            let negotiated = match self.negotiated.as_str() {
+                n if n.is_empty() || n == self.proto => String::new(),
+                n => format!(", negotiated {n}"),
+            };
+            let server = match self.implementations.as_ref().map(|i| &i.server) {
+                Some(s) if s.name != "quiclab" => format!(" from {} {}", s.name, s.version),
+                _ => String::new(),
+            };
             write!(
                 f,
-                "{} {} bytes over {} (TLS {}{}{}): connect {} ms, handshake {:.1} ms, ttfb {:.1} ms, total {:.1} ms, goodput {:.3} Mbit/s{}, loss ratio {}",
+                "{} {} bytes{server} (TLS {}{negotiated}{}{}): connect {} ms, handshake {:.1} ms, ttfb {:.1} ms, total {:.1} ms, goodput {:.3} Mbit/s{}, loss ratio {}",
                 self.proto,
                 self.bytes,
-                self.negotiated,
                 self.tls_version,
                 if self.resumed { ", resumed" } else { "" },
                 if self.zero_rtt { ", 0-RTT" } else { "" },
@@ -332,5 +341,49 @@ mod utc_tests {
         // 2026-11-25 05:56:18 UTC.
         assert_eq!(utc(1_795_586_178.0), "2026-11-25 05:56 UTC");
         assert_eq!(utc(951_782_400.0), "2000-02-29 00:00 UTC");
+    }
+}
+
+#[cfg(test)]
+mod bulk_line_tests {
+    use crate::WorkloadOutput;
+    use crate::implementation::{ImplementationRecord, Implementations};
+
+    /// Issue 61: the protocol is said once, the server when it is not quiclab's.
+    #[test]
+    fn a_bulk_line_names_the_protocol_once_and_a_foreign_server() {
+        let WorkloadOutput::Bulk(mut b) = WorkloadOutput::example() else {
+            unreachable!("the example is a bulk result")
+        };
+        let line = b.to_string();
+        assert!(
+            line.starts_with("h2 1000000 bytes (TLS 1.3): connect"),
+            "{line}"
+        );
+        let record = |name: &str, version: &str| ImplementationRecord {
+            name: name.into(),
+            version: version.into(),
+            congestion_control: "cubic".into(),
+        };
+        b.proto = "h3".into();
+        b.negotiated = "h3".into();
+        b.implementations = Some(Implementations {
+            server: record("caddy", "v2.6.2"),
+            client: record("quiclab", "quinn 0.11"),
+        });
+        let line = b.to_string();
+        assert!(
+            line.starts_with("h3 1000000 bytes from caddy v2.6.2 (TLS 1.3): "),
+            "{line}"
+        );
+        assert_eq!(line.matches("h3").count(), 1, "{line}");
+        b.negotiated = "h1".into();
+        b.implementations = None;
+        assert!(
+            b.to_string()
+                .starts_with("h3 1000000 bytes (TLS 1.3, negotiated h1): "),
+            "{}",
+            b.to_string()
+        );
     }
 }

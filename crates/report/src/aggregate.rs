@@ -426,6 +426,8 @@ pub fn aggregate(input: &ReportInput, options: &ReportOptions) -> Aggregate {
             cell.summary = stats::summarize(&cell.values);
             cell.censored_median = CensoredMedian::of(&cell.values, limits);
         }
+        // A count that describes the run (connections) is no better for being smaller.
+        let baseline = baseline.filter(|_| !info.descriptive);
         let improvements = match baseline {
             None => Vec::new(),
             Some(b) => cells
@@ -714,6 +716,14 @@ mod tests {
         let g = metric(&agg, "goodput_mbps");
         assert_eq!(g.improvements[0], [None, Some(25.0), Some(100.0)]);
         assert_eq!(signed_improvement(0.0, 1.0, true), None);
+        // A count that describes the run (a page's connections) gets no improvement over h1:
+        // six connections against one is not "+83 %" (issue 61).
+        let mut options = ReportOptions::default();
+        options.metrics[0].descriptive = true;
+        let agg = aggregate(&fixture(), &options);
+        let t = metric(&agg, "total_ms");
+        assert!(t.improvements.is_empty() && t.paired.is_empty());
+        assert!(!metric(&agg, "goodput_mbps").improvements.is_empty());
     }
 
     #[test]

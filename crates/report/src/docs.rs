@@ -32,18 +32,18 @@ pub fn replace_between(text: &str, name: &str, part: &str) -> Option<String> {
 }
 
 /// Whether a finding has a full-form verdict: judged on a whole full form (a part, a quick form
-/// or no runs leave it "not run yet").
+/// or no runs leave it "no full form yet").
 fn full_form(v: &FindingVerdict) -> bool {
     v.form
         .as_deref()
         .is_some_and(|f| f == "full" || f == "full, from another version of the scenario file")
 }
 
-/// The column a finding counts in: its verdict, or `not run yet` without a whole full form.
+/// The column a finding counts in: its verdict, or `no full form yet` without a whole full form.
 pub fn summary_word(v: &FindingVerdict) -> &'static str {
     match &v.judgement.verdict {
         Verdict::NotRunnable { .. } => "not runnable",
-        _ if !full_form(v) => "not run yet",
+        _ if !full_form(v) => "no full form yet",
         other => verdict_word(other),
     }
 }
@@ -56,7 +56,7 @@ pub const COLUMNS: [&str; 8] = [
     "not shown",
     "mixed",
     "inconclusive",
-    "not run yet",
+    "no full form yet",
     "not runnable",
 ];
 
@@ -149,7 +149,7 @@ pub fn verdict_sections(
         );
         let judged: Vec<&PackScenario> = packs.iter().filter(|p| p.study == s.name).collect();
         if judged.is_empty() {
-            out.push_str("No evidence of this study is committed yet: every runnable finding is not run yet.\n\n");
+            out.push_str("No evidence of this study is committed yet: no runnable finding has a full form yet.\n\n");
         } else {
             out.push_str(
                 "| scenario | form | ok | flagged | failed | timeout | sessions (UTC, quiclab version and commit, host, kernel) | Chromium |\n\

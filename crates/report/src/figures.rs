@@ -430,7 +430,13 @@ pub fn plan(input: &ReportInput, agg: &Aggregate) -> Vec<FigureSpec> {
             }
             let title = format!("CDF of {} — {}", info.label, setting.label);
             specs.push(FigureSpec {
-                stem: format!("cdf_{}_setting{}", slug(&info.name), setting.index),
+                // Named by the setting (its index keeps names apart that the slug cuts alike).
+                stem: format!(
+                    "cdf_{}_{}-{}",
+                    slug(&info.name),
+                    setting.index,
+                    slug(&setting.label)
+                ),
                 section: Section::Cdf(s),
                 size: (fit_title(&title, 600.0), 420),
                 title,
@@ -631,7 +637,12 @@ fn series_plot(input: &ReportInput, key: &str) -> SeriesPlot {
                 "cwnd_bytes" => "congestion window".to_string(),
                 "queue_delay_ms" => "queue delay".to_string(),
                 "throughput_mbps" => "throughput".to_string(),
-                other => other.to_string(),
+                "queue_bytes" => "queue".to_string(),
+                // A name's unit is on the axis already: `buffer_s` is "buffer (s)".
+                other => other
+                    .strip_suffix(&format!("_{unit}"))
+                    .unwrap_or(other)
+                    .replace('_', " "),
             };
             let single = lines.len() == 1;
             let mut flow = 0;

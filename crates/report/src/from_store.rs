@@ -36,6 +36,7 @@ fn metric_info(registry: &[MetricDef], name: &str) -> MetricInfo {
             unit: m.unit.to_string(),
             lower_is_better: m.lower_is_better(),
             completion: m.completion,
+            descriptive: m.descriptive,
         },
         None => MetricInfo {
             name: name.to_string(),
@@ -43,6 +44,7 @@ fn metric_info(registry: &[MetricDef], name: &str) -> MetricInfo {
             unit: String::new(),
             lower_is_better: true,
             completion: false,
+            descriptive: false,
         },
     }
 }
@@ -218,6 +220,9 @@ pub fn write_report_to(
             })
             .collect(),
     };
+    if !input.runs.is_empty() {
+        refuse_unrecorded_metrics(&choice.metrics, &input.runs)?;
+    }
     let mut out = crate::render(&input, options, out)
         .map_err(|e| anyhow::anyhow!("writing the report into {}: {e}", out.display()))?;
     for m in &metrics {
@@ -228,6 +233,34 @@ pub fn write_report_to(
         }
     }
     Ok(out)
+}
+
+/// A metric asked for by name (`--metrics`) that no run recorded is a typo or the wrong
+/// results: refused with the names near it, not drawn as an empty section.
+fn refuse_unrecorded_metrics(chosen: &[String], runs: &[RunRecord]) -> Result<()> {
+    let recorded: std::collections::BTreeSet<&str> = runs
+        .iter()
+        .flat_map(|r| r.metrics.keys().map(String::as_str))
+        .collect();
+    for m in chosen {
+        if recorded.contains(m.as_str()) {
+            continue;
+        }
+        let names: Vec<&str> = recorded.iter().copied().collect();
+        let near = quiclab_experiment::scenario::near_names(m, &names);
+        let hint = if near.is_empty() {
+            format!("these runs recorded {}", names.join(", "))
+        } else {
+            let quoted: Vec<String> = near.iter().map(|n| format!("{n:?}")).collect();
+            format!(
+                "did you mean {}? ({} metrics recorded; `quiclab export` lists them as columns)",
+                quoted.join(" or "),
+                names.len()
+            )
+        };
+        bail!("--metrics {m}: no run recorded a metric {m:?}; {hint}");
+    }
+    Ok(())
 }
 
 /// Each flow's label and goodput of a flow-mix run's result; empty for other kinds.
@@ -277,5 +310,44 @@ mod tests {
         let none = std::collections::BTreeSet::new();
         let e = chosen_series_keys(&none, &["proto=h3".into()]).unwrap_err();
         assert!(format!("{e:#}").contains("trace"), "{e:#}");
+    }
+
+    /// `report --metrics goodput` (issue 61): refused, naming the recorded metric it is near,
+    /// not an empty section and exit 0.
+    #[test]
+    fn a_metric_no_run_recorded_is_refused_with_the_names_near_it() {
+        let run = RunRecord {
+            key: "proto=h3;rep=1".into(),
+            index: 0,
+            setting: 0,
+            setting_label: "setting 0".into(),
+            protocol: "h3".into(),
+            repetition: 1,
+            status: crate::RunStatus::Ok,
+            reason: None,
+            flags: Vec::new(),
+            metrics: [
+                ("goodput_mbps".to_string(), 9.5),
+                ("total_ms".to_string(), 1.0),
+            ]
+            .into_iter()
+            .collect(),
+            flows: Vec::new(),
+            attempt: 1,
+            time_limit_s: None,
+        };
+        let runs = [run];
+        assert!(refuse_unrecorded_metrics(&[], &runs).is_ok());
+        assert!(refuse_unrecorded_metrics(&["total_ms".into()], &runs).is_ok());
+        let e = refuse_unrecorded_metrics(&["goodput_mbp".into()], &runs).unwrap_err();
+        assert!(
+            format!("{e}").contains("did you mean \"goodput_mbps\""),
+            "{e}"
+        );
+        let e = refuse_unrecorded_metrics(&["plt".into()], &runs).unwrap_err();
+        assert!(
+            format!("{e}").contains("these runs recorded goodput_mbps, total_ms"),
+            "{e}"
+        );
     }
 }

@@ -263,7 +263,7 @@ fn header(
              (include_flagged is off): {flagged_ok} flagged ok run(s) are left out."
         )
     };
-    retries(h, agg, c);
+    retries_notice(h, agg, c);
     let _ = writeln!(
         h,
         "<p>Statistics use {} run(s). Failed and timed-out runs ({}) are always excluded. \
@@ -313,15 +313,19 @@ fn header(
     }
 }
 
-/// Runs flagged and run again, runs still flagged, and timed-out runs, per setting; and what a
-/// timeout means for the statistics.
-fn retries(h: &mut String, agg: &Aggregate, c: &crate::aggregate::Counts) {
-    let rows: Vec<_> = agg
-        .settings
+/// The settings with runs flagged and run again, still flagged, or timed out.
+fn retry_rows(agg: &Aggregate) -> Vec<(&crate::aggregate::Setting, &crate::aggregate::RetryRow)> {
+    agg.settings
         .iter()
         .zip(&agg.retries)
         .filter(|(_, r)| r.retried_runs + r.still_flagged + r.timed_out > 0)
-        .collect();
+        .collect()
+}
+
+/// At the top: what a timeout means for the statistics, and where the retries are counted (a
+/// long table here would stand before the contents).
+fn retries_notice(h: &mut String, agg: &Aggregate, c: &crate::aggregate::Counts) {
+    let rows = retry_rows(agg);
     if rows.is_empty() {
         return;
     }
@@ -336,9 +340,24 @@ fn retries(h: &mut String, agg: &Aggregate, c: &crate::aggregate::Counts) {
             c.timeout
         );
     }
-    h.push_str(
+    let _ = writeln!(
+        h,
         "<p>Runs flagged for emulator fidelity are run again with the same seed \
-         (<code>retry_flagged</code>); the report uses each run's last attempt. Per setting:</p>\n\
+         (<code>retry_flagged</code>); the report uses each run's last attempt. {} setting(s) \
+         had runs run again, still flagged or timed out: <a href=\"#retries\">retries per \
+         setting</a>.</p>",
+        rows.len()
+    );
+}
+
+/// Runs flagged and run again, runs still flagged, and timed-out runs, per setting.
+fn retries(h: &mut String, agg: &Aggregate) {
+    let rows = retry_rows(agg);
+    if rows.is_empty() {
+        return;
+    }
+    h.push_str(
+        "<h3 id=\"retries\">Retries per setting</h3>\n\
          <table>\n<tr><th>Setting</th><th>runs needing a retry</th><th>attempts run again</th>\
          <th>still flagged</th><th>timed out</th></tr>\n",
     );
@@ -769,6 +788,7 @@ fn figure(h: &mut String, figure_no: &mut usize, spec: &FigureSpec, out: &Emitte
 
 fn problems(h: &mut String, input: &ReportInput, options: &ReportOptions, agg: &Aggregate) {
     h.push_str("<h2 id=\"problems\">Failed, timed-out and flagged runs</h2>\n");
+    retries(h, agg);
     if agg.problem_runs.is_empty() {
         h.push_str("<p class=\"muted\">(none: every finished run succeeded with fidelity in tolerance)</p>\n");
         return;

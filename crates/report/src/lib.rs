@@ -127,6 +127,8 @@ pub struct MetricInfo {
     pub lower_is_better: bool,
     /// A time to completion in ms: a timed-out run's value is at least its limit (censored).
     pub completion: bool,
+    /// A description of the run (connections opened): no improvement over the baseline.
+    pub descriptive: bool,
 }
 
 impl MetricInfo {
@@ -137,6 +139,7 @@ impl MetricInfo {
             unit: unit.to_string(),
             lower_is_better,
             completion: false,
+            descriptive: false,
         }
     }
 }

@@ -155,7 +155,7 @@ pub fn differences_by_value(study_ids: &[&str], all: &[FindingVerdict]) -> Vec<S
             for r in m.rows.iter().filter(|r| study_ids.contains(&r.of.as_str())) {
                 let words: Vec<&str> = r.cells.iter().flatten().map(|c| c.word).collect();
                 if words.len() != r.cells.len()
-                    || words.contains(&"not run yet")
+                    || words.contains(&"no full form yet")
                     || words.iter().all(|w| *w == words[0])
                 {
                     continue;

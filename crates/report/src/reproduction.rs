@@ -205,7 +205,7 @@ pub fn page(
          apart.</p>\n",
     );
     // Counts per study and class: calibrations never add to the reproductions; a finding
-    // without a whole full form is "not run yet" (the docs' summary, the same rows).
+    // without a whole full form is "no full form yet" (the docs' summary, the same rows).
     h.push_str("<table><tr><th>study</th><th>class</th><th>findings</th>");
     for w in crate::docs::COLUMNS {
         let _ = write!(h, "<th>{w}</th>");

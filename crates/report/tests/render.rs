@@ -62,6 +62,17 @@ fn full_report() {
         assert!(out.notes.is_empty(), "{:?}", out.notes);
         assert_eq!(out.figures.len(), 2 * titles.len());
     }
+    // CDF files are named by their setting, not by its number alone (issue 61).
+    for stem in [
+        "cdf_total-ms_0-rate-10mbit-loss-0",
+        "cdf_total-ms_1-rate-10mbit-loss-2",
+    ] {
+        assert!(
+            dir.join(format!("figures/{stem}.svg")).exists(),
+            "{stem}: {:?}",
+            out.figures
+        );
+    }
     for f in &out.figures {
         let len = std::fs::metadata(f).unwrap().len();
         assert!(len > 0, "{} is empty", f.display());

@@ -990,6 +990,14 @@ impl Store {
             as usize)
     }
 
+    /// How many attempts were replaced by a later one (flagged and run again).
+    pub fn replaced_attempt_count(&self) -> Result<usize> {
+        Ok(self
+            .conn
+            .query_row("SELECT COUNT(*) FROM attempts", [], |r| r.get::<_, i64>(0))?
+            as usize)
+    }
+
     /// Starts a session (one invocation of `quiclab run`); runs recorded afterwards point to it.
     pub fn begin_session(&mut self, env: &Environment) -> Result<i64> {
         self.restore_session(now_unix(), env)

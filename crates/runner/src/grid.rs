@@ -63,7 +63,7 @@ pub fn execute(
             (todo.len(), skipped),
             &sized,
             (mode.jobs, &admission),
-            retry_flagged,
+            (retry_flagged, RetriesSoFar::of(&store)?),
             &db
         )
     );
@@ -109,6 +109,9 @@ pub fn execute(
     exe::unpin();
     let total = store.run_count()?;
     eprintln!("{}", summary_line(total, plan.len(), &db, &outcome));
+    if mode.point_to_report {
+        eprintln!("{}", next_steps(out));
+    }
     Ok(outcome)
 }
 
@@ -187,15 +190,49 @@ fn learnt_costs(
 }
 
 /// What the grid will do, before it starts (`(to do, skipped)`; each run's estimate and cost).
+/// The retries a results directory measured so far: attempts run again per run stored.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct RetriesSoFar {
+    extra_attempts: usize,
+    runs: usize,
+}
+
+impl RetriesSoFar {
+    fn of(store: &Store) -> Result<RetriesSoFar> {
+        Ok(RetriesSoFar {
+            extra_attempts: store.replaced_attempt_count()?,
+            runs: store.run_count()?,
+        })
+    }
+
+    /// What the estimate becomes with as many retries per run as measured (None: nothing
+    /// measured yet).
+    fn scale(self) -> Option<f64> {
+        (self.runs > 0).then(|| 1.0 + self.extra_attempts as f64 / self.runs as f64)
+    }
+}
+
 fn plan_line(
     name: &str,
     (todo, skipped): (usize, usize),
     sized: &[(f64, Cost)],
     (jobs, admission): (Jobs, &Admission),
-    retry_flagged: u32,
+    (retry_flagged, so_far): (u32, RetriesSoFar),
     db: &Path,
 ) -> String {
     let alone: f64 = sized.iter().map(|s| s.0).sum();
+    // Retries are in the estimate once this directory has measured them (issue 61: estimates
+    // that left them out fell short by 40 %).
+    let retries = match so_far.scale() {
+        None => " (not in the estimate: no retry measured here yet)".to_string(),
+        Some(k) => format!(
+            "; so far here {} flagged attempt(s) ran again over {} run(s): ≈ {} one at a time \
+             with as many",
+            so_far.extra_attempts,
+            so_far.runs,
+            format_duration(alone * k)
+        ),
+    };
     let skipped = match skipped {
         0 => String::new(),
         n => format!(" ({n} already stored, skipped)"),
@@ -210,7 +247,7 @@ fn plan_line(
     };
     format!(
         "quiclab run: {name} — {todo} run(s) to do{skipped}, estimated {}{side_by_side} → {}; a \
-         run flagged for emulator fidelity runs again up to {retry_flagged} time(s)",
+         run flagged for emulator fidelity runs again up to {retry_flagged} time(s){retries}",
         format_duration(alone),
         db.display()
     )
@@ -230,6 +267,15 @@ fn summary_line(total: usize, planned: usize, db: &Path, o: &RunOutcome) -> Stri
         o.failed,
         o.retries,
         o.flagged
+    )
+}
+
+/// Where a user goes from a results directory.
+fn next_steps(out: &Path) -> String {
+    let out = out.display();
+    format!(
+        "quiclab run: to see them: quiclab report {out} (report.html with figures), quiclab \
+         export {out} (CSV for pandas or R)"
     )
 }
 
@@ -461,7 +507,13 @@ mod tests {
             (2, 3),
             &[(60.0, one), (30.0, one)],
             (Jobs::ONE, &Jobs::ONE.admission()),
-            2,
+            (
+                2,
+                RetriesSoFar {
+                    extra_attempts: 0,
+                    runs: 0,
+                },
+            ),
             db,
         );
         assert!(
@@ -474,6 +526,30 @@ mod tests {
         );
         assert!(!line.contains("--jobs"), "{line}");
         assert!(line.contains("up to 2 time(s)"), "{line}");
+        assert!(
+            line.ends_with("(not in the estimate: no retry measured here yet)"),
+            "{line}"
+        );
+        // Resumed where 2 of 4 stored runs ran again: the estimate grows by half.
+        let measured = RetriesSoFar {
+            extra_attempts: 2,
+            runs: 4,
+        };
+        let line = plan_line(
+            "s",
+            (2, 4),
+            &[(60.0, one), (30.0, one)],
+            (Jobs::ONE, &Jobs::ONE.admission()),
+            (2, measured),
+            db,
+        );
+        assert!(
+            line.ends_with(
+                "; so far here 2 flagged attempt(s) ran again over 4 run(s): ≈ 2 min 15 s one at \
+                 a time with as many"
+            ),
+            "{line}"
+        );
         let o = RunOutcome {
             out: "out".into(),
             ran: 4,
@@ -494,5 +570,11 @@ mod tests {
             ..o
         };
         assert!(summary_line(5, 6, db, &waited).contains("; 1 min 30 s waited out host noise"));
+        // `run` without --report ends pointing to what reads the results (issue 61).
+        assert_eq!(
+            next_steps(Path::new("out")),
+            "quiclab run: to see them: quiclab report out (report.html with figures), quiclab \
+             export out (CSV for pandas or R)"
+        );
     }
 }

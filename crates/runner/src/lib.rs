@@ -388,6 +388,8 @@ pub struct Mode {
     /// Wait out host noise before a run (crate::storms); off only where a benchmark wants the
     /// noise to reach the runs.
     pub wait_out_noise: bool,
+    /// End with the commands that show the results (`quiclab run` without `--report`).
+    pub point_to_report: bool,
 }
 
 impl Default for Mode {
@@ -398,6 +400,7 @@ impl Default for Mode {
             shard: None,
             jobs: cost::Jobs::ONE,
             wait_out_noise: true,
+            point_to_report: false,
         }
     }
 }

@@ -236,6 +236,7 @@ impl GridRun<'_> {
             shard: None,
             jobs: Jobs::ONE,
             wait_out_noise: side != "steady",
+            point_to_report: false,
         };
         // The steady side's runs each run once: flagged or not, as they met the noise.
         let mut scenario = self.scenario.clone();

@@ -512,9 +512,18 @@ pub fn listing(
     studies: &[Study],
     repetitions: Option<u32>,
 ) -> Result<Vec<StudyListing>> {
+    let n = studies.len();
     studies
         .iter()
-        .map(|s| {
+        .enumerate()
+        .map(|(i, s)| {
+            // Each study's four estimates prepare every run of its packs: seconds each, so a
+            // line says what is being counted (stderr: `--json` keeps stdout one document).
+            eprintln!(
+                "quiclab reproduce --list: estimating {} ({} of {n})",
+                s.name,
+                i + 1
+            );
             let opts = |quick, whole_grid, explain| PackOptions {
                 repetitions,
                 whole_grid,

@@ -30,10 +30,16 @@ pub fn cwnd_series(run_key: &str, cwnd_csv: &str, epoch_monotonic_ns: u64) -> Op
         let t = (sample.t_mono_ns as f64 - epoch_monotonic_ns as f64) / 1e9;
         entry.1.push((t, sample.cwnd_bytes));
     }
-    let (_, points) = by_conn.into_values().max_by(|a, b| a.0.total_cmp(&b.0))?;
+    let n = by_conn.len();
+    let (conn, (_, points)) = by_conn.into_iter().max_by(|a, b| a.1.0.total_cmp(&b.1.0))?;
+    // Of several connections (h1's six) one is drawn: the panel's legend says which.
+    let name = match n {
+        1 => "cwnd_bytes".to_string(),
+        _ => format!("cwnd_bytes@connection {conn}, the busiest of {n}"),
+    };
     Some(Series {
         run_key: run_key.to_string(),
-        name: "cwnd_bytes".into(),
+        name,
         unit: "bytes".into(),
         points: thin(points),
     })

@@ -140,7 +140,12 @@ fn the_cwnd_writer_and_the_cwnd_reader_agree() {
     log.flush();
     let csv = std::fs::read_to_string(&path).unwrap();
     let s = cwnd_series("k", &csv, epoch).expect("a cwnd series");
-    assert_eq!(s.name, "cwnd_bytes");
+    // Of two connections the busiest is drawn, and its label says so.
+    assert!(
+        s.name.starts_with("cwnd_bytes@connection ") && s.name.ends_with(", the busiest of 2"),
+        "{}",
+        s.name
+    );
     assert_eq!(s.points.len(), 4, "the busy connection's 4 samples: {csv}");
     for (t, cwnd) in &s.points {
         assert!(*t >= 0.0 && *t < 10.0, "time on the emulator's axis: {t}");

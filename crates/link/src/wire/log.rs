@@ -6,7 +6,7 @@
 //! ```text
 //! # quiclab packet log v1
 //! # epoch_unix_ns: 1763751234000000000
-//! # uplink: 10mbit, delay 25ms, ...
+//! # uplink: 10mbit, one-way delay 25ms, ...
 //! <t_us> <up|down> + <bytes>                          arrival at the emulator
 //! <t_us> <up|down> - <bytes> <one_way_us> <late_us>   delivery (released to the other side)
 //! <t_us> <up|down> d <bytes>                          refused by the queue (its limit; PIE's early drop)

@@ -183,7 +183,7 @@ pub fn build(p: &Params, link: &LinkSpec, read: ReadText) -> Result<Run, ParamEr
                 "it answers network switches: set a schedule (--switch, or switch = \"wifi@0s,lte@60s\" or \"arisu2019-lte\" in a scenario)",
             ));
         }
-    } else if matches!(kind, WorkloadKind::Page | WorkloadKind::Flows) {
+    } else if !kind.answers_switches() {
         return Err(refuse(
             "switch",
             format!(
@@ -322,6 +322,13 @@ pub fn build(p: &Params, link: &LinkSpec, read: ReadText) -> Result<Run, ParamEr
                     return Err(refuse(
                         "buffer",
                         "client astream: AStream's buffer is its own configuration (config_dash.py's NETFLIX_BUFFER_SIZE and BASIC_THRESHOLD, recorded per run); leave buffer out",
+                    ));
+                }
+                if p.given(&k::SEEK_CHECK) {
+                    return Err(refuse(
+                        "seek_check",
+                        "client astream: seek_check models the seed's fork; upstream AStream \
+                         plays without seeks",
                     ));
                 }
                 if p.given(&k::POLL) {
