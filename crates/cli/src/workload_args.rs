@@ -70,9 +70,9 @@ pub fn run_of(
 }
 
 /// Runs `run` in a fresh lab for `spec` (its work directory kept in `--keep`), lets `artifacts`
-/// write what the run asks for (HAR, waterfall) and prints the result: one JSON object with
-/// `--json`, else its text form. Exit status 1 when the result says the run failed or timed out
-/// (the reason on stderr).
+/// write what the run asks for (HAR, waterfall) and prints the result with the fidelity verdict
+/// `run` would store (`quiclab_runner::command`). Exit status 1 when the result says the run
+/// failed or timed out (the reason on stderr).
 pub fn execute<W: Workload>(
     command: &str,
     run: &W,
@@ -83,22 +83,20 @@ pub fn execute<W: Workload>(
 where
     W::Output: std::fmt::Display,
 {
-    let out = quiclab_workload::harness::run_for_command(
+    let judged = quiclab_runner::command::run(
         run,
         (options, spec),
         flags.keep.as_deref(),
         (flags.pcap.as_deref(), flags.force),
     )?;
+    let out = &judged.outcome;
     if let Some(c) = out.fidelity.as_ref().and_then(|f| f.capture.as_ref()) {
         eprintln!("{c}");
     }
     // The result is printed whatever became of the files written from it.
     let written = artifacts(&out.result);
-    if flags.json {
-        println!("{}", serde_json::to_string_pretty(&out.result)?);
-    } else {
-        println!("{}", out.result);
-    }
+    let text = quiclab_runner::command::text(&out.result, judged.flags.as_deref(), flags.json)?;
+    println!("{text}");
     if let Err(e) = written {
         eprintln!("quiclab {command}: error: {e:#} (the run's result is printed above)");
         return Ok(1);

@@ -12,6 +12,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+pub mod png;
+pub use png::GlyphBackend;
+
 use plotters::style::FontStyle;
 
 /// Tried in order: DejaVu Sans (Debian/Ubuntu package fonts-dejavu-core) at its paths on the
@@ -31,12 +34,15 @@ pub const FAMILY: &str = "sans-serif";
 /// What this process registered or gave up on.
 struct State {
     registered: Option<PathBuf>,
+    /// The registered file's bytes (leaked once, as plotters needs them).
+    bytes: Option<&'static [u8]>,
     /// Files read but refused (not a font, or plotters could not parse them): never retried.
     rejected: Vec<PathBuf>,
 }
 
 static STATE: Mutex<State> = Mutex::new(State {
     registered: None,
+    bytes: None,
     rejected: Vec::new(),
 });
 
@@ -82,6 +88,7 @@ pub fn register(candidates: impl IntoIterator<Item = PathBuf>) -> Result<PathBuf
         // Other styles (bold, italic) fall back to the normal one.
         if plotters::style::register_font(FAMILY, FontStyle::Normal, bytes).is_ok() {
             state.registered = Some(path.clone());
+            state.bytes = Some(bytes);
             return Ok(path);
         }
         tried.push(format!("{}: the font could not be parsed", path.display()));
@@ -91,6 +98,13 @@ pub fn register(candidates: impl IntoIterator<Item = PathBuf>) -> Result<PathBuf
         return Err("no usable font: no file given".to_string());
     }
     Err(format!("no usable font (tried {})", tried.join("; ")))
+}
+
+/// The registered font, for drawing glyphs ([`GlyphBackend`]); None before [`register`] found
+/// one.
+pub fn registered_font() -> Option<ab_glyph::FontRef<'static>> {
+    let state = STATE.lock().unwrap_or_else(|e| e.into_inner());
+    ab_glyph::FontRef::try_from_slice(state.bytes?).ok()
 }
 
 /// A font file's bytes if it looks like a TrueType/OpenType font (checked before the bytes are

@@ -405,6 +405,27 @@ mod tests {
         let doc = serde_json::to_value(&page).unwrap();
         assert_eq!(doc["plt_ms"], 700.0);
         assert_eq!(doc["page"], "carlucci-small");
+        // Its line names the loader as one and a server that is not quiclab's (issue 61: "(quiclab)"
+        // beside --server caddy read as the server).
+        let mut from_caddy = page.clone();
+        from_caddy.implementations = Some(implementation::Implementations {
+            server: implementation::ImplementationRecord {
+                name: "caddy".into(),
+                version: "v2.6.2".into(),
+                congestion_control: "cubic".into(),
+            },
+            client: implementation::ImplementationRecord {
+                name: "quiclab".into(),
+                version: "0.1".into(),
+                congestion_control: "cubic".into(),
+            },
+        });
+        assert!(
+            from_caddy
+                .to_string()
+                .starts_with("carlucci-small over h3 (quiclab's loader) from caddy v2.6.2, "),
+            "{from_caddy}"
+        );
         let flows = flows::FlowsResult {
             mix: "h3+h1".into(),
             jain: Some(0.9),

@@ -179,16 +179,21 @@ impl Display for EndpointCosts {
 impl Display for PageResult {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
         let s = &self.summary;
+        // The loader, said as one (beside --server it read as the server), and a server that is
+        // not quiclab's.
+        let loader = match s.browser.as_str() {
+            "chromium" => "Chromium",
+            _ => "quiclab's loader",
+        };
+        let server = match self.implementations.as_ref().map(|i| &i.server) {
+            Some(sv) if sv.name != "quiclab" => format!(" from {} {}", sv.name, sv.version),
+            _ => String::new(),
+        };
         write!(
             f,
-            "{} over {} ({}), {}: {} objects, {} bytes, page load time {:.1} ms over {} connection(s), protocols {:?}",
+            "{} over {} ({loader}){server}, {}: {} objects, {} bytes, page load time {:.1} ms over {} connection(s), protocols {:?}",
             self.page,
             s.proto,
-            if s.browser == "chromium" {
-                "Chromium"
-            } else {
-                "quiclab"
-            },
             self.link.downlink,
             s.objects,
             s.bytes,

@@ -417,7 +417,8 @@ pub fn draw_png(
         path: png.to_path_buf(),
         message: e.to_string(),
     };
-    let root = BitMapBackend::new(png, size).into_drawing_area();
+    // Glyphs at their bearings (plotters' bitmap text drops them: "pi e").
+    let root = quiclab_fonts::GlyphBackend::new(BitMapBackend::new(png, size)).into_drawing_area();
     let title = full_title(&options.title, objects.len());
     draw(&root, &rows, &title, load, size.0).map_err(|e| draw_err(&e))?;
     root.present().map_err(|e| draw_err(&e))?;

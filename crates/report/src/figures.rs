@@ -847,7 +847,9 @@ fn draw_svg(spec: &FigureSpec) -> Result<String, String> {
 }
 
 fn draw_png(spec: &FigureSpec, path: &Path) -> Result<(), String> {
-    let root = BitMapBackend::new(path, spec.size).into_drawing_area();
+    // Glyphs at their bearings (plotters' bitmap text drops them: "pi e", "+83 .3%").
+    let root =
+        quiclab_fonts::GlyphBackend::new(BitMapBackend::new(path, spec.size)).into_drawing_area();
     spec.draw(&root).map_err(|e| e.to_string())?;
     root.present().map_err(|e| e.to_string())
 }

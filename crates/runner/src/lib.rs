@@ -9,6 +9,7 @@
 //! `quiclab run`, `quiclab demo` and `quiclab bench runner` ([`bench`]) drive it.
 
 pub mod bench;
+pub mod command;
 pub mod cost;
 pub mod demo;
 pub mod environment;
