@@ -49,10 +49,7 @@ pub fn glyph_pixels(font: &FontRef<'static>, size: f32, text: &str) -> Vec<(i32,
         glyph.position = point(pen, 0.0);
         if let Some(outline) = font.outline_glyph(glyph) {
             let bounds = outline.px_bounds();
-            let (left, top) = (
-                (bounds.min.x - scaled.h_side_bearing(id)) as i32,
-                (size / 2.0 + bounds.min.y) as i32,
-            );
+            let (left, top) = (bounds.min.x as i32, (size / 2.0 + bounds.min.y) as i32);
             outline.draw(|x, y, coverage| out.push((left + x as i32, top + y as i32, coverage)));
         }
         pen += scaled.h_advance(id);
