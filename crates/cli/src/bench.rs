@@ -47,6 +47,9 @@ pub struct BenchNoiseArgs {
     /// Results of each grid and side, and equivalence-noise.json (continued when interrupted)
     #[arg(long, value_name = "DIR", default_value = "quiclab-bench-noise")]
     pub out: std::path::PathBuf,
+    /// Print the comparisons as one JSON document on stdout (progress stays on stderr)
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Args, Debug)]
@@ -62,6 +65,9 @@ pub struct BenchJobsArgs {
     /// Results and equivalence-jobs-J.json (continued when it holds an interrupted benchmark)
     #[arg(long, value_name = "DIR", default_value = "quiclab-bench-jobs")]
     pub out: std::path::PathBuf,
+    /// Print the comparisons as one JSON document on stdout (progress stays on stderr)
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Args, Debug)]
@@ -74,6 +80,9 @@ pub struct BenchPlayersArgs {
     /// Results of each rule and player, and players.json (continued when interrupted)
     #[arg(long, value_name = "DIR", default_value = "quiclab-bench-players")]
     pub out: std::path::PathBuf,
+    /// Print the comparisons as one JSON document on stdout (progress stays on stderr)
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Args, Debug)]
@@ -133,18 +142,22 @@ pub fn run(cmd: BenchCommand) -> Result<i32> {
             quiclab_runner::bench::run(a.runs, a.out.as_deref())?.print(a.json)
         }
         BenchCommand::Jobs(a) => {
-            quiclab_runner::equivalence::bench_jobs(&library()?, &a.only, a.jobs.n, a.quick, &a.out)
-                .map(|_| 0)
+            let lib = library()?;
+            let grids =
+                quiclab_runner::equivalence::bench_jobs(&lib, &a.only, a.jobs.n, a.quick, &a.out)?;
+            crate::emit(a.json, &grids, String::new).map(|_| 0)
         }
         BenchCommand::Noise(a) => {
             let lib = library()?;
             let grids = quiclab_runner::noise_bench::bench_noise(
                 &lib, &a.only, &a.sides, a.pattern, a.quick, &a.out,
             )?;
+            crate::emit(a.json, &grids, String::new)?;
             Ok(quiclab_runner::noise_bench::exit_code(&grids))
         }
         BenchCommand::Players(a) => {
-            quiclab_runner::players_bench::bench_players(a.quick, a.jobs.n, &a.out).map(|_| 0)
+            let bench = quiclab_runner::players_bench::bench_players(a.quick, a.jobs.n, &a.out)?;
+            crate::emit(a.json, &bench, String::new).map(|_| 0)
         }
         BenchCommand::InjectNoise { noise } => quiclab_lab::noise::inject_json(&noise).map(|_| 0),
     }

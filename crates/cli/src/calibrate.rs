@@ -45,11 +45,7 @@ pub struct CalibrateArgs {
 
 pub fn run(args: CalibrateArgs) -> Result<i32> {
     let c = measure(&args)?;
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&c)?);
-    } else {
-        print!("{c}");
-    }
+    crate::emit(args.json, &c, || c.to_string())?;
     Ok(if c.pass { 0 } else { 1 })
 }
 

@@ -5,7 +5,7 @@
 
 use std::marker::PhantomData;
 
-use anyhow::{Result, anyhow};
+use anyhow::Result;
 use clap::{Arg, ArgAction, ArgMatches, Args, Command, FromArgMatches};
 use quiclab_lab::LinkSpec;
 
@@ -153,21 +153,7 @@ impl<R> Given for Flags<R> {
 
 /// The parameters of a run of `kind` from the flags of `groups`; an error names the flag.
 pub fn params(kind: WorkloadKind, groups: &[&dyn Given]) -> Result<Params> {
-    let mut params = Params::new(kind);
-    for (k, v) in groups.iter().flat_map(|g| g.given()) {
-        params
-            .set(k.name, v)
-            .map_err(|e| anyhow!("--{}: {e}", k.flag()))?;
-    }
-    Ok(params)
-}
-
-/// The flag that blames `key` in an error of a built run (the key's row's flag).
-pub fn flag_of(key: &str, kind: WorkloadKind) -> String {
-    keys::find(key, kind).map_or_else(
-        || format!("--{}", key.replace('_', "-")),
-        |k| format!("--{}", k.flag()),
-    )
+    Params::from_flags(kind, groups.iter().flat_map(|g| g.given())).map_err(anyhow::Error::msg)
 }
 
 /// The link the parameters describe, with what it allows but does less than it may seem

@@ -26,12 +26,18 @@ pub fn page(args: PageArgs) -> Result<i32> {
     let (options, spec, WorkloadSpec::Page(run)) = args.workload.prepare()? else {
         bail!("internal: page parameters built another workload");
     };
+    // A page's figure is its waterfall.
+    let mut flags = args.workload.run.clone();
+    let waterfall = match (args.waterfall, flags.figure.take()) {
+        (Some(_), Some(_)) => bail!("--figure and --waterfall both name the waterfall: give one"),
+        (w, f) => w.or(f),
+    };
     // Before the lab starts, so that a refusal costs no run.
     let mut files = quiclab_workload::page::PageFiles::reserve(
         args.har.as_deref(),
-        args.waterfall.as_deref(),
-        args.workload.run.pcap.as_deref(),
-        args.workload.run.force,
+        waterfall.as_deref(),
+        flags.pcap.as_deref(),
+        flags.force,
     )?;
     let artifacts = |r: &_| -> Result<()> {
         for note in files.write(&run, r, &spec)? {
@@ -39,11 +45,5 @@ pub fn page(args: PageArgs) -> Result<i32> {
         }
         Ok(())
     };
-    execute(
-        "page",
-        &run,
-        (&options, &spec),
-        &args.workload.run,
-        artifacts,
-    )
+    execute("page", &run, (&options, &spec), &flags, artifacts)
 }

@@ -5,7 +5,9 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::Args;
+use quiclab_report::compare::{CompareChoice, compare_dirs};
 use quiclab_report::from_store::ReportChoice;
+use quiclab_runner::metric_registry;
 
 #[derive(Args, Debug)]
 pub struct ReportArgs {
@@ -26,6 +28,9 @@ pub struct ReportArgs {
     /// run key, all required, e.g. `proto=h3,loss=2%,rep=1`; repeatable; default: every traced run
     #[arg(long, value_name = "FILTER")]
     pub series: Vec<String>,
+    /// Print the report's files and notes as one JSON document
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Args, Debug)]
@@ -49,8 +54,7 @@ pub fn report(args: ReportArgs) -> Result<i32> {
         series: args.series,
     };
     let out = write(&args.dir, &choice)?;
-    println!("{}", out.html.display());
-    Ok(0)
+    crate::emit(args.json, &out, || format!("{}\n", out.html.display())).map(|_| 0)
 }
 
 /// The report of `dir` as `choice` asks (`quiclab run --report` and the demo: the defaults), its
@@ -73,4 +77,33 @@ pub fn export(args: ExportArgs) -> Result<i32> {
         s.series_points
     );
     Ok(0)
+}
+
+#[derive(Args, Debug)]
+pub struct CompareArgs {
+    /// Results before (a results directory, holding results.sqlite; only read)
+    pub a: PathBuf,
+    /// Results after, judged against A run for run (same settings and repetition)
+    pub b: PathBuf,
+    /// Metrics to judge, comma-separated or repeated (default: the workload kind's report metrics)
+    #[arg(long, value_delimiter = ',')]
+    pub metric: Vec<String>,
+    /// The smallest difference that matters, in % of A
+    #[arg(long, default_value_t = 5.0, value_name = "PERCENT")]
+    pub margin: f64,
+    /// Where compare.html and compare.json go (new, empty or quiclab's)
+    #[arg(long, value_name = "DIR", default_value = "quiclab-compare")]
+    pub out: PathBuf,
+    /// Print compare.json's document
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn compare(args: CompareArgs) -> Result<i32> {
+    let choice = CompareChoice {
+        metrics: args.metric,
+        margin: args.margin / 100.0,
+    };
+    let c = compare_dirs(&args.a, &args.b, &choice, &metric_registry(), &args.out)?;
+    crate::emit(args.json, &c, || c.text()).map(|_| 0)
 }

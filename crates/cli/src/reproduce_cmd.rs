@@ -93,17 +93,6 @@ pub fn run(args: ReproduceArgs) -> Result<i32> {
         &opts(args.quick),
         &quiclab_lab::guard::set_exit_hint,
     )?;
-    let verdicts = &done.verdicts;
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&verdicts)?);
-    } else {
-        verdicts.iter().for_each(|v| println!("{v}"));
-        quiclab_runner::reproduce::tallies(verdicts)
-            .iter()
-            .for_each(|t| println!("{t}"));
-        for path in [&done.json, &done.csv, &done.html] {
-            println!("{}", path.display());
-        }
-    }
+    crate::emit(args.json, &done.verdicts, || done.text())?;
     Ok(if broken.is_empty() { 0 } else { 1 })
 }

@@ -5,7 +5,6 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::Args;
-use quiclab_runner::Resume;
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
@@ -43,6 +42,9 @@ pub struct RunArgs {
     pub shard: Option<quiclab_experiment::Shard>,
     #[command(flatten)]
     pub jobs: JobsArg,
+    /// Print what the run did as one JSON document on stdout (progress stays on stderr)
+    #[arg(long, conflicts_with = "dry_run")]
+    pub json: bool,
 }
 /// `--jobs`, declared once for every command that runs labs side by side.
 #[derive(clap::Args, Debug, Clone, Copy)]
@@ -53,44 +55,27 @@ pub struct JobsArg {
 }
 
 pub fn run(args: RunArgs) -> Result<i32> {
-    let (mut scenario, text) =
-        quiclab_runner::load_scenario(&args.file, args.repetitions, args.quick)?;
-    if let Some(n) = args.retry_flagged {
-        scenario.retry_flagged = Some(n);
-    }
-    let out = args
-        .out
-        .clone()
-        .unwrap_or_else(|| quiclab_runner::default_out(&scenario, args.shard));
-    if args.dry_run {
-        quiclab_runner::print_dry_run(&args.file, &scenario, args.shard, &out)?;
-        return Ok(0);
-    }
-    let plan = quiclab_runner::prepare_plan(&args.file, &scenario)?;
-    let plan = match args.shard {
-        Some(shard) => quiclab_experiment::shard_of(&plan, shard),
-        None => plan,
+    let request = quiclab_runner::RunRequest {
+        file: args.file,
+        out: args.out,
+        resume: args.resume,
+        retry_failed: args.retry_failed,
+        dry_run: args.dry_run,
+        retry_flagged: args.retry_flagged,
+        repetitions: args.repetitions,
+        quick: args.quick,
+        shard: args.shard,
+        jobs: args.jobs.n,
+        point_to_report: !args.report,
     };
-    let resume = Resume::from_flags(args.resume, args.retry_failed);
-    let outcome = quiclab_runner::execute(
-        &args.file,
-        &scenario,
-        &text,
-        &plan,
-        &out,
-        quiclab_runner::Mode {
-            resume,
-            quick: args.quick,
-            shard: args.shard,
-            jobs: args.jobs.n.unwrap_or(quiclab_runner::cost::Jobs::ONE),
-            point_to_report: !args.report,
-            ..Default::default()
-        },
-        &quiclab_lab::guard::set_exit_hint,
-    )?;
+    let hint = &quiclab_lab::guard::set_exit_hint;
+    let Some(outcome) = quiclab_runner::run_file(&request, hint)? else {
+        return Ok(0);
+    };
     if args.report {
         crate::report_cmd::write(&outcome.out, &Default::default())?;
     }
+    crate::emit(args.json, &outcome, String::new)?;
     Ok(if outcome.failed > 0 { 1 } else { 0 })
 }
 
@@ -105,11 +90,13 @@ pub struct MergeArgs {
     /// Merge shards made by different quiclab builds (each session keeps its build)
     #[arg(long)]
     pub allow_mixed_versions: bool,
+    /// Print what was merged and what is missing as one JSON document
+    #[arg(long)]
+    pub json: bool,
 }
 
 pub fn merge(args: MergeArgs) -> Result<i32> {
     let outcome =
         quiclab_runner::shards::merge_into(&args.shards, &args.out, args.allow_mixed_versions)?;
-    println!("{outcome}");
-    Ok(0)
+    crate::emit(args.json, &outcome, || format!("{outcome}\n")).map(|_| 0)
 }

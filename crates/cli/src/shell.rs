@@ -76,15 +76,8 @@ pub fn run(args: ShellArgs) -> Result<i32> {
         capture,
         command: &args.command,
     })?;
-    out.switches.iter().for_each(|s| eprintln!("{s}"));
-    if args.log.is_some() || args.summary {
-        eprintln!("{}", out.fidelity.summary(&spec.describe()));
-        if let Some(log) = &args.log {
-            eprintln!("packet log: {}", log.display());
-        }
-    }
-    if let Some(c) = &out.fidelity.capture {
-        eprintln!("{c}");
+    for line in out.report_lines(args.log.as_deref(), args.summary, &spec) {
+        eprintln!("{line}");
     }
     if let Some(path) = &args.fidelity_json {
         out.write_fidelity_json(path, &spec)?;

@@ -167,11 +167,7 @@ pub fn fetch(args: FetchArgs) -> Result<i32> {
         timeout_ms: args.timeout.as_millis() as u64,
         stack: args.stack.options(),
     })?;
-    if args.json {
-        println!("{}", serde_json::to_string(&out)?);
-    } else {
-        print!("{}", out.report.text(server));
-    }
+    crate::emit(args.json, &out, || out.report.text(server))?;
     Ok(i32::from(out.any_unverified()))
 }
 
@@ -207,9 +203,5 @@ pub fn syscalls(args: SyscallsArgs) -> Result<i32> {
     let (options, spec, run) = bulk_run(&args.bulk)?;
     let keep = args.bulk.run.keep.as_deref();
     let profile = quiclab_workload::syscalls::trace_bulk(&run, &options, &spec, keep)?;
-    match args.bulk.run.json {
-        true => println!("{}", serde_json::to_string_pretty(&profile)?),
-        false => print!("{}", profile.text(args.top)),
-    }
-    Ok(0)
+    crate::emit(args.bulk.run.json, &profile, || profile.text(args.top)).map(|_| 0)
 }

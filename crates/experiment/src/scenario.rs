@@ -645,7 +645,7 @@ impl Parser<'_> {
         } else {
             let quoted: Vec<String> = near.iter().map(|n| format!("\"{n}\"")).collect();
             format!(
-                "did you mean {}? ({section} takes {} keys; docs/keys.md lists them)",
+                "did you mean {}? ({section} takes {} keys; docs/experiments.md lists them)",
                 quoted.join(" or "),
                 known.len()
             )
@@ -1410,7 +1410,7 @@ loss = ["0%", "2%"]
             e,
             format!(
                 "s.toml:12: unknown key \"rtts\" in [link]; did you mean \"rtt\"? ([link] takes \
-                 {} keys; docs/keys.md lists them)",
+                 {} keys; docs/experiments.md lists them)",
                 link_keys().len()
             )
         );

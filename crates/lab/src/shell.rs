@@ -50,6 +50,23 @@ pub struct ShellOutcome {
 }
 
 impl ShellOutcome {
+    /// What `quiclab shell` says on stderr after the command: the switches made, the emulator's
+    /// fidelity summary (with `--log` or `--summary`) and the packet log's path, the capture.
+    pub fn report_lines(
+        &self,
+        log: Option<&std::path::Path>,
+        summary: bool,
+        spec: &LinkSpec,
+    ) -> Vec<String> {
+        let mut out: Vec<String> = self.switches.iter().map(|s| s.to_string()).collect();
+        if log.is_some() || summary {
+            out.push(self.fidelity.summary(&spec.describe()).to_string());
+            out.extend(log.map(|l| format!("packet log: {}", l.display())));
+        }
+        out.extend(self.fidelity.capture.iter().map(|c| c.to_string()));
+        out
+    }
+
     /// `--fidelity-json`: the link, the switches and the emulator's report, in one file (checked
     /// before the lab started).
     pub fn write_fidelity_json(&self, path: &std::path::Path, spec: &LinkSpec) -> Result<()> {

@@ -956,6 +956,15 @@ pub const PARALLEL: Key = Key {
 };
 }
 
+/// The command-line flag that blames `key` in an error of a built run of `kind` (its row's flag;
+/// a name no row has, spelled as a flag would be).
+pub fn flag_of(key: &str, kind: WorkloadKind) -> String {
+    find(key, kind).map_or_else(
+        || format!("--{}", key.replace('_', "-")),
+        |k| format!("--{}", k.flag()),
+    )
+}
+
 /// The row of scenario key `name` for `kind`.
 pub fn find(name: &str, kind: WorkloadKind) -> Option<&'static Key> {
     KEYS.iter()

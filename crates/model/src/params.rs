@@ -86,6 +86,21 @@ impl Params {
         }
     }
 
+    /// The parameters of a run of `kind` from command-line flags (each a key's row and the value
+    /// given); an error names the flag (`--rate: …`).
+    pub fn from_flags<'a>(
+        kind: WorkloadKind,
+        given: impl IntoIterator<Item = &'a (&'static crate::keys::Key, String)>,
+    ) -> Result<Params, String> {
+        let mut params = Params::new(kind);
+        for (k, v) in given {
+            params
+                .set(k.name, v)
+                .map_err(|e| format!("--{}: {e}", k.flag()))?;
+        }
+        Ok(params)
+    }
+
     pub fn relative_to(mut self, dir: &Path) -> Params {
         self.base_dir = Some(dir.to_path_buf());
         self

@@ -489,6 +489,41 @@ pub fn plan(input: &ReportInput, agg: &Aggregate) -> Vec<FigureSpec> {
     specs
 }
 
+/// The time-series figure of one run outside a report (`quiclab bulk|flows|video --figure`): a
+/// panel per series, as a report draws a traced run. None when there is nothing to draw.
+pub fn run_figure(title: &str, series: Vec<crate::TimeSeries>) -> Option<FigureSpec> {
+    let input = ReportInput {
+        series,
+        ..Default::default()
+    };
+    let key = input.series.first()?.run_key.clone();
+    let plot = series_plot(&input, &key);
+    if plot.panels.is_empty() {
+        return None;
+    }
+    Some(FigureSpec {
+        stem: "run".into(),
+        section: Section::TimeSeries,
+        size: (fit_title(title, 760.0), 70 + 230 * plot.panels.len() as u32),
+        title: title.to_string(),
+        caption: String::new(),
+        kind: Kind::TimeSeries(plot),
+    })
+}
+
+/// `spec` as SVG text.
+pub fn figure_svg(spec: &FigureSpec) -> Result<String, String> {
+    draw_svg(spec)
+}
+
+/// `spec` drawn as a PNG into `path` (a font is needed for its text: an error names the package).
+pub fn figure_png(spec: &FigureSpec, path: &Path) -> Result<(), String> {
+    if fonts::ensure_font(fonts::CANDIDATES).is_none() {
+        return Err(fonts::NO_FONT_NOTE.to_string());
+    }
+    draw_png(spec, path)
+}
+
 /// Mean goodput (95 % CI) of each flow position per setting and mix: how a mix shares the link.
 pub fn fairness_figure(
     input: &ReportInput,
@@ -638,9 +673,15 @@ fn series_plot(input: &ReportInput, key: &str) -> SeriesPlot {
                 "queue_delay_ms" => "queue delay".to_string(),
                 "throughput_mbps" => "throughput".to_string(),
                 "queue_bytes" => "queue".to_string(),
-                // A name's unit is on the axis already: `buffer_s` is "buffer (s)".
+                // A name's unit is on the axis already: `buffer_s` is "buffer (s)",
+                // `bitrate_mbps` "bitrate (Mbit/s)".
                 other => other
                     .strip_suffix(&format!("_{unit}"))
+                    .or_else(|| {
+                        ["_mbps", "_ms", "_s", "_bytes"]
+                            .iter()
+                            .find_map(|s| other.strip_suffix(s))
+                    })
                     .unwrap_or(other)
                     .replace('_', " "),
             };

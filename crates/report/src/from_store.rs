@@ -242,6 +242,16 @@ fn refuse_unrecorded_metrics(chosen: &[String], runs: &[RunRecord]) -> Result<()
         .iter()
         .flat_map(|r| r.metrics.keys().map(String::as_str))
         .collect();
+    refuse_unrecorded("--metrics", chosen, &recorded)
+}
+
+/// Each of `chosen` (named by `flag`) that is not among the `recorded` metric names: refused with
+/// the names near it (`did you mean "goodput_mbps"?`), or the whole list when none is near.
+pub(crate) fn refuse_unrecorded(
+    flag: &str,
+    chosen: &[String],
+    recorded: &std::collections::BTreeSet<&str>,
+) -> Result<()> {
     for m in chosen {
         if recorded.contains(m.as_str()) {
             continue;
@@ -258,9 +268,34 @@ fn refuse_unrecorded_metrics(chosen: &[String], runs: &[RunRecord]) -> Result<()
                 names.len()
             )
         };
-        bail!("--metrics {m}: no run recorded a metric {m:?}; {hint}");
+        bail!("{flag} {m}: no run recorded a metric {m:?}; {hint}");
     }
     Ok(())
+}
+
+/// The stored runs as the verdict engine reads them (`quiclab_verdict::study`): a run still
+/// flagged for emulator fidelity after its retries is marked so (it counts as failed), a timed-out
+/// one carries its limit (censored).
+pub fn verdict_records(
+    runs: &[quiclab_results::StoredRun],
+) -> Vec<quiclab_verdict::study::RunRecord> {
+    use quiclab_verdict::study::{RunRecord, RunStatus};
+    runs.iter()
+        .map(|r| RunRecord {
+            params: r.params.clone(),
+            repetition: r.repetition,
+            status: match r.status() {
+                Status::Ok => RunStatus::Ok {
+                    flagged: !r.flags.is_empty(),
+                },
+                Status::Timeout => RunStatus::Timeout {
+                    limit_s: r.document.time_limit_s(),
+                },
+                Status::Failed => RunStatus::Failed,
+            },
+            metrics: r.metrics.clone(),
+        })
+        .collect()
 }
 
 /// Each flow's label and goodput of a flow-mix run's result; empty for other kinds.

@@ -22,9 +22,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 mod aggregate;
+pub mod compare;
 pub mod docs;
 pub mod fairness;
-mod figures;
+pub mod figures;
 mod fonts;
 pub mod forest;
 pub mod from_store;
@@ -183,8 +184,8 @@ pub fn default_metrics() -> Vec<MetricInfo> {
     ]
 }
 
-/// What [`render`] wrote.
-#[derive(Debug, Clone)]
+/// What [`render`] wrote (`quiclab report --json` prints it).
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct ReportOutput {
     /// `out_dir/report.html`.
     pub html: PathBuf,

@@ -14,7 +14,7 @@ use rusqlite::{Connection, params};
 use crate::store::{PlanRecord, ScenarioRecord, Store};
 
 /// What a merge did.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct MergeReport {
     /// Runs in the merged database.
     pub runs: usize,

@@ -5,35 +5,151 @@
 use std::path::Path;
 use std::time::Instant;
 
-use anyhow::Result;
+use anyhow::{Result, bail};
 use quiclab_lab::LinkSpec;
 use quiclab_link::LinkOptions;
+use quiclab_outputs::UserFile;
 use quiclab_workload::{Outcome, Workload, WorkloadResult};
 
-/// The run and its fidelity flags (None: the run has no emulator report to judge).
+/// The run, its fidelity flags (None: the run has no emulator report to judge) and, when a
+/// figure was asked for, why it could not be written (the result is printed whatever became of
+/// its files).
 pub struct CommandRun<R> {
     pub outcome: Outcome<R>,
     pub flags: Option<Vec<String>>,
+    pub figure_error: Option<String>,
 }
 
-/// Runs `work` once in a fresh lab (`keep`, `pcap` as the command's flags say). The pauses are
-/// watched over the whole run, the lab's set-up and teardown included (the grid watches the
-/// workload alone): a command errs toward flagging.
+/// Runs `work` once in a fresh lab (`keep`, `pcap` as the command's flags say) and draws
+/// `figure` from it. The pauses are watched over the whole run, the lab's set-up and teardown
+/// included (the grid watches the workload alone): a command errs toward flagging.
 pub fn run<W: Workload>(
     work: &W,
     (options, spec): (&LinkOptions, &LinkSpec),
     keep: Option<&Path>,
     pcap: (Option<&Path>, bool),
+    figure: Option<&mut FigureFiles>,
 ) -> Result<CommandRun<W::Output>> {
+    // A figure reads the run's files (packet log, congestion samples): a temporary directory
+    // holds them when the command keeps none (removed at the end).
+    let temp = match (figure.is_some(), keep) {
+        (true, None) => Some(
+            tempfile::Builder::new()
+                .prefix("quiclab-figure-")
+                .tempdir()?,
+        ),
+        _ => None,
+    };
+    let dir = keep.or(temp.as_ref().map(|t| t.path()));
     let watch = quiclab_lab::host::PauseWatch::global();
     let start = Instant::now();
-    let outcome = quiclab_workload::harness::run_for_command(work, (options, spec), keep, pcap)?;
+    let outcome = quiclab_workload::harness::run_for_command(work, (options, spec), dir, pcap)?;
     let pauses = watch.map(|w| w.between(start, Instant::now()));
     let flags = outcome
         .fidelity
         .as_ref()
         .map(|f| crate::fidelity::flags(spec, f, pauses.as_ref()));
-    Ok(CommandRun { outcome, flags })
+    let figure_error = match (figure, dir) {
+        (Some(fig), Some(dir)) => {
+            let title = format!(
+                "{} {} — {}",
+                work.name(),
+                work.contender(),
+                spec.describe().downlink
+            );
+            fig.write(&title, run_series(work, &outcome, dir, spec))
+                .err()
+                .map(|e| format!("{e:#}"))
+        }
+        _ => None,
+    };
+    Ok(CommandRun {
+        outcome,
+        flags,
+        figure_error,
+    })
+}
+
+/// The time series of one command run: the workload's own (a player's buffer and bitrate, each
+/// flow's throughput and window) and, from the files in `dir`, the downlink queue, the busiest
+/// connection's window when the workload has none of its own, and the delivered rate per 100 ms
+/// when it has no throughput of its own.
+fn run_series<W: Workload>(
+    work: &W,
+    outcome: &Outcome<W::Output>,
+    dir: &Path,
+    spec: &LinkSpec,
+) -> Vec<quiclab_report::TimeSeries> {
+    const KEY: &str = "run";
+    let own = work.time_series(outcome);
+    let mut all = crate::read_series(KEY, dir, spec, own.is_empty());
+    if !own.iter().any(|s| s.name.starts_with("throughput_mbps")) {
+        let log = std::fs::read_to_string(dir.join("link.log")).unwrap_or_default();
+        all.extend(crate::series::delivered_rate_series(KEY, &log, 0.1));
+    }
+    let mut out: Vec<quiclab_report::TimeSeries> = own
+        .into_iter()
+        .map(|s| quiclab_report::TimeSeries {
+            run_key: KEY.into(),
+            name: s.name,
+            unit: s.unit,
+            points: s.points,
+        })
+        .collect();
+    out.extend(all.into_iter().map(|s| quiclab_report::TimeSeries {
+        run_key: s.run_key,
+        name: s.name,
+        unit: s.unit,
+        points: s.points,
+    }));
+    out
+}
+
+/// `--figure FILE` of a workload command: FILE.svg, or FILE.png with its SVG beside it; reserved
+/// before the lab starts (a refusal costs no run; an existing file is replaced only with
+/// `--force`, never through a symbolic link).
+pub struct FigureFiles {
+    svg: UserFile,
+    png: Option<UserFile>,
+}
+
+impl FigureFiles {
+    /// Reserves the figure's files, distinct from `--pcap`'s.
+    pub fn reserve(path: &Path, pcap: Option<&Path>, force: bool) -> Result<FigureFiles> {
+        let (svg, png) = match path.extension().and_then(|e| e.to_str()) {
+            Some("svg") => (path.to_path_buf(), None),
+            Some("png") => (path.with_extension("svg"), Some(path.to_path_buf())),
+            _ => bail!(
+                "--figure {}: name a .svg file, or a .png file (its SVG is written beside it)",
+                path.display()
+            ),
+        };
+        let mut named: Vec<(&Path, &str)> = vec![(&svg, "--figure")];
+        named.extend(png.as_deref().map(|p| (p, "--figure")));
+        named.extend(pcap.map(|p| (p, "--pcap")));
+        quiclab_outputs::distinct(&named)?;
+        Ok(FigureFiles {
+            svg: UserFile::reserve(&svg, "--figure", force)?,
+            png: png
+                .map(|p| UserFile::reserve(&p, "--figure", force))
+                .transpose()?,
+        })
+    }
+
+    fn write(&mut self, title: &str, series: Vec<quiclab_report::TimeSeries>) -> Result<()> {
+        let Some(spec) = quiclab_report::figures::run_figure(title, series) else {
+            bail!("--figure: the run left no time series to draw (no packet log, no samples)");
+        };
+        let svg = quiclab_report::figures::figure_svg(&spec).map_err(anyhow::Error::msg)?;
+        self.svg.write(svg.as_bytes())?;
+        if let Some(png) = &mut self.png {
+            let (tmp, _file) = png.temp()?;
+            quiclab_report::figures::figure_png(&spec, &tmp)
+                .map_err(|e| anyhow::anyhow!("--figure: the PNG: {e} (the SVG is written)"))?;
+            png.commit(&tmp)?;
+        }
+        Ok(())
+    }
 }
 
 /// What the command prints: the result's text and the verdict `run` would store on a line of its

@@ -63,7 +63,10 @@ pub fn execute(
             (todo.len(), skipped),
             &sized,
             (mode.jobs, &admission),
-            (retry_flagged, RetriesSoFar::of(&store)?),
+            (
+                retry_flagged,
+                RetriesSoFar::of(&store, scenario.kind, mode.jobs)?
+            ),
             &db
         )
     );
@@ -108,6 +111,12 @@ pub fn execute(
     progress.done();
     exe::unpin();
     let total = store.run_count()?;
+    crate::retry_ledger::record(
+        scenario.kind,
+        &mode.jobs.to_string(),
+        outcome.ran,
+        outcome.retries,
+    );
     eprintln!("{}", summary_line(total, plan.len(), &db, &outcome));
     if mode.point_to_report {
         eprintln!("{}", next_steps(out));
@@ -190,18 +199,25 @@ fn learnt_costs(
 }
 
 /// What the grid will do, before it starts (`(to do, skipped)`; each run's estimate and cost).
-/// The retries a results directory measured so far: attempts run again per run stored.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// The retries a results directory measured so far: attempts run again per run stored; and,
+/// for a directory that measured none yet, what this host measured for the workload kind
+/// ([`crate::retry_ledger`]; `host_same_jobs`: at the same --jobs, else at any).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
 struct RetriesSoFar {
     extra_attempts: usize,
     runs: usize,
+    host: crate::retry_ledger::HostRetries,
+    host_same_jobs: bool,
 }
 
 impl RetriesSoFar {
-    fn of(store: &Store) -> Result<RetriesSoFar> {
+    fn of(store: &Store, kind: quiclab_model::WorkloadKind, jobs: Jobs) -> Result<RetriesSoFar> {
+        let (host, host_same_jobs) = crate::retry_ledger::measured(kind, &jobs.to_string());
         Ok(RetriesSoFar {
             extra_attempts: store.replaced_attempt_count()?,
             runs: store.run_count()?,
+            host,
+            host_same_jobs,
         })
     }
 
@@ -223,9 +239,23 @@ fn plan_line(
     let alone: f64 = sized.iter().map(|s| s.0).sum();
     // Retries are in the estimate once this directory has measured them (issue 61: estimates
     // that left them out fell short by 40 %).
-    let retries = match so_far.scale() {
-        None => " (not in the estimate: no retry measured here yet)".to_string(),
-        Some(k) => format!(
+    let retries = match (so_far.scale(), so_far.host.scale()) {
+        (None, None) => {
+            " (not in the estimate: no retry measured here or on this host yet)".to_string()
+        }
+        (None, Some(k)) => format!(
+            "; none measured here yet, on this host {} flagged attempt(s) ran again over {} run(s) \
+             of this kind{}: ≈ {} one at a time with as many",
+            so_far.host.extra_attempts,
+            so_far.host.runs,
+            if so_far.host_same_jobs {
+                " at these --jobs"
+            } else {
+                " (at other --jobs)"
+            },
+            format_duration(alone * k)
+        ),
+        (Some(k), _) => format!(
             "; so far here {} flagged attempt(s) ran again over {} run(s): ≈ {} one at a time \
              with as many",
             so_far.extra_attempts,
@@ -507,13 +537,7 @@ mod tests {
             (2, 3),
             &[(60.0, one), (30.0, one)],
             (Jobs::ONE, &Jobs::ONE.admission()),
-            (
-                2,
-                RetriesSoFar {
-                    extra_attempts: 0,
-                    runs: 0,
-                },
-            ),
+            (2, RetriesSoFar::default()),
             db,
         );
         assert!(
@@ -527,13 +551,14 @@ mod tests {
         assert!(!line.contains("--jobs"), "{line}");
         assert!(line.contains("up to 2 time(s)"), "{line}");
         assert!(
-            line.ends_with("(not in the estimate: no retry measured here yet)"),
+            line.ends_with("(not in the estimate: no retry measured here or on this host yet)"),
             "{line}"
         );
         // Resumed where 2 of 4 stored runs ran again: the estimate grows by half.
         let measured = RetriesSoFar {
             extra_attempts: 2,
             runs: 4,
+            ..Default::default()
         };
         let line = plan_line(
             "s",
@@ -547,6 +572,32 @@ mod tests {
             line.ends_with(
                 "; so far here 2 flagged attempt(s) ran again over 4 run(s): ≈ 2 min 15 s one at \
                  a time with as many"
+            ),
+            "{line}"
+        );
+        // A new directory on a host that measured 1 retry per 10 runs of the kind: ten per cent
+        // more, said as the host's.
+        let host = RetriesSoFar {
+            host: crate::retry_ledger::HostRetries {
+                extra_attempts: 3,
+                runs: 30,
+                grids: 2,
+            },
+            host_same_jobs: true,
+            ..Default::default()
+        };
+        let line = plan_line(
+            "s",
+            (2, 0),
+            &[(60.0, one), (30.0, one)],
+            (Jobs::ONE, &Jobs::ONE.admission()),
+            (2, host),
+            db,
+        );
+        assert!(
+            line.ends_with(
+                "; none measured here yet, on this host 3 flagged attempt(s) ran again over 30 \
+                 run(s) of this kind at these --jobs: ≈ 1 min 39 s one at a time with as many"
             ),
             "{line}"
         );

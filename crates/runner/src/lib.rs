@@ -21,6 +21,7 @@ pub mod noise_bench;
 pub mod players_bench;
 pub mod prepare;
 pub mod reproduce;
+pub mod retry_ledger;
 pub mod series;
 pub mod shards;
 pub mod storms;
@@ -42,7 +43,8 @@ use quiclab_model::runner_metrics::{
     TEARDOWN_MS,
 };
 
-/// What a finished (or interrupted) `run` did.
+/// What a finished (or interrupted) `run` did (`quiclab run --json` prints it).
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct RunOutcome {
     pub out: PathBuf,
     pub ran: usize,
@@ -406,6 +408,58 @@ impl Default for Mode {
     }
 }
 
+/// What `quiclab run FILE` asks for: its flags as values.
+#[derive(Debug, Clone, Default)]
+pub struct RunRequest {
+    pub file: PathBuf,
+    /// None: quiclab-results/<name> ([`default_out`]).
+    pub out: Option<PathBuf>,
+    pub resume: bool,
+    pub retry_failed: bool,
+    /// List the runs and the estimate, run nothing.
+    pub dry_run: bool,
+    /// Overrides the scenario's `retry_flagged`.
+    pub retry_flagged: Option<u32>,
+    pub repetitions: Option<u32>,
+    pub quick: bool,
+    pub shard: Option<quiclab_experiment::Shard>,
+    /// None: one lab at a time.
+    pub jobs: Option<cost::Jobs>,
+    /// End with the commands that show the results (no report is written at the end).
+    pub point_to_report: bool,
+}
+
+/// `quiclab run`: loads the scenario, and lists the plan (a dry run: None) or runs it (the
+/// outcome; progress and the summary on stderr).
+pub fn run_file(r: &RunRequest, exit_hint: &dyn Fn(String)) -> Result<Option<RunOutcome>> {
+    let (mut scenario, text) = load_scenario(&r.file, r.repetitions, r.quick)?;
+    if let Some(n) = r.retry_flagged {
+        scenario.retry_flagged = Some(n);
+    }
+    let out = r
+        .out
+        .clone()
+        .unwrap_or_else(|| default_out(&scenario, r.shard));
+    if r.dry_run {
+        print_dry_run(&r.file, &scenario, r.shard, &out)?;
+        return Ok(None);
+    }
+    let plan = prepare_plan(&r.file, &scenario)?;
+    let plan = match r.shard {
+        Some(shard) => quiclab_experiment::shard_of(&plan, shard),
+        None => plan,
+    };
+    let mode = Mode {
+        resume: Resume::from_flags(r.resume, r.retry_failed),
+        quick: r.quick,
+        shard: r.shard,
+        jobs: r.jobs.unwrap_or(cost::Jobs::ONE),
+        point_to_report: r.point_to_report,
+        ..Default::default()
+    };
+    execute(&r.file, &scenario, &text, &plan, &out, mode, exit_hint).map(Some)
+}
+
 /// For `report` and `export`, which write into the results directory `dir`: its lock, and a
 /// write a killed process left unfinished rolled back, said on stderr
 /// (`quiclab_results::lock_and_recover`).
@@ -662,7 +716,7 @@ fn execute_one(
 
 /// The time series of a traced run. A missing or unreadable packet log gives no queue series and
 /// says so on stderr (the run's measurement does not depend on it; the trace is incomplete).
-fn read_series(
+pub(crate) fn read_series(
     key: &str,
     dir: &Path,
     spec: &quiclab_lab::LinkSpec,

@@ -8,10 +8,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, anyhow, bail};
 use quiclab_experiment::metric::MetricDef;
-use quiclab_results::{Status, Store, StoredRun};
+use quiclab_results::{Store, StoredRun};
 use quiclab_verdict::findings::{self, Judged, Study};
 use quiclab_verdict::judge;
-use quiclab_verdict::study::{RunRecord, RunStatus, ScenarioRuns};
+use quiclab_verdict::study::{RunRecord, ScenarioRuns};
 use serde::Serialize;
 
 pub use quiclab_verdict::outcome::{FindingVerdict, verdict_word};
@@ -274,22 +274,7 @@ pub fn pack_scenarios(study: &Study, explain: bool) -> Vec<String> {
 
 /// The stored runs as plain records for the verdict (`quiclab_verdict::study`).
 pub fn run_records(runs: &[StoredRun]) -> Vec<RunRecord> {
-    runs.iter()
-        .map(|r| RunRecord {
-            params: r.params.clone(),
-            repetition: r.repetition,
-            status: match r.status() {
-                Status::Ok => RunStatus::Ok {
-                    flagged: !r.flags.is_empty(),
-                },
-                Status::Timeout => RunStatus::Timeout {
-                    limit_s: r.document.time_limit_s(),
-                },
-                Status::Failed => RunStatus::Failed,
-            },
-            metrics: r.metrics.clone(),
-        })
-        .collect()
+    quiclab_report::from_store::verdict_records(runs)
 }
 
 /// The runs of one results directory as a finding sees them (see
@@ -688,7 +673,9 @@ fn plan_of(
     Ok((file, s, text, plan))
 }
 
-/// How long a pack takes: its runs, one at a time and at `--jobs auto` on this machine.
+/// How long a pack takes: its runs, one at a time and at `--jobs auto` on this machine, each
+/// scenario's with the flagged attempts this host ran again for its kind
+/// ([`crate::retry_ledger`]).
 #[derive(Debug, Clone, Copy, Default, Serialize)]
 pub struct PackEstimate {
     pub runs: usize,
@@ -706,9 +693,18 @@ pub fn estimate(lib: &Library, study: &Study, opts: &PackOptions) -> Result<Pack
     for scenario in pack_scenarios(study, opts.explain) {
         let (file, s, _, plan) = plan_of(lib, study, &scenario, opts)?;
         let sized = crate::sized(&file, &s, &plan)?;
+        // Each with the flagged attempts this host ran again for the kind, alone and at auto.
+        let retries = |jobs: crate::cost::Jobs| {
+            crate::retry_ledger::measured(s.kind, &jobs.to_string())
+                .0
+                .scale()
+                .unwrap_or(1.0)
+        };
         e.runs += plan.len();
-        e.one_at_a_time_s += sized.iter().map(|r| r.0).sum::<f64>();
-        e.auto_s += quiclab_experiment::admission::makespan(&sized, &auto);
+        e.one_at_a_time_s +=
+            sized.iter().map(|r| r.0).sum::<f64>() * retries(crate::cost::Jobs::ONE);
+        e.auto_s += quiclab_experiment::admission::makespan(&sized, &auto)
+            * retries(crate::cost::Jobs::Auto);
     }
     Ok(e)
 }
@@ -760,7 +756,13 @@ pub fn run_pack(
                 .map(|l| (l.estimate_s, opts.jobs.effective(l.cost)))
                 .collect();
         let todo = sized.len();
-        let estimate = quiclab_experiment::admission::makespan(&sized, &opts.jobs.admission());
+        // With the flagged attempts this host ran again for the kind (a new pack measured none).
+        let retries = crate::retry_ledger::measured(s.kind, &opts.jobs.to_string())
+            .0
+            .scale()
+            .unwrap_or(1.0);
+        let estimate =
+            quiclab_experiment::admission::makespan(&sized, &opts.jobs.admission()) * retries;
         planned.push((scenario, file, s, text, plan, todo, estimate));
     }
     let total: f64 = planned.iter().map(|p| p.6).sum();
@@ -1006,6 +1008,16 @@ pub struct Reproduced {
     pub html: PathBuf,
 }
 
+impl Reproduced {
+    /// What `quiclab reproduce` prints: a line per verdict, the tallies per study, the files.
+    pub fn text(&self) -> String {
+        let mut lines: Vec<String> = self.verdicts.iter().map(|v| v.to_string()).collect();
+        lines.extend(tallies(&self.verdicts));
+        lines.extend([&self.json, &self.csv, &self.html].map(|p| p.display().to_string()));
+        lines.join("\n") + "\n"
+    }
+}
+
 /// Runs (or with `judge`, only judges) the packs of `studies` and writes the verdicts and
 /// reproduction.html. Results are read from, and verdicts written to, one claimed directory
 /// (`out_arg`, default quiclab-reproduce); with `judge` DIR and `out_arg` OUT, DIR is only read.
@@ -1219,6 +1231,7 @@ fn run_and_judge(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use quiclab_results::Status;
     use quiclab_verdict::judge::{Claim, Verdict};
     use quiclab_verdict::rules::{Better, Observed};
 

@@ -109,6 +109,33 @@ pub fn queue_series(run_key: &str, log: &str, delay_us: f64) -> Vec<Series> {
     out
 }
 
+/// The downlink's delivered rate from the packet log, in bins of `bin_s` seconds (Mbit/s per bin,
+/// empty bins included as 0): what the link carried to the client over time. None without
+/// deliveries.
+pub fn delivered_rate_series(run_key: &str, log: &str, bin_s: f64) -> Option<Series> {
+    let mut bins: std::collections::BTreeMap<u64, f64> = std::collections::BTreeMap::new();
+    for event in packet_log::read(log).filter(|e| e.direction() == Direction::Downlink) {
+        let t_s = event.t() as f64 / 1e9;
+        if let LogEvent::Delivered { bytes, .. } = event {
+            *bins.entry((t_s / bin_s) as u64).or_default() += bytes as f64;
+        }
+    }
+    let (&first, _) = bins.first_key_value()?;
+    let (&last, _) = bins.last_key_value()?;
+    let points = (first..=last)
+        .map(|i| {
+            let bytes = bins.get(&i).copied().unwrap_or(0.0);
+            ((i as f64 + 0.5) * bin_s, bytes * 8.0 / bin_s / 1e6)
+        })
+        .collect();
+    Some(Series {
+        run_key: run_key.to_string(),
+        name: "throughput_mbps".into(),
+        unit: "Mbit/s".into(),
+        points: thin(points),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

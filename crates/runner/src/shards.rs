@@ -11,8 +11,8 @@ use anyhow::{Result, anyhow, bail};
 use quiclab_results::Store;
 use quiclab_results::merge::MergeReport;
 
-/// What `quiclab merge` did and what is left.
-#[derive(Debug, Clone)]
+/// What `quiclab merge` did and what is left (`--json` prints it).
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct MergeOutcome {
     pub out: PathBuf,
     pub report: MergeReport,

@@ -16,6 +16,7 @@
 //! the packs, writing reproduction.html) come on top.
 
 pub mod cells;
+pub mod compare;
 pub mod explain;
 pub mod findings;
 pub mod judge;
