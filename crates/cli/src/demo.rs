@@ -13,14 +13,23 @@ pub struct DemoArgs {
     /// Repetitions per protocol and setting
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=quiclab_experiment::MAX_REPETITIONS as i64))]
     pub repetitions: u32,
+    /// Print what the demo measured as one JSON document (progress stays on stderr)
+    #[arg(long)]
+    pub json: bool,
 }
 
 pub fn run(args: DemoArgs) -> Result<i32> {
-    let start = |description: &str, runs: usize| {
-        println!(
+    let json = args.json;
+    let start = move |description: &str, runs: usize| {
+        let line = format!(
             "quiclab demo: {description} — {runs} runs, each in a fresh lab of two network \
              namespaces joined by the emulated link\n"
-        )
+        );
+        // With --json, stdout is the one document.
+        match json {
+            true => eprintln!("{line}"),
+            false => println!("{line}"),
+        }
     };
     let demo = quiclab_runner::demo::run(
         &args.out,
@@ -28,6 +37,10 @@ pub fn run(args: DemoArgs) -> Result<i32> {
         start,
         &quiclab_lab::guard::set_exit_hint,
     )?;
+    let code = if demo.failed > 0 { 1 } else { 0 };
+    if json {
+        return crate::emit(true, &demo, String::new).map(|_| code);
+    }
     print!("\n{}", demo.summary);
     print!("{}", demo.summary.left_out_lines(&args.out));
     println!(
@@ -38,5 +51,5 @@ pub fn run(args: DemoArgs) -> Result<i32> {
         demo.runs,
         args.out.display()
     );
-    Ok(if demo.failed > 0 { 1 } else { 0 })
+    Ok(code)
 }

@@ -44,6 +44,9 @@ pub struct ExportArgs {
     /// Write the CSV files here instead of DIR
     #[arg(long, value_name = "DIR")]
     pub to: Option<PathBuf>,
+    /// Print the files written and their counts as one JSON document
+    #[arg(long)]
+    pub json: bool,
 }
 
 pub fn report(args: ReportArgs) -> Result<i32> {
@@ -69,14 +72,14 @@ pub fn write(dir: &std::path::Path, choice: &ReportChoice) -> Result<quiclab_rep
 
 pub fn export(args: ExportArgs) -> Result<i32> {
     let s = quiclab_runner::export_results(&args.dir, args.to.as_deref())?;
-    println!(
-        "{} ({} runs)\n{} ({} points)",
-        s.runs_csv.display(),
-        s.runs,
-        s.series_csv.display(),
-        s.series_points
-    );
-    Ok(0)
+    let text = || {
+        let (runs, series) = (s.runs_csv.display(), s.series_csv.display());
+        format!(
+            "{runs} ({} runs)\n{series} ({} points)\n",
+            s.runs, s.series_points
+        )
+    };
+    crate::emit(args.json, &s, text).map(|_| 0)
 }
 
 #[derive(Args, Debug)]

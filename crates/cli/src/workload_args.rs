@@ -19,8 +19,9 @@ use crate::link_args::{Given, HostFlags, Kind, KindFlags, LinkFlags, link_spec, 
 #[derive(Args, Debug, Clone, Default)]
 #[command(next_help_heading = "Output")]
 pub struct RunFlags {
-    /// Keep the emulator's packet log (link.log), the server's congestion samples (cwnd.csv),
-    /// qlogs and the processes' outputs in this directory (new, empty or quiclab's own)
+    /// Keep the emulator's packet log (link.log), the server's congestion samples (cwnd.csv), a
+    /// capture (capture.pcapng, unless --pcap), qlogs with their frames and the processes'
+    /// outputs in this directory (new, empty or quiclab's own)
     #[arg(long, value_name = "DIR")]
     pub keep: Option<PathBuf>,
     /// Capture every packet crossing the link into this pcapng file (new; replaced only with

@@ -2,10 +2,15 @@
 //! cluster is available here, so the Indexed Job is validated as data (an Indexed Job whose index
 //! becomes `--shard K/N` with N = completions, privileged pods with the host's /dev/net/tun, one
 //! pod per node, results on a shared volume, and a merge Job after it); the Slurm array script is
-//! checked for the array variables it reads and the command it runs.
+//! checked for the array variables it reads and the command it runs. The image those files name is
+//! built by deploy/image/build (debootstrap and podman, from Debian's packages) and a one-run grid
+//! runs inside it.
 
 use serde::Deserialize;
 use serde_yaml::Value;
+
+mod common;
+use common::*;
 
 fn root() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -94,4 +99,65 @@ fn the_slurm_array_maps_its_task_to_a_shard() {
     }
     let merge = std::fs::read_to_string(root().join("scripts/slurm/quiclab-merge.sbatch")).unwrap();
     assert!(merge.contains("merge \"$results\"/shard-* --out \"$results/merged\""));
+}
+
+/// The image the manifest names: built by its recipe from Debian's packages and this binary, then
+/// a one-run grid inside it, as root, the lab's namespaces and TUN devices inside the container.
+#[test]
+fn the_image_builds_and_runs_a_one_run_grid_inside() {
+    if !root_or_skip("the_image_builds_and_runs_a_one_run_grid_inside") {
+        return;
+    }
+    let tag = format!("localhost/quiclab-test:{}", std::process::id());
+    let build = std::process::Command::new(root().join("deploy/image/build"))
+        .args(["--tag", &tag, "--binary", env!("CARGO_BIN_EXE_quiclab")])
+        .output()
+        .unwrap();
+    assert_success(&build);
+    let dir = temp_dir("image");
+    write(
+        &dir,
+        "one.toml",
+        "name = \"one\"\nrepetitions = 1\n[workload]\nkind = \"bulk\"\nsize = \"200kB\"\n\
+         [protocol]\nprotocol = \"h3\"\n[link]\nrate = \"10mbit\"\nrtt = \"20ms\"\n",
+    );
+    // runc: crun refuses a host whose cgroups are in hybrid mode (this VM's); limits at or below
+    // the host's: podman's defaults raise them, which needs CAP_SYS_RESOURCE (docs/scale.md).
+    let run = std::process::Command::new("podman")
+        .args([
+            "run",
+            "--rm",
+            "--privileged",
+            "--network",
+            "none",
+            "--runtime",
+            "runc",
+        ])
+        .args([
+            "--ulimit",
+            "nofile=8192:8192",
+            "--ulimit",
+            "nproc=4096:4096",
+            "-v",
+        ])
+        .arg(format!("{}:/work", dir.display()))
+        .args([
+            &tag,
+            "run",
+            "/work/one.toml",
+            "--out",
+            "/work/out",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    // The test's own image goes, whatever the run did.
+    let _ = std::process::Command::new("podman")
+        .args(["rmi", "--force", &tag])
+        .output();
+    let doc = json(&run);
+    assert_eq!(doc["ran"], 1, "{doc:#}");
+    assert_eq!(doc["failed"], 0, "{doc:#}");
+    assert!(dir.join("out/results.sqlite").is_file());
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -669,6 +669,11 @@ fn series_plot(input: &ReportInput, key: &str) -> SeriesPlot {
         .enumerate()
         .map(|(i, (name, unit, lines))| {
             let label = match name.as_str() {
+                // One unlabelled window is the connection that sent the most (runner's series:
+                // an h1 page load has six).
+                "cwnd_bytes" if lines.iter().all(|(l, _)| l.is_empty()) => {
+                    "congestion window, busiest connection".to_string()
+                }
                 "cwnd_bytes" => "congestion window".to_string(),
                 "queue_delay_ms" => "queue delay".to_string(),
                 "throughput_mbps" => "throughput".to_string(),

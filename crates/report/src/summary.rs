@@ -13,7 +13,7 @@ use quiclab_results::{Status, StoredRun};
 pub use quiclab_experiment::stats::WINS_MIN_RUNS;
 
 /// One contender of one setting.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct ContenderLine {
     pub contender: String,
     /// None: every run failed or was flagged.
@@ -29,7 +29,7 @@ pub struct ContenderLine {
 }
 
 /// One setting (grid point without the contender).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct SettingSummary {
     pub label: String,
     pub lines: Vec<ContenderLine>,
@@ -37,7 +37,7 @@ pub struct SettingSummary {
     pub verdict: String,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct RunsSummary {
     pub settings: Vec<SettingSummary>,
     /// Runs left out: failed, timed out or flagged.

@@ -8,7 +8,8 @@ use anyhow::{Context, Result, anyhow};
 
 use crate::store::Store;
 
-#[derive(Debug, Clone)]
+/// What an export wrote (`quiclab export --json` prints it).
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct ExportSummary {
     pub runs_csv: PathBuf,
     pub series_csv: PathBuf,

@@ -41,14 +41,34 @@ pub fn run<W: Workload>(
         _ => None,
     };
     let dir = keep.or(temp.as_ref().map(|t| t.path()));
+    // A kept run without --pcap captures into DIR/capture.pcapng, so that its qlogs get frames.
+    let own = match (keep, pcap.0) {
+        (Some(k), None) => own_capture(k)?,
+        _ => None,
+    };
+    let pcap = match &own {
+        Some((path, replace)) => (Some(path.as_path()), *replace),
+        None => pcap,
+    };
     let watch = quiclab_lab::host::PauseWatch::global();
     let start = Instant::now();
     let outcome = quiclab_workload::harness::run_for_command(work, (options, spec), dir, pcap)?;
+    if let Some((path, _)) = &own
+        && path.is_file()
+    {
+        quiclab_outputs::list_in_manifest(path)?;
+    }
     let pauses = watch.map(|w| w.between(start, Instant::now()));
     let flags = outcome
         .fidelity
         .as_ref()
         .map(|f| crate::fidelity::flags(spec, f, pauses.as_ref()));
+    // Kept qlogs get their packets' frames from the capture (quinn 0.11 logs none).
+    if let (Some(keep), Some(capture)) = (keep, pcap.0) {
+        for note in complete_qlogs(keep, capture) {
+            eprintln!("{note}");
+        }
+    }
     let figure_error = match (figure, dir) {
         (Some(fig), Some(dir)) => {
             let title = format!(
@@ -68,6 +88,95 @@ pub fn run<W: Workload>(
         flags,
         figure_error,
     })
+}
+
+/// The capture a kept run makes of its own (`keep/capture.pcapng`) and whether it replaces an
+/// earlier one (only when quiclab wrote that one: the directory's manifest lists it); None when a
+/// file of that name is someone else's (never replaced: the run goes without, and says so).
+fn own_capture(keep: &Path) -> Result<Option<(std::path::PathBuf, bool)>> {
+    quiclab_outputs::claim_dir(keep, "--keep")?;
+    let path = keep.join("capture.pcapng");
+    let exists = std::fs::symlink_metadata(&path).is_ok();
+    let ours = quiclab_outputs::manifest(keep).contains("capture.pcapng");
+    Ok(match (exists, ours) {
+        (false, _) => Some((path, false)),
+        (true, true) => Some((path, true)),
+        (true, false) => {
+            eprintln!(
+                "quiclab: note: {} is not quiclab's: this kept run makes no capture of its own \
+                 (its qlogs get no frames; give --pcap FILE)",
+                path.display()
+            );
+            None
+        }
+    })
+}
+
+/// The qlogs quinn wrote in `dir` (`client.sqlog`, `client-warmup.sqlog`, `server-N.sqlog`:
+/// another implementation's qlogs are its own, left as they are) completed with the frames of the
+/// packets in the capture `pcap` (`quiclab_quicwire::add_frames`), each rewritten in place; what
+/// was done, or why not, as lines for stderr.
+fn complete_qlogs(dir: &Path, pcap: &Path) -> Vec<String> {
+    let quinns = |name: &str| {
+        name == "client.sqlog"
+            || name == "client-warmup.sqlog"
+            || name
+                .strip_prefix("server-")
+                .and_then(|n| n.strip_suffix(".sqlog"))
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    };
+    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+                .filter(|e| quinns(&e.file_name().to_string_lossy()))
+                .map(|e| e.path())
+                .collect()
+        })
+        .unwrap_or_default();
+    if files.is_empty() {
+        return Vec::new();
+    }
+    files.sort();
+    let connections = match std::fs::read(pcap)
+        .map_err(|e| e.to_string())
+        .and_then(|b| quiclab_quicwire::connections(&b))
+    {
+        Ok(c) => c,
+        Err(e) => {
+            return vec![format!(
+                "qlogs: not completed with frames: reading {}: {e}",
+                pcap.display()
+            )];
+        }
+    };
+    let mut out = Vec::new();
+    for f in files {
+        let name = f
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let client = name.starts_with("client");
+        let done = std::fs::read_to_string(&f)
+            .map_err(|e| e.to_string())
+            .and_then(|text| {
+                let c = quiclab_quicwire::add_frames(&text, client, &connections);
+                quiclab_outputs::write_in_claimed(&f, c.text.as_bytes())
+                    .map_err(|e| e.to_string())?;
+                Ok(c)
+            });
+        out.push(match done {
+            Ok(c) => format!(
+                "qlog {}: {} of {} packet events with their frames (from {})",
+                f.display(),
+                c.with_frames,
+                c.packet_events,
+                pcap.display()
+            ),
+            Err(e) => format!("qlog {}: not completed with frames: {e}", f.display()),
+        });
+    }
+    out
 }
 
 /// The time series of one command run: the workload's own (a player's buffer and bitrate, each

@@ -16,7 +16,8 @@ use quiclab_results::Store;
 /// random loss? Its first line marks a directory as an earlier demo's.
 pub const SCENARIO: &str = include_str!("../../../scenarios/demo.toml");
 
-/// What a demo did.
+/// What a demo did (`quiclab demo --json` prints it).
+#[derive(serde::Serialize)]
 pub struct Demo {
     pub runs: usize,
     pub failed: usize,

@@ -364,6 +364,10 @@ pub(crate) fn quic_client_config(
     stack: &StackOptions,
     qlog: Option<&std::path::Path>,
 ) -> Result<quinn::ClientConfig> {
+    let qlog = qlog.map(|path| crate::qlog::QlogFile {
+        path,
+        vantage: crate::qlog::Vantage::Client,
+    });
     let mut c = quinn::ClientConfig::new(crypto);
     c.transport_config(Arc::new(transport_config(stack, qlog)?));
     Ok(c)

@@ -14,6 +14,7 @@ pub mod fec_socket;
 pub mod flow;
 pub mod gquic;
 pub mod page_load;
+pub mod qlog;
 pub mod server;
 pub mod stop;
 pub mod switching;

@@ -4,6 +4,7 @@
 //! Content: files of a directory, and synthetic `/bytes/<N>` resources of N bytes whose byte at
 //! offset i is `i % 256` (so a client can verify what it got), with `Range` support.
 
+use crate::qlog::{QlogFile, QlogHeader, TimeZero, Vantage};
 use std::convert::Infallible;
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -183,7 +184,7 @@ fn quic_server_config(opts: &ServerOptions) -> Result<quinn::ServerConfig> {
 /// `qlog`, the connection's events are written there (a JSON-SEQ qlog, openable in qvis).
 pub fn transport_config(
     stack: &StackOptions,
-    qlog: Option<&Path>,
+    qlog: Option<QlogFile<'_>>,
 ) -> Result<quinn::TransportConfig> {
     let (cc, iw_packets) = (stack.quic_cc, stack.initial_window_packets);
     let parity_group = stack.fec.filter(|f| f.in_cwnd).map(|f| f.group);
@@ -242,15 +243,19 @@ fn transport_config_for(
     gquic_n: u32,
     datagram: u16,
     parity_group: Option<u8>,
-    qlog: Option<&Path>,
+    qlog: Option<QlogFile<'_>>,
 ) -> Result<quinn::TransportConfig> {
     let mut t = quinn::TransportConfig::default();
-    if let Some(path) = qlog {
+    if let Some(QlogFile { path, vantage }) = qlog {
         let file = quiclab_outputs::create_in_claimed(path)
             .with_context(|| format!("creating qlog {}", path.display()))?;
+        // Time zero of the trace, on the wall clock and CLOCK_MONOTONIC (crate::qlog).
+        let (start, zero) = (std::time::Instant::now(), TimeZero::now());
+        let writer = QlogHeader::new(std::io::BufWriter::new(file), vantage, zero);
         let mut q = quinn::QlogConfig::default();
-        q.writer(Box::new(std::io::BufWriter::new(file)))
-            .title(Some(format!("quiclab {}", path.display())));
+        q.writer(Box::new(writer))
+            .title(Some(format!("quiclab {}", path.display())))
+            .start_time(start);
         t.qlog_stream(q.into_stream());
     }
     // The initial window is counted in packets of the size QUIC sends (1452 B unless quic_mtu).
@@ -381,10 +386,12 @@ async fn accept_quic(
         let per_connection = match &opts.qlog_dir {
             Some(dir) => {
                 let mut c = config.clone();
-                c.transport_config(Arc::new(transport_config(
-                    &opts.stack,
-                    Some(&dir.join(format!("server-{count}.sqlog"))),
-                )?));
+                let path = dir.join(format!("server-{count}.sqlog"));
+                let qlog = QlogFile {
+                    path: &path,
+                    vantage: Vantage::Server,
+                };
+                c.transport_config(Arc::new(transport_config(&opts.stack, Some(qlog))?));
                 Some(Arc::new(c))
             }
             None => None,
