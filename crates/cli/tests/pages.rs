@@ -288,4 +288,11 @@ fn page_scenarios_run_in_the_runner() {
         html.contains("Page load time"),
         "the report's primary metric is PLT"
     );
+    // The slowest traced load of each cell is linked: its HAR and waterfall.
+    assert!(html.contains("id=\"traced\""), "no traced runs' section");
+    assert!(
+        html.contains("href=\"traces/run-00000/page.har\"")
+            && html.contains("href=\"traces/run-00000/waterfall.svg\""),
+        "the traced run's files are not linked"
+    );
 }

@@ -1369,6 +1369,7 @@ mod tests {
                 ),
             ],
             planned_runs: 1,
+            traced_files: Default::default(),
         };
         let plot = series_plot(&input, "k");
         assert_eq!(plot.panels.len(), 1, "only the buffer is a panel");

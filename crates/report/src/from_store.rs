@@ -179,7 +179,28 @@ pub fn write_report_to(
         ));
         environment.push((format!("{prefix}: command"), e.command.clone()));
     }
+    // A traced page load's HAR and waterfall (DIR/traces/run-NNNNN/), linked from the report.
+    let mut traced_files = std::collections::BTreeMap::new();
+    for r in &runs {
+        let sub = format!("traces/run-{:05}", r.index);
+        let files: Vec<crate::TracedFile> = [("HAR", "page.har"), ("waterfall", "waterfall.svg")]
+            .into_iter()
+            .filter(|(_, f)| dir.join(&sub).join(f).is_file())
+            .map(|(label, f)| crate::TracedFile {
+                label: label.into(),
+                href: if out == dir {
+                    format!("{sub}/{f}")
+                } else {
+                    dir.join(&sub).join(f).display().to_string()
+                },
+            })
+            .collect();
+        if !files.is_empty() {
+            traced_files.insert(r.key.clone(), files);
+        }
+    }
     let input = ReportInput {
+        traced_files,
         scenario_name: scenario.name,
         description: scenario.description,
         scenario_file: scenario.file,

@@ -217,6 +217,7 @@ pub fn page(
         }
     }
 
+    traced_loads(&mut h, input, agg);
     problems(&mut h, input, options, agg);
 
     let _ = writeln!(
@@ -372,6 +373,71 @@ fn retries(h: &mut String, agg: &Aggregate) {
             if r.still_flagged > 0 { " warn" } else { "" },
             r.still_flagged,
             r.timed_out
+        );
+    }
+    h.push_str("</table>\n");
+}
+
+/// Each cell's slowest traced run (on the primary metric) with the files it left — a page load's
+/// HAR and waterfall — slowest cell first: where to look when a cell is slow.
+fn traced_loads(h: &mut String, input: &ReportInput, agg: &Aggregate) {
+    if input.traced_files.is_empty() {
+        return;
+    }
+    let Some(metric) = agg.primary.map(|m| &agg.metrics[m].info) else {
+        return;
+    };
+    // (setting, contender) → the slowest traced run with a value.
+    let mut slowest: std::collections::BTreeMap<(usize, &str), (&crate::RunRecord, f64)> =
+        std::collections::BTreeMap::new();
+    for r in &input.runs {
+        let (Some(_), Some(&v)) = (input.traced_files.get(&r.key), r.metrics.get(&metric.name))
+        else {
+            continue;
+        };
+        let e = slowest
+            .entry((r.setting, r.protocol.as_str()))
+            .or_insert((r, v));
+        let worse = if metric.lower_is_better {
+            v > e.1
+        } else {
+            v < e.1
+        };
+        if worse {
+            *e = (r, v);
+        }
+    }
+    let mut rows: Vec<(&crate::RunRecord, f64)> = slowest.into_values().collect();
+    rows.sort_by(|a, b| {
+        let (x, y) = if metric.lower_is_better {
+            (b.1, a.1)
+        } else {
+            (a.1, b.1)
+        };
+        x.total_cmp(&y)
+    });
+    let _ = writeln!(
+        h,
+        "<h2 id=\"traced\">Slowest traced runs</h2>\n<p>Per setting and protocol, the traced run \
+         with the worst {} and the files it left, the slowest cell first.</p>\n<table>\n<tr>\
+         <th>setting</th><th>protocol</th><th>run</th><th>{}</th><th>files</th></tr>",
+        esc(&metric.label),
+        esc(&metric.label)
+    );
+    for (r, v) in rows {
+        let links: Vec<String> = input.traced_files[&r.key]
+            .iter()
+            .map(|f| format!("<a href=\"{}\">{}</a>", esc(&f.href), esc(&f.label)))
+            .collect();
+        let _ = writeln!(
+            h,
+            "<tr><td>{}</td><td>{}</td><td><code>{}</code></td><td>{:.1} {}</td><td>{}</td></tr>",
+            esc(&r.setting_label),
+            esc(&r.protocol),
+            esc(&r.key),
+            v,
+            esc(&metric.unit),
+            links.join(" · ")
         );
     }
     h.push_str("</table>\n");

@@ -51,6 +51,18 @@ pub struct ReportInput {
     pub series: Vec<TimeSeries>,
     /// How many runs the plan has; `runs.len()` may be fewer (unfinished).
     pub planned_runs: usize,
+    /// Files a traced run left (a page load's HAR and waterfall), by run key: what the report
+    /// links from the slow cells.
+    pub traced_files: BTreeMap<String, Vec<TracedFile>>,
+}
+
+/// A file of a traced run, as the report links it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TracedFile {
+    /// `HAR`, `waterfall`.
+    pub label: String,
+    /// Relative to the report when it is in the results directory, else the file's path.
+    pub href: String,
 }
 
 /// Outcome of one run.

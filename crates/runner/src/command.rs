@@ -289,6 +289,61 @@ mod tests {
     use super::*;
     use quiclab_model::WorkloadOutput;
 
+    /// A kept run's own capture: made in a new directory, replacing only quiclab's own earlier
+    /// one, never a file of that name that someone else put there.
+    #[test]
+    fn a_kept_runs_capture_replaces_only_its_own() {
+        let tmp = tempfile::tempdir().unwrap();
+        let keep = tmp.path().join("keep");
+        let (path, replace) = own_capture(&keep).unwrap().unwrap();
+        assert_eq!(path, keep.join("capture.pcapng"));
+        assert!(!replace);
+        // An earlier run's, listed in the directory's manifest: replaced.
+        std::fs::write(&path, b"pcapng").unwrap();
+        quiclab_outputs::list_in_manifest(&path).unwrap();
+        assert_eq!(own_capture(&keep).unwrap(), Some((path.clone(), true)));
+        // Someone else's file of that name: left alone, no capture.
+        let other = tmp.path().join("other");
+        quiclab_outputs::claim_dir(&other, "--keep").unwrap();
+        std::fs::write(other.join("capture.pcapng"), b"theirs").unwrap();
+        assert_eq!(own_capture(&other).unwrap(), None);
+        assert_eq!(
+            std::fs::read(other.join("capture.pcapng")).unwrap(),
+            b"theirs"
+        );
+    }
+
+    /// Only quinn's qlogs are completed: another implementation's are its own.
+    #[test]
+    fn only_quinns_qlogs_are_completed() {
+        let tmp = tempfile::tempdir().unwrap();
+        quiclab_outputs::claim_dir(tmp.path(), "--keep").unwrap();
+        for name in [
+            "client.sqlog",
+            "server-0.sqlog",
+            "abc_client.sqlog",
+            "server-x.sqlog",
+        ] {
+            let path = tmp.path().join(name);
+            std::fs::write(&path, "\u{1e}{}\n").unwrap();
+            quiclab_outputs::list_in_manifest(&path).unwrap();
+        }
+        // A capture of no packets: quinn's two files are read and written back, the others never.
+        let pcap = tmp.path().join("empty.pcapng");
+        std::fs::write(&pcap, quiclab_lab::capture::section_header("test")).unwrap();
+        let lines = complete_qlogs(tmp.path(), &pcap);
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert!(
+            lines[0].contains("client.sqlog") && lines[0].contains("0 of 0"),
+            "{lines:?}"
+        );
+        assert!(lines[1].contains("server-0.sqlog"), "{lines:?}");
+        // Without a readable capture, that is said once.
+        let lines = complete_qlogs(tmp.path(), &tmp.path().join("none.pcapng"));
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(lines[0].contains("not completed with frames"), "{lines:?}");
+    }
+
     /// Issue 61: a single run's text ends with the verdict `run` stores, its JSON carries the
     /// same flags.
     #[test]

@@ -115,6 +115,7 @@ pub fn synthetic() -> ReportInput {
         runs,
         series,
         planned_runs: 30,
+        traced_files: Default::default(),
     }
 }
 
