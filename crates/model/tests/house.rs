@@ -27,7 +27,7 @@ fn names_in(dir: &str, ext: &str) -> Vec<String> {
 /// The subcommands of `quiclab`, from the CLI's `Command` enum (kebab-case, the hidden `child`
 /// left out).
 fn commands() -> Vec<String> {
-    let main = read("crates/cli/src/main.rs");
+    let main = read("crates/cli/src/lib.rs");
     let body = &main[main.find("enum Command {").unwrap()..];
     let body = &body[..body.find("\n}").unwrap()];
     body.lines()
