@@ -298,26 +298,34 @@ fn other_servers_serve_video_segments_to_quiclab_players_through_the_lab() {
     // Two segments of bbb (4 s each) from each server; the h1 player's 4 Range requests per
     // segment need the server's Range support. (Caddy over TCP would take the namespace's
     // congestion control, which on a host that allows only reno and bbr cannot be CUBIC.)
-    for (server, players) in [("quic-go", "h1/4"), ("ngtcp2", "h3"), ("caddy", "h3")] {
-        let out = quiclab()
-            .args([
-                "video",
-                "--json",
-                "--proto",
-                players,
-                "--duration",
-                "8s",
-                "--abr",
-                "basic",
-                "--rate",
-                "20mbit",
-                "--rtt",
-                "20ms",
-                "--server",
-                server,
-            ])
-            .output()
-            .unwrap();
+    // The three labs side by side: each plays 8 s of video in real time.
+    let servers = [("quic-go", "h1/4"), ("ngtcp2", "h3"), ("caddy", "h3")];
+    let outs = outputs_at_once(
+        servers
+            .iter()
+            .map(|(server, players)| {
+                let mut c = quiclab();
+                c.args([
+                    "video",
+                    "--json",
+                    "--proto",
+                    players,
+                    "--duration",
+                    "8s",
+                    "--abr",
+                    "basic",
+                    "--rate",
+                    "20mbit",
+                    "--rtt",
+                    "20ms",
+                    "--server",
+                    server,
+                ]);
+                c
+            })
+            .collect(),
+    );
+    for ((server, _), out) in servers.into_iter().zip(outs) {
         let r = json(&out);
         assert_eq!(r["segments"].as_u64(), Some(2), "{server}: {r}");
         assert_eq!(r["server"]["name"], server, "{r}");

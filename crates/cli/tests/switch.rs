@@ -83,23 +83,26 @@ fn bad_switch_input_fails_before_any_lab_starts() {
     );
 }
 
-/// A 20 s live video with one switch (WiFi → LTE at 8 s): the player's result.
+/// A 20 s live video with one switch (WiFi → LTE at 8 s).
+fn video_across_a_switch_command(args: &[&str]) -> std::process::Command {
+    let mut c = quiclab();
+    c.args([
+        "video",
+        "--live",
+        "--duration",
+        "20s",
+        "--abr",
+        "basic",
+        "--json",
+    ])
+    .args(["--switch", "wifi@0s,lte@8s"])
+    .args(args);
+    c
+}
+
+/// [`video_across_a_switch_command`]'s result.
 fn video_across_a_switch(args: &[&str]) -> serde_json::Value {
-    let out = quiclab()
-        .args([
-            "video",
-            "--live",
-            "--duration",
-            "20s",
-            "--abr",
-            "basic",
-            "--json",
-        ])
-        .args(["--switch", "wifi@0s,lte@8s"])
-        .args(args)
-        .output()
-        .unwrap();
-    json(&out)
+    json(&video_across_a_switch_command(args).output().unwrap())
 }
 
 #[test]
@@ -109,7 +112,21 @@ fn video_players_migrate_over_quic_and_reopen_every_tcp_connection_after_the_tim
     ) {
         return;
     }
-    let r = video_across_a_switch(&["--proto", "h3", "--on-switch", "migrate"]);
+    // The QUIC and the TCP player side by side, each in its own lab.
+    let [quic, tcp]: [_; 2] = outputs_at_once(vec![
+        video_across_a_switch_command(&["--proto", "h3", "--on-switch", "migrate"]),
+        video_across_a_switch_command(&[
+            "--proto",
+            "h1",
+            "--connections",
+            "2",
+            "--switch-timeout",
+            "2s",
+        ]),
+    ])
+    .try_into()
+    .unwrap();
+    let r = json(&quic);
     assert!(r["players"][0]["error"].is_null(), "{r}");
     assert_eq!(r["segments"].as_u64(), Some(10), "{r}");
     assert_eq!(r["on_switch"], "migrate");
@@ -124,14 +141,7 @@ fn video_players_migrate_over_quic_and_reopen_every_tcp_connection_after_the_tim
     assert_eq!(r["players"][0]["connections"].as_array().unwrap().len(), 1);
     assert_eq!(r["players"][0]["migrations"][0]["local"], "100.64.0.17");
 
-    let r = video_across_a_switch(&[
-        "--proto",
-        "h1",
-        "--connections",
-        "2",
-        "--switch-timeout",
-        "2s",
-    ]);
+    let r = json(&tcp);
     assert!(r["players"][0]["error"].is_null(), "{r}");
     assert_eq!(r["segments"].as_u64(), Some(10), "{r}");
     let sw = only_switch(&r);

@@ -168,25 +168,33 @@ fn a_60s_video_plays_to_the_end_over_h1_h2_and_h3_without_rebuffering() {
     if !root_or_skip("a_60s_video_plays_to_the_end_over_h1_h2_and_h3_without_rebuffering") {
         return;
     }
-    for (proto, split) in [
+    let players = [
         ("h1", ["--connections", "4"]),
         ("h2", ["--parallel", "2"]),
         ("h3", ["--parallel", "1"]),
-    ] {
-        let out = quiclab()
-            .args([
-                "video",
-                "--proto",
-                proto,
-                "--abr",
-                "basic",
-                "--duration",
-                "60s",
-            ])
-            .args(split)
-            .args(["--rate", "5mbit", "--rtt", "50ms", "--json"])
-            .output()
-            .unwrap();
+    ];
+    // Three labs side by side: each link carries at most 5 Mbit/s.
+    let outs = outputs_at_once(
+        players
+            .iter()
+            .map(|(proto, split)| {
+                let mut c = quiclab();
+                c.args([
+                    "video",
+                    "--proto",
+                    proto,
+                    "--abr",
+                    "basic",
+                    "--duration",
+                    "60s",
+                ])
+                .args(split)
+                .args(["--rate", "5mbit", "--rtt", "50ms", "--json"]);
+                c
+            })
+            .collect(),
+    );
+    for ((proto, _), out) in players.into_iter().zip(outs) {
         let r = json(&out);
         assert_eq!(r["proto"], proto);
         assert_eq!(r["segments"].as_u64(), Some(15), "{proto}: {r}");
@@ -253,7 +261,9 @@ fn basic_settles_below_a_1mbit_link_and_a_seek_has_a_measured_wait() {
     if !root_or_skip("basic_settles_below_a_1mbit_link_and_a_seek_has_a_measured_wait") {
         return;
     }
-    let out = quiclab()
+    // The two labs side by side (1 and 5 Mbit/s links).
+    let mut settles = quiclab();
+    settles
         .args([
             "video",
             "--proto",
@@ -263,10 +273,20 @@ fn basic_settles_below_a_1mbit_link_and_a_seek_has_a_measured_wait() {
             "--duration",
             "48s",
         ])
-        .args(["--rate", "1mbit", "--rtt", "50ms", "--json"])
-        .output()
-        .unwrap();
-    let r = json(&out);
+        .args(["--rate", "1mbit", "--rtt", "50ms", "--json"]);
+    let mut seek = quiclab();
+    seek.args([
+        "video",
+        "--proto",
+        "h1",
+        "--duration",
+        "40s",
+        "--seek",
+        "8s:30s",
+    ])
+    .args(["--rate", "5mbit", "--rtt", "50ms", "--json"]);
+    let [settled, sought]: [_; 2] = outputs_at_once(vec![settles, seek]).try_into().unwrap();
+    let r = json(&settled);
     let log = r["players"][0]["segment_log"].as_array().unwrap();
     let last: Vec<f64> = log[log.len() - 4..]
         .iter()
@@ -281,20 +301,7 @@ fn basic_settles_below_a_1mbit_link_and_a_seek_has_a_measured_wait() {
         "and not at the bottom: {last:?}"
     );
 
-    let out = quiclab()
-        .args([
-            "video",
-            "--proto",
-            "h1",
-            "--duration",
-            "40s",
-            "--seek",
-            "8s:30s",
-        ])
-        .args(["--rate", "5mbit", "--rtt", "50ms", "--json"])
-        .output()
-        .unwrap();
-    let r = json(&out);
+    let r = json(&sought);
     let waits = r["seek_waits_s"].as_array().unwrap();
     assert_eq!(waits.len(), 1, "{r}");
     let w = waits[0].as_f64().unwrap();

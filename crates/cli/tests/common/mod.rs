@@ -126,3 +126,23 @@ pub fn two_run_results(dir: &Path, status: quiclab_results::Status) -> PathBuf {
         &[("h1", 1, 300.0), ("h3", 1, 200.0)],
     )
 }
+
+/// Runs the commands at once and returns their outputs in order. Tests whose labs mostly wait
+/// (a video plays in real time at a few Mbit/s) run them side by side: the suite runs its tests
+/// one at a time, and these waits were most of its length.
+pub fn outputs_at_once(commands: Vec<Command>) -> Vec<std::process::Output> {
+    use std::process::Stdio;
+    let children: Vec<_> = commands
+        .into_iter()
+        .map(|mut c| {
+            c.stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    children
+        .into_iter()
+        .map(|c| c.wait_with_output().unwrap())
+        .collect()
+}
