@@ -56,8 +56,8 @@ fn sqlogs(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// Checks one trace; returns (packet events, with frames, stream bytes received).
-fn check(path: &Path) -> (usize, usize, u64) {
+/// Checks one trace; returns (packet events, with frames, stream bytes received, its one group).
+fn check(path: &Path) -> (usize, usize, u64, String) {
     let text = std::fs::read_to_string(path).unwrap();
     let name = path.file_name().unwrap().to_string_lossy().into_owned();
     let vantage = if name.starts_with("client") {
@@ -85,8 +85,12 @@ fn check(path: &Path) -> (usize, usize, u64) {
     );
     assert_eq!(trace["common_fields"]["time_format"], "relative", "{name}");
     let (mut packets, mut framed, mut stream_bytes) = (0, 0, 0u64);
+    // qvis splits a trace into connections by group_id: one connection, one group.
+    let group = records[1]["group_id"].as_str().unwrap_or_default().to_string();
+    assert!(!group.is_empty(), "{name}: {}", records[1]);
     for e in &records[1..] {
         assert!(e["time"].as_f64().is_some_and(|t| t >= 0.0), "{name}: {e}");
+        assert_eq!(e["group_id"], group.as_str(), "{name}: {e}");
         let ev = e["name"].as_str().unwrap();
         assert!(ev.contains(':'), "{name}: event name {ev}");
         assert!(e["data"].is_object(), "{name}: {e}");
@@ -117,7 +121,7 @@ fn check(path: &Path) -> (usize, usize, u64) {
             }
         }
     }
-    (packets, framed, stream_bytes)
+    (packets, framed, stream_bytes, group)
 }
 
 #[test]
@@ -150,8 +154,10 @@ fn kept_qlogs_have_vantage_points_reference_times_and_frames() {
         .collect();
     assert!(names.iter().any(|n| n.starts_with("client")), "{names:?}");
     assert!(names.iter().any(|n| n.starts_with("server")), "{names:?}");
+    let mut groups = std::collections::BTreeSet::new();
     for f in &files {
-        let (packets, framed, stream_bytes) = check(f);
+        let (packets, framed, stream_bytes, group) = check(f);
+        groups.insert(group);
         // Every packet the capture holds is opened (the link drops none here).
         assert!(
             packets > 100 && framed == packets,
@@ -167,5 +173,8 @@ fn kept_qlogs_have_vantage_points_reference_times_and_frames() {
             assert!(stream_bytes >= 300_000, "{}: {stream_bytes} B", f.display());
         }
     }
+    // The client's and the server's trace of the one connection are in the same group (its
+    // original destination connection ID), as qvis pairs them.
+    assert_eq!(groups.len(), 1, "{groups:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }

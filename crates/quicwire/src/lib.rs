@@ -90,11 +90,27 @@ pub fn add_frames(qlog: &str, client: bool, connections: &[Connection]) -> Compl
         .collect();
     let indexes: Vec<HashMap<(bool, Space, u64), &Packet>> =
         connections.iter().map(index).collect();
-    let best = indexes
-        .iter()
-        .max_by_key(|ix| keys.iter().flatten().filter(|k| ix.contains_key(k)).count());
+    let matched = |ix: &HashMap<(bool, Space, u64), &Packet>| {
+        keys.iter().flatten().filter(|k| ix.contains_key(k)).count()
+    };
+    let best_at = (0..indexes.len()).max_by_key(|&i| matched(&indexes[i]));
+    let best = best_at.map(|i| &indexes[i]);
+    // quinn 0.11 names an event's group by the connection ID in use when it was logged, so one
+    // connection's trace falls into two groups (the client's first events under its random
+    // Initial DCID, the rest under the server's ID) and qvis, which splits traces by group,
+    // shows only the first few events. Every event of a trace whose connection the capture
+    // holds is put in one group, the connection's original destination ID, the same in the
+    // client's and the server's trace.
+    let group = best_at
+        .filter(|&i| matched(&indexes[i]) > 0)
+        .map(|i| Value::String(frames::hex(&connections[i].original_dcid)));
     let mut with_frames = 0;
     for (v, key) in parsed.iter_mut().zip(&keys) {
+        if let (Some(group), Some(event)) = (&group, v.as_mut().and_then(|v| v.as_object_mut()))
+            && event.contains_key("time")
+        {
+            event.insert("group_id".into(), group.clone());
+        }
         let (Some(v), Some(key), Some(ix)) = (v.as_mut(), key, best) else {
             continue;
         };
@@ -185,5 +201,23 @@ mod tests {
         // A packet the capture does not have gets nothing invented.
         assert!(records[3]["data"].get("frames").is_none());
         assert_eq!(records[4]["data"]["cwnd"], 12000);
+        // Every event is in the group of its connection's original destination ID; the
+        // header, which is no event, is left as it was.
+        for r in &records[1..] {
+            assert_eq!(r["group_id"], "01", "{r}");
+        }
+        assert!(records[0].get("group_id").is_none());
+    }
+
+    #[test]
+    fn a_trace_the_capture_does_not_hold_keeps_its_groups() {
+        let conn = Connection {
+            original_dcid: vec![1],
+            packets: vec![packet(true, Space::Initial, 0, vec![])],
+        };
+        let qlog = "\u{1e}{\"time\":1.0,\"name\":\"transport:packet_sent\",\"group_id\":\"ab\",\"data\":{\"header\":{\"packet_type\":\"1RTT\",\"packet_number\":3}}}\n";
+        let c = add_frames(qlog, true, &[conn]);
+        assert_eq!(c.with_frames, 0);
+        assert!(c.text.contains("\"group_id\":\"ab\""), "{}", c.text);
     }
 }
