@@ -86,7 +86,10 @@ fn check(path: &Path) -> (usize, usize, u64, String) {
     assert_eq!(trace["common_fields"]["time_format"], "relative", "{name}");
     let (mut packets, mut framed, mut stream_bytes) = (0, 0, 0u64);
     // qvis splits a trace into connections by group_id: one connection, one group.
-    let group = records[1]["group_id"].as_str().unwrap_or_default().to_string();
+    let group = records[1]["group_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
     assert!(!group.is_empty(), "{name}: {}", records[1]);
     for e in &records[1..] {
         assert!(e["time"].as_f64().is_some_and(|t| t >= 0.0), "{name}: {e}");
