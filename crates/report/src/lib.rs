@@ -34,6 +34,7 @@ pub mod matrix;
 pub mod reproduction;
 pub mod summary;
 mod svg;
+pub mod sweep;
 pub mod video;
 
 /// Everything the report shows about one experiment.

@@ -970,6 +970,23 @@ pub fn generated_docs(lib: &Library) -> Result<Vec<(PathBuf, String)>> {
             PathBuf::from("docs").join(figure(&s.name)),
             quiclab_report::forest::forest_svg(&s.name, &verdicts),
         ));
+        // A rate sweep whose runs measured each end's CPU gets its figure (issue 60).
+        for (scenario, runs) in load_scenarios(s, &pack_dirs(s, &tmp.path().join(&s.name)), None)? {
+            let Some(runs) = runs else { continue };
+            if !runs
+                .runs
+                .iter()
+                .any(|r| r.metrics.contains_key("client_cpu_cores"))
+            {
+                continue;
+            }
+            if let Some(svg) = quiclab_report::sweep::sweep_svg(&scenario, &runs.runs) {
+                out.push((
+                    PathBuf::from(format!("docs/figures/sweep-{scenario}.svg")),
+                    svg,
+                ));
+            }
+        }
     }
     Ok(out)
 }

@@ -56,6 +56,20 @@
 //! min_n = 10                                             # runs per side and setting
 //!
 //! [[finding]]
+//! id = "z24-3-gap-1000"
+//! claim = "At 1 Gbit/s HTTP/3 reaches 16 % less than HTTP/2"
+//! class = "reproduction"
+//! scenario = "zhang2024-rates"
+//! where = { rate = "1gbit" }
+//! metric = "goodput_mbps"
+//! compare = { axis = "protocol", a = "h3", b = "h2" }
+//! approx = { value = 0.84, tolerance = 0.1 }
+//! test = "interval"
+//! machine_limit = "not_runnable"                         # an end CPU-bound or the link off its
+//!                                                        # targets in > 1/4 of a side's runs:
+//!                                                        # not runnable here (default "judge")
+//!
+//! [[finding]]
 //! id = "002-8"
 //! claim = "gQUIC Q035–Q044 against YouTube over the Internet"
 //! class = "reproduction"
@@ -142,6 +156,12 @@ pub struct Finding {
     /// For a finding judged once per value of a setting (`per`): which finding and which value.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub per: Option<PerValue>,
+    /// `machine_limit = "not_runnable"`: a run in which an end was CPU-bound or the link missed
+    /// its targets measured this machine, not the protocol; when too many of a side's runs did
+    /// ([`crate::study::MACHINE_LIMITED_SHARE`]), the finding is not runnable here rather than
+    /// judged (issue 60: HTTP/3 at rates a small machine cannot receive).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub machine_limit: bool,
 }
 
 /// One value of a finding judged once per value of a setting (`per = { axis = "server", … }`):
@@ -189,6 +209,15 @@ impl Finding {
     /// sides compared (a run that does not name the axis is kept). A pack runs only the runs
     /// some finding judges, unless asked for the seed's whole grid.
     pub fn judges(&self, scenario: &str, params: &BTreeMap<String, String>) -> bool {
+        self.reads(scenario, params, true)
+    }
+
+    /// Whether the finding's own claim (not what `beside` shows) reads this run.
+    pub fn claims_run(&self, scenario: &str, params: &BTreeMap<String, String>) -> bool {
+        self.reads(scenario, params, false)
+    }
+
+    fn reads(&self, scenario: &str, params: &BTreeMap<String, String>, with_beside: bool) -> bool {
         match &self.judged {
             Judged::Run {
                 scenario: s,
@@ -203,9 +232,10 @@ impl Finding {
                 };
                 s == scenario
                     && (matches(filter)
-                        || beside
-                            .as_ref()
-                            .is_some_and(|b| matches(&beside_filter(filter, b))))
+                        || with_beside
+                            && beside
+                                .as_ref()
+                                .is_some_and(|b| matches(&beside_filter(filter, b))))
                     && claim.sides().is_none_or(|(axis, a, b)| {
                         params.get(axis).is_none_or(|v| v == a || v == b)
                             && pin.as_ref().is_none_or(|p| p.admits(params, axis, a, b))
@@ -307,6 +337,8 @@ struct FindingDe {
     per: Option<PerDe>,
     /// `each` or `overall` (the default).
     scope: Option<String>,
+    /// `judge` (the default) or `not_runnable`: see [`Finding::machine_limit`].
+    machine_limit: Option<String>,
 }
 
 /// A value as the run key writes it (`"13kB"`, `2`, `true`).
@@ -444,6 +476,26 @@ pub fn parse(text: &str, file: &str) -> Result<Study, String> {
                 return Err(at(key, format!("expected a finite number; got {v}")));
             }
         }
+        let machine_limit = match f.machine_limit.as_deref() {
+            None | Some("judge") => false,
+            Some("not_runnable") if f.not_runnable.is_some() => {
+                return Err(at(
+                    "machine_limit",
+                    "a not_runnable finding names no runs to find a limit in".into(),
+                ));
+            }
+            Some("not_runnable") => true,
+            Some(other) => {
+                return Err(at(
+                    "machine_limit",
+                    format!(
+                        "expected \"judge\" (runs with a CPU-bound end or a link off its targets \
+                         are judged like any) or \"not_runnable\" (too many of them make the \
+                         finding not runnable on this machine); got {other:?}"
+                    ),
+                ));
+            }
+        };
         let judged = match &f.not_runnable {
             Some(why) => {
                 for (key, given) in [
@@ -780,6 +832,7 @@ pub fn parse(text: &str, file: &str) -> Result<Study, String> {
                 line,
                 judged,
                 per: None,
+                machine_limit,
             });
             continue;
         };
@@ -858,6 +911,7 @@ pub fn parse(text: &str, file: &str) -> Result<Study, String> {
                     axis: per.axis.clone(),
                     value,
                 }),
+                machine_limit,
             });
         }
     }

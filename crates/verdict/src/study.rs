@@ -206,6 +206,100 @@ fn as_observation(j: &mut Judgement, part: Option<&str>) {
     }
 }
 
+/// A finding with `machine_limit = "not_runnable"` is not runnable here when more than this share
+/// of one side's finished runs had a CPU-bound end or a link still off its targets after the
+/// retries: a quarter already decides a median or a sign test's pairs.
+pub const MACHINE_LIMITED_SHARE: f64 = 0.25;
+
+/// Why `f` is not runnable on the machine that made `runs`, if it is: more than
+/// [`MACHINE_LIMITED_SHARE`] of a compared side's finished runs (or of all, without sides) had an
+/// end busy ≥ 90 % of its core (`client_cpu_bound`, `server_cpu_bound`: the run measured it
+/// against `quiclab_model::endpoint::CPU_BOUND_SHARE`) or were still flagged
+/// for the link's fidelity. None when the runs are the protocol's to judge.
+pub fn machine_limited(f: &findings::Finding, runs: &[RunRecord]) -> Option<String> {
+    let Judged::Run {
+        scenario,
+        filter,
+        claim,
+        ..
+    } = &f.judged
+    else {
+        return None;
+    };
+    #[derive(Default)]
+    struct Side {
+        finished: usize,
+        limited: usize,
+        client: usize,
+        server: usize,
+        flagged: usize,
+    }
+    let mut sides: BTreeMap<String, Side> = BTreeMap::new();
+    for r in runs.iter().filter(|r| f.claims_run(scenario, &r.params)) {
+        let RunStatus::Ok { flagged } = r.status else {
+            continue;
+        };
+        let name = match claim.sides() {
+            Some((axis, _, _)) => r.params.get(axis).cloned().unwrap_or_default(),
+            None => String::new(),
+        };
+        let bound = |m: &str| r.metrics.get(m).is_some_and(|v| *v >= 1.0);
+        let (client, server) = (bound("client_cpu_bound"), bound("server_cpu_bound"));
+        let side = sides.entry(name).or_default();
+        side.finished += 1;
+        side.limited += usize::from(flagged || client || server);
+        side.client += usize::from(client);
+        side.server += usize::from(server);
+        side.flagged += usize::from(flagged);
+    }
+    let limited: Vec<String> = sides
+        .iter()
+        .filter(|(_, s)| s.limited as f64 > MACHINE_LIMITED_SHARE * s.finished as f64)
+        .map(|(name, s)| {
+            let mut parts = Vec::new();
+            if s.client > 0 {
+                parts.push(format!("the client CPU-bound in {}", s.client));
+            }
+            if s.server > 0 {
+                parts.push(format!("the server CPU-bound in {}", s.server));
+            }
+            if s.flagged > 0 {
+                parts.push(format!("the link off its targets in {}", s.flagged));
+            }
+            let who = if name.is_empty() {
+                String::new()
+            } else {
+                format!("{name}: ")
+            };
+            format!(
+                "{who}{} of {} runs ({})",
+                s.limited,
+                s.finished,
+                parts.join(", ")
+            )
+        })
+        .collect();
+    if limited.is_empty() {
+        return None;
+    }
+    let settings = if filter.is_empty() {
+        "the finding's settings".to_string()
+    } else {
+        filter
+            .iter()
+            .map(|(k, v)| format!("{k} = {v}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    Some(format!(
+        "not runnable here: at {settings} this machine set the result, not the protocol — {}; \
+         the finding needs {settings} with both ends under 90 % of a core and the link within \
+         its targets (docs/link.md: `quiclab bench link --only quic` gives this machine's top \
+         rate for h3)",
+        limited.join("; "),
+    ))
+}
+
 /// One finding that runs a scenario, judged from its stored runs.
 fn judge_finding(
     study: &Study,
@@ -266,7 +360,17 @@ fn judge_finding(
             (j, table)
         }
     };
-    let (judgement, wins) = judge_with(filter);
+    let (mut judgement, wins) = judge_with(filter);
+    if f.machine_limit
+        && let Some(why) = stored.and_then(|s| machine_limited(f, &s.runs))
+    {
+        judgement.verdict = Verdict::NotRunnable { why };
+        for c in &mut judgement.cells {
+            c.judgement.verdict = Verdict::Inconclusive {
+                why: "the finding is not runnable here".into(),
+            };
+        }
+    }
     let mut v = verdict_row(study, f, judgement);
     v.scenario = Some(scenario.clone());
     v.metric = Some(metric.clone());
@@ -560,5 +664,119 @@ mod tests {
         assert!(!md.contains("none tested yet"), "{md}");
         assert!(crate::prose::sentence(&v[0]).contains(said));
         assert!(v[0].to_string().contains(said));
+    }
+
+    /// A rate sweep's finding marked `machine_limit = "not_runnable"`: h3 at 1 Gbit/s with its
+    /// client CPU-bound in most runs is not runnable here (naming the rate and the counts); the
+    /// same runs with one CPU-bound client of eight are judged; without the key they are judged
+    /// however many were bound.
+    #[test]
+    fn a_machine_limited_finding_is_not_runnable_here_with_the_rate_it_needs() {
+        const GOODPUT: MetricDef = MetricDef::higher("goodput_mbps", "Goodput", "Mbit/s");
+        let text = |limit: &str| {
+            format!(
+                "study = \"z\"\ntitle = \"z\"\n[[finding]]\nid = \"gap\"\n\
+                 claim = \"h2 faster at 1 Gbit/s\"\nclass = \"reproduction\"\n\
+                 scenario = \"r\"\nwhere = {{ rate = \"1gbit\" }}\nmetric = \"goodput_mbps\"\n\
+                 compare = {{ axis = \"protocol\", a = \"h2\", b = \"h3\" }}\nmin_n = 6\n{limit}"
+            )
+        };
+        let runs = |bound: u32| -> BTreeMap<String, Option<ScenarioRuns>> {
+            let mut out = Vec::new();
+            for rep in 1..=8u32 {
+                for (proto, rate, goodput) in [
+                    ("h2", "1gbit", 930.0),
+                    ("h3", "1gbit", 450.0),
+                    // Another rate: not the finding's, its bound clients do not count.
+                    ("h3", "100mbit", 95.0),
+                ] {
+                    let mut m = BTreeMap::from([
+                        ("goodput_mbps".to_string(), goodput + f64::from(rep)),
+                        ("server_cpu_bound".to_string(), 0.0),
+                    ]);
+                    let b = proto == "h3" && (rate == "100mbit" || rep <= bound);
+                    m.insert("client_cpu_bound".into(), if b { 1.0 } else { 0.0 });
+                    out.push(RunRecord {
+                        params: BTreeMap::from([
+                            ("protocol".to_string(), proto.to_string()),
+                            ("rate".to_string(), rate.to_string()),
+                        ]),
+                        repetition: rep,
+                        status: RunStatus::Ok { flagged: false },
+                        metrics: m,
+                    });
+                }
+            }
+            BTreeMap::from([(
+                "r".to_string(),
+                Some(ScenarioRuns {
+                    runs: out,
+                    quick: false,
+                    form: "full".into(),
+                    part: None,
+                }),
+            )])
+        };
+        let limited =
+            findings::parse(&text("machine_limit = \"not_runnable\"\n"), "z.toml").unwrap();
+        assert!(limited.findings[0].machine_limit);
+        let v = judge_study(&limited, &runs(7), &[GOODPUT]).unwrap();
+        match &v[0].judgement.verdict {
+            Verdict::NotRunnable { why } => {
+                assert!(why.starts_with("not runnable here"), "{why}");
+                assert!(why.contains("rate = 1gbit"), "{why}");
+                assert!(
+                    why.contains("h3: 7 of 8 runs (the client CPU-bound in 7)"),
+                    "{why}"
+                );
+                assert!(!why.contains("h2:"), "{why}");
+            }
+            other => panic!("{other:?}"),
+        }
+        // The estimate stays for the reader.
+        assert_eq!(v[0].judgement.counts.pairs, 8);
+        let v = judge_study(&limited, &runs(1), &[GOODPUT]).unwrap();
+        assert_eq!(
+            v[0].judgement.verdict,
+            Verdict::Holds,
+            "1 of 8 is under a quarter"
+        );
+        let plain = findings::parse(&text(""), "z.toml").unwrap();
+        assert!(!plain.findings[0].machine_limit);
+        let v = judge_study(&plain, &runs(8), &[GOODPUT]).unwrap();
+        assert_eq!(v[0].judgement.verdict, Verdict::Holds);
+        // Flagged runs count as the machine's limit too.
+        let mut flagged = runs(0);
+        for r in &mut flagged.get_mut("r").unwrap().as_mut().unwrap().runs {
+            if r.params["protocol"] == "h2" && r.repetition <= 3 {
+                r.status = RunStatus::Ok { flagged: true };
+            }
+        }
+        let v = judge_study(&limited, &flagged, &[GOODPUT]).unwrap();
+        assert!(
+            matches!(&v[0].judgement.verdict, Verdict::NotRunnable { why } if why.contains("h2: 3 of 8 runs (the link off its targets in 3)")),
+            "{:?}",
+            v[0].judgement.verdict
+        );
+    }
+
+    #[test]
+    fn machine_limit_takes_two_words_and_needs_runs() {
+        let base = "study = \"z\"\ntitle = \"z\"\n[[finding]]\nid = \"a\"\nclaim = \"c\"\n\
+                    class = \"reproduction\"\n";
+        let e = findings::parse(
+            &format!("{base}not_runnable = \"elsewhere\"\nmachine_limit = \"not_runnable\"\n"),
+            "z.toml",
+        )
+        .unwrap_err();
+        assert!(e.contains("z.toml:3") && e.contains("machine_limit"), "{e}");
+        let e = findings::parse(
+            &format!(
+                "{base}scenario = \"s\"\nmetric = \"m\"\nat_least = 1.0\nmachine_limit = \"skip\"\n"
+            ),
+            "z.toml",
+        )
+        .unwrap_err();
+        assert!(e.contains("machine_limit") && e.contains("\"skip\""), "{e}");
     }
 }
