@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
-use quiclab_verdict::study::{MACHINE_LIMITED_SHARE, RunRecord, RunStatus};
+use quiclab_verdict::study::{MachineLimit, RunRecord, RunStatus, over_machine_limited_share};
 
 use crate::html::esc;
 
@@ -90,26 +90,15 @@ pub fn sweep_svg(scenario: &str, runs: &[RunRecord]) -> Option<String> {
             let points = by_rate
                 .into_iter()
                 .map(|(rate, rs)| {
-                    let finished: Vec<&&RunRecord> = rs
-                        .iter()
-                        .filter(|r| matches!(r.status, RunStatus::Ok { .. }))
-                        .collect();
-                    let bound =
-                        |r: &RunRecord, m: &str| r.metrics.get(m).is_some_and(|v| *v >= 1.0);
-                    let limited = finished
-                        .iter()
-                        .filter(|r| {
-                            r.status == RunStatus::Ok { flagged: true }
-                                || bound(r, "client_cpu_bound")
-                                || bound(r, "server_cpu_bound")
-                        })
-                        .count();
+                    let limits: Vec<MachineLimit> =
+                        rs.iter().filter_map(|r| MachineLimit::of(r)).collect();
+                    let limited = limits.iter().filter(|l| l.any()).count();
                     Point {
                         rate_mbps: rate as f64,
                         goodput: metric(&rs, "goodput_mbps"),
                         client_cpu: metric(&rs, "client_cpu_cores"),
                         server_cpu: metric(&rs, "server_cpu_cores"),
-                        limited: limited as f64 > MACHINE_LIMITED_SHARE * finished.len() as f64,
+                        limited: over_machine_limited_share(limited, limits.len()),
                         runs: rs.len(),
                     }
                 })

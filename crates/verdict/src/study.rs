@@ -211,6 +211,41 @@ fn as_observation(j: &mut Judgement, part: Option<&str>) {
 /// retries: a quarter already decides a median or a sign test's pairs.
 pub const MACHINE_LIMITED_SHARE: f64 = 0.25;
 
+/// How the machine limited one finished run: an end busy ≥ 90 % of its core (`client_cpu_bound`,
+/// `server_cpu_bound`: the run measured it against `quiclab_model::endpoint::CPU_BOUND_SHARE`) or
+/// the link still off its targets after the retries (flagged). The verdicts and the report's sweep
+/// figure both read it from here, so that "limited by the machine" means one thing.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct MachineLimit {
+    pub client_cpu_bound: bool,
+    pub server_cpu_bound: bool,
+    pub flagged: bool,
+}
+
+impl MachineLimit {
+    /// None for a run that did not finish (failed or timed out): it has nothing to say.
+    pub fn of(r: &RunRecord) -> Option<Self> {
+        let RunStatus::Ok { flagged } = r.status else {
+            return None;
+        };
+        let bound = |m: &str| r.metrics.get(m).is_some_and(|v| *v >= 1.0);
+        Some(MachineLimit {
+            client_cpu_bound: bound("client_cpu_bound"),
+            server_cpu_bound: bound("server_cpu_bound"),
+            flagged,
+        })
+    }
+
+    pub fn any(&self) -> bool {
+        self.client_cpu_bound || self.server_cpu_bound || self.flagged
+    }
+}
+
+/// Whether `limited` of `finished` runs is more than [`MACHINE_LIMITED_SHARE`].
+pub fn over_machine_limited_share(limited: usize, finished: usize) -> bool {
+    limited as f64 > MACHINE_LIMITED_SHARE * finished as f64
+}
+
 /// Why `f` is not runnable on the machine that made `runs`, if it is: more than
 /// [`MACHINE_LIMITED_SHARE`] of a compared side's finished runs (or of all, without sides) had an
 /// end busy ≥ 90 % of its core (`client_cpu_bound`, `server_cpu_bound`: the run measured it
@@ -236,25 +271,23 @@ pub fn machine_limited(f: &findings::Finding, runs: &[RunRecord]) -> Option<Stri
     }
     let mut sides: BTreeMap<String, Side> = BTreeMap::new();
     for r in runs.iter().filter(|r| f.claims_run(scenario, &r.params)) {
-        let RunStatus::Ok { flagged } = r.status else {
+        let Some(limit) = MachineLimit::of(r) else {
             continue;
         };
         let name = match claim.sides() {
             Some((axis, _, _)) => r.params.get(axis).cloned().unwrap_or_default(),
             None => String::new(),
         };
-        let bound = |m: &str| r.metrics.get(m).is_some_and(|v| *v >= 1.0);
-        let (client, server) = (bound("client_cpu_bound"), bound("server_cpu_bound"));
         let side = sides.entry(name).or_default();
         side.finished += 1;
-        side.limited += usize::from(flagged || client || server);
-        side.client += usize::from(client);
-        side.server += usize::from(server);
-        side.flagged += usize::from(flagged);
+        side.limited += usize::from(limit.any());
+        side.client += usize::from(limit.client_cpu_bound);
+        side.server += usize::from(limit.server_cpu_bound);
+        side.flagged += usize::from(limit.flagged);
     }
     let limited: Vec<String> = sides
         .iter()
-        .filter(|(_, s)| s.limited as f64 > MACHINE_LIMITED_SHARE * s.finished as f64)
+        .filter(|(_, s)| over_machine_limited_share(s.limited, s.finished))
         .map(|(name, s)| {
             let mut parts = Vec::new();
             if s.client > 0 {
@@ -664,6 +697,44 @@ mod tests {
         assert!(!md.contains("none tested yet"), "{md}");
         assert!(crate::prose::sentence(&v[0]).contains(said));
         assert!(v[0].to_string().contains(said));
+    }
+
+    /// What counts as limited by the machine, the one reading the verdicts and the sweep figure
+    /// share: a bound end or a flagged run is; an unfinished run has no say; "more than a quarter"
+    /// is strict.
+    #[test]
+    fn a_run_is_machine_limited_by_a_bound_end_or_a_flag_and_unfinished_runs_have_no_say() {
+        let run = |status: RunStatus, client: f64, server: f64| RunRecord {
+            params: BTreeMap::new(),
+            repetition: 1,
+            status,
+            metrics: BTreeMap::from([
+                ("client_cpu_bound".to_string(), client),
+                ("server_cpu_bound".to_string(), server),
+            ]),
+        };
+        let ok = RunStatus::Ok { flagged: false };
+        assert_eq!(
+            MachineLimit::of(&run(ok.clone(), 0.0, 0.0)).map(|l| l.any()),
+            Some(false)
+        );
+        let client = MachineLimit::of(&run(ok.clone(), 1.0, 0.0)).unwrap();
+        assert!(client.any() && client.client_cpu_bound && !client.server_cpu_bound);
+        assert!(
+            MachineLimit::of(&run(ok, 0.0, 1.0))
+                .unwrap()
+                .server_cpu_bound
+        );
+        let flagged = MachineLimit::of(&run(RunStatus::Ok { flagged: true }, 0.0, 0.0)).unwrap();
+        assert!(flagged.any() && flagged.flagged);
+        assert_eq!(MachineLimit::of(&run(RunStatus::Failed, 1.0, 1.0)), None);
+        assert_eq!(
+            MachineLimit::of(&run(RunStatus::Timeout { limit_s: None }, 1.0, 1.0)),
+            None
+        );
+        assert!(!over_machine_limited_share(1, 4));
+        assert!(over_machine_limited_share(2, 4));
+        assert!(!over_machine_limited_share(0, 0));
     }
 
     /// A rate sweep's finding marked `machine_limit = "not_runnable"`: h3 at 1 Gbit/s with its
